@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Set everything up (virtualenv, Python packages, Node 22, the conformance
+# suite and the TypeScript SDK) and run the whole test suite.
+#   scripts/test.sh [pytest args...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+source scripts/setup.sh
+setup_python test
+setup_node
+
+echo "== ruff"; .venv/bin/ruff check src tests examples bench
+echo "== mypy"; .venv/bin/mypy
+echo "== pytest"
+set +e
+.venv/bin/pytest "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+  echo "pytest ran no test: failing" >&2
+  exit 1
+fi
+exit "$status"

@@ -1,0 +1,252 @@
+"""JSON-RPC 2.0 messages as MCP 2025-06-18 uses them: parse, build, serialize.
+
+Messages are small slotted classes rather than validated models: the hot path
+parses bytes with orjson, checks the shape once here, and never copies params.
+
+>>> msg = parse_message(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+>>> msg
+JsonRpcRequest(id=1, method='ping', params=None)
+>>> encode_message(JsonRpcResponse(id=1, result={}))
+b'{"jsonrpc":"2.0","id":1,"result":{}}'
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, TypeAlias
+
+import orjson
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "RESOURCE_NOT_FOUND",
+    "JsonRpcError",
+    "JsonRpcMessage",
+    "JsonRpcNotification",
+    "JsonRpcRequest",
+    "JsonRpcResponse",
+    "McpError",
+    "RequestId",
+    "encode_message",
+    "message_from_dict",
+    "message_to_dict",
+    "parse_message",
+]
+
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+RESOURCE_NOT_FOUND: Final = -32002
+# Used by transports for a request that cannot be served (closed session, timeout).
+CONNECTION_CLOSED: Final = -32000
+REQUEST_TIMEOUT: Final = -32001
+
+RequestId: TypeAlias = str | int
+
+
+class McpError(Exception):
+    """An error that travels to the peer as a JSON-RPC error object.
+
+    Raise it from a handler when the request itself is wrong and the client,
+    not the model, should deal with it:
+
+    >>> raise McpError(INVALID_PARAMS, "Unknown tool: nope")  # doctest: +SKIP
+    """
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_error_object(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+    def __repr__(self) -> str:
+        return f"McpError(code={self.code}, message={self.message!r}, data={self.data!r})"
+
+
+class JsonRpcRequest:
+    """A request: it has an id and expects exactly one response."""
+
+    __slots__ = ("id", "method", "params")
+
+    def __init__(self, id: RequestId, method: str, params: dict[str, Any] | None = None) -> None:
+        self.id = id
+        self.method = method
+        self.params = params
+
+    def __repr__(self) -> str:
+        return f"JsonRpcRequest(id={self.id!r}, method={self.method!r}, params={self.params!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, JsonRpcRequest)
+            and (self.id, self.method, self.params) == (other.id, other.method, other.params)
+        )
+
+
+class JsonRpcNotification:
+    """A one-way message: no id, never answered."""
+
+    __slots__ = ("method", "params")
+
+    def __init__(self, method: str, params: dict[str, Any] | None = None) -> None:
+        self.method = method
+        self.params = params
+
+    def __repr__(self) -> str:
+        return f"JsonRpcNotification(method={self.method!r}, params={self.params!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JsonRpcNotification) and (self.method, self.params) == (
+            other.method,
+            other.params,
+        )
+
+
+class JsonRpcResponse:
+    """A successful answer to the request with the same id."""
+
+    __slots__ = ("id", "result")
+
+    def __init__(self, id: RequestId, result: dict[str, Any]) -> None:
+        self.id = id
+        self.result = result
+
+    def __repr__(self) -> str:
+        return f"JsonRpcResponse(id={self.id!r}, result={self.result!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JsonRpcResponse) and (self.id, self.result) == (other.id, other.result)
+
+
+class JsonRpcError:
+    """An error answer. ``id`` is None when the request's id could not be read."""
+
+    __slots__ = ("code", "data", "id", "message")
+
+    def __init__(self, id: RequestId | None, code: int, message: str, data: Any = None) -> None:
+        self.id = id
+        self.code = code
+        self.message = message
+        self.data = data
+
+    @classmethod
+    def from_exception(cls, id: RequestId | None, error: McpError) -> JsonRpcError:
+        return cls(id, error.code, error.message, error.data)
+
+    def to_exception(self) -> McpError:
+        return McpError(self.code, self.message, self.data)
+
+    def __repr__(self) -> str:
+        return f"JsonRpcError(id={self.id!r}, code={self.code}, message={self.message!r}, data={self.data!r})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, JsonRpcError) and (self.id, self.code, self.message, self.data) == (
+            other.id,
+            other.code,
+            other.message,
+            other.data,
+        )
+
+
+JsonRpcMessage: TypeAlias = JsonRpcRequest | JsonRpcNotification | JsonRpcResponse | JsonRpcError
+
+
+def _is_id(value: Any) -> bool:
+    # bool is an int subclass but never a valid id.
+    return (type(value) is int) or isinstance(value, str)
+
+
+def message_from_dict(data: Any) -> JsonRpcMessage:
+    """Build a message from decoded JSON, or raise McpError(-32600) naming what is wrong."""
+    if type(data) is not dict:
+        if isinstance(data, list):
+            raise McpError(INVALID_REQUEST, "Batch requests are not supported in protocol revision 2025-06-18")
+        raise McpError(INVALID_REQUEST, "A JSON-RPC message must be a JSON object")
+    if data.get("jsonrpc") != "2.0":
+        raise McpError(INVALID_REQUEST, 'The "jsonrpc" member must be exactly "2.0"')
+    method = data.get("method")
+    if method is not None:
+        if not isinstance(method, str):
+            raise McpError(INVALID_REQUEST, 'The "method" member must be a string')
+        params = data.get("params")
+        if params is not None and type(params) is not dict:
+            raise McpError(INVALID_REQUEST, 'The "params" member must be an object')
+        if "id" in data:
+            id_ = data["id"]
+            if id_ is None:
+                raise McpError(INVALID_REQUEST, "A request id must not be null")
+            if not _is_id(id_):
+                raise McpError(INVALID_REQUEST, "A request id must be a string or an integer")
+            return JsonRpcRequest(id_, method, params)
+        return JsonRpcNotification(method, params)
+    if "id" not in data:
+        raise McpError(INVALID_REQUEST, 'A message needs a "method" (request or notification) or an "id" (response)')
+    id_ = data["id"]
+    if "result" in data:
+        if "error" in data:
+            raise McpError(INVALID_REQUEST, 'A response must not carry both "result" and "error"')
+        if not _is_id(id_):
+            raise McpError(INVALID_REQUEST, "A response id must be a string or an integer")
+        result = data["result"]
+        if type(result) is not dict:
+            raise McpError(INVALID_REQUEST, 'The "result" member must be an object')
+        return JsonRpcResponse(id_, result)
+    error = data.get("error")
+    if type(error) is not dict:
+        raise McpError(INVALID_REQUEST, 'A response needs a "result" or an "error" object')
+    code = error.get("code")
+    message = error.get("message")
+    if type(code) is not int or not isinstance(message, str):
+        raise McpError(INVALID_REQUEST, 'An error object needs an integer "code" and a string "message"')
+    if id_ is not None and not _is_id(id_):
+        raise McpError(INVALID_REQUEST, "A response id must be a string, an integer or null")
+    return JsonRpcError(id_, code, message, error.get("data"))
+
+
+def parse_message(raw: bytes | bytearray | memoryview | str) -> JsonRpcMessage:
+    """Parse one JSON-RPC message from its wire form.
+
+    Raises McpError with -32700 for bytes that are not JSON and -32600 for JSON
+    that is not a single, well-formed message.
+    """
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        raise McpError(PARSE_ERROR, "Parse error: the body is not valid JSON") from None
+    return message_from_dict(data)
+
+
+def message_to_dict(message: JsonRpcMessage) -> dict[str, Any]:
+    """The JSON object for a message (the inverse of message_from_dict)."""
+    if type(message) is JsonRpcResponse:
+        return {"jsonrpc": "2.0", "id": message.id, "result": message.result}
+    if type(message) is JsonRpcRequest:
+        if message.params is None:
+            return {"jsonrpc": "2.0", "id": message.id, "method": message.method}
+        return {"jsonrpc": "2.0", "id": message.id, "method": message.method, "params": message.params}
+    if type(message) is JsonRpcNotification:
+        if message.params is None:
+            return {"jsonrpc": "2.0", "method": message.method}
+        return {"jsonrpc": "2.0", "method": message.method, "params": message.params}
+    if type(message) is JsonRpcError:
+        error: dict[str, Any] = {"code": message.code, "message": message.message}
+        if message.data is not None:
+            error["data"] = message.data
+        return {"jsonrpc": "2.0", "id": message.id, "error": error}
+    raise TypeError(f"not a JSON-RPC message: {message!r}")
+
+
+def encode_message(message: JsonRpcMessage) -> bytes:
+    """Serialize a message to compact UTF-8 JSON."""
+    return orjson.dumps(message_to_dict(message))
