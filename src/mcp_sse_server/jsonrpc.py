@@ -88,9 +88,10 @@ class JsonRpcRequest:
         return f"JsonRpcRequest(id={self.id!r}, method={self.method!r}, params={self.params!r})"
 
     def __eq__(self, other: object) -> bool:
-        return (
-            isinstance(other, JsonRpcRequest)
-            and (self.id, self.method, self.params) == (other.id, other.method, other.params)
+        return isinstance(other, JsonRpcRequest) and (self.id, self.method, self.params) == (
+            other.id,
+            other.method,
+            other.params,
         )
 
 

@@ -1,0 +1,135 @@
+"""RequestContext: what a handler can do while it serves one request."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final
+
+from .jsonrpc import INVALID_PARAMS, JsonRpcRequest, McpError, RequestId
+
+if TYPE_CHECKING:
+    from .protocol import Connection
+
+__all__ = ["LOG_LEVELS", "RequestContext", "current_context"]
+
+# RFC 5424 severities, lowest first, as logging/setLevel names them.
+LOG_LEVELS: Final[dict[str, int]] = {
+    name: rank
+    for rank, name in enumerate(("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"))
+}
+
+current_context: contextvars.ContextVar[RequestContext | None] = contextvars.ContextVar(
+    "mcp_current_context", default=None
+)
+
+
+def log_rank(level: str) -> int:
+    """The rank of a log level name; unknown names are -32602."""
+    rank = LOG_LEVELS.get(level)
+    if rank is None:
+        raise McpError(INVALID_PARAMS, f"Invalid log level {level!r}; expected one of: {', '.join(LOG_LEVELS)}")
+    return rank
+
+
+class RequestContext:
+    """Passed to every handler with the request it serves.
+
+    >>> async def handler(arguments, context):  # doctest: +SKIP
+    ...     await context.report_progress(1, total=2, message="halfway")
+    ...     context.throw_if_cancelled()
+    ...     await context.log("info", {"step": 2})
+    """
+
+    __slots__ = (
+        "_callbacks",
+        "_last_progress",
+        "cancel_reason",
+        "cancelled",
+        "connection",
+        "done",
+        "method",
+        "progress_token",
+        "request_id",
+        "task",
+    )
+
+    def __init__(self, connection: Connection, request: JsonRpcRequest) -> None:
+        self.connection = connection
+        self.request_id: RequestId = request.id
+        self.method = request.method
+        params = request.params
+        meta = params.get("_meta") if params is not None else None
+        token = meta.get("progressToken") if type(meta) is dict else None
+        self.progress_token: str | int | None = token if isinstance(token, str | int) else None
+        self._last_progress: float | None = None
+        self.cancelled = False
+        self.cancel_reason: str | None = None
+        self.done = False
+        self._callbacks: list[Callable[[], Any]] | None = None
+        self.task: asyncio.Task[Any] | None = None
+
+    @property
+    def server(self) -> Any:
+        """The McpServer (or client) that owns the connection."""
+        return self.connection.owner
+
+    @property
+    def is_cancelled(self) -> bool:
+        return self.cancelled
+
+    def throw_if_cancelled(self) -> None:
+        """Raise ``asyncio.CancelledError`` when the request was cancelled."""
+        if self.cancelled:
+            raise asyncio.CancelledError(self.cancel_reason or "request cancelled")
+
+    def on_cancelled(self, callback: Callable[[], Any]) -> None:
+        """Run ``callback`` when the request is cancelled (at once if it already was)."""
+        if self.cancelled:
+            callback()
+            return
+        if self._callbacks is None:
+            self._callbacks = []
+        self._callbacks.append(callback)
+
+    def cancel(self, reason: str | None = None) -> None:
+        """Mark the request cancelled, run the callbacks and cancel its task."""
+        if self.cancelled or self.done:
+            return
+        self.cancelled = True
+        self.cancel_reason = reason
+        for callback in self._callbacks or ():
+            try:
+                callback()
+            except Exception:
+                self.connection.logger.exception("on_cancelled callback failed")
+        if self.task is not None:
+            self.task.cancel(reason)
+
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
+        """Send notifications/progress; a no-op without a progress token or once the request is done.
+
+        ``progress`` must increase with every call (ValueError otherwise).
+        """
+        if self.progress_token is None or self.done:
+            return
+        if self._last_progress is not None and progress <= self._last_progress:
+            raise ValueError(f"progress must increase: {progress} after {self._last_progress}")
+        self._last_progress = progress
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self.connection.notify("notifications/progress", params, related_request_id=self.request_id)
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send notifications/message unless it is below the level the client set."""
+        await self.connection.log(level, data, logger, related_request_id=self.request_id)
+
+    async def send_request(
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = 300.0
+    ) -> dict[str, Any]:
+        """A request to the peer that belongs to this request (same HTTP stream)."""
+        return await self.connection.request(method, params, timeout=timeout, related_request_id=self.request_id)

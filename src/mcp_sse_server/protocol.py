@@ -1,0 +1,285 @@
+"""The JSON-RPC engine for one connection, shared by servers and clients.
+
+It correlates outbound requests with their responses (with timeouts and
+cancellation), runs inbound requests as tasks (with cancellation by
+``notifications/cancelled``), routes progress notifications to the caller
+that asked for them, and fails everything pending when the transport closes.
+What a request *means* is the owner's business: the owner implements
+``handle_request`` and ``handle_notification``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from .context import RequestContext, current_context, log_rank
+from .jsonrpc import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_REQUEST,
+    JsonRpcError,
+    JsonRpcMessage,
+    JsonRpcNotification,
+    JsonRpcRequest,
+    JsonRpcResponse,
+    McpError,
+    RequestId,
+)
+from .transport.base import Transport
+
+__all__ = ["Connection", "ConnectionOwner", "ProgressCallback"]
+
+logger = logging.getLogger("mcp_sse_server")
+
+ProgressCallback = Callable[[float, float | None, str | None], Any]
+
+
+class ConnectionOwner(Protocol):
+    """What a Connection needs from the server or client that owns it."""
+
+    def handle_request(self, request: JsonRpcRequest, context: RequestContext) -> Awaitable[dict[str, Any]]: ...
+
+    def handle_notification(self, notification: JsonRpcNotification) -> None: ...
+
+    def connection_closed(self) -> None: ...
+
+
+class Connection:
+    """JSON-RPC over one transport, on behalf of one owner.
+
+    ``log_threshold`` is the lowest log rank the peer wants (logging/setLevel);
+    it lives here because it is per connection, like the session it serves.
+    """
+
+    def __init__(self, transport: Transport, owner: ConnectionOwner, *, name: str = "mcp") -> None:
+        self.transport = transport
+        self.owner = owner
+        self.logger = logger
+        self.log_threshold = 0
+        self.closed = False
+        self._ids = itertools.count(1)
+        self._pending: dict[RequestId, asyncio.Future[JsonRpcMessage]] = {}
+        self._progress: dict[str | int, ProgressCallback] = {}
+        self._inflight: dict[RequestId, RequestContext] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        transport.attach(self._on_message, self._on_close)
+
+    # --- inbound ---------------------------------------------------------------
+
+    def _on_message(self, message: JsonRpcMessage) -> None:
+        if isinstance(message, JsonRpcRequest):
+            self._on_request(message)
+        elif isinstance(message, JsonRpcNotification):
+            self._on_notification(message)
+        elif message.id is None:
+            self.logger.warning("peer reported an error: %s", message)
+        else:
+            future = self._pending.pop(message.id, None)
+            if future is None:
+                self.logger.debug("ignoring a response to unknown request %r", message.id)
+            elif not future.done():
+                future.set_result(message)
+
+    def _on_notification(self, notification: JsonRpcNotification) -> None:
+        method = notification.method
+        params = notification.params or {}
+        if method == "notifications/cancelled":
+            context = self._inflight.get(params.get("requestId"))  # type: ignore[arg-type]
+            # initialize cannot be cancelled: the session depends on its result.
+            if context is not None and context.method != "initialize":
+                reason = params.get("reason")
+                context.cancel(reason if isinstance(reason, str) else None)
+            return
+        if method == "notifications/progress":
+            callback = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
+            if callback is not None:
+                try:
+                    callback(params.get("progress", 0), params.get("total"), params.get("message"))
+                except Exception:
+                    self.logger.exception("progress callback failed")
+                return
+        try:
+            self.owner.handle_notification(notification)
+        except Exception:
+            self.logger.exception("notification handler for %s failed", method)
+
+    def _on_request(self, request: JsonRpcRequest) -> None:
+        if self.closed:
+            return
+        if request.id in self._inflight:
+            self._spawn(
+                self.transport.send(
+                    JsonRpcError(request.id, INVALID_REQUEST, f"Request id {request.id!r} is already in use"),
+                    request.id,
+                )
+            )
+            return
+        context = RequestContext(self, request)
+        self._inflight[request.id] = context
+        context.task = asyncio.get_running_loop().create_task(self._serve(request, context))
+
+    async def _serve(self, request: JsonRpcRequest, context: RequestContext) -> None:
+        response = await self.dispatch(request, context)
+        if response is not None:
+            try:
+                await self.transport.send(response, request.id)
+            except Exception:
+                self.logger.debug("could not deliver the response to %r", request.id, exc_info=True)
+
+    async def dispatch(
+        self, request: JsonRpcRequest, context: RequestContext | None = None
+    ) -> JsonRpcResponse | JsonRpcError | None:
+        """Run one inbound request to its response; None when it was cancelled.
+
+        Transports call ``on_message``; in-process clients call this directly
+        and await it in their own task, which is what makes them fast.
+        """
+        if context is None:
+            if request.id in self._inflight:
+                return JsonRpcError(request.id, INVALID_REQUEST, f"Request id {request.id!r} is already in use")
+            context = RequestContext(self, request)
+            self._inflight[request.id] = context
+        token = current_context.set(context)
+        try:
+            result = await self.owner.handle_request(request, context)
+            return JsonRpcResponse(request.id, result)
+        except McpError as error:
+            return JsonRpcError(request.id, error.code, error.message, error.data)
+        except asyncio.CancelledError:
+            if context.cancelled and request.method != "initialize":
+                return None
+            raise
+        except Exception:
+            self.logger.exception("handler for %s failed", request.method)
+            return JsonRpcError(request.id, INTERNAL_ERROR, "Internal error")
+        finally:
+            context.done = True
+            current_context.reset(token)
+            if self._inflight.get(request.id) is context:
+                del self._inflight[request.id]
+
+    def _on_close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        pending, self._pending = self._pending, {}
+        for request_id, future in pending.items():
+            if not future.done():
+                future.set_result(JsonRpcError(request_id, CONNECTION_CLOSED, "Connection closed"))
+        for context in list(self._inflight.values()):
+            context.cancel("connection closed")
+        self._progress.clear()
+        try:
+            self.owner.connection_closed()
+        except Exception:
+            self.logger.exception("connection_closed handler failed")
+
+    # --- outbound --------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = 300.0,
+        related_request_id: RequestId | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """Send a request and wait for its result.
+
+        Raises McpError for an error response (CONNECTION_CLOSED when the
+        transport closes first) and TimeoutError after ``timeout`` seconds
+        (None waits forever). A timeout or a cancelled caller sends
+        ``notifications/cancelled`` so the peer can stop working.
+        """
+        if self.closed:
+            raise McpError(CONNECTION_CLOSED, "Connection closed")
+        request_id = next(self._ids)
+        if on_progress is not None:
+            params = dict(params or {})
+            meta = dict(params.get("_meta") or {})
+            meta["progressToken"] = request_id
+            params["_meta"] = meta
+            self._progress[request_id] = on_progress
+        future: asyncio.Future[JsonRpcMessage] = asyncio.get_running_loop().create_future()
+        self._pending[request_id] = future
+        try:
+            await self.transport.send(JsonRpcRequest(request_id, method, params), related_request_id)
+            if timeout is None:
+                reply = await future
+            else:
+                try:
+                    async with asyncio.timeout(timeout):
+                        reply = await future
+                except TimeoutError:
+                    await self._cancel_remote(request_id, f"timed out after {timeout:g} s", related_request_id)
+                    raise TimeoutError(f"{method} got no response within {timeout:g} s") from None
+        except asyncio.CancelledError:
+            if not future.done():
+                await self._cancel_remote(request_id, "cancelled by the caller", related_request_id)
+            raise
+        finally:
+            self._pending.pop(request_id, None)
+            if on_progress is not None:
+                self._progress.pop(request_id, None)
+        if type(reply) is JsonRpcResponse:
+            return reply.result
+        raise reply.to_exception()  # type: ignore[union-attr]
+
+    async def _cancel_remote(self, request_id: RequestId, reason: str, related: RequestId | None) -> None:
+        if self.closed:
+            return
+        try:
+            await self.transport.send(
+                JsonRpcNotification("notifications/cancelled", {"requestId": request_id, "reason": reason}), related
+            )
+        except Exception:
+            self.logger.debug("could not send notifications/cancelled", exc_info=True)
+
+    async def notify(
+        self, method: str, params: dict[str, Any] | None = None, *, related_request_id: RequestId | None = None
+    ) -> None:
+        """Send a notification; silently dropped once the connection is closed."""
+        if self.closed:
+            return
+        await self.transport.send(JsonRpcNotification(method, params), related_request_id)
+
+    async def log(
+        self, level: str, data: Any, logger: str | None = None, *, related_request_id: RequestId | None = None
+    ) -> None:
+        """notifications/message, unless below the peer's log level."""
+        if log_rank(level) < self.log_threshold:
+            return
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        await self.notify("notifications/message", params, related_request_id=related_request_id)
+
+    def notify_soon(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send a notification from synchronous code without waiting for it."""
+        if self.closed:
+            return
+        self._spawn(self.notify(method, params))
+
+    def _spawn(self, coroutine: Awaitable[Any]) -> None:
+        try:
+            task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(coroutine)  # type: ignore[arg-type]
+        except RuntimeError:  # no running loop: nothing can be sent anyway
+            coroutine.close()  # type: ignore[attr-defined]
+            return
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    @property
+    def inflight_count(self) -> int:
+        return len(self._inflight)
+
+    async def close(self) -> None:
+        """Close the transport; pending calls fail and running handlers are cancelled."""
+        if not self.closed:
+            await self.transport.close()
+        self._on_close()

@@ -1,0 +1,649 @@
+"""McpServer: registries, the session lifecycle and method dispatch.
+
+One McpServer serves one session (one client). It knows nothing of HTTP:
+connect it to any Transport.
+
+>>> server = McpServer("calc", "1.0.0")
+>>> server.add_tool(Tool(
+...     "add",
+...     {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+...      "required": ["a", "b"]},
+...     lambda args, ctx: CallToolResult.text(str(args["a"] + args["b"])),
+...     description="Adds two numbers.",
+... ))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Final
+
+import orjson
+
+from .context import LOG_LEVELS, RequestContext, current_context, log_rank
+from .jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    RESOURCE_NOT_FOUND,
+    JsonRpcNotification,
+    JsonRpcRequest,
+    McpError,
+    RequestId,
+)
+from .protocol import Connection
+from .schema import SchemaValidator
+from .transport.base import Transport
+from .types import (
+    BlobResourceContents,
+    CallToolResult,
+    CompleteRequest,
+    CompleteResult,
+    CreateMessageRequest,
+    CreateMessageResult,
+    ElicitResult,
+    GetPromptResult,
+    Prompt,
+    PromptMessage,
+    ReadResourceResult,
+    Resource,
+    ResourceContents,
+    ResourceTemplate,
+    Root,
+    TextResourceContents,
+    Tool,
+)
+from .uri_template import UriTemplate
+
+__all__ = ["PROTOCOL_VERSION", "McpServer"]
+
+PROTOCOL_VERSION: Final = "2025-06-18"
+DEFAULT_CLIENT_TIMEOUT: Final = 300.0
+DEFAULT_PING_TIMEOUT: Final = 30.0
+
+logger = logging.getLogger("mcp_sse_server")
+
+Handler = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
+
+
+async def _call(function: Callable[..., Any], is_async: bool, *args: Any) -> Any:
+    """Run a user callback: async ones on the loop, sync ones in a worker thread."""
+    if is_async:
+        return await function(*args)
+    result = await asyncio.to_thread(function, *args)
+    if inspect.isawaitable(result):  # a sync callable that returned a coroutine
+        result = await result
+    return result
+
+
+def _is_async(function: Callable[..., Any]) -> bool:
+    call = getattr(function, "__call__", None)  # noqa: B004 - objects with an async __call__
+    return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(call)
+
+
+class _RegisteredTool:
+    __slots__ = ("input", "is_async", "output", "tool", "wire")
+
+    def __init__(self, tool: Tool) -> None:
+        if tool.input_schema.get("type") != "object":
+            raise ValueError(f'Tool {tool.name!r}: inputSchema must have "type": "object"')
+        try:
+            self.input = SchemaValidator(tool.input_schema)
+            self.output = SchemaValidator(tool.output_schema) if tool.output_schema is not None else None
+        except ValueError as error:
+            raise ValueError(f"Tool {tool.name!r}: {error}") from None
+        self.tool = tool
+        self.is_async = tool.handler is not None and _is_async(tool.handler)
+        self.wire = tool.to_dict()
+
+
+def _params_str(params: dict[str, Any], key: str) -> str:
+    value = params.get(key)
+    if not isinstance(value, str):
+        raise McpError(INVALID_PARAMS, f'Missing or invalid "{key}": expected a string')
+    return value
+
+
+class McpServer:
+    """The server half of MCP 2025-06-18 for one session.
+
+    Register tools, resources, resource templates and prompts, then
+    ``await server.connect(transport)``. Capabilities are advertised from what
+    is registered; logging is always advertised. With ``page_size`` set, list
+    results are paged with opaque cursors.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str,
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        page_size: int | None = None,
+    ) -> None:
+        if page_size is not None and page_size < 1:
+            raise ValueError("page_size must be a positive integer or None")
+        self.name = name
+        self.version = version
+        self.title = title
+        self.instructions = instructions
+        self.page_size = page_size
+        self.client_info: dict[str, Any] | None = None
+        self.client_capabilities: dict[str, Any] | None = None
+        self.protocol_version: str | None = None
+        self.initialized = False
+        self.on_roots_list_changed: Callable[[], Any] | None = None
+        self.connection: Connection | None = None
+        self._ready = False  # notifications/initialized received
+        self._tools: dict[str, _RegisteredTool] = {}
+        self._resources: dict[str, Resource] = {}
+        self._templates: dict[str, tuple[UriTemplate, ResourceTemplate]] = {}
+        self._prompts: dict[str, Prompt] = {}
+        self._subscriptions: set[str] = set()
+        self._tool_list: list[dict[str, Any]] | None = None
+        self._methods: dict[str, Handler] = {
+            "ping": self._ping,
+            "tools/list": self._list_tools,
+            "tools/call": self._call_tool,
+            "resources/list": self._list_resources,
+            "resources/templates/list": self._list_templates,
+            "resources/read": self._read_resource,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+            "prompts/list": self._list_prompts,
+            "prompts/get": self._get_prompt,
+            "completion/complete": self._complete,
+            "logging/setLevel": self._set_level,
+        }
+
+    # --- registration ------------------------------------------------------------
+
+    def add_tool(self, tool: Tool) -> None:
+        """Register (or replace) a tool; its schemas are compiled now. ValueError if invalid."""
+        self._tools[tool.name] = _RegisteredTool(tool)
+        self._tool_list = None
+        self._list_changed("notifications/tools/list_changed")
+
+    def remove_tool(self, name: str) -> bool:
+        """Remove a tool; True when it existed."""
+        removed = self._tools.pop(name, None) is not None
+        if removed:
+            self._tool_list = None
+            self._list_changed("notifications/tools/list_changed")
+        return removed
+
+    @property
+    def tools(self) -> list[Tool]:
+        return [entry.tool for entry in self._tools.values()]
+
+    def add_resource(self, resource: Resource) -> None:
+        if resource.reader is None and resource.contents is None:
+            raise ValueError(f"Resource {resource.uri!r} needs a reader or fixed contents")
+        self._resources[resource.uri] = resource
+        self._list_changed("notifications/resources/list_changed")
+
+    def remove_resource(self, uri: str) -> bool:
+        removed = self._resources.pop(uri, None) is not None
+        if removed:
+            self._list_changed("notifications/resources/list_changed")
+        return removed
+
+    def add_resource_template(self, template: ResourceTemplate) -> None:
+        """Register a template; ValueError if its URI template is outside {var}/{+var}."""
+        self._templates[template.uri_template] = (UriTemplate(template.uri_template), template)
+        self._list_changed("notifications/resources/list_changed")
+
+    def remove_resource_template(self, uri_template: str) -> bool:
+        removed = self._templates.pop(uri_template, None) is not None
+        if removed:
+            self._list_changed("notifications/resources/list_changed")
+        return removed
+
+    def add_prompt(self, prompt: Prompt) -> None:
+        self._prompts[prompt.name] = prompt
+        self._list_changed("notifications/prompts/list_changed")
+
+    def remove_prompt(self, name: str) -> bool:
+        removed = self._prompts.pop(name, None) is not None
+        if removed:
+            self._list_changed("notifications/prompts/list_changed")
+        return removed
+
+    def _list_changed(self, method: str) -> None:
+        if self.connection is not None and self._ready:
+            self.connection.notify_soon(method)
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """What this server advertises, derived from what is registered."""
+        capabilities: dict[str, Any] = {"logging": {}}
+        if any(prompt.completer for prompt in self._prompts.values()) or any(
+            template.completer for _, template in self._templates.values()
+        ):
+            capabilities["completions"] = {}
+        if self._prompts:
+            capabilities["prompts"] = {"listChanged": True}
+        if self._resources or self._templates:
+            capabilities["resources"] = {"subscribe": True, "listChanged": True}
+        if self._tools:
+            capabilities["tools"] = {"listChanged": True}
+        return capabilities
+
+    # --- connection and lifecycle -----------------------------------------------
+
+    async def connect(self, transport: Transport) -> None:
+        """Serve this session over ``transport``."""
+        if self.connection is not None:
+            raise RuntimeError("this McpServer is already connected; create one per session")
+        self.connection = Connection(transport, self)
+
+    async def close(self) -> None:
+        """Close the connection: pending server-to-client calls fail, running handlers are cancelled."""
+        if self.connection is not None:
+            await self.connection.close()
+
+    def connection_closed(self) -> None:
+        self._subscriptions.clear()
+
+    def handle_request(self, request: JsonRpcRequest, context: RequestContext) -> Awaitable[dict[str, Any]]:
+        method = request.method
+        params = request.params or {}
+        if method == "initialize":
+            return self._initialize(params, context)
+        if not self.initialized and method != "ping":
+            raise McpError(INVALID_REQUEST, f"Received {method} before initialize: initialize the session first")
+        handler = self._methods.get(method)
+        if handler is None:
+            raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        return handler(params, context)
+
+    def handle_notification(self, notification: JsonRpcNotification) -> None:
+        if notification.method == "notifications/initialized":
+            if self.initialized:
+                self._ready = True
+        elif notification.method == "notifications/roots/list_changed" and self.on_roots_list_changed:
+            self.on_roots_list_changed()
+
+    async def _initialize(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        if self.initialized:
+            raise McpError(INVALID_REQUEST, "The session is already initialized")
+        _params_str(params, "protocolVersion")
+        client_info = params.get("clientInfo")
+        if not isinstance(client_info, dict) or not isinstance(client_info.get("name"), str):
+            raise McpError(INVALID_PARAMS, 'Missing or invalid "clientInfo": expected an object with a "name"')
+        capabilities = params.get("capabilities", {})
+        if not isinstance(capabilities, dict):
+            raise McpError(INVALID_PARAMS, 'Invalid "capabilities": expected an object')
+        client_info = dict(client_info)
+        if not isinstance(client_info.get("version"), str):
+            client_info["version"] = "0.0.0"  # several clients omit it; see README "Known deviations"
+        self.client_info = client_info
+        self.client_capabilities = capabilities
+        # Only 2025-06-18 is implemented: any other request is answered with it.
+        self.protocol_version = PROTOCOL_VERSION
+        self.initialized = True
+        server_info: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.title is not None:
+            server_info["title"] = self.title
+        result: dict[str, Any] = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": self.capabilities,
+            "serverInfo": server_info,
+        }
+        if self.instructions is not None:
+            result["instructions"] = self.instructions
+        return result
+
+    async def _ping(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return {}
+
+    async def _set_level(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        level = params.get("level")
+        if not isinstance(level, str):
+            raise McpError(INVALID_PARAMS, f'Missing or invalid "level"; expected one of: {", ".join(LOG_LEVELS)}')
+        assert self.connection is not None
+        self.connection.log_threshold = log_rank(level)
+        return {}
+
+    # --- pagination --------------------------------------------------------------
+
+    def _page(self, collection: str, key: str, items: list[dict[str, Any]], params: dict[str, Any]) -> dict[str, Any]:
+        cursor = params.get("cursor")
+        start = 0
+        if cursor is not None:
+            start = self._decode_cursor(collection, cursor, len(items))
+        if self.page_size is None:
+            return {key: items}
+        end = start + self.page_size
+        result: dict[str, Any] = {key: items[start:end]}
+        if end < len(items):
+            token = orjson.dumps({"c": collection, "o": end})
+            result["nextCursor"] = base64.urlsafe_b64encode(token).decode("ascii")
+        return result
+
+    def _decode_cursor(self, collection: str, cursor: Any, size: int) -> int:
+        invalid = McpError(INVALID_PARAMS, f"Invalid cursor for {collection}: start over without a cursor")
+        if self.page_size is None or not isinstance(cursor, str) or len(cursor) > 200:
+            raise invalid
+        try:
+            data = orjson.loads(base64.urlsafe_b64decode(cursor.encode("ascii")))
+        except (ValueError, binascii.Error, orjson.JSONDecodeError):
+            raise invalid from None
+        if not isinstance(data, dict) or data.get("c") != collection:
+            raise invalid
+        offset = data.get("o")
+        if type(offset) is not int or offset < 0 or offset > size:
+            raise invalid
+        return offset
+
+    # --- tools -------------------------------------------------------------------
+
+    def _require(self, capability: str) -> None:
+        offered = {
+            "tools": bool(self._tools),
+            "resources": bool(self._resources or self._templates),
+            "prompts": bool(self._prompts),
+        }.get(capability)
+        if offered is None:
+            offered = capability in self.capabilities
+        if not offered:
+            raise McpError(METHOD_NOT_FOUND, f"This server does not offer {capability}")
+
+    async def _list_tools(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        self._require("tools")
+        if self._tool_list is None:
+            self._tool_list = [entry.wire for entry in self._tools.values()]
+        return self._page("tools", "tools", self._tool_list, params)
+
+    async def _call_tool(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise McpError(INVALID_PARAMS, 'Missing or invalid "name": expected the tool name as a string')
+        entry = self._tools.get(name)
+        if entry is None:
+            raise McpError(INVALID_PARAMS, f"Unknown tool: {name}")
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif type(arguments) is not dict:
+            raise McpError(INVALID_PARAMS, 'Invalid "arguments": expected an object')
+        problem = entry.input.first_error(arguments)
+        if problem is not None:
+            return {
+                "content": [{"type": "text", "text": f"Invalid arguments for tool {name}: {problem}"}],
+                "isError": True,
+            }
+        result = await self.run_tool(entry, arguments, context)
+        return self._check_output(entry, result).to_dict()
+
+    async def run_tool(
+        self, entry: _RegisteredTool, arguments: dict[str, Any], context: RequestContext
+    ) -> CallToolResult:
+        """Run a tool's handler; a failure becomes an isError result without its text."""
+        handler = entry.tool.handler
+        if handler is None:
+            return await self.on_tool_call(entry.tool.name, arguments, context)
+        try:
+            value = await _call(handler, entry.is_async, arguments, context)
+        except (McpError, asyncio.CancelledError):
+            raise
+        except Exception:
+            logger.exception("tool %s failed", entry.tool.name)
+            return CallToolResult.error(f"Tool {entry.tool.name} failed with an internal error")
+        return _as_tool_result(value)
+
+    async def on_tool_call(self, name: str, arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
+        """Called for tools registered without a handler; MemoryServer overrides it."""
+        raise McpError(INTERNAL_ERROR, f"Tool {name} has no handler")
+
+    def _check_output(self, entry: _RegisteredTool, result: CallToolResult) -> CallToolResult:
+        if entry.output is None or result.is_error:
+            return result
+        name = entry.tool.name
+        if result.structured_content is None:
+            logger.error("tool %s declares an outputSchema but returned no structuredContent", name)
+            raise McpError(INTERNAL_ERROR, f"Tool {name} returned no structured content for its output schema")
+        problem = entry.output.first_error(result.structured_content, noun="field")
+        if problem is not None:
+            logger.error("tool %s returned structuredContent that breaks its outputSchema: %s", name, problem)
+            raise McpError(
+                INTERNAL_ERROR, f"Tool {name} returned structured content that does not match its output schema"
+            )
+        return result
+
+    # --- resources ---------------------------------------------------------------
+
+    async def _list_resources(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        self._require("resources")
+        items = [resource.info().to_dict() for resource in self._resources.values()]
+        failed: list[str] = []
+        for _, template in self._templates.values():
+            if template.lister is None:
+                continue
+            try:
+                listed = await _call(template.lister, _is_async(template.lister))
+                items.extend(info.to_dict() for info in listed)
+            except Exception:
+                logger.exception("lister of resource template %s failed", template.name)
+                failed.append(template.name)
+        result = self._page("resources", "resources", items, params)
+        if failed:
+            result["_meta"] = {"degraded": True, "failedListers": failed}
+        return result
+
+    async def _list_templates(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        self._require("resources")
+        items = [template.to_dict() for _, template in self._templates.values()]
+        return self._page("resourceTemplates", "resourceTemplates", items, params)
+
+    async def _read_resource(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        uri = _params_str(params, "uri")
+        resource = self._resources.get(uri)
+        if resource is not None:
+            if resource.reader is None:
+                assert resource.contents is not None
+                return {"contents": [resource.contents.to_dict()]}
+            value = await _call(resource.reader, _is_async(resource.reader), uri, context)
+            return _as_read_result(uri, value, resource.mime_type).to_dict()
+        for matcher, template in self._templates.values():
+            variables = matcher.match(uri)
+            if variables is not None:
+                value = await _call(template.reader, _is_async(template.reader), uri, variables, context)
+                return _as_read_result(uri, value, template.mime_type).to_dict()
+        raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+
+    async def _subscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        self._require("resources")
+        self._subscriptions.add(_params_str(params, "uri"))
+        return {}
+
+    async def _unsubscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        self._require("resources")
+        self._subscriptions.discard(_params_str(params, "uri"))
+        return {}
+
+    async def notify_resource_updated(self, uri: str) -> None:
+        """Tell the client ``uri`` changed, if it subscribed to it."""
+        if uri in self._subscriptions and self.connection is not None:
+            await self.connection.notify("notifications/resources/updated", {"uri": uri})
+
+    async def notify_resource_list_changed(self) -> None:
+        if self.connection is not None and self._ready:
+            await self.connection.notify("notifications/resources/list_changed")
+
+    # --- prompts -----------------------------------------------------------------
+
+    async def _list_prompts(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        self._require("prompts")
+        return self._page("prompts", "prompts", [p.to_dict() for p in self._prompts.values()], params)
+
+    async def _get_prompt(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        name = _params_str(params, "name")
+        prompt = self._prompts.get(name)
+        if prompt is None:
+            raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}")
+        arguments = params.get("arguments") or {}
+        if type(arguments) is not dict or not all(isinstance(v, str) for v in arguments.values()):
+            raise McpError(INVALID_PARAMS, 'Invalid "arguments": expected an object of string values')
+        for argument in prompt.arguments:
+            if argument.required and argument.name not in arguments:
+                raise McpError(INVALID_PARAMS, f"Missing required argument {argument.name!r} for prompt {name}")
+        value = await _call(prompt.handler, _is_async(prompt.handler), arguments, context)
+        if isinstance(value, GetPromptResult):
+            result = value
+        elif isinstance(value, str):
+            result = GetPromptResult([PromptMessage.user(value)])
+        else:
+            result = GetPromptResult(list(value))
+        if result.description is None and prompt.description is not None:
+            result.description = prompt.description
+        return result.to_dict()
+
+    # --- completion and logging ----------------------------------------------------
+
+    async def _complete(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        self._require("completions")
+        ref = params.get("ref")
+        argument = params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict):
+            raise McpError(INVALID_PARAMS, 'completion/complete needs "ref" and "argument" objects')
+        argument_name = argument.get("name")
+        argument_value = argument.get("value")
+        if not isinstance(argument_name, str) or not isinstance(argument_value, str):
+            raise McpError(INVALID_PARAMS, '"argument" needs a string "name" and "value"')
+        ref_type = ref.get("type")
+        completer: Any
+        if ref_type == "ref/prompt":
+            target = _params_str(ref, "name")
+            prompt = self._prompts.get(target)
+            if prompt is None:
+                raise McpError(INVALID_PARAMS, f"Unknown prompt: {target}")
+            completer = prompt.completer
+        elif ref_type == "ref/resource":
+            target = _params_str(ref, "uri")
+            found = self._templates.get(target)
+            if found is None:
+                raise McpError(INVALID_PARAMS, f"Unknown resource template: {target}")
+            completer = found[1].completer
+        else:
+            raise McpError(INVALID_PARAMS, 'Invalid "ref.type": expected "ref/prompt" or "ref/resource"')
+        if completer is None:
+            return CompleteResult([]).to_dict()
+        extra = params.get("context")
+        known = extra.get("arguments") if isinstance(extra, dict) else None
+        request = CompleteRequest(
+            ref_type, target, argument_name, argument_value, dict(known) if isinstance(known, dict) else {}
+        )
+        value = await _call(completer, _is_async(completer), request, context)
+        result = value if isinstance(value, CompleteResult) else CompleteResult(list(value))
+        return result.to_dict()
+
+    async def log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send notifications/message outside any request (on the standalone stream over HTTP)."""
+        if self.connection is not None:
+            context = current_context.get()
+            related = context.request_id if context is not None and context.connection is self.connection else None
+            await self.connection.log(level, data, logger, related_request_id=related)
+
+    # --- calling back into the client ------------------------------------------------
+
+    async def _client_request(
+        self, method: str, params: dict[str, Any] | None, capability: str | None, timeout: float | None
+    ) -> dict[str, Any]:
+        if self.connection is None or self.connection.closed:
+            raise RuntimeError(f"Cannot send {method}: the server is not connected")
+        if not self._ready and method != "ping":
+            raise RuntimeError(f"Cannot send {method} before the client sent notifications/initialized")
+        if capability is not None and capability not in (self.client_capabilities or {}):
+            raise RuntimeError(f"Cannot send {method}: the client did not declare the {capability} capability")
+        context = current_context.get()
+        related: RequestId | None = None
+        if context is not None and context.connection is self.connection:
+            related = context.request_id
+        return await self.connection.request(method, params, timeout=timeout, related_request_id=related)
+
+    async def create_message(
+        self, request: CreateMessageRequest, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT
+    ) -> CreateMessageResult:
+        """Ask the client's model for a completion (sampling/createMessage)."""
+        result = await self._client_request("sampling/createMessage", request.to_dict(), "sampling", timeout)
+        return CreateMessageResult.from_dict(result)
+
+    async def list_roots(self, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT) -> list[Root]:
+        """The client's roots (roots/list)."""
+        result = await self._client_request("roots/list", None, "roots", timeout)
+        roots = result.get("roots")
+        if not isinstance(roots, list):
+            raise ValueError("malformed roots/list result: roots must be a list")
+        return [Root.from_dict(root) for root in roots]
+
+    async def elicit(
+        self, message: str, requested_schema: dict[str, Any], *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT
+    ) -> ElicitResult:
+        """Ask the user for structured input (elicitation/create).
+
+        ``requested_schema`` must be a flat object of primitive properties.
+        """
+        check_elicitation_schema(requested_schema)
+        result = await self._client_request(
+            "elicitation/create", {"message": message, "requestedSchema": requested_schema}, "elicitation", timeout
+        )
+        return ElicitResult.from_dict(result)
+
+    async def ping(self, *, timeout: float | None = DEFAULT_PING_TIMEOUT) -> None:
+        await self._client_request("ping", None, None, timeout)
+
+
+_ELICIT_TYPES: Final = {"string", "number", "integer", "boolean"}
+
+
+def check_elicitation_schema(schema: dict[str, Any]) -> None:
+    """ValueError unless ``schema`` is a flat object of primitives, as elicitation allows."""
+    if not isinstance(schema, dict) or schema.get("type") != "object":
+        raise ValueError('requested_schema must be an object schema ("type": "object")')
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        raise ValueError('requested_schema needs a "properties" object')
+    for name, prop in properties.items():
+        if not isinstance(prop, dict) or prop.get("type") not in _ELICIT_TYPES:
+            raise ValueError(
+                f"requested_schema property {name!r} must be a string, number, integer or boolean "
+                "(nested objects and arrays are not allowed)"
+            )
+        if "enum" in prop and prop.get("type") != "string":
+            raise ValueError(f"requested_schema property {name!r}: enum is only allowed on strings")
+    required = schema.get("required", [])
+    if not isinstance(required, list) or any(r not in properties for r in required):
+        raise ValueError("requested_schema required must list declared properties")
+
+
+def _as_tool_result(value: Any) -> CallToolResult:
+    if isinstance(value, CallToolResult):
+        return value
+    if isinstance(value, str):
+        return CallToolResult.text(value)
+    if isinstance(value, dict):
+        return CallToolResult.structured(value)
+    raise TypeError(f"a tool handler must return CallToolResult, str or dict, not {type(value).__name__}")
+
+
+def _as_read_result(uri: str, value: Any, mime_type: str | None) -> ReadResourceResult:
+    if isinstance(value, ReadResourceResult):
+        return value
+    if isinstance(value, str):
+        return ReadResourceResult([TextResourceContents(uri, value, mime_type)])
+    if isinstance(value, bytes | bytearray):
+        return ReadResourceResult([BlobResourceContents.from_bytes(uri, bytes(value), mime_type)])
+    if isinstance(value, Sequence):
+        contents: list[ResourceContents] = list(value)
+        return ReadResourceResult(contents)
+    raise TypeError(
+        f"a resource reader must return ReadResourceResult, contents, str or bytes, not {type(value).__name__}"
+    )

@@ -1,0 +1,705 @@
+"""The MCP data types a server registers and returns: tools, resources,
+prompts, content blocks, results, and the shapes of server-to-client calls.
+
+Each type is a small slotted dataclass with ``to_dict()`` giving its wire
+form (camelCase, optional members omitted). Results accept the obvious
+shortcuts so handlers stay short:
+
+>>> CallToolResult.text("5").to_dict()
+{'content': [{'type': 'text', 'text': '5'}]}
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+
+import orjson
+
+if TYPE_CHECKING:
+    from .context import RequestContext
+
+__all__ = [
+    "Annotations",
+    "AudioContent",
+    "BlobResourceContents",
+    "CallToolResult",
+    "CompleteRequest",
+    "CompleteResult",
+    "ContentBlock",
+    "CreateMessageRequest",
+    "CreateMessageResult",
+    "ElicitResult",
+    "EmbeddedResource",
+    "GetPromptResult",
+    "ImageContent",
+    "ModelHint",
+    "ModelPreferences",
+    "Prompt",
+    "PromptArgument",
+    "PromptMessage",
+    "ReadResourceResult",
+    "Resource",
+    "ResourceContents",
+    "ResourceInfo",
+    "ResourceLink",
+    "ResourceTemplate",
+    "Root",
+    "SamplingMessage",
+    "TextContent",
+    "TextResourceContents",
+    "Tool",
+    "ToolAnnotations",
+]
+
+Role: TypeAlias = Literal["user", "assistant"]
+
+
+def _put(out: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        out[key] = value
+
+
+@dataclass(slots=True)
+class Annotations:
+    """Hints for clients about how to use a content block or resource."""
+
+    audience: list[Role] | None = None
+    priority: float | None = None
+    last_modified: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        _put(out, "audience", self.audience)
+        _put(out, "priority", self.priority)
+        _put(out, "lastModified", self.last_modified)
+        return out
+
+
+def _finish(out: dict[str, Any], annotations: Annotations | None, meta: dict[str, Any] | None) -> dict[str, Any]:
+    if annotations is not None:
+        out["annotations"] = annotations.to_dict()
+    if meta is not None:
+        out["_meta"] = meta
+    return out
+
+
+# --- content -----------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class TextContent:
+    text: str
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finish({"type": "text", "text": self.text}, self.annotations, self.meta)
+
+
+@dataclass(slots=True)
+class ImageContent:
+    """An image; ``data`` is base64. Use ``from_bytes`` to encode raw bytes."""
+
+    data: str
+    mime_type: str
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = None
+
+    @classmethod
+    def from_bytes(cls, data: bytes, mime_type: str) -> ImageContent:
+        return cls(base64.b64encode(data).decode("ascii"), mime_type)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finish({"type": "image", "data": self.data, "mimeType": self.mime_type}, self.annotations, self.meta)
+
+
+@dataclass(slots=True)
+class AudioContent:
+    """Audio; ``data`` is base64. Use ``from_bytes`` to encode raw bytes."""
+
+    data: str
+    mime_type: str
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = None
+
+    @classmethod
+    def from_bytes(cls, data: bytes, mime_type: str) -> AudioContent:
+        return cls(base64.b64encode(data).decode("ascii"), mime_type)
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finish({"type": "audio", "data": self.data, "mimeType": self.mime_type}, self.annotations, self.meta)
+
+
+@dataclass(slots=True)
+class ResourceLink:
+    """A pointer to a resource the client may read, without its contents."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "resource_link", "uri": self.uri, "name": self.name}
+        _put(out, "title", self.title)
+        _put(out, "description", self.description)
+        _put(out, "mimeType", self.mime_type)
+        _put(out, "size", self.size)
+        return _finish(out, self.annotations, self.meta)
+
+
+@dataclass(slots=True)
+class TextResourceContents:
+    uri: str
+    text: str
+    mime_type: str | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"uri": self.uri, "text": self.text}
+        _put(out, "mimeType", self.mime_type)
+        _put(out, "_meta", self.meta)
+        return out
+
+
+@dataclass(slots=True)
+class BlobResourceContents:
+    """Binary contents; ``blob`` is base64. Use ``from_bytes`` for raw bytes."""
+
+    uri: str
+    blob: str
+    mime_type: str | None = None
+    meta: dict[str, Any] | None = None
+
+    @classmethod
+    def from_bytes(cls, uri: str, data: bytes, mime_type: str | None = None) -> BlobResourceContents:
+        return cls(uri, base64.b64encode(data).decode("ascii"), mime_type)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"uri": self.uri, "blob": self.blob}
+        _put(out, "mimeType", self.mime_type)
+        _put(out, "_meta", self.meta)
+        return out
+
+
+ResourceContents: TypeAlias = TextResourceContents | BlobResourceContents
+
+
+@dataclass(slots=True)
+class EmbeddedResource:
+    """A resource's contents carried inside a tool result or prompt message."""
+
+    resource: ResourceContents
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return _finish({"type": "resource", "resource": self.resource.to_dict()}, self.annotations, self.meta)
+
+
+ContentBlock: TypeAlias = TextContent | ImageContent | AudioContent | ResourceLink | EmbeddedResource
+
+
+# --- tools ---------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ToolAnnotations:
+    """Untrusted hints about a tool's behaviour."""
+
+    title: str | None = None
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
+    idempotent_hint: bool | None = None
+    open_world_hint: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        _put(out, "title", self.title)
+        _put(out, "readOnlyHint", self.read_only_hint)
+        _put(out, "destructiveHint", self.destructive_hint)
+        _put(out, "idempotentHint", self.idempotent_hint)
+        _put(out, "openWorldHint", self.open_world_hint)
+        return out
+
+
+@dataclass(slots=True)
+class CallToolResult:
+    """What a tool call returns.
+
+    >>> CallToolResult.structured({"sum": 5}).to_dict()["structuredContent"]
+    {'sum': 5}
+    """
+
+    content: list[ContentBlock] = field(default_factory=list)
+    structured_content: dict[str, Any] | None = None
+    is_error: bool = False
+    meta: dict[str, Any] | None = None
+
+    @classmethod
+    def text(cls, text: str) -> CallToolResult:
+        return cls([TextContent(text)])
+
+    @classmethod
+    def structured(cls, data: dict[str, Any], text: str | None = None) -> CallToolResult:
+        """Structured content plus its JSON as a text block, for clients that read only text."""
+        if text is None:
+            text = orjson.dumps(data).decode()
+        return cls([TextContent(text)], structured_content=data)
+
+    @classmethod
+    def error(cls, message: str) -> CallToolResult:
+        """A failure the model can read and act on."""
+        return cls([TextContent(message)], is_error=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"content": [block.to_dict() for block in self.content]}
+        if self.structured_content is not None:
+            out["structuredContent"] = self.structured_content
+        if self.is_error:
+            out["isError"] = True
+        _put(out, "_meta", self.meta)
+        return out
+
+
+ToolResult: TypeAlias = CallToolResult | str | dict[str, Any]
+ToolHandler: TypeAlias = Callable[[dict[str, Any], "RequestContext"], "ToolResult | Awaitable[ToolResult]"]
+
+_EMPTY_OBJECT_SCHEMA: dict[str, Any] = {"type": "object"}
+
+
+@dataclass(slots=True)
+class Tool:
+    """A tool the model can call.
+
+    ``handler(arguments, context)`` may be sync or async; a sync handler runs in
+    a worker thread so it cannot stall other requests. It returns a
+    ``CallToolResult``, a ``str`` (one text block) or a ``dict`` (structured
+    content). Arguments are validated against ``input_schema`` before it runs.
+
+    >>> Tool("echo", {"type": "object", "properties": {"s": {"type": "string"}}},
+    ...      lambda args, ctx: args["s"], description="Echoes s.")  # doctest: +ELLIPSIS
+    Tool(name='echo', ...)
+    """
+
+    name: str
+    input_schema: dict[str, Any] = field(default_factory=lambda: dict(_EMPTY_OBJECT_SCHEMA))
+    handler: ToolHandler | None = None
+    title: str | None = None
+    description: str | None = None
+    output_schema: dict[str, Any] | None = None
+    annotations: ToolAnnotations | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        _put(out, "title", self.title)
+        _put(out, "description", self.description)
+        out["inputSchema"] = self.input_schema
+        _put(out, "outputSchema", self.output_schema)
+        if self.annotations is not None:
+            out["annotations"] = self.annotations.to_dict()
+        _put(out, "_meta", self.meta)
+        return out
+
+
+# --- resources -----------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class ReadResourceResult:
+    contents: list[ResourceContents]
+    meta: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"contents": [c.to_dict() for c in self.contents]}
+        _put(out, "_meta", self.meta)
+        return out
+
+
+ResourceReadResult: TypeAlias = ReadResourceResult | Sequence[ResourceContents] | str | bytes
+FixedReader: TypeAlias = Callable[[str, "RequestContext"], "ResourceReadResult | Awaitable[ResourceReadResult]"]
+
+
+@dataclass(slots=True)
+class ResourceInfo:
+    """A resource as it appears in resources/list."""
+
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"uri": self.uri, "name": self.name}
+        _put(out, "title", self.title)
+        _put(out, "description", self.description)
+        _put(out, "mimeType", self.mime_type)
+        _put(out, "size", self.size)
+        return _finish(out, self.annotations, self.meta)
+
+
+@dataclass(slots=True)
+class Resource:
+    """A resource at a fixed URI.
+
+    Use ``Resource.text`` or ``Resource.blob`` for fixed contents, or pass a
+    ``reader(uri, context)`` that produces contents on each read.
+
+    >>> Resource.text("config://app", "app-config", '{"debug": false}').uri
+    'config://app'
+    """
+
+    uri: str
+    name: str
+    reader: FixedReader | None = None
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = None
+    contents: ResourceContents | None = None
+
+    @classmethod
+    def text(
+        cls,
+        uri: str,
+        name: str,
+        text: str,
+        *,
+        mime_type: str = "text/plain",
+        title: str | None = None,
+        description: str | None = None,
+        annotations: Annotations | None = None,
+    ) -> Resource:
+        return cls(
+            uri,
+            name,
+            title=title,
+            description=description,
+            mime_type=mime_type,
+            size=len(text.encode()),
+            annotations=annotations,
+            contents=TextResourceContents(uri, text, mime_type),
+        )
+
+    @classmethod
+    def blob(
+        cls,
+        uri: str,
+        name: str,
+        data: bytes,
+        *,
+        mime_type: str = "application/octet-stream",
+        title: str | None = None,
+        description: str | None = None,
+        annotations: Annotations | None = None,
+    ) -> Resource:
+        return cls(
+            uri,
+            name,
+            title=title,
+            description=description,
+            mime_type=mime_type,
+            size=len(data),
+            annotations=annotations,
+            contents=BlobResourceContents.from_bytes(uri, data, mime_type),
+        )
+
+    def info(self) -> ResourceInfo:
+        return ResourceInfo(
+            self.uri, self.name, self.title, self.description, self.mime_type, self.size, self.annotations, self.meta
+        )
+
+
+TemplateReader: TypeAlias = Callable[
+    [str, dict[str, str], "RequestContext"], "ResourceReadResult | Awaitable[ResourceReadResult]"
+]
+TemplateLister: TypeAlias = Callable[[], "Sequence[ResourceInfo] | Awaitable[Sequence[ResourceInfo]]"]
+Completer: TypeAlias = Callable[
+    ["CompleteRequest", "RequestContext"], "CompleteResult | Sequence[str] | Awaitable[CompleteResult | Sequence[str]]"
+]
+
+
+@dataclass(slots=True)
+class ResourceTemplate:
+    """A family of resources whose URIs match an RFC 6570 template ({var}, {+var}).
+
+    ``reader(uri, variables, context)`` reads one; ``lister()`` (optional)
+    contributes concrete entries to resources/list; ``completer`` (optional)
+    completes template variables.
+    """
+
+    uri_template: str
+    name: str
+    reader: TemplateReader
+    lister: TemplateLister | None = None
+    completer: Completer | None = None
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    annotations: Annotations | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"uriTemplate": self.uri_template, "name": self.name}
+        _put(out, "title", self.title)
+        _put(out, "description", self.description)
+        _put(out, "mimeType", self.mime_type)
+        return _finish(out, self.annotations, self.meta)
+
+
+# --- prompts -------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class PromptArgument:
+    name: str
+    description: str | None = None
+    required: bool = False
+    title: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        _put(out, "title", self.title)
+        _put(out, "description", self.description)
+        if self.required:
+            out["required"] = True
+        return out
+
+
+@dataclass(slots=True)
+class PromptMessage:
+    role: Role
+    content: ContentBlock
+
+    @classmethod
+    def user(cls, content: str | ContentBlock) -> PromptMessage:
+        return cls("user", TextContent(content) if isinstance(content, str) else content)
+
+    @classmethod
+    def assistant(cls, content: str | ContentBlock) -> PromptMessage:
+        return cls("assistant", TextContent(content) if isinstance(content, str) else content)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "content": self.content.to_dict()}
+
+
+@dataclass(slots=True)
+class GetPromptResult:
+    messages: list[PromptMessage]
+    description: str | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        _put(out, "description", self.description)
+        out["messages"] = [m.to_dict() for m in self.messages]
+        _put(out, "_meta", self.meta)
+        return out
+
+
+PromptResult: TypeAlias = GetPromptResult | Sequence[PromptMessage] | str
+PromptHandler: TypeAlias = Callable[[dict[str, str], "RequestContext"], "PromptResult | Awaitable[PromptResult]"]
+
+
+@dataclass(slots=True)
+class Prompt:
+    """A prompt template. Required arguments are checked before ``handler`` runs."""
+
+    name: str
+    handler: PromptHandler
+    title: str | None = None
+    description: str | None = None
+    arguments: list[PromptArgument] = field(default_factory=list)
+    completer: Completer | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
+        _put(out, "title", self.title)
+        _put(out, "description", self.description)
+        if self.arguments:
+            out["arguments"] = [a.to_dict() for a in self.arguments]
+        _put(out, "_meta", self.meta)
+        return out
+
+
+# --- completion ----------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class CompleteRequest:
+    """What completion/complete asks for.
+
+    ``ref_type`` is ``"ref/prompt"`` (``ref`` is the prompt name) or
+    ``"ref/resource"`` (``ref`` is the template URI).
+    """
+
+    ref_type: str
+    ref: str
+    argument_name: str
+    argument_value: str
+    context_arguments: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class CompleteResult:
+    """Completion values; more than 100 are cut to 100 with ``has_more`` set."""
+
+    values: list[str]
+    total: int | None = None
+    has_more: bool | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        values = self.values
+        has_more = self.has_more
+        total = self.total
+        if len(values) > 100:
+            total = len(values) if total is None else total
+            values = values[:100]
+            has_more = True
+        out: dict[str, Any] = {"values": list(values)}
+        _put(out, "total", total)
+        _put(out, "hasMore", has_more)
+        return {"completion": out}
+
+
+# --- server-to-client requests -------------------------------------------------
+
+
+@dataclass(slots=True)
+class SamplingMessage:
+    role: Role
+    content: TextContent | ImageContent | AudioContent
+
+    @classmethod
+    def user(cls, text: str) -> SamplingMessage:
+        return cls("user", TextContent(text))
+
+    @classmethod
+    def assistant(cls, text: str) -> SamplingMessage:
+        return cls("assistant", TextContent(text))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"role": self.role, "content": self.content.to_dict()}
+
+
+@dataclass(slots=True)
+class ModelHint:
+    name: str
+
+
+@dataclass(slots=True)
+class ModelPreferences:
+    hints: list[ModelHint] = field(default_factory=list)
+    cost_priority: float | None = None
+    speed_priority: float | None = None
+    intelligence_priority: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.hints:
+            out["hints"] = [{"name": h.name} for h in self.hints]
+        _put(out, "costPriority", self.cost_priority)
+        _put(out, "speedPriority", self.speed_priority)
+        _put(out, "intelligencePriority", self.intelligence_priority)
+        return out
+
+
+@dataclass(slots=True)
+class CreateMessageRequest:
+    """Parameters of sampling/createMessage."""
+
+    messages: list[SamplingMessage]
+    max_tokens: int
+    system_prompt: str | None = None
+    model_preferences: ModelPreferences | None = None
+    include_context: Literal["none", "thisServer", "allServers"] | None = None
+    temperature: float | None = None
+    stop_sequences: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"messages": [m.to_dict() for m in self.messages], "maxTokens": self.max_tokens}
+        _put(out, "systemPrompt", self.system_prompt)
+        if self.model_preferences is not None:
+            out["modelPreferences"] = self.model_preferences.to_dict()
+        _put(out, "includeContext", self.include_context)
+        _put(out, "temperature", self.temperature)
+        _put(out, "stopSequences", self.stop_sequences)
+        _put(out, "metadata", self.metadata)
+        return out
+
+
+@dataclass(slots=True)
+class CreateMessageResult:
+    """The client's sampling answer. ``text`` is the text of a text reply, else None."""
+
+    role: Role
+    content: dict[str, Any]
+    model: str
+    stop_reason: str | None = None
+
+    @property
+    def text(self) -> str | None:
+        value = self.content.get("text") if self.content.get("type") == "text" else None
+        return value if isinstance(value, str) else None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> CreateMessageResult:
+        content = data.get("content")
+        role = data.get("role")
+        model = data.get("model")
+        if not isinstance(content, dict) or role not in ("user", "assistant") or not isinstance(model, str):
+            raise ValueError("malformed sampling/createMessage result: needs role, content and model")
+        stop = data.get("stopReason")
+        return cls(role, content, model, stop if isinstance(stop, str) else None)
+
+
+@dataclass(slots=True)
+class ElicitResult:
+    """The user's answer to an elicitation: accept (with content), decline or cancel."""
+
+    action: Literal["accept", "decline", "cancel"]
+    content: dict[str, Any] | None = None
+
+    @property
+    def accepted(self) -> bool:
+        return self.action == "accept"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ElicitResult:
+        action = data.get("action")
+        content = data.get("content")
+        if action not in ("accept", "decline", "cancel"):
+            raise ValueError("malformed elicitation/create result: action must be accept, decline or cancel")
+        if content is not None and not isinstance(content, dict):
+            raise ValueError("malformed elicitation/create result: content must be an object")
+        return cls(action, content)
+
+
+@dataclass(slots=True)
+class Root:
+    uri: str
+    name: str | None = None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Root:
+        uri = data.get("uri")
+        name = data.get("name")
+        if not isinstance(uri, str):
+            raise ValueError("malformed root: uri must be a string")
+        return cls(uri, name if isinstance(name, str) else None)
