@@ -1,0 +1,62 @@
+"""MemoryServer: the ChatMCP-style base class for servers defined by a tool list.
+
+A subclass declares ``tools`` and implements ``on_tool_call``; everything else
+(initialize, ping, listing, argument validation, logging, completion) comes
+from McpServer, so a MemoryServer speaks the full protocol in-process and can
+be served over HTTP like any other server.
+
+>>> class Echo(MemoryServer):
+...     server_name = "echo"
+...     tools = [Tool("echo", {"type": "object", "properties": {"text": {"type": "string"}},
+...                            "required": ["text"]}, description="Echoes text.")]
+...     async def on_tool_call(self, name, arguments, context):
+...         return CallToolResult.text(arguments["text"])
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ..context import RequestContext
+from ..server import McpServer
+from ..types import CallToolResult, Tool
+
+__all__ = ["MemoryServer"]
+
+
+class MemoryServer(McpServer):
+    """Base class for in-memory servers: declare ``tools``, implement ``on_tool_call``.
+
+    Tools declared with a handler keep it; tools without one are answered by
+    ``on_tool_call(name, arguments, context)``. Arguments reach it already
+    validated against the tool's input schema.
+    """
+
+    server_name: ClassVar[str] = "memory-server"
+    server_version: ClassVar[str] = "1.0.0"
+    server_title: ClassVar[str | None] = None
+    server_instructions: ClassVar[str | None] = None
+    tools: ClassVar[list[Tool]] = []  # type: ignore[misc]
+
+    def __init__(
+        self,
+        name: str | None = None,
+        version: str | None = None,
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        page_size: int | None = None,
+    ) -> None:
+        super().__init__(
+            name or self.server_name,
+            version or self.server_version,
+            title=title or self.server_title,
+            instructions=instructions or self.server_instructions,
+            page_size=page_size,
+        )
+        for tool in type(self).tools:
+            self.add_tool(tool)
+
+    async def on_tool_call(self, name: str, arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
+        """Answer a call to a declared tool that has no handler of its own."""
+        raise NotImplementedError(f"{type(self).__name__} must implement on_tool_call for tool {name}")
