@@ -274,6 +274,16 @@ class Connection:
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
+    def add_progress_handler(self, token: str | int, callback: ProgressCallback) -> None:
+        """Route notifications/progress for ``token`` to ``callback`` (for callers that send requests themselves)."""
+        self._progress[token] = callback
+
+    def remove_progress_handler(self, token: str | int) -> None:
+        self._progress.pop(token, None)
+
+    def next_request_id(self) -> int:
+        return next(self._ids)
+
     @property
     def inflight_count(self) -> int:
         return len(self._inflight)

@@ -703,3 +703,121 @@ class Root:
         if not isinstance(uri, str):
             raise ValueError("malformed root: uri must be a string")
         return cls(uri, name if isinstance(name, str) else None)
+
+
+# --- reading wire forms (what clients receive) --------------------------------------
+
+
+def _annotations_from(data: Mapping[str, Any]) -> Annotations | None:
+    raw = data.get("annotations")
+    if not isinstance(raw, dict):
+        return None
+    return Annotations(raw.get("audience"), raw.get("priority"), raw.get("lastModified"))
+
+
+def resource_contents_from_dict(data: Mapping[str, Any]) -> ResourceContents:
+    uri = data.get("uri")
+    if not isinstance(uri, str):
+        raise ValueError("malformed resource contents: uri must be a string")
+    if isinstance(data.get("text"), str):
+        return TextResourceContents(uri, data["text"], data.get("mimeType"), data.get("_meta"))
+    if isinstance(data.get("blob"), str):
+        return BlobResourceContents(uri, data["blob"], data.get("mimeType"), data.get("_meta"))
+    raise ValueError("malformed resource contents: needs text or blob")
+
+
+def content_from_dict(data: Mapping[str, Any]) -> ContentBlock:
+    """A content block from its wire form; ValueError for an unknown or malformed block."""
+    kind = data.get("type")
+    annotations = _annotations_from(data)
+    meta = data.get("_meta")
+    if kind == "text" and isinstance(data.get("text"), str):
+        return TextContent(data["text"], annotations, meta)
+    if kind in ("image", "audio") and isinstance(data.get("data"), str) and isinstance(data.get("mimeType"), str):
+        cls = ImageContent if kind == "image" else AudioContent
+        return cls(data["data"], data["mimeType"], annotations, meta)
+    if kind == "resource_link" and isinstance(data.get("uri"), str):
+        return ResourceLink(
+            data["uri"],
+            str(data.get("name", "")),
+            data.get("title"),
+            data.get("description"),
+            data.get("mimeType"),
+            data.get("size"),
+            annotations,
+            meta,
+        )
+    if kind == "resource" and isinstance(data.get("resource"), dict):
+        return EmbeddedResource(resource_contents_from_dict(data["resource"]), annotations, meta)
+    raise ValueError(f"malformed or unknown content block of type {kind!r}")
+
+
+def call_tool_result_from_dict(data: Mapping[str, Any]) -> CallToolResult:
+    content = data.get("content")
+    if not isinstance(content, list):
+        raise ValueError("malformed tools/call result: content must be a list")
+    structured = data.get("structuredContent")
+    return CallToolResult(
+        [content_from_dict(block) for block in content],
+        structured if isinstance(structured, dict) else None,
+        bool(data.get("isError", False)),
+        data.get("_meta"),
+    )
+
+
+def tool_from_dict(data: Mapping[str, Any]) -> Tool:
+    """A tool as listed by a server (no handler)."""
+    name = data.get("name")
+    schema = data.get("inputSchema")
+    if not isinstance(name, str) or not isinstance(schema, dict):
+        raise ValueError("malformed tool: needs a name and an inputSchema")
+    raw = data.get("annotations")
+    annotations = None
+    if isinstance(raw, dict):
+        annotations = ToolAnnotations(
+            raw.get("title"),
+            raw.get("readOnlyHint"),
+            raw.get("destructiveHint"),
+            raw.get("idempotentHint"),
+            raw.get("openWorldHint"),
+        )
+    return Tool(
+        name,
+        schema,
+        None,
+        data.get("title"),
+        data.get("description"),
+        data.get("outputSchema"),
+        annotations,
+        data.get("_meta"),
+    )
+
+
+def resource_info_from_dict(data: Mapping[str, Any]) -> ResourceInfo:
+    uri, name = data.get("uri"), data.get("name")
+    if not isinstance(uri, str):
+        raise ValueError("malformed resource: uri must be a string")
+    return ResourceInfo(
+        uri,
+        name if isinstance(name, str) else uri,
+        data.get("title"),
+        data.get("description"),
+        data.get("mimeType"),
+        data.get("size"),
+        _annotations_from(data),
+        data.get("_meta"),
+    )
+
+
+def read_resource_result_from_dict(data: Mapping[str, Any]) -> ReadResourceResult:
+    contents = data.get("contents")
+    if not isinstance(contents, list):
+        raise ValueError("malformed resources/read result: contents must be a list")
+    return ReadResourceResult([resource_contents_from_dict(c) for c in contents], data.get("_meta"))
+
+
+def complete_result_from_dict(data: Mapping[str, Any]) -> CompleteResult:
+    completion = data.get("completion")
+    if not isinstance(completion, dict) or not isinstance(completion.get("values"), list):
+        raise ValueError("malformed completion/complete result")
+    return CompleteResult(list(completion["values"]), completion.get("total"), completion.get("hasMore"))

@@ -1,0 +1,68 @@
+"""InMemoryClient: talk to an McpServer in the same process, in microseconds."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from ..jsonrpc import JsonRpcRequest, JsonRpcResponse, McpError
+from ..protocol import ProgressCallback
+from ..server import McpServer
+from ..transport.base import Transport
+from ..transport.memory import MemoryTransport
+from .base import McpClient
+
+__all__ = ["InMemoryClient"]
+
+
+class InMemoryClient(McpClient):
+    """A client wired straight to a server object: no sockets, no serialization.
+
+    Requests run in the caller's own task (cancelling it cancels the handler);
+    what the server sends on its own (progress, logs, sampling requests) comes
+    back over an in-memory transport. The handshake is the real one.
+
+    >>> async def demo() -> None:  # doctest: +SKIP
+    ...     async with InMemoryClient(MemoryServerFactory.create_memory_server("math")) as client:
+    ...         print((await client.call_tool("add", {"a": 2, "b": 3})).structured_content)
+    """
+
+    def __init__(self, server: McpServer, **options: Any) -> None:
+        super().__init__(**options)
+        self.server = server
+
+    async def _open(self) -> Transport:
+        server_side, client_side = MemoryTransport.pair()
+        await self.server.connect(server_side)
+        return client_side
+
+    async def _send_request(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None, on_progress: ProgressCallback | None
+    ) -> dict[str, Any]:
+        client = self._live()
+        server = self.server.connection
+        if server is None or client.closed:
+            raise McpError(-32000, "Connection closed")
+        request_id = client.next_request_id()
+        if on_progress is not None:
+            params = dict(params or {})
+            params["_meta"] = {**(params.get("_meta") or {}), "progressToken": request_id}
+            client.add_progress_handler(request_id, on_progress)
+        request = JsonRpcRequest(request_id, method, params)
+        try:
+            if timeout is None:
+                reply = await server.dispatch(request)
+            else:
+                try:
+                    async with asyncio.timeout(timeout):
+                        reply = await server.dispatch(request)
+                except TimeoutError:
+                    raise TimeoutError(f"{method} got no response within {timeout:g} s") from None
+        finally:
+            if on_progress is not None:
+                client.remove_progress_handler(request_id)
+        if type(reply) is JsonRpcResponse:
+            return reply.result
+        if reply is None:
+            raise asyncio.CancelledError(f"{method} was cancelled")
+        raise reply.to_exception()  # type: ignore[union-attr]
