@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, ClassVar, Final
 
-if TYPE_CHECKING:
-    from mcp_sse_server.context import RequestContext
-    from mcp_sse_server.types import CallToolResult, Tool
+from ..context import RequestContext
+from ..types import CallToolResult, Tool, ToolAnnotations
+from .memory_server import MemoryServer
 
 __all__ = [
     "ARTIFACT_TYPES",
+    "TOOL_NAME",
+    "ArtifactInstructionsServer",
     "ArtifactTypeError",
     "artifact_instructions",
     "artifact_tool_result",
@@ -236,6 +238,8 @@ export default function Counter() {
 """,
 }
 
+TOOL_NAME: Final = "get_artifact_instructions"
+
 ARTIFACT_TYPES: Final[tuple[str, ...]] = tuple(_SECTIONS)
 """The artifact types, in the order the tool's schema lists them."""
 
@@ -268,16 +272,12 @@ def artifact_instructions(artifact_type: object) -> str:
     """The instructions for ``artifact_type``: the general rules followed by the type's own."""
     if not isinstance(artifact_type, str) or artifact_type not in _SECTIONS:
         shown = repr(artifact_type) if isinstance(artifact_type, str) else "a non-string value"
-        raise ArtifactTypeError(
-            f"Unknown artifact type {shown}; the valid types are: {', '.join(ARTIFACT_TYPES)}"
-        )
+        raise ArtifactTypeError(f"Unknown artifact type {shown}; the valid types are: {', '.join(ARTIFACT_TYPES)}")
     return f"{_GENERAL}\n{_SECTIONS[artifact_type]}"
 
 
 def artifact_tool_result(arguments: object) -> CallToolResult:
     """Answer a ``get_artifact_instructions`` call (an isError result for a bad or missing type)."""
-    from mcp_sse_server.types import CallToolResult
-
     if not isinstance(arguments, dict) or "type" not in arguments:
         return CallToolResult.error(
             f"Missing required argument 'type'; the valid types are: {', '.join(ARTIFACT_TYPES)}"
@@ -291,15 +291,13 @@ def artifact_tool_result(arguments: object) -> CallToolResult:
         return CallToolResult.error(str(error))
 
 
-def artifact_tools() -> list[Tool]:
-    """The ``get_artifact_instructions`` tool as a core ``Tool``."""
-    from mcp_sse_server.types import Tool, ToolAnnotations
-
+def artifact_tools(*, handlers: bool = True) -> list[Tool]:
+    """The ``get_artifact_instructions`` tool as a core ``Tool`` (without a handler if ``handlers=False``)."""
     return [
         Tool(
-            "get_artifact_instructions",
+            TOOL_NAME,
             copy.deepcopy(_INPUT_SCHEMA),
-            _handler(),
+            _handler() if handlers else None,
             title="Artifact instructions",
             description=_DESCRIPTION,
             annotations=ToolAnnotations(
@@ -318,3 +316,19 @@ def _handler() -> Callable[[dict[str, Any], RequestContext], Awaitable[CallToolR
         return artifact_tool_result(arguments)
 
     return handler
+
+
+class ArtifactInstructionsServer(MemoryServer):
+    """The built-in ``artifact_instructions`` server: one tool, ``get_artifact_instructions``."""
+
+    server_name: ClassVar[str] = "artifact_instructions"
+    server_title: ClassVar[str | None] = "Artifact Instructions"
+    server_instructions: ClassVar[str | None] = (
+        "Call get_artifact_instructions with the artifact type before writing an artifact of that type."
+    )
+    tools: ClassVar[list[Tool]] = artifact_tools(handlers=False)
+
+    async def on_tool_call(self, name: str, arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
+        if name != TOOL_NAME:
+            return CallToolResult.error(f"Unknown tool {name!r}; this server has only {TOOL_NAME}")
+        return artifact_tool_result(arguments)

@@ -34,11 +34,11 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Context, Decimal
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import Any, ClassVar, Final, TypeAlias
 
-if TYPE_CHECKING:
-    from mcp_sse_server.context import RequestContext
-    from mcp_sse_server.types import CallToolResult, Tool
+from ..context import RequestContext
+from ..types import CallToolResult, Tool, ToolAnnotations
+from .memory_server import MemoryServer
 
 __all__ = [
     "MATH_OUTPUT_SCHEMA",
@@ -46,6 +46,7 @@ __all__ = [
     "MAX_FACTORIAL",
     "MAX_INT_BITS",
     "MathError",
+    "MathServer",
     "MathToolSpec",
     "Number",
     "call_math",
@@ -87,9 +88,7 @@ def _number(name: str, value: object) -> Number:
             raise MathError(f"'{name}' must be a finite number, got {value!r}")
         return value
     if value.bit_length() > MAX_INT_BITS:
-        raise MathError(
-            f"'{name}' is too large: integers are limited to {MAX_INT_BITS} bits (about 1233 digits)"
-        )
+        raise MathError(f"'{name}' is too large: integers are limited to {MAX_INT_BITS} bits (about 1233 digits)")
     return int(value)  # an int subclass becomes a plain int
 
 
@@ -169,9 +168,7 @@ def power(base: Number, exponent: Number) -> Number:
     if b == 0 and e < 0:
         raise MathError("0 cannot be raised to a negative power (division by zero)")
     if b < 0 and isinstance(e, float) and not e.is_integer():
-        raise MathError(
-            "A negative base with a fractional exponent has no real result; use cbrt for cube roots"
-        )
+        raise MathError("A negative base with a fractional exponent has no real result; use cbrt for cube roots")
     # Each factor adds at least bit_length - 1 bits: refuse before computing anything huge.
     if (
         isinstance(b, int)
@@ -198,7 +195,7 @@ def sqrt(x: Number) -> Number:
     if isinstance(v, int):
         root = math.isqrt(v)
         if root * root == v:
-            return root
+            return _checked("sqrt", root)
         try:
             return math.sqrt(v)
         except OverflowError:
@@ -225,7 +222,7 @@ def cbrt(x: Number) -> Number:
     if isinstance(v, int):
         root = _icbrt(abs(v))
         if root**3 == abs(v):
-            return root if v >= 0 else -root
+            return _checked("cbrt", root if v >= 0 else -root)
         try:
             return math.cbrt(v)
         except OverflowError:
@@ -240,7 +237,7 @@ def cbrt(x: Number) -> Number:
 
 def abs_(x: Number) -> Number:
     """|x|."""
-    return abs(_number("x", x))
+    return _checked("abs", abs(_number("x", x)))
 
 
 def _to_float(name: str, value: Number, op: str) -> float:
@@ -300,13 +297,13 @@ def log(x: Number, base: Number | None = None) -> float:
 def max_(a: Number, b: Number) -> Number:
     """The larger of a and b (a when they are equal)."""
     x, y = _number("a", a), _number("b", b)
-    return y if y > x else x
+    return _checked("max", y if y > x else x)
 
 
 def min_(a: Number, b: Number) -> Number:
     """The smaller of a and b (a when they are equal)."""
     x, y = _number("a", a), _number("b", b)
-    return y if y < x else x
+    return _checked("min", y if y < x else x)
 
 
 _ROUND_CONTEXT: Final = Context(prec=2 * MAX_DIGITS + 40, Emax=999_999, Emin=-999_999)
@@ -493,9 +490,7 @@ MATH_TOOL_SPECS: Final[tuple[MathToolSpec, ...]] = (
         {"x": _num("The number.")},
         ("x",),
     ),
-    MathToolSpec(
-        "sin", "Sine", f"The sine of x. {_RADIANS}", sin, {"x": _num("The angle in radians.")}, ("x",)
-    ),
+    MathToolSpec("sin", "Sine", f"The sine of x. {_RADIANS}", sin, {"x": _num("The angle in radians.")}, ("x",)),
     MathToolSpec(
         "cos",
         "Cosine",
@@ -622,8 +617,12 @@ def call_math(name: str, arguments: object) -> Number:
     missing = [key for key in spec.required if key not in arguments]
     if missing:
         raise MathError(f"Missing required argument {missing[0]!r} for {spec.name}")
+    for key, value in arguments.items():
+        if value is None:  # the Python functions read None as "left out"; the tools do not
+            raise MathError(f"'{key}' must be a number, got null")
     try:
-        return spec.function(**arguments)
+        # _checked again: a function that forgot to bound its result must not break the encoder.
+        return _checked(spec.name, spec.function(**arguments))
     except ZeroDivisionError:
         raise MathError(f"{spec.name}: division by zero") from None
     except OverflowError:
@@ -638,16 +637,18 @@ def result_payload(value: Number) -> dict[str, Any]:
     return {"result": value}
 
 
-def math_tools() -> list[Tool]:
-    """The 19 math tools as core ``Tool``s (each handler answers with a result or an isError result)."""
-    # Imported here so the pure functions above load without the protocol core.
-    from mcp_sse_server.types import Tool, ToolAnnotations
+def math_tools(*, handlers: bool = True) -> list[Tool]:
+    """The 19 math tools as core ``Tool``s, to register on any ``McpServer``.
 
+    Each handler answers with a result or an isError result. With
+    ``handlers=False`` the tools have none, for a ``MemoryServer`` that answers
+    in ``on_tool_call``.
+    """
     return [
         Tool(
             spec.name,
-            spec.input_schema,
-            _handler(spec.name),
+            copy.deepcopy(spec.input_schema),
+            _handler(spec.name) if handlers else None,
             title=spec.title,
             description=spec.description,
             output_schema=copy.deepcopy(MATH_OUTPUT_SCHEMA),
@@ -665,8 +666,6 @@ def math_tools() -> list[Tool]:
 
 def math_tool_result(name: str, arguments: object) -> CallToolResult:
     """Run a math tool and wrap the outcome as a ``CallToolResult`` (isError for a MathError)."""
-    from mcp_sse_server.types import CallToolResult
-
     try:
         value = call_math(name, arguments)
     except MathError as error:
@@ -680,3 +679,18 @@ def _handler(name: str) -> Callable[[dict[str, Any], RequestContext], Awaitable[
         return math_tool_result(name, arguments)
 
     return handler
+
+
+class MathServer(MemoryServer):
+    """The built-in ``math`` server: the 19 calculator tools of this module."""
+
+    server_name: ClassVar[str] = "math"
+    server_title: ClassVar[str | None] = "Math"
+    server_instructions: ClassVar[str | None] = (
+        "Calculator tools. Integers stay exact; trigonometry is in radians; round rounds halves away "
+        "from zero; mod takes the sign of the divisor. Results beyond about 1.8e308 are refused."
+    )
+    tools: ClassVar[list[Tool]] = math_tools(handlers=False)
+
+    async def on_tool_call(self, name: str, arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
+        return math_tool_result(name, arguments)
