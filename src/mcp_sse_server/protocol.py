@@ -142,6 +142,8 @@ class Connection:
             if request.id in self._inflight:
                 return JsonRpcError(request.id, INVALID_REQUEST, f"Request id {request.id!r} is already in use")
             context = RequestContext(self, request)
+            # Served in the caller's task: notifications/cancelled cancels that task.
+            context.task = asyncio.current_task()
             self._inflight[request.id] = context
         token = current_context.set(context)
         try:
@@ -151,6 +153,9 @@ class Connection:
             return JsonRpcError(request.id, error.code, error.message, error.data)
         except asyncio.CancelledError:
             if context.cancelled and request.method != "initialize":
+                task = asyncio.current_task()
+                if task is not None and task is context.task and task.cancelling():
+                    task.uncancel()  # the cancellation was ours and ends here
                 return None
             raise
         except Exception:
