@@ -148,6 +148,8 @@ class Connection:
         token = current_context.set(context)
         try:
             result = await self.owner.handle_request(request, context)
+            if context.cancelled and request.method != "initialize":
+                return None  # a handler that swallowed the cancellation still gets no response
             return JsonRpcResponse(request.id, result)
         except McpError as error:
             return JsonRpcError(request.id, error.code, error.message, error.data)
