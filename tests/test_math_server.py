@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import random
 from collections.abc import AsyncIterator, Awaitable
 from decimal import Decimal
 from fractions import Fraction
@@ -700,3 +701,39 @@ def test_math_tools_work_on_any_server() -> None:
     for tool in math_tools():
         server.add_tool(tool)
     assert MemoryServerFactory.create_memory_server("math").__class__ is MathServer
+
+
+def test_no_input_escapes_as_anything_but_a_result_or_a_math_error() -> None:
+    """A seeded sweep over awkward values: every call gives a bounded number or a MathError."""
+    rng = random.Random(4)
+    pool: list[object] = [
+        0, -0.0, 1, -1, 2, 0.5, -0.5, 1e-320, -1e-320, 1e308, -1e308, 1.7976931348623157e308, 2**53, 2**63,
+        -(2**64), 10**308, 10**400, 2**MAX_INT_BITS - 1, math.pi / 2, 1e16, 170, 171, 1023, 1024, -1023,
+        math.nan, math.inf, True, None, "2", [], 3 + 0j,
+    ]  # fmt: skip
+    for _ in range(3000):
+        spec = rng.choice(MATH_TOOL_SPECS)
+        arguments = {name: rng.choice(pool) for name in spec.parameters if name in spec.required or rng.random() < 0.5}
+        try:
+            value = call_math(spec.name, arguments)
+        except MathError as error:
+            assert "\n" not in str(error)
+            continue
+        assert type(value) in (int, float)
+        assert math.isfinite(value)
+        assert abs(value) <= 1.7976931348623157e308
+        orjson.dumps(result_payload(value))
+
+
+def test_messages_abbreviate_huge_numbers() -> None:
+    for name, arguments in [
+        ("sqrt", {"x": -(2**MAX_INT_BITS - 1)}),
+        ("sqrt", {"x": -(10**300)}),
+        ("log", {"x": -(10**300)}),
+        ("factorial", {"n": -(10**1000)}),
+    ]:
+        with pytest.raises(MathError) as raised:
+            call_math(name, arguments)
+        assert len(str(raised.value)) < 120, str(raised.value)
+    with pytest.raises(MathError, match=r"-1e\+300"):
+        call_math("sqrt", {"x": -(10**300)})

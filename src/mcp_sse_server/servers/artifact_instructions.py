@@ -73,8 +73,8 @@ out with placeholders such as "// ... rest of the code unchanged": an artifact i
 ## Updating an artifact
 
 To change an artifact that already exists, write it again in full with the same identifier (and the \
-same type). The interface replaces the old version with the new one and keeps the history, so the \
-user can compare them. Use a new identifier only for content that is genuinely new, not for a new \
+same type). The interface shows the new version in place of the old one; earlier versions may stay \
+available to the user. Use a new identifier only for content that is genuinely new, not for a new \
 version of something already shown. Do not rewrite an artifact the user did not ask to change.
 """
 

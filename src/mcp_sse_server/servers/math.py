@@ -96,9 +96,16 @@ def _whole(name: str, value: object) -> int:
     number = _number(name, value)
     if isinstance(number, float):
         if not number.is_integer():
-            raise MathError(f"'{name}' must be a whole number, got {number!r}")
+            raise MathError(f"'{name}' must be a whole number, got {_show(number)}")
         return int(number)
     return number
+
+
+def _show(value: Number) -> str:
+    """A number for a message: huge integers abbreviated so a message stays one short line."""
+    if isinstance(value, int) and abs(value) >= 10**20:
+        return f"{float(value):.6g}" if value.bit_length() <= 1024 else f"an integer of {value.bit_length()} bits"
+    return repr(value)
 
 
 def _describe(value: object) -> str:
@@ -191,7 +198,7 @@ def sqrt(x: Number) -> Number:
     """The square root; an exact int for a perfect square."""
     v = _number("x", x)
     if v < 0:
-        raise MathError(f"Cannot take the square root of a negative number ({v!r}); 'x' must be >= 0")
+        raise MathError(f"Cannot take the square root of a negative number ({_show(v)}); 'x' must be >= 0")
     if isinstance(v, int):
         root = math.isqrt(v)
         if root * root == v:
@@ -265,7 +272,7 @@ def tan(x: Number) -> float:
     # doubles are too sparse for "nearest to an odd multiple" to mean anything.
     spacing = math.ulp(v)
     if spacing < 1e-3 and abs(math.cos(v)) <= spacing:
-        raise MathError(f"tan is undefined at odd multiples of pi/2, and {v!r} is one (up to rounding)")
+        raise MathError(f"tan is undefined at odd multiples of pi/2, and {_show(v)} is one (up to rounding)")
     return math.tan(v)
 
 
@@ -273,12 +280,12 @@ def log(x: Number, base: Number | None = None) -> float:
     """The logarithm of x, natural unless ``base`` is given."""
     v = _number("x", x)
     if v <= 0:
-        raise MathError(f"The logarithm is only defined for x > 0, got {v!r}")
+        raise MathError(f"The logarithm is only defined for x > 0, got {_show(v)}")
     if base is None:
         return math.log(v)
     b = _number("base", base)
     if b <= 0:
-        raise MathError(f"The base of a logarithm must be > 0, got {b!r}")
+        raise MathError(f"The base of a logarithm must be > 0, got {_show(b)}")
     if b == 1:
         raise MathError("The base of a logarithm must not be 1")
     if b == 2:
@@ -319,7 +326,7 @@ def round_(x: Number, digits: int = 0) -> Number:
     v = _number("x", x)
     d = _whole("digits", digits)
     if not -MAX_DIGITS <= d <= MAX_DIGITS:
-        raise MathError(f"'digits' must be between {-MAX_DIGITS} and {MAX_DIGITS}, got {d}")
+        raise MathError(f"'digits' must be between {-MAX_DIGITS} and {MAX_DIGITS}, got {_show(d)}")
     if isinstance(v, int):
         if d >= 0:
             return v
@@ -360,10 +367,10 @@ def factorial(n: int) -> int:
     """n! for a whole number 0 <= n <= MAX_FACTORIAL."""
     value = _number("n", n)
     if isinstance(value, float) and not value.is_integer():
-        raise MathError(f"factorial is only defined for whole numbers, got {value!r}")
+        raise MathError(f"factorial is only defined for whole numbers, got {_show(value)}")
     k = int(value)
     if k < 0:
-        raise MathError(f"factorial is only defined for n >= 0, got {k}")
+        raise MathError(f"factorial is only defined for n >= 0, got {_show(k)}")
     if k > MAX_FACTORIAL:
         raise MathError(f"factorial is limited to n <= {MAX_FACTORIAL}: {MAX_FACTORIAL + 1}! exceeds 1.8e308")
     return math.factorial(k)
