@@ -1,0 +1,1 @@
+"""Tests of the transport-free protocol core, driven through MemoryTransport."""
