@@ -75,9 +75,7 @@ class RawClient:
                 await self._arrived.wait()
 
     async def response(self, request_id: RequestId) -> JsonRpcResponse | JsonRpcError:
-        message = await self.wait_for(
-            lambda m: isinstance(m, JsonRpcResponse | JsonRpcError) and m.id == request_id
-        )
+        message = await self.wait_for(lambda m: isinstance(m, JsonRpcResponse | JsonRpcError) and m.id == request_id)
         assert isinstance(message, JsonRpcResponse | JsonRpcError)
         return message
 

@@ -103,9 +103,7 @@ async def test_every_content_type_travels_in_a_tool_result(server: McpServer, co
 
 
 async def test_every_content_type_travels_in_a_prompt_message(server: McpServer, connect: Connect) -> None:
-    server.add_prompt(
-        Prompt("all", lambda args, ctx: [PromptMessage.assistant(block) for block, _ in CASES])
-    )
+    server.add_prompt(Prompt("all", lambda args, ctx: [PromptMessage.assistant(block) for block, _ in CASES]))
     client = await connect(server)
     result = await client.result("prompts/get", {"name": "all"})
     assert result == {"messages": [{"role": "assistant", "content": wire} for _, wire in CASES]}

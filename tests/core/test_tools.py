@@ -388,7 +388,9 @@ async def test_a_blocking_sync_handler_does_not_block_other_requests(server: Mcp
 
 async def test_sync_handlers_run_in_a_worker_thread(server: McpServer, connect: Connect) -> None:
     threads: list[threading.Thread] = []
-    server.add_tool(Tool("where", {"type": "object"}, lambda args, ctx: threads.append(threading.current_thread()) or ""))
+    server.add_tool(
+        Tool("where", {"type": "object"}, lambda args, ctx: threads.append(threading.current_thread()) or "")
+    )
     client = await connect(server)
     await client.result("tools/call", {"name": "where"})
     assert threads and threads[0] is not threading.main_thread()
