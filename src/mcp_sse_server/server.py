@@ -380,18 +380,19 @@ class McpServer:
                 "content": [{"type": "text", "text": f"Invalid arguments for tool {name}: {problem}"}],
                 "isError": True,
             }
-        result = await self.run_tool(entry, arguments, context)
+        result = await self._run_tool(entry, arguments, context)
         return self._check_output(entry, result).to_dict()
 
-    async def run_tool(
+    async def _run_tool(
         self, entry: _RegisteredTool, arguments: dict[str, Any], context: RequestContext
     ) -> CallToolResult:
         """Run a tool's handler; a failure becomes an isError result without its text."""
         handler = entry.tool.handler
-        if handler is None:
-            return await self.on_tool_call(entry.tool.name, arguments, context)
         try:
-            value = await _call(handler, entry.is_async, arguments, context)
+            if handler is None:
+                value = await self.on_tool_call(entry.tool.name, arguments, context)
+            else:
+                value = await _call(handler, entry.is_async, arguments, context)
         except (McpError, asyncio.CancelledError):
             raise
         except Exception:
