@@ -12,6 +12,7 @@ b'{"jsonrpc":"2.0","id":1,"result":{}}'
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final, TypeAlias
 
 import orjson
@@ -30,6 +31,7 @@ __all__ = [
     "JsonRpcResponse",
     "McpError",
     "RequestId",
+    "dumps",
     "encode_message",
     "message_from_dict",
     "message_to_dict",
@@ -248,6 +250,15 @@ def message_to_dict(message: JsonRpcMessage) -> dict[str, Any]:
     raise TypeError(f"not a JSON-RPC message: {message!r}")
 
 
+def dumps(value: Any) -> bytes:
+    """Compact UTF-8 JSON. Integers beyond 64 bits (which orjson refuses) fall
+    back to the standard library, so a big result is sent exactly, not lost."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
 def encode_message(message: JsonRpcMessage) -> bytes:
-    """Serialize a message to compact UTF-8 JSON."""
-    return orjson.dumps(message_to_dict(message))
+    """Serialize a message to compact UTF-8 JSON; TypeError/ValueError if it holds non-JSON values."""
+    return dumps(message_to_dict(message))

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-import orjson
+from .jsonrpc import dumps
 
 if TYPE_CHECKING:
     from .context import RequestContext
@@ -251,7 +251,7 @@ class CallToolResult:
     def structured(cls, data: dict[str, Any], text: str | None = None) -> CallToolResult:
         """Structured content plus its JSON as a text block, for clients that read only text."""
         if text is None:
-            text = orjson.dumps(data).decode()
+            text = dumps(data).decode()
         return cls([TextContent(text)], structured_content=data)
 
     @classmethod
