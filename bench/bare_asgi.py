@@ -1,0 +1,68 @@
+"""The ceiling for any framework on this ASGI server: a bare ASGI app on
+uvicorn with httptools and uvloop that answers every request with a fixed
+JSON-RPC result, without reading it.
+
+    python bench/bare_asgi.py PORT [--json]
+
+SSE replies by default (one `message` event, like an MCP server answering a
+POST on its own stream), a plain JSON body with --json. No sessions: it sends
+no Mcp-Session-Id, so the load scripts run it stateless.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import uvicorn
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+RESULT = b'{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"5"}],"isError":false}}'
+
+
+def make_app(json_response: bool) -> Callable[[Scope, Receive, Send], Awaitable[None]]:
+    """The fixed-body app, SSE framed unless json_response."""
+    if json_response:
+        body, content_type = RESULT, b"application/json"
+    else:
+        body, content_type = b"event: message\ndata: " + RESULT + b"\n\n", b"text/event-stream"
+    start = {
+        "type": "http.response.start",
+        "status": 200,
+        "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode())],
+    }
+    done = {"type": "http.response.body", "body": body}
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        await send(start)
+        await send(done)
+
+    return app
+
+
+def main() -> None:
+    """Serve on 127.0.0.1:PORT until killed."""
+    port = int(sys.argv[1])
+    uvicorn.run(
+        make_app("--json" in sys.argv),
+        host="127.0.0.1",
+        port=port,
+        loop="uvloop",
+        http="httptools",
+        log_level="warning",
+        access_log=False,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,66 @@
+"""Drive `tools/call add` with wrk on the load core and read its one-line summary."""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from procs import LOAD_CPU
+
+LUA = Path(__file__).resolve().parent / "tools_call.lua"
+_LINE = re.compile(r"requests=(\d+) errors=(\d+) rps=(\d+) p50_us=(\d+) p99_us=(\d+)")
+
+
+@dataclass
+class Load:
+    """One wrk point. `invalid` says why it does not count (an error reply, say)."""
+
+    requests: int = 0
+    errors: int = 0
+    rps: float = 0.0
+    p50_us: int = 0
+    p99_us: int = 0
+    invalid: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.invalid is None
+
+
+@functools.cache
+def realtime_prefix() -> tuple[str, ...]:
+    """`chrt -f 1` when allowed: with one wrk thread per client (100 threads
+    on one core) the default scheduler's wake-up delays would add tens of ms
+    to p99 that belong to the load generator, not to the server."""
+    try:
+        ok = subprocess.run(["chrt", "-f", "1", "true"], capture_output=True, timeout=5).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        ok = False
+    return ("chrt", "-f", "1") if ok else ()
+
+
+def wrk(url: str, *, connections: int, seconds: float, threads: int = 1,
+        session: str = "", sessions: list[str] | None = None) -> Load:
+    """Run wrk pinned to LOAD_CPU; any error reply makes the point invalid."""
+    env = dict(os.environ, MCP_SESSION=session, MCP_SESSIONS=",".join(sessions or []))
+    cmd = [*realtime_prefix(), "taskset", "-c", str(LOAD_CPU), "wrk", f"-t{threads}", f"-c{connections}",
+           f"-d{max(1, round(seconds))}s", "--timeout", "5s", "-s", str(LUA), url]
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=seconds + 60)
+    except subprocess.TimeoutExpired:
+        return Load(invalid="wrk did not finish")
+    match = _LINE.search(proc.stdout)
+    if proc.returncode != 0 or match is None:
+        return Load(invalid=f"wrk failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[:300]}")
+    requests, errors, rps, p50, p99 = (int(g) for g in match.groups())
+    load = Load(requests, errors, float(rps), p50, p99)
+    if errors:
+        first = proc.stderr.strip().splitlines()[:1]
+        load.invalid = f"{errors} error replies of {requests}" + (f" ({first[0][:160]})" if first else "")
+    elif requests == 0:
+        load.invalid = "no request answered"
+    return load

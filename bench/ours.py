@@ -1,0 +1,107 @@
+"""This project's server in the benchmark: one `add` tool, served with
+`McpHttpServer.bind(on_session=..., host='127.0.0.1', port=PORT)`, the same
+tool the peers serve (bench/peers/).
+
+    python bench/ours.py PORT      serve on http://127.0.0.1:PORT/mcp until SIGTERM
+    python bench/ours.py --probe   print one JSON line: {"available": bool, "reason": str}
+
+The tool handler is async, as in the TypeScript peer: a sync handler would
+run in a worker thread, which is a different thing to measure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import signal
+import sys
+from collections.abc import Callable
+from typing import Any
+
+ADD_SCHEMA = {
+    "type": "object",
+    "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+    "required": ["a", "b"],
+}
+
+
+def load_core() -> tuple[Any, Any, Any]:
+    """(McpServer, Tool, CallToolResult); ImportError while the core is missing."""
+    from mcp_sse_server.server import McpServer
+    from mcp_sse_server.types import CallToolResult, Tool
+
+    return McpServer, Tool, CallToolResult
+
+
+def load_http() -> Any:
+    """McpHttpServer; ImportError while the HTTP transport is missing."""
+    try:
+        from mcp_sse_server import McpHttpServer  # type: ignore[attr-defined]
+    except ImportError:
+        from mcp_sse_server.transport.http import McpHttpServer
+    if not callable(getattr(McpHttpServer, "bind", None)):
+        raise ImportError("McpHttpServer has no bind()")
+    return McpHttpServer
+
+
+def make_factory() -> Callable[[], Any]:
+    """The on_session factory: a fresh McpServer with the `add` tool."""
+    McpServer, Tool, CallToolResult = load_core()
+
+    async def add(arguments: dict[str, Any], context: Any) -> Any:
+        return CallToolResult.text(str(arguments["a"] + arguments["b"]))
+
+    def factory() -> Any:
+        server = McpServer("bench-add", "1.0.0")
+        server.add_tool(Tool("add", ADD_SCHEMA, add, description="Adds two numbers."))
+        return server
+
+    return factory
+
+
+def bind_options(bind: Callable[..., Any], port: int) -> dict[str, Any]:
+    """bind() arguments: loopback, the port, and room for the 10,000-session memory point."""
+    options: dict[str, Any] = {"host": "127.0.0.1", "port": port}
+    params = inspect.signature(bind).parameters
+    open_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    if "max_sessions" in params or open_kwargs:
+        options["max_sessions"] = 200_000
+    return options
+
+
+async def serve(port: int) -> None:
+    """Bind, print the endpoint, serve until SIGTERM or SIGINT, close."""
+    McpHttpServer = load_http()
+    http = await McpHttpServer.bind(on_session=make_factory(), **bind_options(McpHttpServer.bind, port))
+    print(f"listening on {http.endpoint}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await http.close()
+
+
+def main() -> None:
+    if sys.argv[1:] == ["--probe"]:
+        try:
+            load_core()
+            load_http()
+            print(json.dumps({"available": True, "reason": ""}))
+        except ImportError as exc:
+            print(json.dumps({"available": False, "reason": f"{type(exc).__name__}: {exc}"}))
+        return
+    port = int(sys.argv[1])
+    try:
+        import uvloop  # the peers' uvicorn picks uvloop too, so both sides get the same loop
+    except ImportError:
+        asyncio.run(serve(port))
+    else:
+        uvloop.run(serve(port))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+"""Turn a run's results (plain dicts, as saved in results/latest.json) into
+Markdown tables with ratios against our server, and check issue 6's targets."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+from typing import Any
+
+OURS = "ours"
+BARE = "bare-asgi"
+LABELS = {
+    OURS: "mcp-sse-server (ours)",
+    "official": "official Python SDK",
+    "fastmcp": "fastmcp",
+    "typescript": "TypeScript SDK",
+    BARE: "bare ASGI (ceiling)",
+}
+START, END = "<!-- results:start -->", "<!-- results:end -->"
+
+
+def _num(x: float, digits: int = 0) -> str:
+    return f"{x:,.{digits}f}"
+
+
+def _ms(us: float) -> str:
+    return f"{us / 1000:.2f}"
+
+
+def _times(x: float) -> str:
+    return f"{x:.1f}x" if x < 100 else f"{x:,.0f}x"
+
+
+def _load(point: dict[str, Any] | None) -> dict[str, Any] | None:
+    return point if point and point.get("invalid") is None and point.get("rps") else None
+
+
+def _why(point: dict[str, Any] | None, skip: str | None) -> str:
+    if skip:
+        return f"skipped: {skip}"
+    if point is None:
+        return "not run"
+    return f"invalid: {point.get('invalid')}"
+
+
+def _throughput_ratio(name: str, ours: dict[str, Any] | None, peer: dict[str, Any] | None) -> str:
+    if name == OURS:
+        return "—"
+    if ours is None or peer is None:
+        return "n/a"
+    if name == BARE:
+        return f"ours at {100 * ours['rps'] / peer['rps']:.0f}%"
+    return _times(ours["rps"] / peer["rps"])
+
+
+def http_table(results: dict[str, Any], key: str, title: str) -> list[str]:
+    """One HTTP load table: rps, p50, p99 and how many times ours is faster."""
+    http = results.get("http", {})
+    ours = _load(http.get(OURS, {}).get(key))
+    # Ours has no JSON reply mode: JSON points are compared with our SSE figure.
+    ours_ref = ours or (_load(http.get(OURS, {}).get("sse")) if key == "json" else None)
+    lines = [f"**{title}**", "", "| server | requests/s | p50 ms | p99 ms | ours faster by |",
+             "|---|---:|---:|---:|---:|"]
+    for name in results["order"]:
+        entry = http.get(name, {})
+        if key == "json" and not entry.get("json_offered", True):
+            continue
+        point = _load(entry.get(key))
+        if point is None:
+            lines.append(f"| {LABELS[name]} | {_why(entry.get(key), entry.get('skip'))} | | | |")
+            continue
+        lines.append(f"| {LABELS[name]} | {_num(point['rps'])} | {_ms(point['p50_us'])} | "
+                     f"{_ms(point['p99_us'])} | {_throughput_ratio(name, ours_ref, point)} |")
+    return lines
+
+
+def memory_table(results: dict[str, Any]) -> list[str]:
+    mem = results.get("memory", {})
+    lines = ["**Memory: resident size of an empty server, growth per idle session**", "",
+             "| server | empty RSS MB | KB/session at 1,000 | KB/session at 10,000 | ours smaller by |"
+             " 100,000 sessions (extrapolated) MB |",
+             "|---|---:|---:|---:|---:|---:|"]
+    ours = mem.get(OURS, {})
+    ours_per = ours.get("per_kb_10000") or ours.get("per_kb_1000")
+    for name in results["order"]:
+        m = mem.get(name, {})
+        if m.get("skip") or m.get("empty_kb") is None:
+            lines.append(f"| {LABELS[name]} | {'skipped: ' + m['skip'] if m.get('skip') else m.get('error', 'not run')}"
+                         " | | | | |")
+            continue
+        cells = [_num(m["empty_kb"] / 1024, 1)]
+        for n in (1000, 10000):
+            per = m.get(f"per_kb_{n}")
+            cells.append(_num(per, 1) if per is not None else (m.get(f"error_{n}") or "—"))
+        per = m.get("per_kb_10000") or m.get("per_kb_1000")
+        if name == BARE:
+            cells += ["(no sessions)", "—"]
+        else:
+            ratio = "—" if name == OURS else (_times(per / ours_per) if per and ours_per else "n/a")
+            cells.append(ratio)
+            cells.append(_num((m["empty_kb"] + 100_000 * per) / 1024) if per is not None else "n/a")
+        lines.append(f"| {LABELS[name]} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def inmemory_table(results: dict[str, Any]) -> list[str]:
+    rows = results.get("inmemory", {})
+    official = rows.get("official-sdk", {}).get("median_us")
+    lines = ["**In-process `tools/call` round trip (server core on CPU 0, plain asyncio loop)**", "",
+             "| client | median µs | p99 µs | ours faster by |", "|---|---:|---:|---:|"]
+    names = {"inmemory-client": "ours: `InMemoryClient.call_tool`",
+             "memory-transport": "ours: raw request through `MemoryTransport`",
+             "official-sdk": "official Python SDK: in-memory `Client`"}
+    for key, label in names.items():
+        r = rows.get(key, {})
+        if r.get("median_us") is None:
+            why = f"skipped: {r['skipped']}" if r.get("skipped") else f"invalid: {r.get('invalid', 'not run')}"
+            lines.append(f"| {label} | {why} | | |")
+            continue
+        ratio = "—" if key == "official-sdk" else (_times(official / r["median_us"]) if official else "n/a")
+        p99 = _num(r["p99_us"], 1) if r.get("p99_us") is not None else "—"
+        lines.append(f"| {label} | {_num(r['median_us'], 1)} | {p99} | {ratio} |")
+    return lines
+
+
+def startup_table(results: dict[str, Any]) -> list[str]:
+    imports = results.get("imports", {})
+    starts = results.get("startup", {})
+    lines = ["**Start-up: import time (median of runs, wall time over a bare interpreter) and time from "
+             "spawning the server to its first answered `initialize` (median of this run's starts)**", "",
+             "| server | import ms | spawn → first answer ms |", "|---|---:|---:|"]
+    for name in results["order"]:
+        imp = imports.get(name, {})
+        imp_cell = _num(imp["ms"], 1) + f" (`{imp['module']}`)" if imp.get("ms") is not None else (
+            imp.get("error") or "—")
+        s = starts.get(name) or []
+        lines.append(f"| {LABELS[name]} | {imp_cell} | {_num(statistics.median(s) * 1000) if s else '—'} |")
+    cli = results.get("cli", {})
+    cell = _num(statistics.median(cli["seconds"]) * 1000) if cli.get("seconds") else (
+        f"skipped: {cli['skip']}" if cli.get("skip") else f"invalid: {cli.get('error', 'not run')}")
+    lines.append(f"| `mcp-sse-server serve` (CLI) | | {cell} |")
+    return lines
+
+
+def targets(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(target, measured, verdict) for each of issue 6's targets."""
+    http = results.get("http", {})
+    mem = results.get("memory", {}).get(OURS, {})
+    inm = results.get("inmemory", {})
+    ours = _load(http.get(OURS, {}).get("sse"))
+
+    def rps(name: str) -> float | None:
+        p = _load(http.get(name, {}).get("sse"))
+        return p["rps"] if p else None
+
+    out: list[tuple[str, str, str]] = []
+
+    def check(target: str, value: float | None, ok: bool, shown: str) -> None:
+        out.append((target, shown if value is not None else "missing", ("met" if ok else "MISSED")
+                    if value is not None else "not measured"))
+
+    for name, want, label in (("official", 10.0, "official Python SDK"), ("typescript", 2.5, "TypeScript SDK")):
+        peer = rps(name)
+        r = ours["rps"] / peer if ours and peer else None
+        check(f"HTTP tools/call ≥ {want:g}x the {label}", r, r is not None and r >= want,
+              _times(r) if r is not None else "")
+    bare = rps(BARE)
+    r = ours["rps"] / bare if ours and bare else None
+    check("HTTP tools/call ≥ 60% of the bare-ASGI ceiling", r, r is not None and r >= 0.6,
+          f"{100 * r:.0f}%" if r is not None else "")
+    p99 = ours["p99_us"] / 1000 if ours else None
+    check("p99 < 5 ms at 16 connections", p99, p99 is not None and p99 < 5, f"{p99:.2f} ms" if p99 else "")
+    per = mem.get("per_kb_10000") or mem.get("per_kb_1000")
+    check("idle session ≤ 4 KB", per, per is not None and per <= 4, f"{per:.1f} KB" if per is not None else "")
+    big = (mem["empty_kb"] + 100_000 * per) / 1024 if per is not None and mem.get("empty_kb") else None
+    check("100,000 idle sessions < 1 GB (extrapolated from the 10,000 point)", big,
+          big is not None and big < 1024, f"{big:,.0f} MB" if big is not None else "")
+    for key, want, label in (("inmemory-client", 10, "`InMemoryClient`"),
+                             ("memory-transport", 30, "`MemoryTransport`")):
+        med = inm.get(key, {}).get("median_us")
+        check(f"in-memory round trip median ≤ {want} µs through {label}", med, med is not None and med <= want,
+              f"{med:.1f} µs" if med is not None else "")
+    return out
+
+
+def render(results: dict[str, Any]) -> str:
+    meta = results["meta"]
+    lines = [f"Run of {meta['date']} on {meta['machine']}; {meta['mode']}. Server on CPU 0, "
+             f"load generator on CPU 1. Versions: {meta['versions']}. Load average (1 min) "
+             f"{meta.get('load_before', 0):.2f} at the start, {meta.get('load_after', 0):.2f} at the end "
+             "(other work on this shared machine shows here).", ""]
+    lines += http_table(results, "sse", "HTTP `tools/call`, 16 connections on one session, SSE replies")
+    lines.append("")
+    lines += http_table(results, "json", "HTTP `tools/call`, 16 connections on one session, JSON replies "
+                        "(peers' `--json`; ours has no JSON reply mode, so its SSE figure is the reference)")
+    lines.append("")
+    lines += http_table(results, "sessions100", "HTTP `tools/call`, 100 sessions with 1 request each in flight "
+                        "(SSE replies; one wrk thread and connection per session)")
+    check = _load(results.get("http", {}).get(BARE, {}).get("gen_check"))
+    many = _load(results.get("http", {}).get(BARE, {}).get("sessions100"))
+    if check and many:
+        lines += ["", f"Load generator check: against the bare ASGI app, the same 100 connections from one "
+                  f"wrk thread give {_num(check['rps'])} requests/s (p99 {_ms(check['p99_us'])} ms), one "
+                  f"thread per session {_num(many['rps'])} (p99 {_ms(many['p99_us'])} ms)."]
+    lines.append("")
+    lines += memory_table(results)
+    lines.append("")
+    lines += inmemory_table(results)
+    lines.append("")
+    lines += startup_table(results)
+    lines += ["", "**Targets from issue 6**", "", "| target | measured | |", "|---|---:|---|"]
+    lines += [f"| {t} | {m} | {v} |" for t, m, v in targets(results)]
+    return "\n".join(lines) + "\n"
+
+
+def splice_readme(readme: Path, table: str) -> None:
+    """Replace the results section of the README (between the markers)."""
+    text = readme.read_text()
+    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{readme} has no {START} ... {END} section")
+    readme.write_text(pattern.sub(lambda _: f"{START}\n{table}{END}", text))

@@ -1,0 +1,399 @@
+"""Side-by-side benchmark of this project's MCP server and its peers, in one
+run on this machine: every server pinned to CPU 0, every load generator to
+CPU 1. Run bench/setup.sh first (bench/run.sh does both).
+
+    python3 bench/run.py [--quick] [--servers ours,official,...] [--readme]
+
+Prints Markdown tables (HTTP throughput and latency, many sessions, memory,
+in-process round trip, start-up) with ratios against our server, and saves
+them with the raw figures in bench/results/latest.{md,json}. --readme also
+writes the tables into bench/README.md. Any error reply makes a point
+invalid: it is shown as such, never as a number.
+
+Standard library only; each server runs in its own environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import report
+from loadgen import Load, realtime_prefix, wrk
+from mcp_http import connect, open_session, open_sessions, rss_kb
+from procs import LOAD_CPU, SERVER_CPU, Server, ServerFailed, free_port, kill_all
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+PEERS = BENCH / ".peers"
+RESULTS = BENCH / "results"
+ORDER = [report.OURS, "official", "fastmcp", "typescript", report.BARE]
+
+
+def log(msg: str) -> None:
+    print(f"[bench {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Settings:
+    seconds: float  # per measured wrk point
+    warmup: float  # wrk warm-up before each point, not counted
+    session_counts: tuple[int, ...]  # idle-session memory points
+    inmemory_calls: int
+    import_runs: int
+    mode: str
+
+
+FULL = Settings(8, 2, (1000, 10000), 2000, 7, "full run (8 s per load point)")
+QUICK = Settings(3, 1, (1000,), 500, 3, "quick run (--quick: 3 s per load point, memory at 1,000 sessions only)")
+
+
+@dataclass
+class Peer:
+    """How to start one server and what it offers."""
+
+    name: str
+    argv: Callable[[int, bool], list[str]]  # (port, json replies) -> command line
+    json: bool = False  # offers JSON replies (--json)
+    sessions: bool = True  # stateful: issues Mcp-Session-Id
+    cwd: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    skip: str | None = None  # why it cannot run here
+    import_module: str | None = None  # what a user imports, for the import-time row
+    python: str | None = None
+
+
+def our_python() -> str:
+    venv = ROOT / ".venv" / "bin" / "python"
+    return str(venv) if venv.exists() else sys.executable
+
+
+def our_env() -> dict[str, str]:
+    # src/ first, so the working tree is measured even without an editable install.
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
+
+
+def node_binary() -> str | None:
+    return shutil.which("node")
+
+
+def peers() -> list[Peer]:
+    """The servers, with a skip reason for any whose environment is missing."""
+    py = our_python()
+    official = str(PEERS / "official" / "bin" / "python")
+    fast = str(PEERS / "fastmcp" / "bin" / "python")
+    node = node_binary()
+    ts_dir = PEERS / "ts"
+
+    def flag(json_: bool) -> list[str]:
+        return ["--json"] if json_ else []
+
+    out = [
+        Peer(report.OURS, lambda p, j: [py, str(BENCH / "ours.py"), str(p)], env=our_env(),
+             import_module="mcp_sse_server", python=py),
+        Peer("official", lambda p, j: [official, str(BENCH / "peers" / "peer_official_sdk.py"), str(p), *flag(j)],
+             json=True, import_module="mcp.server.mcpserver", python=official),
+        Peer("fastmcp", lambda p, j: [fast, str(BENCH / "peers" / "peer_fastmcp.py"), str(p), *flag(j)],
+             json=True, import_module="fastmcp", python=fast),
+        Peer("typescript", lambda p, j: [node or "node", str(ts_dir / "peer_typescript_sdk.mjs"), str(p), *flag(j)],
+             json=True, cwd=ts_dir),
+        Peer(report.BARE, lambda p, j: [py, str(BENCH / "bare_asgi.py"), str(p), *flag(j)], json=True,
+             sessions=False, python=py),
+    ]
+    for peer, missing in ((out[1], not Path(official).exists()), (out[2], not Path(fast).exists()),
+                          (out[3], node is None or not (ts_dir / "node_modules").is_dir())):
+        if missing:
+            peer.skip = "not installed: run bench/setup.sh"
+    probe = subprocess.run([py, str(BENCH / "ours.py"), "--probe"], capture_output=True, text=True,
+                           env=dict(os.environ, **our_env()), timeout=60)
+    try:
+        answer = json.loads(probe.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        answer = {"available": False, "reason": (probe.stderr.strip().splitlines() or ["probe failed"])[-1]}
+    if not answer["available"]:
+        out[0].skip = f"our HTTP server is not available yet ({answer['reason']})"
+    return out
+
+
+class Run:
+    """One benchmark run: results accumulate in self.results (plain dicts)."""
+
+    def __init__(self, settings: Settings, selected: list[Peer]) -> None:
+        self.s = settings
+        self.peers = selected
+        self.log_dir = RESULTS / "logs"
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        for old in self.log_dir.glob("*.log"):
+            old.unlink()
+        self.results: dict[str, Any] = {
+            "order": [p.name for p in selected], "http": {}, "memory": {}, "startup": {},
+            "inmemory": {}, "imports": {}, "cli": {}, "meta": self.meta(),
+        }
+
+    def meta(self) -> dict[str, Any]:
+        cpu = "unknown CPU"
+        try:
+            cpu = next(line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                       if line.startswith("model name"))
+        except (OSError, StopIteration):
+            pass
+        versions = [f"Python {platform.python_version()}"]
+        for name in ("official", "fastmcp", "ts"):
+            stamp = PEERS / name / ".installed"
+            if stamp.exists():
+                versions.append(stamp.read_text().strip())
+        node = node_binary()
+        if node:
+            node_v = subprocess.run([node, "--version"], capture_output=True, text=True).stdout.strip()
+            versions.append(f"node {node_v}")
+        wrk_v = subprocess.run(["wrk", "-v"], capture_output=True, text=True).stdout.split("[")[0].strip()
+        versions.append(wrk_v or "wrk")
+        if not realtime_prefix():
+            versions.append("wrk without realtime priority (chrt refused)")
+        return {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "load_before": os.getloadavg()[0],
+                "machine": f"{os.cpu_count()} x {cpu}, Linux {platform.release()}",
+                "mode": self.s.mode, "versions": ", ".join(versions)}
+
+    def server(self, peer: Peer, json_replies: bool = False, tag: str = "") -> Server:
+        port = free_port()
+        name = f"{peer.name}{'-json' if json_replies else ''}{tag}"
+        return Server(name, peer.argv(port, json_replies), port, cwd=peer.cwd, env=peer.env, log_dir=self.log_dir)
+
+    def started(self, peer: Peer, srv: Server) -> None:
+        self.results["startup"].setdefault(peer.name, []).append(srv.started_s)
+
+    def point(self, url: str, **kw: Any) -> dict[str, Any]:
+        """Warm up, then one measured wrk point; an invalid warm-up invalidates it."""
+        warm = wrk(url, seconds=self.s.warmup, **kw)
+        load = wrk(url, seconds=self.s.seconds, **kw) if warm.ok else warm
+        if not warm.ok:
+            load = Load(invalid=f"during warm-up: {warm.invalid}")
+        return asdict(load)
+
+    def http(self, peer: Peer) -> None:
+        entry: dict[str, Any] = {"json_offered": peer.json}
+        self.results["http"][peer.name] = entry
+        if peer.skip:
+            entry["skip"] = peer.skip
+            return
+        for json_replies in ((False, True) if peer.json else (False,)):
+            key = "json" if json_replies else "sse"
+            try:
+                with self.server(peer, json_replies) as srv:
+                    self.started(peer, srv)
+                    conn, path = connect(srv.url)
+                    try:
+                        sid = open_session(conn, path, "bench-wrk")
+                    finally:
+                        conn.close()
+                    log(f"{peer.name}: 16 connections, one session, {key.upper()} replies")
+                    entry[key] = self.point(srv.url, connections=16, session=sid)
+                    log(f"  {self.brief(entry[key])}")
+                    if json_replies:
+                        continue
+                    log(f"{peer.name}: 100 sessions, 1 request each in flight")
+                    opened = open_sessions(srv.url, 100, deadline=60)
+                    if opened.error:
+                        entry["sessions100"] = {"invalid": f"opening 100 sessions: {opened.error}"}
+                    else:
+                        entry["sessions100"] = self.point(srv.url, connections=100, threads=100,
+                                                          sessions=opened.ids)
+                    log(f"  {self.brief(entry['sessions100'])}")
+                    if not peer.sessions:
+                        # The load generator's own check: the same 100 connections from one wrk
+                        # thread. Similar figures mean thread-per-session wrk is not the limit.
+                        log(f"{peer.name}: 100 connections from one wrk thread (load generator check)")
+                        entry["gen_check"] = self.point(srv.url, connections=100)
+                        log(f"  {self.brief(entry['gen_check'])}")
+            except ServerFailed as exc:
+                entry.setdefault(key, {"invalid": f"server failed: {str(exc).splitlines()[0]}"})
+                log(f"{peer.name}: {exc}")
+
+    @staticmethod
+    def brief(point: dict[str, Any]) -> str:
+        if point.get("invalid"):
+            return f"INVALID: {point['invalid']}"
+        return f"{point['rps']:,.0f} req/s, p50 {point['p50_us'] / 1000:.2f} ms, p99 {point['p99_us'] / 1000:.2f} ms"
+
+    def memory(self, peer: Peer) -> None:
+        m: dict[str, Any] = {}
+        self.results["memory"][peer.name] = m
+        if peer.skip:
+            m["skip"] = peer.skip
+            return
+        try:
+            with self.server(peer, tag="-memory") as srv:
+                self.started(peer, srv)
+                time.sleep(0.5)
+                m["empty_kb"] = rss_kb(srv.pid)
+                log(f"{peer.name}: empty server {m['empty_kb'] / 1024:.1f} MB resident")
+                if not peer.sessions:
+                    return
+                warm = open_sessions(srv.url, 20, workers=1)  # warm allocators and caches first
+                if warm.error:
+                    m["error"] = f"opening sessions: {warm.error}"
+                    return
+                time.sleep(0.5)
+                before, opened = rss_kb(srv.pid), 0
+                for count in self.s.session_counts:
+                    got = open_sessions(srv.url, count - opened, deadline=max(150.0, count / 400))
+                    opened += len(got.ids)
+                    if got.error:
+                        m[f"error_{count}"] = f"stopped after {opened:,} sessions: {got.error}"
+                        log(f"{peer.name}: {m[f'error_{count}']}")
+                        return
+                    time.sleep(1.0)
+                    m[f"per_kb_{count}"] = (rss_kb(srv.pid) - before) / count
+                    log(f"{peer.name}: {count:,} idle sessions, {m[f'per_kb_{count}']:.1f} KB each")
+        except ServerFailed as exc:
+            m["error"] = f"server failed: {str(exc).splitlines()[0]}"
+            log(f"{peer.name}: {exc}")
+
+    def inmemory(self) -> None:
+        rows = self.results["inmemory"]
+        official = PEERS / "official" / "bin" / "python"
+        if official.exists():
+            out = self.pinned([str(official), str(BENCH / "peers" / "peer_inmemory_latency.py")])
+            match = re.search(r"median_us=([\d.]+)", out)
+            rows["official-sdk"] = {"median_us": float(match[1])} if match else {"invalid": out[-300:]}
+        else:
+            rows["official-sdk"] = {"skipped": "not installed: run bench/setup.sh"}
+        out = self.pinned([our_python(), str(BENCH / "inmemory.py"), str(self.s.inmemory_calls)], our_env())
+        for line in out.splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                rows[row.pop("name")] = row
+        for name, row in rows.items():
+            log(f"in-memory {name}: {row}")
+
+    def pinned(self, argv: list[str], env: dict[str, str] | None = None) -> str:
+        """Run a short in-process benchmark on the server core; its stdout (or why it failed)."""
+        try:
+            proc = subprocess.run(["taskset", "-c", str(SERVER_CPU), *argv], capture_output=True, text=True,
+                                  env=dict(os.environ, **(env or {})), timeout=300, cwd=BENCH)
+        except subprocess.TimeoutExpired:
+            return "timed out"
+        return proc.stdout if proc.returncode == 0 else f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"
+
+    def imports(self) -> None:
+        """Wall time of `python -c 'import X'` less that of `python -c pass`, medians."""
+        for peer in self.peers:
+            if not peer.import_module or (peer.skip and peer.name != report.OURS) or not peer.python:
+                continue
+            env = dict(os.environ, **peer.env)
+
+            def wall(code: str, python: str = peer.python, env: dict[str, str] = env) -> float | None:
+                t = time.perf_counter()
+                ok = subprocess.run(["taskset", "-c", str(SERVER_CPU), python, "-c", code], env=env,
+                                    capture_output=True, timeout=60).returncode == 0
+                return time.perf_counter() - t if ok else None
+
+            bare = [wall("pass") for _ in range(self.s.import_runs)]
+            full = [wall(f"import {peer.import_module}") for _ in range(self.s.import_runs)]
+            if None in full or None in bare:
+                self.results["imports"][peer.name] = {"error": f"`import {peer.import_module}` failed"}
+                continue
+            ms = (statistics.median(full) - statistics.median(bare)) * 1000  # type: ignore[type-var]
+            self.results["imports"][peer.name] = {"ms": ms, "module": peer.import_module}
+            log(f"import {peer.import_module}: {ms:.1f} ms")
+
+    def cli(self) -> None:
+        """Spawn `mcp-sse-server serve` to its first answered initialize, a few times."""
+        cli = self.results["cli"]
+        script = ROOT / ".venv" / "bin" / "mcp-sse-server"
+        launcher = [str(script)] if script.exists() else [
+            our_python(), "-c", "import sys; from mcp_sse_server.cli import main; sys.exit(main())"]
+        env = our_env()
+        probe = subprocess.run([*launcher, "serve", "--help"], capture_output=True, text=True,
+                               env=dict(os.environ, **env), timeout=60)
+        if probe.returncode != 0:
+            cli["skip"] = "the CLI's `serve` is not available yet"
+            log(f"CLI: {cli['skip']}")
+            return
+        cli["help"] = probe.stdout
+        times = []
+        for i in range(3):
+            port = free_port()
+            argv = [*launcher, *cli_serve_args(probe.stdout, port)]
+            try:
+                with Server(f"cli-{i}", argv, port, env=env, log_dir=self.log_dir) as srv:
+                    times.append(srv.started_s)
+            except ServerFailed as exc:
+                cli["error"] = str(exc).splitlines()[0]
+                log(f"CLI: {exc}")
+                return
+        cli["seconds"] = times
+        log(f"CLI serve → first answer: {statistics.median(times) * 1000:.0f} ms")
+
+    def go(self) -> dict[str, Any]:
+        for peer in self.peers:
+            if peer.skip:
+                log(f"{peer.name}: skipped: {peer.skip}")
+            self.http(peer)
+            self.memory(peer)
+        self.inmemory()
+        self.imports()
+        self.cli()
+        return self.results
+
+
+def cli_serve_args(help_text: str, port: int) -> list[str]:
+    """`serve` arguments for the built-in math server on `port`, loopback."""
+    args = ["serve", "math", "--port", str(port)]
+    if "--host" in help_text:
+        args += ["--host", "127.0.0.1"]
+    return args
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="shorter points, memory at 1,000 sessions only")
+    parser.add_argument("--servers", help=f"comma-separated subset of {','.join(ORDER)}")
+    parser.add_argument("--sessions", help="idle-session memory points, e.g. 1000,10000,100000")
+    parser.add_argument("--readme", action="store_true", help="write the tables into bench/README.md")
+    args = parser.parse_args()
+    if os.cpu_count() is None or os.cpu_count() < 2:  # type: ignore[operator]
+        sys.exit("needs two CPUs: one for the servers, one for the load generator")
+    if shutil.which("wrk") is None:
+        sys.exit("wrk is missing: run bench/setup.sh")
+    os.sched_setaffinity(0, {LOAD_CPU})  # this process opens sessions: it is load, too
+    settings = QUICK if args.quick else FULL
+    if args.sessions:
+        settings.session_counts = tuple(sorted(int(n) for n in args.sessions.split(",")))
+    everything = peers()
+    wanted = args.servers.split(",") if args.servers else ORDER
+    unknown = set(wanted) - set(ORDER)
+    if unknown:
+        sys.exit(f"unknown servers: {', '.join(sorted(unknown))}")
+    selected = [p for p in everything if p.name in wanted]
+    t0 = time.monotonic()
+    try:
+        results = Run(settings, selected).go()
+    finally:
+        kill_all()
+    results["meta"]["load_after"] = os.getloadavg()[0]
+    table = report.render(results)
+    RESULTS.mkdir(exist_ok=True)
+    (RESULTS / "latest.json").write_text(json.dumps(results, indent=1))
+    (RESULTS / "latest.md").write_text(table)
+    if args.readme:
+        report.splice_readme(BENCH / "README.md", table)
+    print(table)
+    log(f"done in {time.monotonic() - t0:.0f} s; tables in {RESULTS / 'latest.md'}, server logs in {RESULTS / 'logs'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The one command: install the peers and wrk (bench/setup.sh), then run every
+# benchmark side by side and print the tables (bench/run.py).
+#   bench/run.sh [--quick] [--servers ours,official,...] [--sessions N,N] [--readme]
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+"$here/setup.sh"
+exec python3 "$here/run.py" "$@"

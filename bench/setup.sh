@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Installs everything the benchmark needs; idempotent, safe to re-run.
+#   bench/setup.sh
+# - wrk from Debian's packages (load generator);
+# - the peers, each in its own environment under bench/.peers/ (git-ignored),
+#   never as dependencies of this project: official Python SDK and fastmcp in
+#   separate virtualenvs (they pin different `mcp` versions), the TypeScript
+#   SDK with npm into bench/.peers/ts/ beside its peer script;
+# - this project in the checkout's own .venv (the one scripts/setup.sh makes
+#   and the tests use), so the benchmark measures the working tree.
+# A stamp file per step skips work already done; delete bench/.peers to redo.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/.." && pwd)
+peers="$here/.peers"
+mkdir -p "$peers"
+
+# Exact versions, so figures from two runs compare the same peers.
+MCP_VERSION=2.3.0
+FASTMCP_VERSION=4.1.6
+UVICORN_VERSION=0.54.0
+HTTPTOOLS_VERSION=0.9.0
+UVLOOP_VERSION=0.23.0
+TS_SDK_VERSION=1.32.2
+ZOD_VERSION=4.6.7
+
+log() { echo "[bench/setup] $*" >&2; }
+
+if ! command -v wrk >/dev/null 2>&1; then
+  log "installing wrk"
+  if ! apt-get install -y -q wrk >/dev/null 2>&1; then
+    apt-get update -q >/dev/null
+    apt-get install -y -q wrk >/dev/null
+  fi
+fi
+command -v taskset >/dev/null || { log "taskset (util-linux) is missing"; exit 1; }
+
+# make_venv DIR STAMP_TEXT PACKAGES...: a virtualenv holding exactly PACKAGES.
+make_venv() {
+  local dir=$1 want=$2; shift 2
+  if [ -f "$dir/.installed" ] && [ "$(cat "$dir/.installed")" = "$want" ]; then
+    return
+  fi
+  log "creating $dir"
+  rm -rf "$dir"
+  python3 -m venv "$dir"
+  "$dir/bin/python" -m pip install -q --disable-pip-version-check "$@"
+  echo "$want" >"$dir/.installed"
+}
+
+py_common=("uvicorn==$UVICORN_VERSION" "httptools==$HTTPTOOLS_VERSION" "uvloop==$UVLOOP_VERSION")
+make_venv "$peers/official" "mcp=$MCP_VERSION uvicorn=$UVICORN_VERSION" "mcp==$MCP_VERSION" "${py_common[@]}"
+make_venv "$peers/fastmcp" "fastmcp=$FASTMCP_VERSION uvicorn=$UVICORN_VERSION" \
+  "fastmcp==$FASTMCP_VERSION" "${py_common[@]}"
+
+ts="$peers/ts"
+ts_want="sdk=$TS_SDK_VERSION zod=$ZOD_VERSION"
+if [ ! -f "$ts/.installed" ] || [ "$(cat "$ts/.installed")" != "$ts_want" ]; then
+  command -v npm >/dev/null || { log "npm is missing (Node.js 18 or newer is needed)"; exit 1; }
+  log "installing the TypeScript SDK into $ts"
+  mkdir -p "$ts"
+  printf '{"name":"mcp-bench-ts-peer","private":true,"type":"module"}\n' >"$ts/package.json"
+  (cd "$ts" && npm install --no-audit --no-fund --loglevel=error \
+    "@modelcontextprotocol/sdk@$TS_SDK_VERSION" "zod@$ZOD_VERSION")
+  echo "$ts_want" >"$ts/.installed"
+fi
+# ESM resolves packages relative to the script, so it lives beside node_modules.
+cp "$here/peers/peer_typescript_sdk.mjs" "$ts/peer_typescript_sdk.mjs"
+
+# This project: the checkout's .venv, made the way scripts/setup.sh makes it.
+# run.py also puts src/ on PYTHONPATH, so when the editable install cannot be
+# made yet (a half-built checkout) the runtime dependencies are enough.
+if ! (cd "$root" && source scripts/setup.sh && setup_python) >"$peers/project-install.log" 2>&1; then
+  log "editable install of the project failed (see $peers/project-install.log);" \
+    "installing its runtime dependencies only"
+  deps=$(python3 -c 'import sys, tomllib; print("\n".join(tomllib.load(open(sys.argv[1], "rb"))["project"]["dependencies"]))' \
+    "$root/pyproject.toml")
+  mapfile -t dep_list <<<"$deps"
+  "$root/.venv/bin/python" -m pip install -q --disable-pip-version-check "${dep_list[@]}"
+fi
+log "ready"
