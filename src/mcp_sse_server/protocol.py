@@ -88,14 +88,20 @@ class Connection:
         method = notification.method
         params = notification.params or {}
         if method == "notifications/cancelled":
-            context = self._inflight.get(params.get("requestId"))  # type: ignore[arg-type]
+            request_id = params.get("requestId")
+            # An unhashable id (a list, say) would raise out of the transport's on_message.
+            context = self._inflight.get(request_id) if isinstance(request_id, str | int) else None
             # initialize cannot be cancelled: the session depends on its result.
             if context is not None and context.method != "initialize":
                 reason = params.get("reason")
                 context.cancel(reason if isinstance(reason, str) else None)
+                if context.task is not None:
+                    # A task cancelled before its first step never runs dispatch's clean-up.
+                    context.task.add_done_callback(lambda _task: self._forget(context))
             return
         if method == "notifications/progress":
-            callback = self._progress.get(params.get("progressToken"))  # type: ignore[arg-type]
+            token = params.get("progressToken")
+            callback = self._progress.get(token) if isinstance(token, str | int) else None
             if callback is not None:
                 try:
                     callback(params.get("progress", 0), params.get("total"), params.get("message"))
@@ -106,6 +112,11 @@ class Connection:
             self.owner.handle_notification(notification)
         except Exception:
             self.logger.exception("notification handler for %s failed", method)
+
+    def _forget(self, context: RequestContext) -> None:
+        context.done = True
+        if self._inflight.get(context.request_id) is context:
+            del self._inflight[context.request_id]
 
     def _on_request(self, request: JsonRpcRequest) -> None:
         if self.closed:
