@@ -158,6 +158,22 @@ class RawClient:
 Connect = Callable[..., Awaitable[RawClient]]
 
 
+class RecordingTransport(MemoryTransport):
+    """A MemoryTransport that records what it sends and the ``related_request_id`` of each message."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.sent: list[tuple[JsonRpcMessage, RequestId | None]] = []
+
+    async def send(self, message: JsonRpcMessage, related_request_id: RequestId | None = None) -> None:
+        self.sent.append((message, related_request_id))
+        await super().send(message, related_request_id)
+
+    def related(self, predicate: Predicate) -> list[RequestId | None]:
+        """The related ids of the sent messages that match."""
+        return [related for message, related in self.sent if predicate(message)]
+
+
 @pytest.fixture
 def server() -> McpServer:
     return McpServer("test-server", "1.2.3")
@@ -165,13 +181,17 @@ def server() -> McpServer:
 
 @pytest.fixture
 async def connect() -> AsyncIterator[Connect]:
-    """``await connect(server, initialize=True, capabilities=None)`` -> a RawClient."""
+    """``await connect(server, initialize=True, capabilities=None, transport=MemoryTransport)`` -> a RawClient."""
     clients: list[RawClient] = []
 
     async def make(
-        server: McpServer, *, initialize: bool = True, capabilities: dict[str, Any] | None = None
+        server: McpServer,
+        *,
+        initialize: bool = True,
+        capabilities: dict[str, Any] | None = None,
+        transport: type[MemoryTransport] = MemoryTransport,
     ) -> RawClient:
-        server_side, client_side = MemoryTransport.pair()
+        server_side, client_side = transport.pair()
         await server.connect(server_side)
         client = RawClient(server, client_side)
         clients.append(client)

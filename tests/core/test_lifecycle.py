@@ -184,6 +184,9 @@ async def test_notifications_are_never_answered(server: McpServer, connect: Conn
     await client.notify("notifications/unknown", {"x": 1})
     await client.notify("notifications/cancelled", {"requestId": 999})
     await client.notify("notifications/progress", {"progressToken": "t", "progress": 1})
+    # Unhashable ids and tokens must not raise out of the transport.
+    await client.notify("notifications/cancelled", {"requestId": [1]})
+    await client.notify("notifications/progress", {"progressToken": {"a": 1}, "progress": 1})
     await client.notify("notifications/roots/list_changed")
     await client.sync()
     assert client.received == []
