@@ -1,0 +1,128 @@
+"""initialize_mcp_server: from a server config to a connected client that knows its tools.
+
+>>> async def demo() -> None:  # doctest: +SKIP
+...     client = await initialize_mcp_server({"name": "Math", "type": "inmemory", "command": "math"})
+...     try:
+...         print(len(client.tools or []))  # 19
+...     finally:
+...         await client.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from .base import McpClient
+from .config import ConfigError, ServerConfig
+
+__all__ = ["ServerStartError", "create_client", "initialize_mcp_server"]
+
+logger = logging.getLogger("mcp_sse_server.client")
+
+# transport -> (module under mcp_sse_server.client, class); imported only when used so that
+# an in-memory setup never pays for httpx or subprocess machinery
+_REMOTE_CLIENTS: dict[str, tuple[str, str]] = {
+    "streamable": ("http", "StreamableHttpClient"),
+    "sse": ("sse", "SseClient"),
+    "stdio": ("stdio", "StdioClient"),
+}
+
+
+class ServerStartError(RuntimeError):
+    """A configured server could not be started, initialized or asked for its tools.
+
+    The underlying error is the ``__cause__``; ``server_name`` and ``config`` say which server.
+    """
+
+    def __init__(self, config: ServerConfig, problem: str) -> None:
+        self.config = config
+        self.server_name = config.name
+        label = repr(config.name) if config.name else "server"
+        super().__init__(f"could not start MCP {label} ({config.describe()}): {problem}")
+
+
+def _client_class(transport: str) -> Callable[..., McpClient]:
+    module_name, class_name = _REMOTE_CLIENTS[transport]
+    module = importlib.import_module(f"{__package__}.{module_name}")
+    cls: Callable[..., McpClient] = getattr(module, class_name)
+    return cls
+
+
+def _as_config(config: ServerConfig | Mapping[str, Any]) -> ServerConfig:
+    return config if isinstance(config, ServerConfig) else ServerConfig.from_dict(config)
+
+
+def create_client(config: ServerConfig | Mapping[str, Any], **client_options: Any) -> McpClient:
+    """The client for ``config``, not yet connected (``initialize_mcp_server`` also connects).
+
+    ``client_options`` go to the client's constructor (``request_timeout``,
+    ``sampling_handler``, ``client_name``, ...). Raises ConfigError for a bad config.
+    """
+    config = _as_config(config)
+    transport = config.transport
+    if transport == "inmemory":
+        from ..servers.factory import MemoryServerFactory, UnknownServerError
+        from .memory import InMemoryClient
+
+        assert config.command is not None  # guaranteed by validation
+        try:
+            server = MemoryServerFactory.create_memory_server(config.command)
+        except UnknownServerError:
+            where = ("mcpServers", config.name, "command") if config.name else ("command",)
+            known = ", ".join(MemoryServerFactory.commands())
+            raise ConfigError(where, f"unknown in-memory server {config.command!r}; known: {known}") from None
+        return InMemoryClient(server, **client_options)
+    cls = _client_class(transport)
+    if transport == "stdio":
+        assert config.command is not None
+        return cls(config.command, args=list(config.args), env=dict(config.env), **client_options)
+    assert config.endpoint is not None
+    return cls(config.endpoint, headers=dict(config.headers), **client_options)
+
+
+async def _close_quietly(client: McpClient) -> None:
+    try:
+        await client.close()
+    except Exception:  # the start error is what the caller needs to see
+        logger.debug("closing a client that failed to start also failed", exc_info=True)
+
+
+async def initialize_mcp_server(
+    config: ServerConfig | Mapping[str, Any],
+    *,
+    startup_timeout: float | None = None,
+    **client_options: Any,
+) -> McpClient:
+    """Build the client ``config`` routes to, initialize it and list its tools (``client.tools``).
+
+    The caller owns the returned client and closes it. A bad config raises
+    ConfigError naming the field; a server that cannot be reached, fails the
+    handshake or the tool listing raises ServerStartError after everything
+    opened for it is closed again. ``startup_timeout`` bounds the whole start
+    (each request is also bounded by the client's ``request_timeout``).
+    """
+    config = _as_config(config)
+    try:
+        client = create_client(config, **client_options)
+    except ConfigError:
+        raise
+    except ImportError as error:
+        raise ServerStartError(config, f"the {config.transport} client is not available: {error}") from error
+    except Exception as error:
+        raise ServerStartError(config, str(error) or type(error).__name__) from error
+    try:
+        async with asyncio.timeout(startup_timeout):
+            await client.initialize()
+            await client.list_tools()
+    except BaseException as error:
+        await _close_quietly(client)
+        if isinstance(error, TimeoutError) and startup_timeout is not None and not str(error):
+            raise ServerStartError(config, f"no answer within {startup_timeout:g} s") from error
+        if isinstance(error, Exception):
+            raise ServerStartError(config, str(error) or type(error).__name__) from error
+        raise
+    return client
