@@ -237,7 +237,8 @@ class Connection:
                     await self._cancel_remote(request_id, f"timed out after {timeout:g} s", related_request_id)
                     raise TimeoutError(f"{method} got no response within {timeout:g} s") from None
         except asyncio.CancelledError:
-            if not future.done():
+            # Cancelling the task cancels the future it awaits, so "cancelled" means no reply came.
+            if future.cancelled() or not future.done():
                 await self._cancel_remote(request_id, "cancelled by the caller", related_request_id)
             raise
         finally:
