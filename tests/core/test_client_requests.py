@@ -402,3 +402,19 @@ async def test_requests_outside_a_handler_are_unrelated(server: McpServer, conne
     transport = server.connection.transport
     assert isinstance(transport, RecordingTransport)
     assert transport.related(lambda m: isinstance(m, JsonRpcRequest)) == [None]
+
+
+async def test_cancelling_a_tool_call_cancels_its_nested_client_request(server: McpServer, connect: Connect) -> None:
+    async def ask(arguments: dict[str, Any], context: RequestContext) -> str:
+        roots = await context.server.list_roots()
+        return str(roots)
+
+    server.add_tool(Tool("ask", {"type": "object"}, ask))
+    client = await connect(server, capabilities=ALL_CAPABILITIES)
+    call_id = await client.send_request("tools/call", {"name": "ask"})
+    nested = await client.server_request("roots/list")
+    await client.notify("notifications/cancelled", {"requestId": call_id})
+    cancelled = await client.notification("notifications/cancelled")
+    assert cancelled.params is not None and cancelled.params["requestId"] == nested.id
+    await client.sync()
+    assert not [m for m in client.received if getattr(m, "id", None) == call_id]

@@ -290,3 +290,20 @@ async def test_malformed_completion_is_invalid_params(
     server.add_prompt(review_prompt(completer=complete_paths))
     client = await connect(server)
     assert (await client.error("completion/complete", params)).code == INVALID_PARAMS
+
+
+async def test_failing_prompt_handlers_and_completers_are_internal_errors_without_their_text(
+    server: McpServer, connect: Connect
+) -> None:
+    def explode(*args: Any) -> Any:
+        raise RuntimeError("secret detail")
+
+    server.add_prompt(review_prompt(handler=explode, completer=explode))
+    client = await connect(server)
+    for method, params in (
+        ("prompts/get", {"name": "review", "arguments": {"path": "x"}}),
+        ("completion/complete", _complete_params({"type": "ref/prompt", "name": "review"}, "path", "")),
+    ):
+        error = await client.error(method, params)
+        assert error.code == -32603
+        assert "secret" not in error.message

@@ -294,3 +294,18 @@ async def test_notify_without_a_connection_is_harmless() -> None:
     server = McpServer("s", "1")
     await server.notify_resource_updated("x://y")
     await server.notify_resource_list_changed()
+
+
+async def test_a_failing_reader_is_an_internal_error_without_its_text(
+    server: McpServer, connect: Connect, caplog: pytest.LogCaptureFixture
+) -> None:
+    def read(uri: str, variables: dict[str, str], context: RequestContext) -> str:
+        raise OSError("cannot open /home/secret/notes.txt")
+
+    server.add_resource_template(ResourceTemplate("notes://{id}", "note", read))
+    client = await connect(server)
+    with caplog.at_level(logging.ERROR, logger="mcp_sse_server"):
+        error = await client.error("resources/read", {"uri": "notes://1"})
+    assert error.code == -32603
+    assert "secret" not in error.message and error.data is None
+    assert "/home/secret/notes.txt" in caplog.text
