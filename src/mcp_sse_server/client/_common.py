@@ -1,0 +1,110 @@
+"""What the remote clients share: their error types, the bookkeeping that
+fails an outstanding request with a precise error, and a base class that
+releases the transport when the handshake fails."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any
+
+from ..jsonrpc import (
+    CONNECTION_CLOSED,
+    JsonRpcError,
+    JsonRpcMessage,
+    JsonRpcRequest,
+    JsonRpcResponse,
+    McpError,
+    RequestId,
+)
+from ..transport.base import Transport
+from .base import McpClient, SessionExpiredError
+
+__all__ = ["ClientTransport", "McpConnectionError", "RemoteClient", "SessionExpiredMcpError"]
+
+logger = logging.getLogger("mcp_sse_server.client")
+
+
+class McpConnectionError(McpError, ConnectionError):
+    """The server cannot be reached, or went away before answering.
+
+    It is both an ``McpError`` (code -32000, CONNECTION_CLOSED) and a
+    ``ConnectionError``, so either ``except`` clause catches it. The message is
+    one line that names the server.
+    """
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(CONNECTION_CLOSED, message, data)
+
+
+class SessionExpiredMcpError(McpError, SessionExpiredError):
+    """The server answered 404 for our session; ``McpClient`` re-initializes and retries once."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(CONNECTION_CLOSED, message)
+
+
+class _Failure(JsonRpcError):
+    """An error reply made on this side; the engine raises exactly ``error`` for it."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, id: RequestId, error: McpError) -> None:
+        super().__init__(id, error.code, error.message, error.data)
+        self.error = error
+
+    def to_exception(self) -> McpError:
+        return self.error
+
+
+class ClientTransport(Transport):
+    """A client-side transport that remembers which of its requests are unanswered,
+    so a failure (a dead process, a dropped stream) reaches each caller with a
+    message that says what happened instead of a bare "connection closed"."""
+
+    def __init__(self) -> None:
+        self._outstanding: dict[RequestId, str] = {}
+        self._finished = False
+
+    def _track(self, request: JsonRpcRequest) -> None:
+        self._outstanding[request.id] = request.method
+
+    def _is_outstanding(self, request_id: RequestId) -> bool:
+        return request_id in self._outstanding
+
+    def _deliver(self, message: JsonRpcMessage) -> None:
+        if isinstance(message, JsonRpcResponse | JsonRpcError) and message.id is not None:
+            self._outstanding.pop(message.id, None)
+        if self.on_message is not None:
+            self.on_message(message)
+
+    def _fail(self, request_id: RequestId, error: McpError) -> None:
+        """Answer one outstanding request with ``error`` (nothing if it was answered)."""
+        if self._outstanding.pop(request_id, None) is not None and self.on_message is not None:
+            self.on_message(_Failure(request_id, error))
+
+    def _fail_all(self, error: McpError) -> None:
+        for request_id in list(self._outstanding):
+            self._fail(request_id, error)
+
+    def _finish(self) -> None:
+        """Run ``on_close`` exactly once."""
+        if self._finished:
+            return
+        self._finished = True
+        self._outstanding.clear()
+        if self.on_close is not None:
+            self.on_close()
+
+
+class RemoteClient(McpClient):
+    """An McpClient whose transport holds OS resources (sockets, a process):
+    a failed handshake releases them, so ``async with`` never leaks on error."""
+
+    async def initialize(self) -> dict[str, Any]:
+        try:
+            return await super().initialize()
+        except BaseException:
+            with contextlib.suppress(Exception):
+                await self.close()
+            raise

@@ -1,0 +1,108 @@
+"""Real servers for the client tests: the official SDK in a subprocess (stdio,
+legacy SSE, Streamable HTTP) and our own math server over stdio.
+
+Every subprocess is killed when its fixture ends, whatever the test did.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+HERE = Path(__file__).parent
+PYTHON = sys.executable
+SDK_PEER = str(HERE / "sdk_peer.py")
+MATH_STDIO = str(HERE / "math_stdio_server.py")
+# Bounds for waits that only matter when something is broken.
+START_TIMEOUT = 30.0
+WAIT = 10.0
+
+
+class Peer:
+    """An SDK server process serving HTTP on a free loopback port."""
+
+    def __init__(self, *args: str) -> None:
+        self.process = subprocess.Popen(
+            [PYTHON, SDK_PEER, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=HERE
+        )
+        self.stderr: list[str] = []
+        port_line: list[str] = []
+        ready = threading.Event()
+
+        def read_stdout() -> None:
+            assert self.process.stdout is not None
+            port_line.append(self.process.stdout.readline().decode())
+            ready.set()
+
+        def read_stderr() -> None:
+            assert self.process.stderr is not None
+            for line in self.process.stderr:
+                self.stderr.append(line.decode(errors="replace"))
+
+        threading.Thread(target=read_stdout, daemon=True).start()
+        threading.Thread(target=read_stderr, daemon=True).start()
+        if not ready.wait(START_TIMEOUT) or not port_line[0].startswith("PORT "):
+            self.kill()
+            raise RuntimeError(f"SDK peer {args} did not start: {''.join(self.stderr)[-2000:]}")
+        self.port = int(port_line[0].split()[1])
+        self.base = f"http://127.0.0.1:{self.port}"
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(5)
+
+
+def _peer(*args: str) -> Iterator[Peer]:
+    peer = Peer(*args)
+    try:
+        yield peer
+    finally:
+        peer.kill()
+
+
+@pytest.fixture(scope="module")
+def sdk_http() -> Iterator[Peer]:
+    """The SDK's Streamable HTTP server answering with SSE streams."""
+    yield from _peer("http")
+
+
+@pytest.fixture(scope="module")
+def sdk_http_json() -> Iterator[Peer]:
+    """The SDK's Streamable HTTP server answering with JSON bodies."""
+    yield from _peer("http", "--json")
+
+
+@pytest.fixture(scope="module")
+def sdk_http_events() -> Iterator[Peer]:
+    """The SDK's Streamable HTTP server with an event store (resumable streams)."""
+    yield from _peer("http", "--events")
+
+
+@pytest.fixture(scope="module")
+def sdk_sse() -> Iterator[Peer]:
+    """The SDK's legacy HTTP+SSE server."""
+    yield from _peer("sse")
+
+
+@pytest.fixture
+def fresh_sdk_http() -> Iterator[Peer]:
+    """A Streamable HTTP peer of the test's own, for tests that kill it."""
+    yield from _peer("http")
+
+
+@pytest.fixture
+def fresh_sdk_sse() -> Iterator[Peer]:
+    yield from _peer("sse")
+
+
+def python_env() -> dict[str, str]:
+    """Environment for child Pythons: our sources importable, output unbuffered."""
+    src = str(HERE.parents[1] / "src")
+    return {"PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)}

@@ -1,0 +1,160 @@
+"""A real MCP server written with the official Python SDK (``mcp`` 2.3.0), for
+interop tests of our clients. Nobody here wrote its transports.
+
+    python sdk_peer.py stdio
+    python sdk_peer.py sse                 # legacy HTTP+SSE at /sse
+    python sdk_peer.py http [--json] [--events]   # Streamable HTTP at /mcp
+
+The HTTP modes bind 127.0.0.1 on a free port and print ``PORT <n>`` first.
+``--events`` gives the server an in-memory event store so streams carry ids
+and can be resumed. The ``add`` and ``divide`` tools answer exactly like our
+math server does for the inputs the shared scenario uses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import socket
+import sys
+import warnings
+
+from pydantic import BaseModel
+
+import mcp.types as types
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import EventMessage, EventStore
+
+warnings.simplefilter("ignore")  # the SDK flags sampling and logging as deprecated for a later revision
+
+server = MCPServer("sdk-peer")
+
+
+def _number(value: float) -> float | int:
+    return int(value) if isinstance(value, float) and value.is_integer() and abs(value) < 2**53 else value
+
+
+def _result(value: float | int) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=str(value))], structured_content={"result": value}
+    )
+
+
+@server.tool()
+def add(a: float, b: float) -> types.CallToolResult:
+    """Add two numbers."""
+    return _result(_number(a + b))
+
+
+@server.tool()
+def divide(a: float, b: float) -> types.CallToolResult:
+    """Divide a by b."""
+    if b == 0:
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text="Cannot divide by zero: 'b' must not be 0")], is_error=True
+        )
+    return _result(_number(a / b))
+
+
+@server.tool()
+async def slow(steps: int, ctx: Context) -> str:
+    """Reports progress for each step (0.05 s apart); says on stderr when it is cancelled."""
+    try:
+        for step in range(1, steps + 1):
+            await ctx.report_progress(step, steps, f"step {step}")
+            await asyncio.sleep(0.05)
+    except asyncio.CancelledError:
+        print("SLOW-CANCELLED", file=sys.stderr, flush=True)
+        raise
+    return f"done {steps}"
+
+
+@server.tool()
+async def chatty(ctx: Context) -> str:
+    """Logs two messages, then answers."""
+    await ctx.log("info", "first", logger_name="peer")
+    await ctx.log("warning", {"n": 2}, logger_name="peer")
+    return "logged"
+
+
+@server.tool()
+async def ask_model(question: str, ctx: Context) -> str:
+    """Asks the client's model (sampling) and returns its text."""
+    result = await ctx.session.create_message(
+        [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=question))],
+        max_tokens=50,
+        related_request_id=ctx.request_id,
+    )
+    return f"model said: {result.content.text}"  # type: ignore[union-attr]
+
+
+class Favourite(BaseModel):
+    colour: str
+
+
+@server.tool()
+async def ask_user(ctx: Context) -> str:
+    """Asks the user (elicitation) for a colour."""
+    answer = await ctx.elicit("Favourite colour?", Favourite)
+    return f"{answer.action}: {answer.data.colour if answer.data else '-'}"
+
+
+@server.tool()
+async def drop_stream(ctx: Context) -> str:
+    """Closes its own response stream mid-call (resumable only with --events), then answers."""
+    await ctx.report_progress(1, 2, "before the drop")
+    await ctx.close_sse_stream()
+    await asyncio.sleep(0.1)
+    await ctx.report_progress(2, 2, "after the drop")
+    return "survived"
+
+
+class MemoryEventStore(EventStore):
+    """Keeps every event; enough for a test."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self._events: list[tuple[str, str, types.JSONRPCMessage | None]] = []
+
+    async def store_event(self, stream_id: str, message: types.JSONRPCMessage | None) -> str:
+        event_id = str(next(self._ids))
+        self._events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback):  # type: ignore[no-untyped-def]
+        stream = next((s for e, s, _ in self._events if e == last_event_id), None)
+        if stream is None:
+            return None
+        after = False
+        for event_id, stream_id, message in self._events:
+            if event_id == last_event_id:
+                after = True
+            elif after and stream_id == stream and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream
+
+
+def main() -> None:
+    mode = sys.argv[1]
+    if mode == "stdio":
+        server.run()
+        return
+    import uvicorn
+
+    if mode == "sse":
+        app = server.sse_app()
+    else:
+        app = server.streamable_http_app(
+            json_response="--json" in sys.argv,
+            event_store=MemoryEventStore() if "--events" in sys.argv else None,
+            retry_interval=50 if "--events" in sys.argv else None,
+        )
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    print(f"PORT {sock.getsockname()[1]}", flush=True)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+if __name__ == "__main__":
+    main()
