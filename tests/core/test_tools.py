@@ -377,9 +377,10 @@ async def test_a_blocking_sync_handler_does_not_block_other_requests(server: Mcp
     server.add_tool(Tool("add", ADD_SCHEMA, add))
     client = await connect(server)
     call_id = await client.send_request("tools/call", {"name": "block"})
+    assert await asyncio.to_thread(started.wait, 5)
+    # The handler is now blocked in its thread; the loop still answers.
     assert await client.result("ping") == {}
     assert text_of(await client.result("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})) == "2"
-    assert started.is_set()
     release.set()
     reply = await client.response(call_id)
     assert isinstance(reply, JsonRpcResponse)
