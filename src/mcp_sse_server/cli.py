@@ -856,7 +856,8 @@ def _run(coroutine: Any) -> Any:
     import logging
 
     if _debug:
-        logging.basicConfig(level=logging.DEBUG, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+        logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+        logging.getLogger("mcp_sse_server").setLevel(logging.DEBUG)
     else:
         logging.getLogger("mcp_sse_server").addHandler(logging.NullHandler())
         logging.getLogger("mcp_sse_server").propagate = False
@@ -1343,6 +1344,10 @@ def main(argv: Sequence[str] | None = None) -> NoReturn:
     try:
         status = cli.main(args=list(argv) if argv is not None else None, prog_name=PROG, standalone_mode=False)
     except click.ClickException as error:
+        if _debug and error.__cause__ is not None:
+            import traceback
+
+            traceback.print_exception(error.__cause__)
         error.show()
         status = error.exit_code
     except (click.exceptions.Abort, KeyboardInterrupt):

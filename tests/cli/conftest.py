@@ -1,0 +1,45 @@
+"""Run the real ``mcp-sse-server`` command in a subprocess, isolated from the user's registry."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+# A safety net so a hung command fails its test instead of the run; no test waits this long when it works.
+COMMAND_TIMEOUT = 60.0
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["MCP_SSE_SERVER_CONFIG"] = str(tmp_path / "registry" / "mcp_server.json")
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    env.pop("MCP_SSE_SERVER_DEBUG", None)
+    return env
+
+
+@pytest.fixture
+def cli(cli_env: dict[str, str], tmp_path: Path) -> Cli:
+    """``cli("call", "math", "add", "a=2", "b=3")`` runs ``python -m mcp_sse_server`` and returns the result."""
+
+    def run(
+        *args: str, input: str | None = None, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "mcp_sse_server", *args],
+            capture_output=True,
+            text=True,
+            input=input,
+            env=env or cli_env,
+            cwd=tmp_path,
+            timeout=COMMAND_TIMEOUT,
+        )
+
+    return run
