@@ -6,6 +6,7 @@ Every subprocess is killed when its fixture ends, whatever the test did.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import subprocess
 import sys
@@ -32,6 +33,8 @@ class Peer:
             [PYTHON, SDK_PEER, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=HERE
         )
         self.stderr: list[str] = []
+        self._watches: list[tuple[str, asyncio.AbstractEventLoop, asyncio.Event]] = []
+        self._lock = threading.Lock()
         port_line: list[str] = []
         ready = threading.Event()
 
@@ -42,8 +45,13 @@ class Peer:
 
         def read_stderr() -> None:
             assert self.process.stderr is not None
-            for line in self.process.stderr:
-                self.stderr.append(line.decode(errors="replace"))
+            for raw in self.process.stderr:
+                line = raw.decode(errors="replace")
+                with self._lock:
+                    self.stderr.append(line)
+                    for text, loop, event in self._watches:
+                        if text in line:
+                            loop.call_soon_threadsafe(event.set)
 
         threading.Thread(target=read_stdout, daemon=True).start()
         threading.Thread(target=read_stderr, daemon=True).start()
@@ -52,6 +60,15 @@ class Peer:
             raise RuntimeError(f"SDK peer {args} did not start: {''.join(self.stderr)[-2000:]}")
         self.port = int(port_line[0].split()[1])
         self.base = f"http://127.0.0.1:{self.port}"
+
+    def watch(self, text: str) -> asyncio.Event:
+        """An event set once a stderr line contains ``text`` (already, or later)."""
+        event = asyncio.Event()
+        with self._lock:
+            if any(text in line for line in self.stderr):
+                event.set()
+            self._watches.append((text, asyncio.get_running_loop(), event))
+        return event
 
     def kill(self) -> None:
         if self.process.poll() is None:
@@ -77,12 +94,6 @@ def sdk_http() -> Iterator[Peer]:
 def sdk_http_json() -> Iterator[Peer]:
     """The SDK's Streamable HTTP server answering with JSON bodies."""
     yield from _peer("http", "--json")
-
-
-@pytest.fixture(scope="module")
-def sdk_http_events() -> Iterator[Peer]:
-    """The SDK's Streamable HTTP server with an event store (resumable streams)."""
-    yield from _peer("http", "--events")
 
 
 @pytest.fixture(scope="module")

@@ -3,27 +3,23 @@ interop tests of our clients. Nobody here wrote its transports.
 
     python sdk_peer.py stdio
     python sdk_peer.py sse                 # legacy HTTP+SSE at /sse
-    python sdk_peer.py http [--json] [--events]   # Streamable HTTP at /mcp
+    python sdk_peer.py http [--json]       # Streamable HTTP at /mcp
 
 The HTTP modes bind 127.0.0.1 on a free port and print ``PORT <n>`` first.
-``--events`` gives the server an in-memory event store so streams carry ids
-and can be resumed. The ``add`` and ``divide`` tools answer exactly like our
-math server does for the inputs the shared scenario uses.
+The ``add`` and ``divide`` tools answer exactly like our math server does for
+the inputs the shared scenario uses.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
 import socket
 import sys
 import warnings
 
-from pydantic import BaseModel
-
 import mcp.types as types
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.streamable_http import EventMessage, EventStore
+from pydantic import BaseModel
 
 warnings.simplefilter("ignore")  # the SDK flags sampling and logging as deprecated for a later revision
 
@@ -99,41 +95,6 @@ async def ask_user(ctx: Context) -> str:
     return f"{answer.action}: {answer.data.colour if answer.data else '-'}"
 
 
-@server.tool()
-async def drop_stream(ctx: Context) -> str:
-    """Closes its own response stream mid-call (resumable only with --events), then answers."""
-    await ctx.report_progress(1, 2, "before the drop")
-    await ctx.close_sse_stream()
-    await asyncio.sleep(0.1)
-    await ctx.report_progress(2, 2, "after the drop")
-    return "survived"
-
-
-class MemoryEventStore(EventStore):
-    """Keeps every event; enough for a test."""
-
-    def __init__(self) -> None:
-        self._ids = itertools.count(1)
-        self._events: list[tuple[str, str, types.JSONRPCMessage | None]] = []
-
-    async def store_event(self, stream_id: str, message: types.JSONRPCMessage | None) -> str:
-        event_id = str(next(self._ids))
-        self._events.append((event_id, stream_id, message))
-        return event_id
-
-    async def replay_events_after(self, last_event_id: str, send_callback):  # type: ignore[no-untyped-def]
-        stream = next((s for e, s, _ in self._events if e == last_event_id), None)
-        if stream is None:
-            return None
-        after = False
-        for event_id, stream_id, message in self._events:
-            if event_id == last_event_id:
-                after = True
-            elif after and stream_id == stream and message is not None:
-                await send_callback(EventMessage(message, event_id))
-        return stream
-
-
 def main() -> None:
     mode = sys.argv[1]
     if mode == "stdio":
@@ -141,18 +102,11 @@ def main() -> None:
         return
     import uvicorn
 
-    if mode == "sse":
-        app = server.sse_app()
-    else:
-        app = server.streamable_http_app(
-            json_response="--json" in sys.argv,
-            event_store=MemoryEventStore() if "--events" in sys.argv else None,
-            retry_interval=50 if "--events" in sys.argv else None,
-        )
+    app = server.sse_app() if mode == "sse" else server.streamable_http_app(json_response="--json" in sys.argv)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     print(f"PORT {sock.getsockname()[1]}", flush=True)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="off")
+    config = uvicorn.Config(app, log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])
 
 

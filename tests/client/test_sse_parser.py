@@ -23,7 +23,7 @@ SAMPLE = (
     "retry: 250\r\n"
     "id: 1\r\n"
     "event: message\r\n"
-    "data: {\"a\":\r\n"
+    'data: {"a":\r\n'
     "data:  1}\r\n"
     "\r\n"
     "data: é unicode ✓\r"

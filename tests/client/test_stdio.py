@@ -116,13 +116,13 @@ async def test_server_exiting_mid_call_fails_the_call_with_command_and_code() ->
 
 async def test_a_missing_command_is_a_clear_error() -> None:
     client = StdioClient("no-such-mcp-server-command-xyz", ["--flag"])
-    with pytest.raises(McpConnectionError, match="no-such-mcp-server-command-xyz.*not found"):
+    with pytest.raises(McpConnectionError, match=r"no-such-mcp-server-command-xyz.*not found"):
         await client.initialize()
 
 
 async def test_a_missing_working_directory_is_named() -> None:
     client = StdioClient(PYTHON, [TOY, "exit"], cwd=str(HERE / "no-such-dir"))
-    with pytest.raises(ConnectionError, match="working directory .*no-such-dir.* does not exist"):
+    with pytest.raises(ConnectionError, match=r"working directory .*no-such-dir.* does not exist"):
         await client.initialize()
 
 

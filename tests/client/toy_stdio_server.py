@@ -30,7 +30,11 @@ for line in sys.stdin:
     if method == "initialize":
         reply(
             message["id"],
-            {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "toy", "version": "1"}},
+            {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "toy", "version": "1"},
+            },
         )
     elif method == "tools/call" and mode == "exit":
         print("toy: dying", file=sys.stderr, flush=True)

@@ -1,0 +1,509 @@
+"""StreamableHttpClient: MCP over Streamable HTTP (revision 2025-06-18).
+
+Every client message is a POST. A request's answer comes back either as one
+JSON body or as an SSE stream carrying the server's notifications and
+requests for it, then the response; everything on it reaches the engine. The
+session id from the initialize response goes on every later request, and a
+standalone GET stream carries what the server sends on its own.
+
+Failures never hang a caller: a server that cannot be reached, a stream that
+ends without the answer, or a server that dies mid-call fails that request
+with a one-line ``McpConnectionError`` naming the URL. Dropped streams that
+carried event ids are resumed with ``Last-Event-ID`` (bounded retries with
+backoff). A 404 for our session makes ``McpClient`` open a new one and retry.
+
+>>> async def demo() -> None:  # doctest: +SKIP
+...     async with StreamableHttpClient("http://127.0.0.1:8080/mcp") as client:
+...         print(await client.call_tool("add", {"a": 2, "b": 3}))
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+import httpx
+import orjson
+
+from ..jsonrpc import (
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    JsonRpcMessage,
+    JsonRpcNotification,
+    JsonRpcRequest,
+    JsonRpcResponse,
+    McpError,
+    RequestId,
+    encode_message,
+    message_from_dict,
+    parse_message,
+)
+from ..transport.base import Transport
+from ._common import ClientTransport, McpConnectionError, RemoteClient, SessionExpiredMcpError
+from ._sse import SseParser
+
+__all__ = ["StreamableHttpClient", "StreamableHttpTransport"]
+
+logger = logging.getLogger("mcp_sse_server.client")
+
+_POST_ACCEPT: Final = "application/json, text/event-stream"
+_SSE: Final = "text/event-stream"
+_ERROR_BODY_LIMIT: Final = 64 * 1024
+
+
+def _media_type(response: httpx.Response) -> str:
+    media: str = response.headers.get("content-type", "")
+    return media.split(";", 1)[0].strip().lower()
+
+
+def _reason(error: BaseException) -> str:
+    """One line describing a transport failure."""
+    if isinstance(error, httpx.TimeoutException):
+        return f"timed out ({type(error).__name__})"
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+async def _read_capped(response: httpx.Response, limit: int) -> bytes:
+    body = bytearray()
+    async for chunk in response.aiter_bytes():
+        body += chunk
+        if len(body) >= limit:
+            break
+    return bytes(body[:limit])
+
+
+def _messages_from_json(body: bytes) -> list[JsonRpcMessage]:
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise McpError(INTERNAL_ERROR, "the server answered with invalid JSON") from None
+    # Batches left the protocol in 2025-06-18, but an older server may still answer with one.
+    items = data if isinstance(data, list) else [data]
+    return [message_from_dict(item) for item in items]
+
+
+class _StreamState:
+    """What survives a reconnect of one logical SSE stream."""
+
+    __slots__ = ("last_event_id", "opened", "retry")
+
+    def __init__(self) -> None:
+        self.last_event_id: str | None = None
+        self.retry: int | None = None
+        self.opened = False
+
+
+class StreamableHttpTransport(ClientTransport):
+    """The client side of one Streamable HTTP connection (used by StreamableHttpClient).
+
+    ``session_id`` and ``protocol_version`` are learnt from the initialize
+    exchange; ``expired`` is set when the server answers 404 for the session
+    and cleared by the next successful initialize.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        connect_timeout: float = 10.0,
+        post_timeout: float = 30.0,
+        reconnect_delay: float = 1.0,
+        max_reconnect_delay: float = 30.0,
+        max_reconnect_attempts: int = 5,
+    ) -> None:
+        super().__init__()
+        parsed = httpx.URL(url)
+        if parsed.scheme not in ("http", "https") or not parsed.host:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        if reconnect_delay <= 0 or max_reconnect_attempts < 0:
+            raise ValueError("reconnect_delay must be positive and max_reconnect_attempts not negative")
+        self.url = url
+        self.headers = dict(headers or {})
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self.expired = False
+        self.connect_timeout = connect_timeout
+        self.post_timeout = post_timeout
+        self.reconnect_delay = reconnect_delay
+        self.max_reconnect_delay = max_reconnect_delay
+        self.max_reconnect_attempts = max_reconnect_attempts
+        self._owns_client = http_client is None
+        # No read timeout: SSE streams stay open as long as a call runs; the
+        # engine's request timeout bounds every call instead.
+        self._client = http_client or httpx.AsyncClient(
+            timeout=httpx.Timeout(connect=connect_timeout, read=None, write=post_timeout, pool=connect_timeout)
+        )
+        self._short_timeout = httpx.Timeout(post_timeout, connect=connect_timeout)
+        self._initialize_id: RequestId | None = None
+        self._streams: dict[RequestId, asyncio.Task[None]] = {}
+        self._listener: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # --- headers and errors ---------------------------------------------------------
+
+    def _headers(self, accept: str, *, body: bool = False, last_event_id: str | None = None) -> dict[str, str]:
+        headers = dict(self.headers)
+        headers["accept"] = accept
+        if body:
+            headers["content-type"] = "application/json"
+        if self.session_id is not None:
+            headers["mcp-session-id"] = self.session_id
+        if self.protocol_version is not None:
+            headers["mcp-protocol-version"] = self.protocol_version
+        if last_event_id is not None:
+            headers["last-event-id"] = last_event_id
+        return headers
+
+    async def _http_error(self, response: httpx.Response, what: str) -> McpError:
+        """The error for a 4xx/5xx answer: the JSON-RPC error it carries, else the status and first line."""
+        try:
+            body = await _read_capped(response, _ERROR_BODY_LIMIT)
+        except httpx.HTTPError:
+            body = b""
+        with contextlib.suppress(ValueError):
+            data = orjson.loads(body)
+            error = data.get("error") if isinstance(data, dict) else None
+            if isinstance(error, dict) and type(error.get("code")) is int and isinstance(error.get("message"), str):
+                return McpError(error["code"], error["message"], error.get("data"))
+        text = body.decode("utf-8", "replace").strip()
+        detail = text.splitlines()[0][:200] if text else response.reason_phrase
+        return McpError(
+            CONNECTION_CLOSED,
+            f"MCP server at {self.url} answered {what} with HTTP {response.status_code}: {detail}",
+            {"status": response.status_code},
+        )
+
+    def _expire(self, session_id: str | None) -> SessionExpiredMcpError:
+        """The server forgot ``session_id``: forget it too, so the next initialize starts afresh."""
+        if session_id is not None and self.session_id == session_id:
+            self.session_id = None
+            self.protocol_version = None
+            self.expired = True
+            listener, self._listener = self._listener, None
+            if listener is not None and listener is not asyncio.current_task():
+                listener.cancel()
+        return SessionExpiredMcpError(f"MCP server at {self.url} no longer knows session {session_id}")
+
+    def _backoff(self, attempt: int, retry_ms: int | None) -> float:
+        base = retry_ms / 1000 if retry_ms is not None else self.reconnect_delay
+        delay: float = base * 2**attempt
+        return max(0.01, min(self.max_reconnect_delay, delay))
+
+    # --- Transport ---------------------------------------------------------------------
+
+    async def send(self, message: JsonRpcMessage, related_request_id: RequestId | None = None) -> None:
+        if self._closed:
+            raise McpConnectionError(f"The connection to MCP server at {self.url} is closed")
+        if isinstance(message, JsonRpcRequest):
+            if message.method == "initialize":
+                self._initialize_id = message.id
+            elif self.expired:
+                raise SessionExpiredMcpError(f"The session with MCP server at {self.url} has expired")
+            self._track(message)
+            # The reply is read in its own task, so the engine's timeout and
+            # cancellation govern the call even when the server is silent.
+            task = asyncio.get_running_loop().create_task(self._run_request(message))
+            self._streams[message.id] = task
+            return
+        if self.expired:
+            raise SessionExpiredMcpError(f"The session with MCP server at {self.url} has expired")
+        await self._post_one_way(message)
+        if isinstance(message, JsonRpcNotification):
+            if message.method == "notifications/initialized":
+                self._start_listener()
+            elif message.method == "notifications/cancelled" and message.params:
+                # Nobody waits for that answer any more: free its connection.
+                stream_task = self._streams.get(message.params.get("requestId"))  # type: ignore[arg-type]
+                if stream_task is not None:
+                    stream_task.cancel()
+
+    async def _post_one_way(self, message: JsonRpcMessage) -> None:
+        """POST a notification or a response; the server accepts it with 202."""
+        session = self.session_id
+        what = getattr(message, "method", None) or "a response"
+        try:
+            response = await self._client.post(
+                self.url,
+                content=encode_message(message),
+                headers=self._headers(_POST_ACCEPT, body=True),
+                timeout=self._short_timeout,
+            )
+        except httpx.HTTPError as error:
+            raise McpConnectionError(f"Cannot reach MCP server at {self.url}: {_reason(error)}") from None
+        if response.status_code == 404 and session is not None:
+            raise self._expire(session)
+        if response.status_code >= 400:
+            raise await self._http_error(response, what)
+        # A server may answer a notification with messages of its own; deliver them.
+        if response.content and _media_type(response) == "application/json":
+            with contextlib.suppress(McpError):
+                for reply in _messages_from_json(response.content):
+                    self._deliver(reply)
+
+    async def _run_request(self, request: JsonRpcRequest) -> None:
+        try:
+            await self._post_request(request)
+        except asyncio.CancelledError:
+            self._outstanding.pop(request.id, None)
+            raise
+        except Exception as error:  # a bug here must fail the call, not strand it
+            logger.exception("reading the reply to %s failed", request.method)
+            self._fail(request.id, McpConnectionError(f"Reading the reply from {self.url} failed: {_reason(error)}"))
+        finally:
+            self._streams.pop(request.id, None)
+
+    async def _post_request(self, request: JsonRpcRequest) -> None:
+        stream = _StreamState()
+        session = self.session_id
+        try:
+            async with self._client.stream(
+                "POST", self.url, content=encode_message(request), headers=self._headers(_POST_ACCEPT, body=True)
+            ) as response:
+                await self._read_post_response(request, response, stream, session)
+        except McpError as error:
+            self._fail(request.id, error)
+            return
+        except httpx.HTTPError as error:
+            if stream.last_event_id is None:
+                if stream.opened:
+                    message = f"Lost the connection to MCP server at {self.url} during {request.method}"
+                else:
+                    message = f"Cannot reach MCP server at {self.url}"
+                self._fail(request.id, McpConnectionError(f"{message}: {_reason(error)}"))
+                return
+            logger.debug("the stream for %s dropped: %s; resuming", request.method, _reason(error))
+        if not self._is_outstanding(request.id):
+            return
+        if stream.last_event_id is not None:
+            await self._resume(request, stream)
+        else:
+            self._fail(
+                request.id,
+                McpConnectionError(f"MCP server at {self.url} ended the stream for {request.method} without answering"),
+            )
+
+    async def _read_post_response(
+        self, request: JsonRpcRequest, response: httpx.Response, stream: _StreamState, session: str | None
+    ) -> None:
+        status = response.status_code
+        if request.method == "initialize" and status < 300:
+            issued = response.headers.get("mcp-session-id")
+            if issued:
+                self.session_id = issued
+        if status == 404 and session is not None:
+            raise self._expire(session)
+        if status >= 400:
+            raise await self._http_error(response, request.method)
+        media = _media_type(response)
+        if media == _SSE:
+            stream.opened = True
+            await self._consume(response, stream, request.id)
+        elif media == "application/json":
+            for message in _messages_from_json(await response.aread()):
+                self._deliver(message)
+            if self._is_outstanding(request.id):
+                raise McpError(INTERNAL_ERROR, f"MCP server at {self.url} answered {request.method} with another reply")
+        else:
+            raise McpError(
+                INTERNAL_ERROR,
+                f"MCP server at {self.url} answered {request.method} with HTTP {status} "
+                f"and content type {media or 'none'!r} instead of JSON or an event stream",
+            )
+
+    async def _consume(self, response: httpx.Response, stream: _StreamState, until: RequestId | None) -> int:
+        """Deliver the stream's messages until it ends (or ``until`` is answered); returns how many."""
+        parser = SseParser()
+        parser.last_event_id = stream.last_event_id
+        count = 0
+        async for chunk in response.aiter_bytes():
+            for event in parser.feed(chunk):
+                if event.event != "message":
+                    continue
+                try:
+                    message = parse_message(event.data)
+                except McpError as error:
+                    logger.warning("ignoring a malformed message from %s: %s", self.url, error.message)
+                    continue
+                count += 1
+                self._deliver(message)
+            stream.last_event_id = parser.last_event_id
+            stream.retry = parser.retry if parser.retry is not None else stream.retry
+            if until is not None and not self._is_outstanding(until):
+                break  # the answer is in; the server closes the stream now anyway
+        return count
+
+    async def _resume(self, request: JsonRpcRequest, stream: _StreamState) -> None:
+        """GET with Last-Event-ID until the answer arrives, with bounded, backed-off retries."""
+        attempt = 0
+        last = "the stream ended"
+        while self._is_outstanding(request.id) and not self._closed:
+            if attempt >= self.max_reconnect_attempts:
+                self._fail(
+                    request.id,
+                    McpConnectionError(
+                        f"Lost the stream for {request.method} from MCP server at {self.url} and could not "
+                        f"resume it after {attempt} attempts: {last}"
+                    ),
+                )
+                return
+            await asyncio.sleep(self._backoff(attempt, stream.retry))
+            attempt += 1
+            session = self.session_id
+            try:
+                async with self._client.stream(
+                    "GET", self.url, headers=self._headers(_SSE, last_event_id=stream.last_event_id)
+                ) as response:
+                    status = response.status_code
+                    if status == 404 and session is not None:
+                        self._fail(request.id, self._expire(session))
+                        return
+                    if status >= 500 or status == 409:
+                        last = f"HTTP {status}"
+                        continue
+                    if status >= 400:
+                        self._fail(request.id, await self._http_error(response, f"the resumption of {request.method}"))
+                        return
+                    if _media_type(response) != _SSE:
+                        last = "the server did not answer with an event stream"
+                        continue
+                    if await self._consume(response, stream, request.id):
+                        attempt = 0
+                    last = "the stream ended"
+            except httpx.HTTPError as error:
+                last = _reason(error)
+
+    # --- the standalone GET stream ---------------------------------------------------
+
+    def _start_listener(self) -> None:
+        if self._listener is None and not self._closed:
+            self._listener = asyncio.get_running_loop().create_task(self._listen())
+
+    async def _listen(self) -> None:
+        stream = _StreamState()
+        failures = 0
+        while not self._closed:
+            session = self.session_id
+            try:
+                async with self._client.stream(
+                    "GET", self.url, headers=self._headers(_SSE, last_event_id=stream.last_event_id)
+                ) as response:
+                    status = response.status_code
+                    if status == 405:
+                        logger.debug("%s offers no standalone event stream", self.url)
+                        return
+                    if status == 404 and session is not None:
+                        self._expire(session)
+                        return
+                    if 400 <= status < 500 and status != 409:
+                        logger.warning(
+                            "MCP server at %s refused the event stream with HTTP %s; "
+                            "messages it sends on its own will not arrive",
+                            self.url,
+                            status,
+                        )
+                        return
+                    if status < 300 and _media_type(response) == _SSE and await self._consume(response, stream, None):
+                        failures = 0
+            except httpx.HTTPError as error:
+                logger.debug("event stream from %s failed: %s", self.url, _reason(error))
+            if self._closed:
+                return
+            if failures >= self.max_reconnect_attempts:
+                logger.warning("giving up on the event stream from %s after %d attempts", self.url, failures)
+                return
+            await asyncio.sleep(self._backoff(failures, stream.retry))
+            failures += 1
+
+    # --- shutdown --------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """Stop every stream, end the session with DELETE, release the connection pool."""
+        if self._closed:
+            self._finish()
+            return
+        self._closed = True
+        tasks = [task for task in (self._listener, *self._streams.values()) if task is not None]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._listener = None
+        if self.session_id is not None:
+            try:
+                # 405 means the server does not let clients end sessions: nothing to do.
+                await self._client.delete(
+                    self.url, headers=self._headers(_POST_ACCEPT), timeout=httpx.Timeout(2.0, connect=2.0)
+                )
+            except httpx.HTTPError as error:
+                logger.debug("DELETE of the session at %s failed: %s", self.url, _reason(error))
+            self.session_id = None
+        if self._owns_client:
+            await self._client.aclose()
+        self._finish()
+
+    def _deliver(self, message: JsonRpcMessage) -> None:
+        if isinstance(message, JsonRpcResponse) and message.id == self._initialize_id:
+            version = message.result.get("protocolVersion")
+            self.protocol_version = version if isinstance(version, str) else None
+            self.expired = False
+        super()._deliver(message)
+
+
+class StreamableHttpClient(RemoteClient):
+    """An MCP client over Streamable HTTP.
+
+    ``headers`` go on every request (authorization, say). ``http_client`` lets
+    you bring a configured ``httpx.AsyncClient`` (TLS, proxies); it is then
+    yours to close. Reconnection of dropped streams waits ``reconnect_delay``
+    seconds (or the server's ``retry``), doubling up to ``max_reconnect_delay``,
+    at most ``max_reconnect_attempts`` times in a row. Other keyword options
+    are McpClient's.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        connect_timeout: float = 10.0,
+        post_timeout: float = 30.0,
+        reconnect_delay: float = 1.0,
+        max_reconnect_delay: float = 30.0,
+        max_reconnect_attempts: int = 5,
+        **options: Any,
+    ) -> None:
+        super().__init__(**options)
+        self.url = url
+        self.headers = dict(headers or {})
+        self._transport_options: dict[str, Any] = {
+            "http_client": http_client,
+            "connect_timeout": connect_timeout,
+            "post_timeout": post_timeout,
+            "reconnect_delay": reconnect_delay,
+            "max_reconnect_delay": max_reconnect_delay,
+            "max_reconnect_attempts": max_reconnect_attempts,
+        }
+        httpx.URL(url)  # a malformed URL fails here, not at the first call
+        self.transport: StreamableHttpTransport | None = None
+        self._reinitializing = asyncio.Lock()
+
+    @property
+    def session_id(self) -> str | None:
+        return self.transport.session_id if self.transport is not None else None
+
+    async def _open(self) -> Transport:
+        self.transport = StreamableHttpTransport(self.url, self.headers, **self._transport_options)
+        return self.transport
+
+    async def _reinitialize(self) -> None:
+        # Concurrent calls that all met the 404 share one new session.
+        async with self._reinitializing:
+            if self.transport is not None and not self.transport.expired and self.transport.session_id is not None:
+                return
+            await self.initialize()

@@ -1,0 +1,239 @@
+"""SseClient: the legacy HTTP+SSE transport (revision 2024-11-05), for servers
+that still speak it.
+
+The client GETs an event stream; the server's first event, ``endpoint``,
+names the URL to POST messages to (resolved against the stream URL and
+refused when it points at another origin, so a server cannot make us send
+its session's traffic elsewhere). Everything the server sends, responses
+included, arrives as ``message`` events on that one stream; when it ends, the
+session is over and pending calls fail.
+
+>>> async def demo() -> None:  # doctest: +SKIP
+...     async with SseClient("http://127.0.0.1:8000/sse") as client:
+...         print(await client.list_tools())
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+import httpx
+
+from ..jsonrpc import (
+    CONNECTION_CLOSED,
+    JsonRpcMessage,
+    JsonRpcRequest,
+    McpError,
+    RequestId,
+    encode_message,
+    parse_message,
+)
+from ..transport.base import Transport
+from ._common import ClientTransport, McpConnectionError, RemoteClient
+from ._sse import SseParser
+
+__all__ = ["SseClient", "SseClientTransport"]
+
+logger = logging.getLogger("mcp_sse_server.client")
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    return url.scheme, url.host.lower(), url.port or _DEFAULT_PORTS.get(url.scheme)
+
+
+def _reason(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+class SseClientTransport(ClientTransport):
+    """The client side of one legacy HTTP+SSE session (used by SseClient)."""
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        connect_timeout: float = 10.0,
+        post_timeout: float = 30.0,
+    ) -> None:
+        super().__init__()
+        self.url = httpx.URL(url)
+        if self.url.scheme not in ("http", "https") or not self.url.host:
+            raise ValueError(f"not an http(s) URL: {url!r}")
+        self.headers = dict(headers or {})
+        self.connect_timeout = connect_timeout
+        self.endpoint: httpx.URL | None = None
+        self._owns_client = http_client is None
+        self._client = http_client or httpx.AsyncClient(
+            timeout=httpx.Timeout(connect=connect_timeout, read=None, write=post_timeout, pool=connect_timeout)
+        )
+        self._post_timeout = httpx.Timeout(post_timeout, connect=connect_timeout)
+        self._ready: asyncio.Future[httpx.URL] | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._closed = False
+
+    async def start(self) -> None:
+        """Open the event stream and wait for the ``endpoint`` event (at most ``connect_timeout`` s)."""
+        loop = asyncio.get_running_loop()
+        self._ready = loop.create_future()
+        self._reader = loop.create_task(self._read())
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                self.endpoint = await asyncio.shield(self._ready)
+        except TimeoutError:
+            await self.close()
+            raise McpConnectionError(
+                f"MCP server at {self.url} sent no endpoint event within {self.connect_timeout:g} s"
+            ) from None
+        except BaseException:
+            await self.close()
+            raise
+
+    def _resolve(self, data: str) -> httpx.URL:
+        endpoint = self.url.join(data.strip())
+        if _origin(endpoint) != _origin(self.url):
+            raise McpConnectionError(
+                f"MCP server at {self.url} named an endpoint on another origin ({endpoint.scheme}://"
+                f"{endpoint.netloc.decode('ascii', 'replace')}); refusing to send messages there"
+            )
+        return endpoint
+
+    def _settle(self, endpoint: httpx.URL | None, error: McpError | None) -> None:
+        if self._ready is None or self._ready.done():
+            return
+        if error is not None:
+            self._ready.set_exception(error)
+        else:
+            self._ready.set_result(endpoint)  # type: ignore[arg-type]
+
+    async def _read(self) -> None:
+        ending: McpError
+        try:
+            async with self._client.stream(
+                "GET", self.url, headers={**self.headers, "accept": "text/event-stream"}
+            ) as response:
+                media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+                if response.status_code != 200 or media != "text/event-stream":
+                    ending = McpConnectionError(
+                        f"MCP server at {self.url} answered the event-stream GET with HTTP "
+                        f"{response.status_code} ({media or 'no content type'})",
+                        {"status": response.status_code},
+                    )
+                    self._settle(None, ending)
+                    return
+                parser = SseParser()
+                async for chunk in response.aiter_bytes():
+                    for event in parser.feed(chunk):
+                        self._on_event(event.event, event.data)
+            ending = McpConnectionError(f"MCP server at {self.url} ended the event stream")
+        except httpx.HTTPError as error:
+            prefix = "Lost the event stream from" if self.endpoint is not None else "Cannot reach"
+            ending = McpConnectionError(f"{prefix} MCP server at {self.url}: {_reason(error)}")
+        except McpError as error:  # an endpoint we refuse
+            ending = error
+        self._settle(None, ending)
+        if not self._closed:
+            self._fail_all(ending)
+            self._finish()
+
+    def _on_event(self, kind: str, data: str) -> None:
+        if kind == "endpoint":
+            if self._ready is not None and not self._ready.done():
+                self._settle(self._resolve(data), None)
+            else:
+                logger.warning("ignoring a second endpoint event from %s", self.url)
+            return
+        if kind != "message":
+            return
+        try:
+            message = parse_message(data)
+        except McpError as error:
+            logger.warning("ignoring a malformed message from %s: %s", self.url, error.message)
+            return
+        self._deliver(message)
+
+    async def send(self, message: JsonRpcMessage, related_request_id: RequestId | None = None) -> None:
+        if self._closed or self.endpoint is None:
+            raise McpConnectionError(f"The connection to MCP server at {self.url} is closed")
+        is_request = isinstance(message, JsonRpcRequest)
+        if is_request:
+            self._track(message)  # type: ignore[arg-type]
+        try:
+            response = await self._client.post(
+                self.endpoint,
+                content=encode_message(message),
+                headers={**self.headers, "content-type": "application/json"},
+                timeout=self._post_timeout,
+            )
+        except httpx.HTTPError as error:
+            self._untrack(message)
+            raise McpConnectionError(f"Cannot reach MCP server at {self.endpoint}: {_reason(error)}") from None
+        if response.status_code >= 400:
+            self._untrack(message)
+            text = response.text.strip()
+            detail = text.splitlines()[0][:200] if text else response.reason_phrase
+            summary = f"MCP server at {self.endpoint} answered HTTP {response.status_code}: {detail}"
+            if response.status_code == 404:  # the server has forgotten this stream's session
+                raise McpConnectionError(summary, {"status": response.status_code})
+            raise McpError(CONNECTION_CLOSED, summary, {"status": response.status_code})
+
+    def _untrack(self, message: JsonRpcMessage) -> None:
+        if isinstance(message, JsonRpcRequest):
+            self._outstanding.pop(message.id, None)
+
+    async def close(self) -> None:
+        if self._closed:
+            self._finish()
+            return
+        self._closed = True
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(BaseException):
+                await self._reader
+        if self._ready is not None and not self._ready.done():
+            self._ready.cancel()
+        if self._owns_client:
+            await self._client.aclose()
+        self._finish()
+
+
+class SseClient(RemoteClient):
+    """An MCP client for servers on the legacy HTTP+SSE transport (2024-11-05).
+
+    ``headers`` go on the stream and on every POST. Other keyword options are McpClient's.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        connect_timeout: float = 10.0,
+        post_timeout: float = 30.0,
+        **options: Any,
+    ) -> None:
+        super().__init__(**options)
+        httpx.URL(url)
+        self.url = url
+        self.headers = dict(headers or {})
+        self._transport_options: dict[str, Any] = {
+            "http_client": http_client,
+            "connect_timeout": connect_timeout,
+            "post_timeout": post_timeout,
+        }
+        self.transport: SseClientTransport | None = None
+
+    async def _open(self) -> Transport:
+        transport = SseClientTransport(self.url, self.headers, **self._transport_options)
+        await transport.start()
+        self.transport = transport
+        return transport
