@@ -171,6 +171,30 @@ def test_debug_shows_the_traceback(cli: Cli) -> None:
     assert "Traceback" in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        ("def build():\n    return 42\n", "returned int, not an McpServer"),
+        ("from mcp_sse_server import McpServer\nbuild = McpServer('x', '1')\n", "is an McpServer instance"),
+        ("build = 3\n", "is not callable"),
+        ("", "has no attribute 'build'"),
+    ],
+)
+def test_a_bad_factory_is_a_usage_error_before_listening(cli: Cli, tmp_path: Path, source: str, message: str) -> None:
+    (tmp_path / "bad.py").write_text(source)
+    done = cli("serve", "bad.py:build", "--port", "0")
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_certfile_without_keyfile_is_a_usage_error(cli: Cli, tmp_path: Path) -> None:
+    (tmp_path / "cert.pem").write_text("x")
+    done = cli("serve", "--certfile", str(tmp_path / "cert.pem"))
+    assert done.returncode == 2
+    assert "--certfile and --keyfile go together" in done.stderr
+
+
 # --- the registry ---------------------------------------------------------------------------------------
 
 

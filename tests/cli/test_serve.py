@@ -1,0 +1,219 @@
+"""``serve`` for real: a subprocess listening on a free port, used with ``tools`` and ``call``, then stopped."""
+
+from __future__ import annotations
+
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .conftest import COMMAND_TIMEOUT, Cli
+
+try:
+    from mcp_sse_server.transport.http import McpHttpServer  # noqa: F401
+except ImportError:
+    pytest.skip("mcp_sse_server.transport.http.McpHttpServer has not landed yet", allow_module_level=True)
+
+try:
+    import mcp_sse_server.client.http  # noqa: F401
+except ImportError:
+    pytest.skip("mcp_sse_server.client.http.StreamableHttpClient has not landed yet", allow_module_level=True)
+
+ENDPOINT = re.compile(r"^Serving (?P<label>\S+) at (?P<url>https?://\S+)$")
+
+
+class Served:
+    """A running ``mcp-sse-server serve`` process and the endpoint it printed."""
+
+    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mcp_sse_server", "serve", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=cwd,
+        )
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._stderr: list[str] = []
+        threading.Thread(target=self._pump_stdout, daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._pump_stderr, daemon=True)
+        self._stderr_reader.start()
+        self.label, self.url = self._read_endpoint()
+
+    def _pump_stdout(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._lines.put(line.rstrip("\n"))
+        self._lines.put(None)
+
+    def _pump_stderr(self) -> None:
+        assert self.process.stderr is not None
+        self._stderr.extend(self.process.stderr)
+
+    def _read_endpoint(self) -> tuple[str, str]:
+        line = self._lines.get(timeout=COMMAND_TIMEOUT)
+        if line is None:
+            self.process.wait(timeout=COMMAND_TIMEOUT)
+            self._stderr_reader.join(timeout=COMMAND_TIMEOUT)
+            raise AssertionError(f"serve exited with {self.process.returncode}: {''.join(self._stderr)}")
+        match = ENDPOINT.match(line)
+        assert match is not None, line
+        return match["label"], match["url"]
+
+    def stop(self, how: int = signal.SIGTERM) -> tuple[int, str]:
+        """Send ``how``; return the exit status and everything written to stderr."""
+        if self.process.poll() is None:
+            self.process.send_signal(how)
+        status = self.process.wait(timeout=COMMAND_TIMEOUT)
+        self._stderr_reader.join(timeout=COMMAND_TIMEOUT)
+        return status, "".join(self._stderr)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=COMMAND_TIMEOUT)
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def serve(cli_env: dict[str, str], tmp_path: Path) -> Iterator[type[Served]]:
+    started: list[Served] = []
+
+    class Tracked(Served):
+        def __init__(self, args: list[str], env: dict[str, str] | None = None) -> None:  # type: ignore[override]
+            super().__init__(args, env or cli_env, tmp_path)
+            started.append(self)
+
+    yield Tracked  # type: ignore[misc]
+    for served in started:
+        served.kill()
+
+
+def test_serve_the_demo_then_list_call_and_stop_with_sigterm(cli: Cli, serve: type[Served]) -> None:
+    port = free_port()
+    server = serve(["--port", str(port)])
+    assert (server.label, server.url) == ("demo", f"http://127.0.0.1:{port}/mcp")
+
+    listed = cli("tools", server.url)
+    assert listed.returncode == 0, listed.stderr
+    names = [line.split("(", 1)[0] for line in listed.stdout.splitlines() if not line.startswith(" ")]
+    assert {"add", "factorial", "get_artifact_instructions", "slow_count", "draw_swatch"} <= set(names)
+
+    done = cli("call", server.url, "add", "a=2", "b=3")
+    assert (done.returncode, done.stdout) == (0, "5\n"), done.stderr
+    done = cli("call", server.url, "divide", "a=1", "b=0")
+    assert done.returncode == 1
+    assert "zero" in done.stderr
+    done = cli("call", server.url, "add", "a=x", "b=1")
+    assert done.returncode == 2
+
+    # progress and log notifications travel over the request's SSE stream
+    done = cli("call", server.url, "slow_count", "steps=2", "interval=0")
+    assert (done.returncode, done.stdout) == (0, "Counted to 2.\n"), done.stderr
+    assert "progress: 2/2 (100%) step 2 of 2" in done.stderr
+    assert "[info] slow_count:" in done.stderr
+
+    status, stderr = server.stop(signal.SIGTERM)
+    assert status == 0, stderr
+    assert "Shutting down" in stderr
+    assert "Traceback" not in stderr
+
+
+def test_ctrl_c_stops_gracefully(cli: Cli, serve: type[Served]) -> None:
+    server = serve(["math", "--port", str(free_port())])
+    assert server.label == "math"
+    assert cli("call", server.url, "sqrt", "x=16").stdout == "4\n"
+    status, stderr = server.stop(signal.SIGINT)
+    assert status == 0, stderr
+    assert "Traceback" not in stderr
+
+
+def test_port_0_prints_the_port_actually_bound(cli: Cli, serve: type[Served]) -> None:
+    server = serve(["artifact_instructions", "--port", "0", "--path", "/custom"])
+    port = int(server.url.rsplit(":", 1)[1].split("/", 1)[0])
+    assert port != 0
+    assert server.url.endswith("/custom")
+    done = cli("tools", server.url)
+    assert done.stdout.startswith("get_artifact_instructions(type: code|documents|html|svg|mermaid|react)")
+
+
+def test_serve_a_factory_from_a_file_called_once_per_session(cli: Cli, serve: type[Served], tmp_path: Path) -> None:
+    (tmp_path / "my_server.py").write_text(
+        "from mcp_sse_server import McpServer, Tool\n"
+        "sessions = 0\n"
+        "def build():\n"
+        "    global sessions\n"
+        "    sessions += 1\n"
+        "    server = McpServer('mine', '1.0.0')\n"
+        "    number = sessions\n"
+        "    server.add_tool(Tool('session', {'type': 'object'}, lambda arguments, context: f'session {number}'))\n"
+        "    return server\n"
+    )
+    server = serve([f"{tmp_path / 'my_server.py'}:build", "--port", str(free_port())])
+    assert cli("call", server.url, "session").stdout == "session 1\n"
+    assert cli("call", server.url, "session").stdout == "session 2\n"
+    status, _ = server.stop()
+    assert status == 0
+
+
+def test_serve_a_module_factory(cli: Cli, serve: type[Served], tmp_path: Path) -> None:
+    (tmp_path / "shop.py").write_text(
+        "from mcp_sse_server import McpServer, Tool\n"
+        "def make():\n"
+        "    server = McpServer('shop', '1.0.0')\n"
+        "    server.add_tool(Tool('price', {'type': 'object'}, lambda arguments, context: '9.99'))\n"
+        "    return server\n"
+    )
+    server = serve(["shop:make", "--port", str(free_port())])  # the module is found in the working directory
+    assert server.label == "shop:make"
+    assert cli("call", server.url, "price").stdout == "9.99\n"
+
+
+def test_a_port_in_use_is_one_line_and_exit_1(cli: Cli) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = cli("serve", "--port", str(port))
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1].startswith(f"Error: cannot listen on 127.0.0.1:{port}")
+    assert "Traceback" not in done.stderr
+
+
+def test_listening_beyond_loopback_needs_allowed_origins(cli: Cli) -> None:
+    done = cli("serve", "--host", "0.0.0.0", "--port", str(free_port()))
+    assert done.returncode == 2
+    assert "allowed" in done.stderr.lower()
+
+
+def test_tls_with_a_generated_certificate(
+    cli: Cli, serve: type[Served], cli_env: dict[str, str], tmp_path: Path
+) -> None:
+    trustme = pytest.importorskip("trustme")
+    authority = trustme.CA()
+    certificate = authority.issue_cert("127.0.0.1", "localhost")
+    certfile, keyfile, cafile = tmp_path / "cert.pem", tmp_path / "key.pem", tmp_path / "ca.pem"
+    certificate.private_key_pem.write_to_path(str(keyfile))
+    certificate.cert_chain_pems[0].write_to_path(str(certfile))
+    authority.cert_pem.write_to_path(str(cafile))
+    server = serve(["math", "--port", str(free_port()), "--certfile", str(certfile), "--keyfile", str(keyfile)])
+    assert server.url.startswith("https://127.0.0.1:")
+    trusting = {**cli_env, "SSL_CERT_FILE": str(cafile)}
+    done = cli("call", server.url, "add", "a=1", "b=1", env=trusting)
+    assert (done.returncode, done.stdout) == (0, "2\n"), done.stderr
+    done = cli("call", server.url, "add", "a=1", "b=1")  # without trusting the authority
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
