@@ -179,15 +179,18 @@ class StreamableHttpTransport(ClientTransport):
             {"status": response.status_code},
         )
 
+    def _forget_session(self) -> None:
+        self.session_id = None
+        self.protocol_version = None
+        listener, self._listener = self._listener, None
+        if listener is not None and listener is not asyncio.current_task():
+            listener.cancel()
+
     def _expire(self, session_id: str | None) -> SessionExpiredMcpError:
         """The server forgot ``session_id``: forget it too, so the next initialize starts afresh."""
         if session_id is not None and self.session_id == session_id:
-            self.session_id = None
-            self.protocol_version = None
+            self._forget_session()
             self.expired = True
-            listener, self._listener = self._listener, None
-            if listener is not None and listener is not asyncio.current_task():
-                listener.cancel()
         return SessionExpiredMcpError(f"MCP server at {self.url} no longer knows session {session_id}")
 
     def _backoff(self, attempt: int, retry_ms: int | None) -> float:
@@ -203,6 +206,7 @@ class StreamableHttpTransport(ClientTransport):
         if isinstance(message, JsonRpcRequest):
             if message.method == "initialize":
                 self._initialize_id = message.id
+                self._forget_session()  # an initialize always opens a new session
             elif self.expired:
                 raise SessionExpiredMcpError(f"The session with MCP server at {self.url} has expired")
             self._track(message)
@@ -381,7 +385,7 @@ class StreamableHttpTransport(ClientTransport):
     # --- the standalone GET stream ---------------------------------------------------
 
     def _start_listener(self) -> None:
-        if self._listener is None and not self._closed:
+        if (self._listener is None or self._listener.done()) and not self._closed:
             self._listener = asyncio.get_running_loop().create_task(self._listen())
 
     async def _listen(self) -> None:

@@ -1,0 +1,64 @@
+"""The shared scenario through all four client types gives the same results.
+
+InMemoryClient and StdioClient (over StdioServerTransport) talk to our math
+server; StreamableHttpClient talks to our HTTP server serving the math server
+and to the official SDK's Streamable HTTP server; SseClient talks to the SDK's
+legacy server. The SDK servers carry add and divide tools that answer like
+ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mcp_sse_server.client import InMemoryClient, SseClient, StdioClient, StreamableHttpClient
+from mcp_sse_server.servers.factory import MemoryServerFactory
+
+from .conftest import MATH_STDIO, PYTHON, Peer, python_env
+from .scenario import run_scenario
+
+
+async def reference() -> dict[str, object]:
+    return await run_scenario(InMemoryClient(MemoryServerFactory.create_memory_server("math")))
+
+
+async def test_in_memory_reference_is_what_we_expect() -> None:
+    record = await reference()
+    assert record["protocolVersion"] == "2025-06-18"
+    assert record["add[('a', 2), ('b', 3)]"] == {"text": ["5"], "structured": {"result": 5}, "isError": False}
+    assert record["divide[('a', 1), ('b', 0)]"] == {
+        "text": ["Cannot divide by zero: 'b' must not be 0"],
+        "structured": None,
+        "isError": True,
+    }
+
+
+async def test_stdio_client_over_our_stdio_transport() -> None:
+    assert await run_scenario(StdioClient(PYTHON, [MATH_STDIO], env=python_env())) == await reference()
+
+
+async def test_streamable_http_client_against_the_sdk_server(sdk_http: Peer) -> None:
+    assert await run_scenario(StreamableHttpClient(f"{sdk_http.base}/mcp")) == await reference()
+
+
+async def test_sse_client_against_the_sdk_legacy_server(sdk_sse: Peer) -> None:
+    assert await run_scenario(SseClient(f"{sdk_sse.base}/sse")) == await reference()
+
+
+def our_http_server() -> Any:
+    try:
+        from mcp_sse_server.transport.http import McpHttpServer  # type: ignore[attr-defined, unused-ignore]
+    except ImportError:
+        return None
+    return McpHttpServer
+
+
+@pytest.mark.skipif(our_http_server() is None, reason="our HTTP server has not landed yet")
+async def test_streamable_http_client_against_our_http_server() -> None:
+    http = await our_http_server().bind(on_session=lambda: MemoryServerFactory.create_memory_server("math"), port=0)
+    try:
+        assert await run_scenario(StreamableHttpClient(http.url)) == await reference()
+    finally:
+        await http.close()
