@@ -117,3 +117,16 @@ def python_env() -> dict[str, str]:
     """Environment for child Pythons: our sources importable, output unbuffered."""
     src = str(HERE.parents[1] / "src")
     return {"PYTHONPATH": os.pathsep.join(p for p in (src, os.environ.get("PYTHONPATH")) if p)}
+
+
+def node_peer() -> tuple[str, dict[str, str]] | None:
+    """The node binary and environment for the TypeScript SDK peer, or None when
+    node is not set up (``source scripts/setup.sh && setup_node``)."""
+    modules = os.environ.get("MCP_TEST_NODE_MODULES") or str(HERE.parents[1] / ".tools/node/node_modules")
+    node = os.environ.get("MCP_TEST_NODE") or os.path.join(modules, "node/bin/node")
+    if not (os.path.isfile(node) and os.path.isdir(os.path.join(modules, "@modelcontextprotocol/sdk"))):
+        return None
+    return node, {"MCP_TEST_NODE_MODULES": modules}
+
+
+TS_PEER = str(HERE / "ts_peer.mjs")

@@ -16,7 +16,7 @@ import pytest
 from mcp_sse_server.client import InMemoryClient, SseClient, StdioClient, StreamableHttpClient
 from mcp_sse_server.servers.factory import MemoryServerFactory
 
-from .conftest import MATH_STDIO, PYTHON, Peer, python_env
+from .conftest import MATH_STDIO, PYTHON, TS_PEER, Peer, node_peer, python_env
 from .scenario import run_scenario
 
 
@@ -62,3 +62,10 @@ async def test_streamable_http_client_against_our_http_server() -> None:
         assert await run_scenario(StreamableHttpClient(http.url)) == await reference()
     finally:
         await http.close()
+
+
+@pytest.mark.skipif(node_peer() is None, reason="node is not set up: source scripts/setup.sh && setup_node")
+async def test_stdio_client_against_the_typescript_sdk_server() -> None:
+    node, env = node_peer()  # type: ignore[misc]
+    client = StdioClient(node, [TS_PEER], env=env, on_stderr=lambda line: None)
+    assert await run_scenario(client) == await reference()

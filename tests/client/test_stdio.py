@@ -11,7 +11,7 @@ import pytest
 from mcp_sse_server.client import McpConnectionError, StdioClient
 from mcp_sse_server.jsonrpc import CONNECTION_CLOSED, McpError
 
-from .conftest import HERE, MATH_STDIO, PYTHON, SDK_PEER, WAIT, python_env
+from .conftest import HERE, MATH_STDIO, PYTHON, SDK_PEER, TS_PEER, WAIT, node_peer, python_env
 
 TOY = str(HERE / "toy_stdio_server.py")
 
@@ -139,3 +139,30 @@ async def test_stderr_goes_to_our_stderr_by_default(capsys: pytest.CaptureFixtur
     async with StdioClient(PYTHON, [TOY, "exit"]) as client:
         await client.ping()
     assert "toy: started" in capsys.readouterr().err
+
+
+@pytest.mark.skipif(node_peer() is None, reason="node is not set up: source scripts/setup.sh && setup_node")
+async def test_typescript_sdk_stdio_server() -> None:
+    node, env = node_peer()  # type: ignore[misc]
+    cancelled = asyncio.Event()
+    started = asyncio.Event()
+    lines: list[str] = []
+
+    def on_stderr(line: str) -> None:
+        lines.append(line)
+        if "SLOW-CANCELLED" in line:
+            cancelled.set()
+
+    async with StdioClient(node, [TS_PEER], env=env, on_stderr=on_stderr) as client:
+        assert client.server_info == {"name": "ts-peer", "version": "1.0.0"}
+        progress: list[Any] = []
+        result = await client.call_tool("slow", {"steps": 2}, on_progress=lambda *p: progress.append(p))
+        assert result.content[0].text == "done 2"  # type: ignore[union-attr]
+        assert [p[:2] for p in progress] == [(1, 2), (2, 2)]
+        call = asyncio.create_task(client.call_tool("slow", {"steps": 400}, on_progress=lambda *p: started.set()))
+        await asyncio.wait_for(started.wait(), WAIT)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await asyncio.wait_for(cancelled.wait(), WAIT)
+    assert "ts-peer: ready" in lines
