@@ -5,7 +5,9 @@ from __future__ import annotations
 import functools
 import os
 import re
+import resource
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,6 +27,8 @@ class Load:
     p50_us: int = 0
     p99_us: int = 0
     invalid: str | None = None
+    wrk_cpu: float | None = None  # share of one core wrk used during the point
+    server_cpu: float | None = None  # share of one core the server used (filled in by the caller)
 
     @property
     def ok(self) -> bool:
@@ -49,18 +53,28 @@ def wrk(url: str, *, connections: int, seconds: float, threads: int = 1,
     env = dict(os.environ, MCP_SESSION=session, MCP_SESSIONS=",".join(sessions or []))
     cmd = [*realtime_prefix(), "taskset", "-c", str(LOAD_CPU), "wrk", f"-t{threads}", f"-c{connections}",
            f"-d{max(1, round(seconds))}s", "--timeout", "5s", "-s", str(LUA), url]
+    before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=seconds + 60)
     except subprocess.TimeoutExpired:
         return Load(invalid="wrk did not finish")
+    after, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic() - t0
+    wrk_cpu = (after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime) / wall
     match = _LINE.search(proc.stdout)
     if proc.returncode != 0 or match is None:
         return Load(invalid=f"wrk failed ({proc.returncode}): {(proc.stderr or proc.stdout).strip()[:300]}")
     requests, errors, rps, p50, p99 = (int(g) for g in match.groups())
-    load = Load(requests, errors, float(rps), p50, p99)
+    load = Load(requests, errors, float(rps), p50, p99, wrk_cpu=round(wrk_cpu, 3))
     if errors:
         first = proc.stderr.strip().splitlines()[:1]
         load.invalid = f"{errors} error replies of {requests}" + (f" ({first[0][:160]})" if first else "")
     elif requests == 0:
         load.invalid = "no request answered"
     return load
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")

@@ -32,6 +32,12 @@ def _times(x: float) -> str:
     return f"{x:.1f}x" if x < 100 else f"{x:,.0f}x"
 
 
+def _cpu(point: dict[str, Any]) -> str:
+    if point.get("server_cpu") is None or point.get("wrk_cpu") is None:
+        return "—"
+    return f"{100 * point['server_cpu']:.0f}% / {100 * point['wrk_cpu']:.0f}%"
+
+
 def _load(point: dict[str, Any] | None) -> dict[str, Any] | None:
     return point if point and point.get("invalid") is None and point.get("rps") else None
 
@@ -60,18 +66,18 @@ def http_table(results: dict[str, Any], key: str, title: str) -> list[str]:
     ours = _load(http.get(OURS, {}).get(key))
     # Ours has no JSON reply mode: JSON points are compared with our SSE figure.
     ours_ref = ours or (_load(http.get(OURS, {}).get("sse")) if key == "json" else None)
-    lines = [f"**{title}**", "", "| server | requests/s | p50 ms | p99 ms | ours faster by |",
-             "|---|---:|---:|---:|---:|"]
+    lines = [f"**{title}**", "", "| server | requests/s | p50 ms | p99 ms | ours faster by | CPU: server / wrk |",
+             "|---|---:|---:|---:|---:|---:|"]
     for name in results["order"]:
         entry = http.get(name, {})
         if key == "json" and not entry.get("json_offered", True):
             continue
         point = _load(entry.get(key))
         if point is None:
-            lines.append(f"| {LABELS[name]} | {_why(entry.get(key), entry.get('skip'))} | | | |")
+            lines.append(f"| {LABELS[name]} | {_why(entry.get(key), entry.get('skip'))} | | | | |")
             continue
         lines.append(f"| {LABELS[name]} | {_num(point['rps'])} | {_ms(point['p50_us'])} | "
-                     f"{_ms(point['p99_us'])} | {_throughput_ratio(name, ours_ref, point)} |")
+                     f"{_ms(point['p99_us'])} | {_throughput_ratio(name, ours_ref, point)} | {_cpu(point)} |")
     return lines
 
 
@@ -201,8 +207,9 @@ def render(results: dict[str, Any]) -> str:
     many = _load(results.get("http", {}).get(BARE, {}).get("sessions100"))
     if check and many:
         lines += ["", f"Load generator check: against the bare ASGI app, the same 100 connections from one "
-                  f"wrk thread give {_num(check['rps'])} requests/s (p99 {_ms(check['p99_us'])} ms), one "
-                  f"thread per session {_num(many['rps'])} (p99 {_ms(many['p99_us'])} ms)."]
+                  f"wrk thread give {_num(check['rps'])} requests/s (p99 {_ms(check['p99_us'])} ms, CPU "
+                  f"{_cpu(check)}), one thread per session {_num(many['rps'])} (p99 {_ms(many['p99_us'])} ms, "
+                  f"CPU {_cpu(many)})."]
     lines.append("")
     lines += memory_table(results)
     lines.append("")

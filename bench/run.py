@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import report
-from loadgen import Load, realtime_prefix, wrk
+from loadgen import Load, cpu_seconds, realtime_prefix, wrk
 from mcp_http import connect, open_session, open_sessions, rss_kb
 from procs import LOAD_CPU, SERVER_CPU, Server, ServerFailed, free_port, kill_all
 
@@ -175,12 +175,19 @@ class Run:
     def started(self, peer: Peer, srv: Server) -> None:
         self.results["startup"].setdefault(peer.name, []).append(srv.started_s)
 
-    def point(self, url: str, **kw: Any) -> dict[str, Any]:
-        """Warm up, then one measured wrk point; an invalid warm-up invalidates it."""
-        warm = wrk(url, seconds=self.s.warmup, **kw)
-        load = wrk(url, seconds=self.s.seconds, **kw) if warm.ok else warm
+    def point(self, srv: Server, **kw: Any) -> dict[str, Any]:
+        """Warm up, then one measured wrk point; an invalid warm-up invalidates it.
+
+        Records the CPU share the server and wrk used: a server below one full
+        core while wrk is near one means the generator (or other work on the
+        machine) limited the point, not the server.
+        """
+        warm = wrk(srv.url, seconds=self.s.warmup, **kw)
         if not warm.ok:
-            load = Load(invalid=f"during warm-up: {warm.invalid}")
+            return asdict(Load(invalid=f"during warm-up: {warm.invalid}"))
+        cpu0, t0 = cpu_seconds(srv.pid), time.monotonic()
+        load = wrk(srv.url, seconds=self.s.seconds, **kw)
+        load.server_cpu = round((cpu_seconds(srv.pid) - cpu0) / (time.monotonic() - t0), 3)
         return asdict(load)
 
     def http(self, peer: Peer) -> None:
@@ -200,7 +207,7 @@ class Run:
                     finally:
                         conn.close()
                     log(f"{peer.name}: 16 connections, one session, {key.upper()} replies")
-                    entry[key] = self.point(srv.url, connections=16, session=sid)
+                    entry[key] = self.point(srv, connections=16, session=sid)
                     log(f"  {self.brief(entry[key])}")
                     if json_replies:
                         continue
@@ -209,24 +216,25 @@ class Run:
                     if opened.error:
                         entry["sessions100"] = {"invalid": f"opening 100 sessions: {opened.error}"}
                     else:
-                        entry["sessions100"] = self.point(srv.url, connections=100, threads=100,
+                        entry["sessions100"] = self.point(srv, connections=100, threads=100,
                                                           sessions=opened.ids)
                     log(f"  {self.brief(entry['sessions100'])}")
                     if not peer.sessions:
                         # The load generator's own check: the same 100 connections from one wrk
                         # thread. Similar figures mean thread-per-session wrk is not the limit.
                         log(f"{peer.name}: 100 connections from one wrk thread (load generator check)")
-                        entry["gen_check"] = self.point(srv.url, connections=100)
+                        entry["gen_check"] = self.point(srv, connections=100)
                         log(f"  {self.brief(entry['gen_check'])}")
             except ServerFailed as exc:
-                entry.setdefault(key, {"invalid": f"server failed: {str(exc).splitlines()[0]}"})
+                entry.setdefault(key, {"invalid": f"server failed: {first_last(exc)}"})
                 log(f"{peer.name}: {exc}")
 
     @staticmethod
     def brief(point: dict[str, Any]) -> str:
         if point.get("invalid"):
             return f"INVALID: {point['invalid']}"
-        return f"{point['rps']:,.0f} req/s, p50 {point['p50_us'] / 1000:.2f} ms, p99 {point['p99_us'] / 1000:.2f} ms"
+        return (f"{point['rps']:,.0f} req/s, p50 {point['p50_us'] / 1000:.2f} ms, p99 {point['p99_us'] / 1000:.2f} ms,"
+                f" CPU server {point['server_cpu']:.0%} wrk {point['wrk_cpu']:.0%}")
 
     def memory(self, peer: Peer) -> None:
         m: dict[str, Any] = {}
@@ -247,19 +255,22 @@ class Run:
                     m["error"] = f"opening sessions: {warm.error}"
                     return
                 time.sleep(0.5)
+                # Points count every session the server holds (the start-up probe's and the
+                # warm-up ones too): the official SDK and fastmcp refuse the 10,001st.
+                held = 1 + len(warm.ids)
                 before, opened = rss_kb(srv.pid), 0
                 for count in self.s.session_counts:
-                    got = open_sessions(srv.url, count - opened, deadline=max(150.0, count / 400))
+                    got = open_sessions(srv.url, count - held - opened, deadline=max(150.0, count / 400))
                     opened += len(got.ids)
                     if got.error:
-                        m[f"error_{count}"] = f"stopped after {opened:,} sessions: {got.error}"
+                        m[f"error_{count}"] = f"stopped after {held + opened:,} sessions: {got.error}"
                         log(f"{peer.name}: {m[f'error_{count}']}")
                         return
                     time.sleep(1.0)
-                    m[f"per_kb_{count}"] = (rss_kb(srv.pid) - before) / count
+                    m[f"per_kb_{count}"] = (rss_kb(srv.pid) - before) / opened
                     log(f"{peer.name}: {count:,} idle sessions, {m[f'per_kb_{count}']:.1f} KB each")
         except ServerFailed as exc:
-            m["error"] = f"server failed: {str(exc).splitlines()[0]}"
+            m["error"] = f"server failed: {first_last(exc)}"
             log(f"{peer.name}: {exc}")
 
     def inmemory(self) -> None:
@@ -332,7 +343,7 @@ class Run:
                 with Server(f"cli-{i}", argv, port, env=env, log_dir=self.log_dir) as srv:
                     times.append(srv.started_s)
             except ServerFailed as exc:
-                cli["error"] = str(exc).splitlines()[0]
+                cli["error"] = first_last(exc)
                 log(f"CLI: {exc}")
                 return
         cli["seconds"] = times
@@ -350,9 +361,15 @@ class Run:
         return self.results
 
 
+def first_last(exc: Exception) -> str:
+    """The first and last lines of a failure (what happened, and the server's last word)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    return " … ".join(dict.fromkeys([lines[0], lines[-1]])) if lines else type(exc).__name__
+
+
 def cli_serve_args(help_text: str, port: int) -> list[str]:
-    """`serve` arguments for the built-in math server on `port`, loopback."""
-    args = ["serve", "math", "--port", str(port)]
+    """`serve` arguments on `port`, loopback: no target, the built-in demo (as scripts/serve.sh)."""
+    args = ["serve", "--port", str(port)]
     if "--host" in help_text:
         args += ["--host", "127.0.0.1"]
     return args
