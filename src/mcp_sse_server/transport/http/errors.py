@@ -1,0 +1,95 @@
+"""JSON-RPC error bodies for HTTP 4xx and 5xx answers.
+
+Every refusal carries ``{"jsonrpc": "2.0", "id": ..., "error": {code,
+message}}`` with a message a person can act on. Nothing from an exception
+(text, traceback, path) is ever put in one: log those instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Final
+
+import orjson
+
+from ...jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RequestId
+from .asgi import Send
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_REQUEST",
+    "PARSE_ERROR",
+    "SERVER_BUSY",
+    "HttpError",
+    "error_body",
+    "write_json_rpc_error",
+]
+
+# Servers that are full or closing answer with the transport-level code.
+SERVER_BUSY: Final = -32000
+
+
+class HttpError(Exception):
+    """An HTTP refusal with its JSON-RPC error: raised inside the request path, written by the app."""
+
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        code: int = INVALID_REQUEST,
+        *,
+        request_id: RequestId | None = None,
+        headers: Iterable[tuple[bytes, bytes]] = (),
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.request_id = request_id
+        self.headers = list(headers)
+
+    async def write(self, send: Send) -> None:
+        await write_json_rpc_error(
+            send, self.status, self.code, self.message, request_id=self.request_id, headers=self.headers
+        )
+
+
+def error_body(code: int, message: str, request_id: RequestId | None = None, data: Any = None) -> bytes:
+    """The bytes of a JSON-RPC error response."""
+    error: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        error["data"] = data
+    return orjson.dumps({"jsonrpc": "2.0", "id": request_id, "error": error})
+
+
+def _default_code(status: int) -> int:
+    return INTERNAL_ERROR if status >= 500 else INVALID_REQUEST
+
+
+async def write_json_rpc_error(
+    send: Send,
+    status: int,
+    code: int | None = None,
+    message: str = "Bad request",
+    *,
+    request_id: RequestId | None = None,
+    headers: Iterable[tuple[bytes, bytes]] = (),
+) -> None:
+    """Answer an ASGI HTTP request with ``status`` and a JSON-RPC error body.
+
+    ``code`` defaults to -32600 for 4xx and -32603 for 5xx.
+    """
+    body = error_body(_default_code(status) if code is None else code, message, request_id)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", b"%d" % len(body)),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+

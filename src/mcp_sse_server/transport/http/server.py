@@ -1,0 +1,234 @@
+"""McpHttpServer: serve an MCP endpoint on a real socket with uvicorn.
+
+>>> http = await McpHttpServer.bind(on_session=build_server, port=8080)  # doctest: +SKIP
+>>> print(http.endpoint)  # http://127.0.0.1:8080/mcp  # doctest: +SKIP
+>>> await http.close()  # doctest: +SKIP
+
+uvicorn runs in the caller's event loop (use uvloop for the loop when you
+own it: ``uvloop.run(main())``) with the httptools parser, no access log, no
+Server/Date headers, no signal handlers of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import socket
+import ssl
+import time
+from collections.abc import Iterable
+from typing import Any
+
+import uvicorn
+
+from .app import McpHttpApp, SessionFactory
+from .events import EventBufferFactory
+from .limits import DEFAULT_LIMITS, HttpLimits
+from .security import is_loopback_host
+from .sessions import Clock, SessionStore
+
+__all__ = ["McpHttpServer"]
+
+logger = logging.getLogger("mcp_sse_server.http")
+
+_D = DEFAULT_LIMITS
+
+
+def _http_protocol() -> str:
+    try:
+        import httptools  # noqa: F401
+    except ImportError:  # pragma: no cover - PyPy and friends
+        return "h11"
+    return "httptools"
+
+
+def _is_wildcard(host: str) -> bool:
+    return host in ("", "0.0.0.0", "::", "[::]")
+
+
+class McpHttpServer:
+    """A running MCP endpoint. Make one with ``await McpHttpServer.bind(...)``."""
+
+    def __init__(
+        self, app: McpHttpApp, server: uvicorn.Server, sock: socket.socket, endpoint: str, port: int
+    ) -> None:
+        self.app = app
+        self.endpoint = endpoint
+        self.port = port
+        self._server = server
+        self._socket = sock
+        self._closed = False
+
+    @classmethod
+    async def bind(
+        cls,
+        on_session: SessionFactory,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        path: str = "/mcp",
+        allowed_origins: Iterable[str] = _D.allowed_origins,
+        allowed_hosts: Iterable[str] = _D.allowed_hosts,
+        max_sessions: int = _D.max_sessions,
+        max_request_bytes: int = _D.max_request_bytes,
+        session_idle_timeout: float = _D.session_idle_timeout,
+        session_max_lifetime: float = _D.session_max_lifetime,
+        max_request_streams: int = _D.max_request_streams,
+        backlog_limit: int = _D.backlog_limit,
+        replay_buffer_size: int = _D.replay_buffer_size,
+        keepalive_interval: float = _D.keepalive_interval,
+        shutdown_deadline: float = _D.shutdown_deadline,
+        reap_interval: float = _D.reap_interval,
+        ssl_context: ssl.SSLContext | None = None,
+        certfile: str | None = None,
+        keyfile: str | None = None,
+        session_store: SessionStore | None = None,
+        event_buffer_factory: EventBufferFactory | None = None,
+        clock: Clock = time.monotonic,
+    ) -> McpHttpServer:
+        """Listen on ``host:port`` (0 picks a free port) and serve MCP at ``path``.
+
+        ``on_session`` is called once per initialize and returns the
+        ``McpServer`` (or an awaitable of one) for that session. The limits
+        and their defaults are documented on ``HttpLimits``:
+        ``allowed_origins`` (none: only loopback origins), ``allowed_hosts``,
+        ``max_sessions`` (1000), ``max_request_bytes`` (4 MiB),
+        ``session_idle_timeout`` (1800 s), ``session_max_lifetime``
+        (43200 s), ``max_request_streams`` (64), ``backlog_limit`` (256),
+        ``replay_buffer_size`` (256), ``keepalive_interval`` (15 s),
+        ``shutdown_deadline`` (10 s), ``reap_interval`` (30 s).
+
+        TLS: pass an ``ssl.SSLContext`` or ``certfile`` (and ``keyfile``).
+        Binding beyond loopback requires ``allowed_origins`` (ValueError).
+        Raises OSError when the address cannot be bound.
+        """
+        limits = HttpLimits(
+            allowed_origins=frozenset(allowed_origins),
+            allowed_hosts=frozenset(allowed_hosts),
+            max_sessions=max_sessions,
+            max_request_bytes=max_request_bytes,
+            session_idle_timeout=session_idle_timeout,
+            session_max_lifetime=session_max_lifetime,
+            max_request_streams=max_request_streams,
+            backlog_limit=backlog_limit,
+            replay_buffer_size=replay_buffer_size,
+            keepalive_interval=keepalive_interval,
+            shutdown_deadline=shutdown_deadline,
+            reap_interval=reap_interval,
+        )
+        if not path.startswith("/"):
+            raise ValueError(f"path must start with '/', not {path!r}")
+        loopback = not _is_wildcard(host) and is_loopback_host(host)
+        if not loopback and not limits.allowed_origins:
+            raise ValueError(
+                f"Listening on {host or 'all interfaces'} exposes the server beyond this machine: "
+                "pass allowed_origins (the browser origins allowed to connect), and put authentication in front"
+            )
+        if ssl_context is not None and (certfile or keyfile):
+            raise ValueError("pass either ssl_context or certfile/keyfile, not both")
+        if keyfile and not certfile:
+            raise ValueError("keyfile needs certfile")
+        if certfile:
+            ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            ssl_context.load_cert_chain(certfile, keyfile)
+
+        app = McpHttpApp(
+            on_session,
+            path=path,
+            limits=limits,
+            bind_host=host,
+            session_store=session_store,
+            event_buffer_factory=event_buffer_factory,
+            clock=clock,
+        )
+        sock = _listen(host, port)
+        try:
+            config = uvicorn.Config(
+                app,
+                http=_http_protocol(),
+                ws="none",
+                lifespan="off",
+                interface="asgi3",
+                access_log=False,
+                log_config=None,
+                proxy_headers=False,
+                server_header=False,
+                date_header=False,
+                timeout_graceful_shutdown=int(max(1.0, shutdown_deadline)),
+            )
+            config.load()
+            # uvicorn builds its own context from files; ours (or the caller's) is used as is.
+            config.ssl = ssl_context
+            server = uvicorn.Server(config)
+            server.lifespan = config.lifespan_class(config)
+            await server.startup(sockets=[sock])
+        except BaseException:
+            sock.close()
+            raise
+        bound_port = sock.getsockname()[1]
+        scheme = "https" if ssl_context is not None else "http"
+        return cls(app, server, sock, f"{scheme}://{_url_host(host)}:{bound_port}{path}", bound_port)
+
+    async def close(self, deadline: float | None = None) -> None:
+        """Stop accepting, let in-flight requests finish (``shutdown_deadline``),
+        end every stream and session, and close the connections."""
+        if self._closed:
+            return
+        self._closed = True
+        server = self._server
+        for listener in server.servers:
+            listener.close()
+        await self.app.shutdown(deadline)
+        loop = asyncio.get_running_loop()
+        until = loop.time() + 1.0
+        connections = server.server_state.connections
+        for connection in list(connections):
+            connection.shutdown()
+        while connections and loop.time() < until:  # noqa: ASYNC110 - uvicorn offers no event for it
+            await asyncio.sleep(0.005)
+        for connection in list(connections):
+            transport: Any = getattr(connection, "transport", None)
+            if transport is not None:
+                transport.close()
+        for listener in server.servers:
+            await listener.wait_closed()
+        self._socket.close()
+
+    async def __aenter__(self) -> McpHttpServer:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    def __repr__(self) -> str:
+        return f"McpHttpServer({self.endpoint})"
+
+
+def _url_host(host: str) -> str:
+    if _is_wildcard(host):
+        return "127.0.0.1" if host != "::" else "[::1]"
+    try:
+        if ipaddress.ip_address(host).version == 6:
+            return f"[{host}]"
+    except ValueError:
+        pass
+    return host
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket; OSError (address in use, say) surfaces to the caller."""
+    infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    family, kind, proto, _, address = infos[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if family == socket.AF_INET6 and _is_wildcard(host):
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(address)
+        sock.listen(2048)
+        sock.setblocking(False)
+    except BaseException:
+        sock.close()
+        raise
+    return sock

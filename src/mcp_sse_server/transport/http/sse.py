@@ -1,0 +1,47 @@
+"""Server-Sent Events framing for JSON-RPC messages.
+
+Every message is one ``message`` event whose data is the compact JSON
+encoding (orjson never emits a raw newline, so one ``data:`` line suffices).
+Events on the standalone stream carry an ``id:`` drawn from the session's
+counter, so ids are unique across the session; replies on a POST's own
+stream carry none, because they cannot be replayed.
+
+>>> frame(b'{"jsonrpc":"2.0","method":"x"}')
+b'data: {"jsonrpc":"2.0","method":"x"}\\n\\n'
+>>> frame(b"{}", 7)
+b'id: 7\\ndata: {}\\n\\n'
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+__all__ = ["KEEPALIVE", "SSE_HEADERS", "frame", "parse_event_id"]
+
+KEEPALIVE: Final = b": keepalive\n\n"
+
+# Response headers of every SSE stream, built once.
+SSE_HEADERS: Final[list[tuple[bytes, bytes]]] = [
+    (b"content-type", b"text/event-stream"),
+    (b"cache-control", b"no-cache, no-transform"),
+]
+
+
+def frame(data: bytes, event_id: int | None = None) -> bytes:
+    """One SSE event carrying ``data`` (which must contain no newline)."""
+    if event_id is None:
+        return b"data: " + data + b"\n\n"
+    return b"id: %d\ndata: %b\n\n" % (event_id, data)
+
+
+def parse_event_id(value: bytes | str | None) -> int | None:
+    """The sequence number in a ``Last-Event-ID`` we issued; None for anything else."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    value = value.strip()
+    # isascii: str.isdigit also accepts digits like '²' that int() refuses; 19 digits fit in 64 bits.
+    if not value.isascii() or not value.isdigit() or len(value) > 19:
+        return None
+    return int(value)

@@ -1,0 +1,156 @@
+"""One open SSE response, and the keep-alive ticker shared by all of them.
+
+A stream is written from whichever task produces a message (a handler, the
+engine, the keep-alive ticker). Writers append to a list; the first one
+becomes the flusher and sends everything queued, in order, until nothing is
+left, so frames never interleave or reorder even while the peer applies
+back-pressure, and bursts go out as one ASGI message. The response headers
+wait for the first frame, so a quick reply goes out with a Content-Length
+in two ASGI sends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Final
+
+from .asgi import Send
+from .sse import KEEPALIVE, SSE_HEADERS
+
+__all__ = ["KeepaliveTicker", "SseStream"]
+
+logger = logging.getLogger("mcp_sse_server.http")
+
+_START: Final = "http.response.start"
+_BODY: Final = "http.response.body"
+
+
+class SseStream:
+    """An SSE response body being written over ASGI ``send``."""
+
+    __slots__ = ("active", "done", "ended", "extra_headers", "flushing", "pending", "send", "started")
+
+    def __init__(self, send: Send, extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+        self.send = send
+        self.extra_headers = extra_headers
+        self.pending: list[bytes] = []
+        self.started = False  # http.response.start sent
+        self.done = False  # no more frames accepted
+        self.ended = False  # the final body message sent
+        self.flushing = False
+        # Written since the keep-alive ticker last looked (a new stream counts as written).
+        self.active = True
+
+    async def write(self, data: bytes, final: bool = False) -> None:
+        """Queue one frame (``final`` ends the response after it) and flush unless another writer is."""
+        if self.done:
+            return
+        self.pending.append(data)
+        self.active = True
+        if final:
+            self.done = True
+        if not self.flushing:
+            await self.flush()
+
+    async def end(self) -> None:
+        """End the response after what is queued (the peer sees the stream close)."""
+        if self.done and (self.ended or self.flushing):
+            return
+        self.done = True
+        if not self.flushing:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Send queued frames; also sends the headers of a stream that has none out yet."""
+        if self.flushing or self.ended:
+            return
+        self.flushing = True
+        send = self.send
+        try:
+            while True:
+                pending = self.pending
+                if pending:
+                    chunk = pending[0] if len(pending) == 1 else b"".join(pending)
+                    self.pending = []
+                else:
+                    chunk = b""
+                    if self.started and not self.done:
+                        break
+                last = self.done
+                if not self.started:
+                    self.started = True
+                    headers = SSE_HEADERS
+                    if self.extra_headers:
+                        headers = headers + self.extra_headers
+                    if last:
+                        headers = [*headers, (b"content-length", b"%d" % len(chunk))]
+                    await send({"type": _START, "status": 200, "headers": headers})
+                    if not chunk and not last:
+                        continue
+                if last and not self.pending:
+                    self.ended = True
+                    await send({"type": _BODY, "body": chunk, "more_body": False})
+                    break
+                await send({"type": _BODY, "body": chunk, "more_body": True})
+        except Exception:
+            # The peer is gone or the server refused the message: nothing more can go out.
+            logger.debug("SSE stream write failed", exc_info=True)
+            self.done = self.ended = True
+            self.pending = []
+        finally:
+            self.flushing = False
+
+
+class KeepaliveTicker:
+    """Sends an SSE comment to every registered stream that was silent for a whole interval.
+
+    One task per ticker, alive only while streams are registered; streams are
+    registered and removed with a set operation, nothing per request is scheduled.
+    """
+
+    __slots__ = ("_streams", "_task", "_writes", "interval")
+
+    def __init__(self, interval: float) -> None:
+        self.interval = interval
+        self._streams: set[SseStream] = set()
+        self._task: asyncio.Task[None] | None = None
+        self._writes: set[asyncio.Task[Any]] = set()
+
+    def add(self, stream: SseStream) -> None:
+        self._streams.add(stream)
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def discard(self, stream: SseStream) -> None:
+        self._streams.discard(stream)
+
+    def __len__(self) -> int:
+        return len(self._streams)
+
+    async def _run(self) -> None:
+        try:
+            while self._streams:
+                await asyncio.sleep(self.interval)
+                self.tick()
+        finally:
+            self._task = None
+
+    def tick(self) -> None:
+        """One keep-alive round (the task calls it every interval; tests may call it directly)."""
+        loop = asyncio.get_running_loop()
+        for stream in list(self._streams):
+            if stream.done:
+                self._streams.discard(stream)
+            elif stream.active or stream.flushing:
+                stream.active = False
+            else:
+                task = loop.create_task(stream.write(KEEPALIVE))
+                self._writes.add(task)
+                task.add_done_callback(self._writes.discard)
+
+    def close(self) -> None:
+        self._streams.clear()
+        if self._task is not None:
+            self._task.cancel()
+            self._task = None

@@ -1,0 +1,418 @@
+"""SseTransport: one MCP session over Streamable HTTP, driven by ASGI requests.
+
+``McpHttpServer`` and the ASGI app use it for every session; embedders who
+route MCP themselves drive it directly:
+
+>>> transport = SseTransport(session_id=my_session_id)  # doctest: +SKIP
+>>> await server.connect(transport)  # doctest: +SKIP
+>>> await transport.handle_post(scope, receive, send)  # a POST to the endpoint  # doctest: +SKIP
+>>> await transport.handle_get(scope, receive, send)  # returns when the stream closes  # doctest: +SKIP
+
+Routing of outbound messages: a message related to an in-flight request
+goes on that request's POST stream (its response last, which ends it); an
+unrelated one goes on the standalone GET stream, or waits in the backlog
+until a GET attaches. Whoever embeds the transport does what the app does
+around it: origin checks, session lookup, the initialize-only gate, limits.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, Final
+
+from ...jsonrpc import (
+    CONNECTION_CLOSED,
+    JsonRpcError,
+    JsonRpcMessage,
+    JsonRpcNotification,
+    JsonRpcRequest,
+    JsonRpcResponse,
+    McpError,
+    RequestId,
+    encode_message,
+    parse_message,
+)
+from ..base import Transport
+from .asgi import Receive, Scope, Send
+from .errors import HttpError, error_body
+from .events import BufferedEvent, EventBuffer, EventBufferFactory, MemoryEventBuffer
+from .limits import DEFAULT_LIMITS, HttpLimits
+from .sse import frame, parse_event_id
+from .streams import KeepaliveTicker, SseStream
+
+__all__ = ["ClientDisconnected", "SseTransport", "read_body", "read_json_rpc_post"]
+
+logger = logging.getLogger("mcp_sse_server.http")
+
+SESSION_HEADER: Final = b"mcp-session-id"
+
+_ACCEPTED_START: Final = {
+    "type": "http.response.start",
+    "status": 202,
+    "headers": [(b"content-length", b"0")],
+}
+_EMPTY_BODY: Final = {"type": "http.response.body", "body": b"", "more_body": False}
+
+
+class ClientDisconnected(Exception):
+    """The client went away before its request body arrived."""
+
+
+def is_json_content_type(value: bytes | None) -> bool:
+    """True for ``application/json``, with or without parameters."""
+    if value is None:
+        return False
+    if value == b"application/json":
+        return True
+    return value.split(b";", 1)[0].strip().lower() == b"application/json"
+
+
+async def read_body(receive: Receive, max_bytes: int, content_length: bytes | None = None) -> bytes:
+    """The request body, refusing (413) a declared or actual size beyond ``max_bytes``."""
+    if content_length is not None:
+        try:
+            declared = int(content_length)
+        except ValueError:
+            raise HttpError(400, "Bad request: invalid Content-Length header") from None
+        if declared > max_bytes:
+            raise HttpError(413, f"Payload too large: the body exceeds the limit of {max_bytes} bytes")
+    message = await receive()
+    if message["type"] != "http.request":
+        raise ClientDisconnected
+    body: bytes = message.get("body", b"")
+    if not message.get("more_body", False):
+        if len(body) > max_bytes:
+            raise HttpError(413, f"Payload too large: the body exceeds the limit of {max_bytes} bytes")
+        return body
+    chunks = [body]
+    size = len(body)
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise ClientDisconnected
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > max_bytes:
+            raise HttpError(413, f"Payload too large: the body exceeds the limit of {max_bytes} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def parse_body(body: bytes) -> JsonRpcMessage:
+    """One JSON-RPC message from a POST body; HttpError 400 (-32700/-32600) otherwise."""
+    try:
+        return parse_message(body)
+    except McpError as error:
+        raise HttpError(400, error.message, error.code) from None
+
+
+async def read_json_rpc_post(
+    scope: Scope, receive: Receive, *, max_request_bytes: int = DEFAULT_LIMITS.max_request_bytes
+) -> JsonRpcMessage:
+    """Read and parse the JSON-RPC message of an MCP POST.
+
+    Raises ``HttpError`` (415 for a non-JSON Content-Type, 413 beyond
+    ``max_request_bytes``, 400 for a body that is not one JSON-RPC message)
+    and ``ClientDisconnected``. Write an HttpError with ``await error.write(send)``.
+    """
+    content_type = content_length = None
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            content_type = value
+        elif name == b"content-length":
+            content_length = value
+    if not is_json_content_type(content_type):
+        raise HttpError(415, "Unsupported media type: the body must be application/json")
+    return parse_body(await read_body(receive, max_request_bytes, content_length))
+
+
+def _default_buffer(backlog_limit: int, replay_buffer_size: int) -> EventBuffer:
+    return MemoryEventBuffer(backlog_limit, replay_buffer_size)
+
+
+class SseTransport(Transport):
+    """The server end of one Streamable HTTP session.
+
+    ``session_id`` goes on the response to initialize (as ``Mcp-Session-Id``);
+    None serves without sessions. ``limits`` supplies ``max_request_bytes``,
+    ``max_request_streams``, ``backlog_limit``, ``replay_buffer_size`` and
+    ``keepalive_interval``. ``on_end`` runs once after the transport closes.
+    """
+
+    __slots__ = (
+        "_closed",
+        "_event_factory",
+        "_events",
+        "_init_id",
+        "_initialized",
+        "_on_end",
+        "_standalone",
+        "_streams",
+        "_ticker",
+        "limits",
+        "on_close",
+        "on_message",
+        "session_id",
+    )
+
+    def __init__(
+        self,
+        session_id: str | None = None,
+        *,
+        limits: HttpLimits = DEFAULT_LIMITS,
+        event_buffer_factory: EventBufferFactory | None = None,
+        keepalive: KeepaliveTicker | None = None,
+        on_end: Callable[[SseTransport], None] | None = None,
+    ) -> None:
+        if session_id is not None and not _is_visible_ascii(session_id):
+            raise ValueError("session_id must be non-empty visible ASCII (0x21-0x7E)")
+        self.on_message = None
+        self.on_close = None
+        self.session_id = session_id
+        self.limits = limits
+        self._event_factory = event_buffer_factory
+        self._ticker = keepalive
+        self._on_end = on_end
+        self._streams: dict[RequestId, SseStream] | None = None
+        self._standalone: SseStream | None = None
+        self._events: EventBuffer | None = None
+        self._closed = False
+        self._initialized = False
+        self._init_id: RequestId | None = None
+
+    # --- state -------------------------------------------------------------------
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def initialized(self) -> bool:
+        """True once a successful initialize response went out on this transport."""
+        return self._initialized
+
+    @property
+    def inflight(self) -> int:
+        """Requests whose POST stream is still open."""
+        return len(self._streams) if self._streams else 0
+
+    @property
+    def has_standalone_stream(self) -> bool:
+        return self._standalone is not None
+
+    def _keepalive(self) -> KeepaliveTicker:
+        ticker = self._ticker
+        if ticker is None:
+            ticker = self._ticker = KeepaliveTicker(self.limits.keepalive_interval)
+        return ticker
+
+    # --- inbound -------------------------------------------------------------------
+
+    async def handle_post(
+        self, scope: Scope, receive: Receive, send: Send, message: JsonRpcMessage | None = None
+    ) -> None:
+        """Serve one POST: read the message (unless given), answer 202 or with an SSE stream.
+
+        A request's stream stays open until its response is written or the
+        client disconnects (which does not cancel the request).
+        """
+        if message is None:
+            try:
+                message = await read_json_rpc_post(scope, receive, max_request_bytes=self.limits.max_request_bytes)
+            except HttpError as error:
+                await error.write(send)
+                return
+            except ClientDisconnected:
+                return
+        if self._closed or self.on_message is None:
+            await HttpError(404, "Session not found: it has ended; initialize a new one").write(send)
+            return
+        if type(message) is JsonRpcRequest:
+            await self._serve_request(message, receive, send)
+            return
+        self.on_message(message)
+        if type(message) is JsonRpcNotification and message.method == "notifications/cancelled":
+            await self._end_cancelled(message.params)
+        await send(_ACCEPTED_START)
+        await send(_EMPTY_BODY)
+
+    async def _end_cancelled(self, params: dict[str, Any] | None) -> None:
+        # A cancelled request gets no response, so its stream would stay open forever.
+        request_id = params.get("requestId") if params else None
+        streams = self._streams
+        if not streams or not isinstance(request_id, str | int) or request_id == self._init_id:
+            return
+        stream = streams.pop(request_id, None)
+        if stream is not None:
+            await stream.end()
+
+    async def _serve_request(self, request: JsonRpcRequest, receive: Receive, send: Send) -> None:
+        streams = self._streams
+        if streams is None:
+            streams = self._streams = {}
+        request_id = request.id
+        if request_id in streams:
+            await HttpError(
+                409, f"Conflict: request id {request_id!r} is already in flight in this session", request_id=None
+            ).write(send)
+            return
+        if len(streams) >= self.limits.max_request_streams:
+            await HttpError(
+                429,
+                f"Too many requests: this session already has {len(streams)} requests in flight "
+                f"(limit {self.limits.max_request_streams})",
+                -32000,
+                request_id=request_id,
+            ).write(send)
+            return
+        headers = None
+        if request.method == "initialize":
+            self._init_id = request_id
+            if self.session_id is not None:
+                headers = [(SESSION_HEADER, self.session_id.encode("ascii"))]
+        stream = SseStream(send, headers)
+        streams[request_id] = stream
+        ticker = self._keepalive()
+        ticker.add(stream)
+        assert self.on_message is not None
+        try:
+            self.on_message(request)
+            # Returns http.disconnect once the response is complete, or when the client leaves.
+            while (await receive())["type"] != "http.disconnect":
+                pass
+        finally:
+            stream.done = True
+            ticker.discard(stream)
+            current = self._streams
+            if current is not None and current.get(request_id) is stream:
+                del current[request_id]
+
+    async def handle_get(
+        self, scope: Scope, receive: Receive, send: Send, last_event_id: bytes | str | None = None
+    ) -> None:
+        """Attach the standalone SSE stream; returns when it closes.
+
+        A new GET supersedes the previous stream. With ``last_event_id`` (the
+        ``Last-Event-ID`` header; read from ``scope`` when not given) the
+        retained standalone events after it are replayed first, then the backlog.
+        """
+        if self._closed:
+            await HttpError(404, "Session not found: it has ended; initialize a new one").write(send)
+            return
+        if last_event_id is None:
+            for name, value in scope["headers"]:
+                if name == b"last-event-id":
+                    last_event_id = value
+        stream = SseStream(send)
+        frames: list[bytes] = []
+        events = self._events
+        if events is not None:
+            after = parse_event_id(last_event_id)
+            if after is not None:
+                frames.extend(event.frame for event in events.replay_after(after))
+            frames.extend(event.frame for event in events.take_pending())
+        # Queue the replay before any await so messages sent meanwhile follow it.
+        stream.pending = frames
+        previous, self._standalone = self._standalone, stream
+        if previous is not None:
+            await previous.end()
+        ticker = self._keepalive()
+        ticker.add(stream)
+        try:
+            await stream.flush()
+            while (await receive())["type"] != "http.disconnect":
+                pass
+        finally:
+            stream.done = True
+            ticker.discard(stream)
+            if self._standalone is stream:
+                self._standalone = None
+
+    async def handle_delete(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """End the session: close the transport and answer 204."""
+        await self.close()
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send(_EMPTY_BODY)
+
+    # --- outbound ------------------------------------------------------------------
+
+    async def send(self, message: JsonRpcMessage, related_request_id: RequestId | None = None) -> None:
+        if self._closed:
+            return
+        kind = type(message)
+        is_reply = kind is JsonRpcResponse or kind is JsonRpcError
+        if related_request_id is not None and self._streams:
+            stream = self._streams.get(related_request_id)
+            if stream is not None:
+                data = b"data: " + encode_message(message) + b"\n\n"
+                if is_reply and message.id == related_request_id:  # type: ignore[union-attr]
+                    del self._streams[related_request_id]
+                    if related_request_id == self._init_id:
+                        self._init_id = None
+                        if kind is JsonRpcResponse:
+                            self._initialized = True
+                        elif not stream.started:
+                            stream.extra_headers = None  # a failed initialize opens no session
+                    await stream.write(data, final=True)
+                else:
+                    await stream.write(data)
+                return
+        if is_reply:
+            # Its POST stream is gone (the client disconnected): no stream may carry it.
+            logger.debug("dropping the reply to %r: its stream is closed", getattr(message, "id", None))
+            return
+        await self._send_standalone(
+            encode_message(message), message.id if kind is JsonRpcRequest else None  # type: ignore[union-attr]
+        )
+
+    async def _send_standalone(self, data: bytes, request_id: RequestId | None) -> None:
+        events = self._events
+        if events is None:
+            factory = self._event_factory or _default_buffer
+            events = self._events = factory(self.limits.backlog_limit, self.limits.replay_buffer_size)
+        event_id = events.next_id()
+        event = BufferedEvent(event_id, frame(data, event_id), request_id)
+        stream = self._standalone
+        if stream is not None and not stream.done:
+            events.record(event)
+            await stream.write(event.frame)
+            return
+        dropped = events.add_pending(event)
+        if dropped is not None and dropped.request_id is not None and self.on_message is not None:
+            # Nobody will ever answer it: fail the caller now rather than at its timeout.
+            self.on_message(
+                JsonRpcError(
+                    dropped.request_id,
+                    CONNECTION_CLOSED,
+                    "The request was dropped: the client did not open its stream before the backlog filled up",
+                )
+            )
+
+    # --- closing -------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """End every stream and the session; running handlers are cancelled by the engine."""
+        if self._closed:
+            return
+        self._closed = True
+        streams, self._streams = self._streams, None
+        standalone, self._standalone = self._standalone, None
+        if self._events is not None:
+            self._events.clear()
+        if self.on_close is not None:
+            self.on_close()
+        if streams:
+            for request_id, stream in streams.items():
+                body = error_body(CONNECTION_CLOSED, "The session was closed before the request completed", request_id)
+                await stream.write(b"data: " + body + b"\n\n", final=True)
+        if standalone is not None:
+            await standalone.end()
+        if self._on_end is not None:
+            self._on_end(self)
+
+
+def _is_visible_ascii(value: str) -> bool:
+    return bool(value) and value.isascii() and all("\x21" <= c <= "\x7e" for c in value)
+
