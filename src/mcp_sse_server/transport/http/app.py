@@ -57,13 +57,9 @@ _WANTED: Final = {
     b"last-event-id": _LAST_ID,
 }
 
-_NOT_ACCEPTABLE_POST: Final = (
-    "Not acceptable: the Accept header must allow both application/json and text/event-stream"
-)
+_NOT_ACCEPTABLE_POST: Final = "Not acceptable: the Accept header must allow both application/json and text/event-stream"
 _NOT_ACCEPTABLE_GET: Final = "Not acceptable: the Accept header must allow text/event-stream"
-_MISSING_SESSION: Final = (
-    "Bad request: missing Mcp-Session-Id header; only an initialize request may open a session"
-)
+_MISSING_SESSION: Final = "Bad request: missing Mcp-Session-Id header; only an initialize request may open a session"
 _UNKNOWN_SESSION: Final = "Session not found: it expired, was deleted or never existed; initialize a new one"
 
 
@@ -222,8 +218,7 @@ class McpHttpApp:
             if len(self.sessions) + self._creating >= limit:
                 raise HttpError(
                     503,
-                    f"Service unavailable: this server already has its maximum of {limit} sessions; "
-                    "try again later",
+                    f"Service unavailable: this server already has its maximum of {limit} sessions; try again later",
                     SERVER_BUSY,
                     headers=[(b"retry-after", b"5")],
                 )
@@ -336,4 +331,3 @@ def _shutting_down() -> HttpError:
     return HttpError(
         503, "Service unavailable: the server is shutting down", SERVER_BUSY, headers=[(b"connection", b"close")]
     )
-

@@ -36,14 +36,14 @@ class HttpError(Exception):
         self,
         status: int,
         message: str,
-        code: int = INVALID_REQUEST,
+        code: int | None = None,
         *,
         request_id: RequestId | None = None,
         headers: Iterable[tuple[bytes, bytes]] = (),
     ) -> None:
         super().__init__(message)
         self.status = status
-        self.code = code
+        self.code = _default_code(status) if code is None else code
         self.message = message
         self.request_id = request_id
         self.headers = list(headers)
@@ -92,4 +92,3 @@ async def write_json_rpc_error(
         }
     )
     await send({"type": "http.response.body", "body": body, "more_body": False})
-

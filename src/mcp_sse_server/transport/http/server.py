@@ -50,9 +50,7 @@ def _is_wildcard(host: str) -> bool:
 class McpHttpServer:
     """A running MCP endpoint. Make one with ``await McpHttpServer.bind(...)``."""
 
-    def __init__(
-        self, app: McpHttpApp, server: uvicorn.Server, sock: socket.socket, endpoint: str, port: int
-    ) -> None:
+    def __init__(self, app: McpHttpApp, server: uvicorn.Server, sock: socket.socket, endpoint: str, port: int) -> None:
         self.app = app
         self.endpoint = endpoint
         self.port = port

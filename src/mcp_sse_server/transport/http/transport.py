@@ -364,7 +364,8 @@ class SseTransport(Transport):
             logger.debug("dropping the reply to %r: its stream is closed", getattr(message, "id", None))
             return
         await self._send_standalone(
-            encode_message(message), message.id if kind is JsonRpcRequest else None  # type: ignore[union-attr]
+            encode_message(message),
+            message.id if kind is JsonRpcRequest else None,  # type: ignore[union-attr]
         )
 
     async def _send_standalone(self, data: bytes, request_id: RequestId | None) -> None:
@@ -415,4 +416,3 @@ class SseTransport(Transport):
 
 def _is_visible_ascii(value: str) -> bool:
     return bool(value) and value.isascii() and all("\x21" <= c <= "\x7e" for c in value)
-
