@@ -900,15 +900,34 @@ def cli(ctx: click.Context, config: str | None, debug: bool) -> None:
     "allowed_origins",
     multiple=True,
     metavar="ORIGIN",
-    help="A browser origin allowed to connect (repeatable); required to listen beyond loopback.",
+    help="A browser origin allowed to connect, e.g. https://app.example.com (repeatable); required to listen "
+    "beyond loopback.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="HOST",
+    help="A Host header accepted besides loopback names and the bound address (repeatable; * for any).",
 )
 @click.option("--certfile", type=click.Path(exists=True, dir_okay=False), help="TLS certificate chain (PEM).")
 @click.option("--keyfile", type=click.Path(exists=True, dir_okay=False), help="TLS private key (PEM).")
-@click.option("--max-sessions", type=click.IntRange(min=1), help="Most sessions live at once.")
+@click.option("--max-sessions", type=click.IntRange(min=1), help="Most sessions live at once (1000).")
 @click.option("--session-idle-timeout", type=DURATION, help="End a session after this much client silence (30m).")
-@click.option("--session-max-lifetime", type=DURATION, help="End every session after this long (12h).")
-@click.option("--max-request-bytes", type=SIZE, help="Largest POST body (e.g. 4M); larger ones get 413.")
+@click.option("--session-max-lifetime", type=DURATION, help="End every session this long after it began (12h).")
+@click.option("--max-request-bytes", type=SIZE, help="Largest POST body; larger ones get 413 (4MiB).")
 @click.option("--max-request-streams", type=click.IntRange(min=1), help="Most requests in flight per session (64).")
+@click.option(
+    "--backlog-limit",
+    type=click.IntRange(min=0),
+    help="Server messages kept for a session until its GET stream opens (256).",
+)
+@click.option(
+    "--replay-buffer-size",
+    type=click.IntRange(min=0),
+    help="Stream events kept for a reconnect with Last-Event-ID (256).",
+)
+@click.option("--shutdown-deadline", type=DURATION, help="How long shutdown waits for requests in flight (10s).")
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
@@ -921,15 +940,10 @@ def serve(
     host: str,
     port: int,
     path: str,
-    allowed_origins: tuple[str, ...],
     certfile: str | None,
     keyfile: str | None,
-    max_sessions: int | None,
-    session_idle_timeout: float | None,
-    session_max_lifetime: float | None,
-    max_request_bytes: int | None,
-    max_request_streams: int | None,
     log_level: str,
+    **limits: Any,
 ) -> None:
     """Serve TARGET over Streamable HTTP and print its endpoint.
 
@@ -940,7 +954,7 @@ def serve(
       module:factory             your function returning an McpServer (called per session)
       path/to/file.py:factory    the same, from a file
 
-    Ctrl-C or SIGTERM shuts down gracefully.
+    Limits left out keep the defaults shown in brackets. Ctrl-C or SIGTERM shuts down gracefully.
     """
     import logging
 
@@ -950,20 +964,26 @@ def serve(
         raise click.BadParameter("must start with /", param_hint="--path")
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     label, factory = resolve_target(target)
-    options: dict[str, Any] = {"host": host, "port": port, "path": path}
-    if allowed_origins:
-        options["allowed_origins"] = set(allowed_origins)
+    options = bind_options(host=host, port=port, path=path, **limits)
     if certfile is not None and keyfile is not None:
         options["ssl_context"] = _ssl_context(certfile, keyfile)
-    limits = {
-        "max_sessions": max_sessions,
-        "session_idle_timeout": session_idle_timeout,
-        "session_max_lifetime": session_max_lifetime,
-        "max_request_bytes": max_request_bytes,
-        "max_request_streams": max_request_streams,
-    }
-    options.update({key: value for key, value in limits.items() if value is not None})
     _serve_forever(label, factory, options)
+
+
+def bind_options(*, host: str, port: int, path: str, **limits: Any) -> dict[str, Any]:
+    """The keyword arguments for ``McpHttpServer.bind``: limits given as None or empty are left to its defaults.
+
+    >>> bind_options(host="127.0.0.1", port=0, path="/mcp", max_sessions=None, allowed_origins=("https://a.b",))
+    {'host': '127.0.0.1', 'port': 0, 'path': '/mcp', 'allowed_origins': ['https://a.b']}
+    """
+    options: dict[str, Any] = {"host": host, "port": port, "path": path}
+    for name, value in limits.items():
+        if isinstance(value, tuple):
+            if value:
+                options[name] = list(value)
+        elif value is not None:
+            options[name] = value
+    return options
 
 
 def _ssl_context(certfile: str, keyfile: str) -> Any:
@@ -983,7 +1003,7 @@ def _serve_forever(label: str, factory: Callable[[], McpServer], options: dict[s
 
     async def run() -> None:
         try:
-            from .transport.http import McpHttpServer  # type: ignore[attr-defined,unused-ignore]
+            from .transport.http import McpHttpServer
         except ImportError as error:
             raise Failure(f"the HTTP transport is not available: {error}") from error
         try:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -283,3 +285,66 @@ def test_a_broken_registry_is_reported_with_its_path_and_line(cli: Cli, cli_env:
 def test_calling_does_not_create_the_registry(cli: Cli, cli_env: dict[str, str]) -> None:
     assert cli("call", "Math", "add", "a=1", "b=1").stdout == "2\n"  # a default registry entry
     assert not Path(cli_env["MCP_SSE_SERVER_CONFIG"]).exists()
+
+
+# --- long calls ------------------------------------------------------------------------------------------
+
+
+def test_timeout_gives_up_with_one_line(cli: Cli) -> None:
+    done = cli("call", "demo", "slow_count", "steps=100", "interval=2", "--timeout", "200ms")
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[-1] == "Error: slow_count on demo: tools/call got no response within 0.2 s"
+
+
+def test_ctrl_c_during_a_call_exits_130(cli_env: dict[str, str]) -> None:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "mcp_sse_server", "call", "demo", "slow_count", "steps=100", "interval=2"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env,
+    )
+    try:
+        assert process.stderr is not None
+        assert process.stderr.readline().startswith("[info] slow_count:")  # the call is running
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=COMMAND_TIMEOUT)
+    finally:
+        process.kill()
+    assert process.returncode == 130
+    assert out == ""
+    assert err.strip() == "Interrupted."
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
+def test_progress_is_a_bar_on_a_terminal(cli_env: dict[str, str]) -> None:
+    import pty
+
+    controller, terminal = pty.openpty()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "mcp_sse_server", "call", "demo", "slow_count", "steps=2", "interval=0"],
+            stdout=subprocess.PIPE,
+            stderr=terminal,
+            text=True,
+            env=cli_env,
+            timeout=COMMAND_TIMEOUT,
+        )
+        os.close(terminal)
+        shown = b""
+        while True:
+            try:
+                chunk = os.read(controller, 4096)
+            except OSError:  # the terminal side is closed: everything was read
+                break
+            if not chunk:
+                break
+            shown += chunk
+    finally:
+        os.close(controller)
+    assert done.stdout == "Counted to 2.\n"
+    text = shown.decode()
+    assert "\r\x1b[2K[############............]  50% 1/2 step 1 of 2" in text
+    assert "\r\x1b[2K[########################] 100% 2/2 step 2 of 2" in text
+    assert text.endswith("\r\x1b[2K")  # the bar is cleared before the result prints
+    assert "progress:" not in text

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import queue
 import re
 import signal
@@ -16,15 +17,14 @@ import pytest
 
 from .conftest import COMMAND_TIMEOUT, Cli
 
-try:
-    from mcp_sse_server.transport.http import McpHttpServer  # noqa: F401
-except ImportError:
-    pytest.skip("mcp_sse_server.transport.http.McpHttpServer has not landed yet", allow_module_level=True)
-
-try:
-    import mcp_sse_server.client.http  # noqa: F401
-except ImportError:
-    pytest.skip("mcp_sse_server.client.http.StreamableHttpClient has not landed yet", allow_module_level=True)
+# find_spec, not import: the command runs in subprocesses, and importing httpx here could pick up
+# tests/http as the stdlib's http package (tests/ is on sys.path under pytest's default import mode).
+for module, missing in (
+    ("mcp_sse_server.transport.http.server", "McpHttpServer (mcp_sse_server.transport.http)"),
+    ("mcp_sse_server.client.http", "StreamableHttpClient (mcp_sse_server.client.http)"),
+):
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{missing} has not landed yet", allow_module_level=True)
 
 ENDPOINT = re.compile(r"^Serving (?P<label>\S+) at (?P<url>https?://\S+)$")
 
@@ -217,3 +217,12 @@ def test_tls_with_a_generated_certificate(
     done = cli("call", server.url, "add", "a=1", "b=1")  # without trusting the authority
     assert done.returncode == 1
     assert "Traceback" not in done.stderr
+
+
+def test_limits_reach_the_server(cli: Cli, serve: type[Served]) -> None:
+    server = serve(["math", "--port", "0", "--max-request-bytes", "1K"])
+    assert cli("call", server.url, "add", "a=1", "b=2").stdout == "3\n"
+    done = cli("call", server.url, "add", "a=1", f"b={'1' * 2000}")  # a body over 1024 bytes
+    assert done.returncode == 1
+    assert "1024 bytes" in done.stderr
+    assert done.stderr.count("\n") == 1

@@ -1,0 +1,75 @@
+"""How ``serve``'s options become ``McpHttpServer.bind`` arguments, and that its help tells the real defaults."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from mcp_sse_server.cli import bind_options, cli
+
+from .conftest import COMMAND_TIMEOUT, Cli
+
+
+def test_limits_left_out_keep_binds_defaults() -> None:
+    assert bind_options(host="127.0.0.1", port=0, path="/mcp", max_sessions=None, allowed_origins=()) == {
+        "host": "127.0.0.1",
+        "port": 0,
+        "path": "/mcp",
+    }
+
+
+def test_every_limit_option_is_a_bind_parameter() -> None:
+    options = {
+        "max_sessions": 5,
+        "session_idle_timeout": 60.0,
+        "session_max_lifetime": 3600.0,
+        "max_request_bytes": 1024,
+        "max_request_streams": 8,
+        "backlog_limit": 0,
+        "replay_buffer_size": 16,
+        "shutdown_deadline": 2.5,
+        "allowed_origins": ("https://a.example",),
+        "allowed_hosts": ("mcp.example", "*"),
+    }
+    assert bind_options(host="::1", port=9, path="/x", **options) == {
+        "host": "::1",
+        "port": 9,
+        "path": "/x",
+        **options,
+        "allowed_origins": ["https://a.example"],
+        "allowed_hosts": ["mcp.example", "*"],
+    }
+    # ...and each is an option of the command, so nothing above is dead code
+    serve = cli.commands["serve"]
+    names = {parameter.name for parameter in serve.params}
+    assert set(options) <= names
+
+
+def test_help_states_binds_real_defaults(cli: Cli) -> None:
+    # In a subprocess: the HTTP stack is not needed, or wanted, in the test process.
+    probe = (
+        "import json, dataclasses; from mcp_sse_server.transport.http.limits import DEFAULT_LIMITS as d; "
+        "print(json.dumps(dataclasses.asdict(d), default=list))"
+    )
+    found = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=COMMAND_TIMEOUT)
+    if found.returncode != 0:
+        pytest.skip(f"the HTTP transport's limits are not importable: {found.stderr.strip()}")
+    defaults = json.loads(found.stdout)
+    shown = " ".join(cli("serve", "--help").stdout.split())
+    expected = {
+        "--max-sessions": f"({defaults['max_sessions']})",
+        "--session-idle-timeout": f"({defaults['session_idle_timeout'] / 60:g}m)",
+        "--session-max-lifetime": f"({defaults['session_max_lifetime'] / 3600:g}h)",
+        "--max-request-bytes": f"({defaults['max_request_bytes'] // (1024 * 1024)}MiB)",
+        "--max-request-streams": f"({defaults['max_request_streams']})",
+        "--backlog-limit": f"({defaults['backlog_limit']})",
+        "--replay-buffer-size": f"({defaults['replay_buffer_size']})",
+        "--shutdown-deadline": f"({defaults['shutdown_deadline']:g}s)",
+    }
+    for option, default in expected.items():
+        start = shown.index(option)
+        following = shown[start : shown.find(" --", start + len(option))]
+        assert default in following, f"{option} help should say {default}: {following!r}"
