@@ -1,6 +1,8 @@
 """A stdio MCP server built with the official Python SDK (PyPI ``mcp``), so the command is tested
 against a server this project did not write. Run as a script by test_stdio.py."""
 
+import os
+
 from mcp.server.mcpserver import MCPServer
 
 server = MCPServer("sdk-stdio-fixture")
@@ -16,6 +18,12 @@ def shout(text: str, times: int = 1) -> str:
 def total(values: list[float]) -> float:
     """The sum of a list of numbers."""
     return sum(values)
+
+
+@server.tool()
+def getenv(name: str) -> str:
+    """An environment variable of this process, or (unset)."""
+    return os.environ.get(name, "(unset)")
 
 
 @server.tool()

@@ -62,3 +62,8 @@ def test_a_missing_program_fails_in_one_line(cli: Cli) -> None:
     assert done.returncode == 1
     assert "no-such-program-xyz" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_env_reaches_the_stdio_server(cli: Cli) -> None:
+    done = cli("call", SERVER, "getenv", "name=CLI_TEST_VALUE", "--env", "CLI_TEST_VALUE=42")
+    assert (done.returncode, done.stdout) == (0, "42\n"), done.stderr
