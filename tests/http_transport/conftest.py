@@ -125,6 +125,7 @@ def build_server(gate: Gate | None = None) -> McpServer:
 
     async def wait(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
         gate.entered.set()
+        await context.log("info", "waiting")  # lets an out-of-process client see the call has started
         try:
             await gate.release.wait()
         except asyncio.CancelledError:
