@@ -252,3 +252,44 @@ def test_the_real_client_classes_accept_what_is_passed(module: str, name: str, c
     client = create_client({"name": "x", **config}, request_timeout=5.0)
     assert type(client) is getattr(real, name)
     assert client.request_timeout == 5.0
+
+
+# --- real round trips (skipped until the transport modules exist) ---------------------------
+
+
+async def test_streamable_http_round_trip_against_our_http_server() -> None:
+    transport = pytest.importorskip("mcp_sse_server.transport.http")
+    client_module = pytest.importorskip("mcp_sse_server.client.http")
+    http = await transport.McpHttpServer.bind(
+        on_session=lambda: MemoryServerFactory.create_memory_server("math"), port=0
+    )
+    try:
+        endpoint = http.endpoint
+        assert endpoint.startswith("http://127.0.0.1:")
+        for config in ({"url": endpoint}, {"command": endpoint}, {"type": "streamable-http", "url": endpoint}):
+            client = await initialize_mcp_server({"name": "remote", **config})
+            try:
+                assert type(client) is client_module.StreamableHttpClient
+                assert len(client.tools or []) == 19
+                result = await client.call_tool("add", {"a": 2, "b": 3})
+                assert result.structured_content == {"result": 5}
+            finally:
+                await client.close()
+    finally:
+        await http.close()
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+async def test_an_unreachable_http_server_is_a_start_error() -> None:
+    pytest.importorskip("mcp_sse_server.client.http")
+    url = f"http://127.0.0.1:{_closed_port()}/mcp"
+    with pytest.raises(ServerStartError, match=rf"^could not start MCP 'gone' \(streamable {url}\): "):
+        await initialize_mcp_server({"name": "gone", "url": url}, startup_timeout=30)

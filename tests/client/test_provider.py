@@ -420,3 +420,21 @@ async def test_start_errors(path: Path) -> None:
     with pytest.raises(ConfigError, match=r"^mcpServers\.ghost\.command: unknown in-memory server"):
         await provider.start("ghost")
     assert provider.client("ghost") is None
+
+
+SDK_PEER = Path(__file__).with_name("sdk_peer.py")  # a stdio server written with the official SDK
+
+
+async def test_start_a_stdio_server_configured_in_the_file(path: Path) -> None:
+    pytest.importorskip("mcp_sse_server.client.stdio")
+    if not SDK_PEER.exists():
+        pytest.skip("tests/client/sdk_peer.py is not there")
+    entry = {"command": sys.executable, "args": [str(SDK_PEER), "stdio"], "env": {"PEER_TEST": "1"}}
+    McpServerProvider(path).add_mcp_server("peer", entry)
+    async with McpServerProvider(path) as provider:
+        client = await provider.start("peer")
+        assert type(client).__name__ == "StdioClient"
+        assert {"add", "divide"} <= {tool.name for tool in provider.tools("peer")}
+        result = await client.call_tool("add", {"a": 2, "b": 3})
+        assert result.structured_content == {"result": 5}
+    assert client.connection is not None and client.connection.closed
