@@ -30,6 +30,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
+from urllib.parse import urlsplit
 
 __all__ = ["TRANSPORTS", "ConfigError", "ServerConfig", "TransportName", "format_location", "is_url", "normalize_type"]
 
@@ -103,6 +104,14 @@ def _json_type(value: Any) -> str:
 def is_url(text: str | None) -> bool:
     """True for an ``http://`` or ``https://`` URL (what routes a config to HTTP)."""
     return isinstance(text, str) and text[:8].lower().startswith(("http://", "https://"))
+
+
+def _valid_url(text: str) -> bool:
+    try:
+        parts = urlsplit(text)
+        return parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        return False
 
 
 def normalize_type(value: str) -> TransportName | None:
@@ -182,9 +191,10 @@ class ServerConfig:
             raise ConfigError((*where, "auto_approve"), f"expected true or false, got {_json_type(self.auto_approve)}")
         if not isinstance(self.extra, dict):
             raise ConfigError(where, "extra must be a dict")
-        if self.url is not None and not is_url(self.url):
+        if self.url is not None and not _valid_url(self.url):
             raise ConfigError((*where, "url"), f"expected an http:// or https:// URL, got {self.url!r}")
-        self._route(where)
+        if self._route(where) in ("streamable", "sse") and self.url is None and not _valid_url(self.command or ""):
+            raise ConfigError((*where, "command"), f"expected an http:// or https:// URL, got {self.command!r}")
 
     def _route(self, where: Location) -> TransportName:
         kind = normalize_type(self.type) if self.type is not None else None

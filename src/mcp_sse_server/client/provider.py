@@ -35,6 +35,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import copy
+import errno
 import json
 import os
 import re
@@ -77,8 +78,9 @@ if sys.platform == "win32":
             try:
                 msvcrt.locking(fd, msvcrt.LK_LOCK, 1)
                 return
-            except OSError:  # LK_LOCK gives up after about 10 s; keep waiting like flock does
-                continue
+            except OSError as error:  # LK_LOCK gives up after about 10 s; keep waiting like flock does
+                if error.errno != errno.EDEADLK:
+                    raise
 
     def _unlock(fd: int) -> None:
         msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
