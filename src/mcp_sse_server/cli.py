@@ -858,10 +858,18 @@ def _run(coroutine: Any) -> Any:
     if _debug:
         logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
         logging.getLogger("mcp_sse_server").setLevel(logging.DEBUG)
-    else:
-        logging.getLogger("mcp_sse_server").addHandler(logging.NullHandler())
-        logging.getLogger("mcp_sse_server").propagate = False
-    return asyncio.run(coroutine)
+        return asyncio.run(coroutine)
+    # Restored afterwards, so running main() inside another program (or a test) leaves its logging alone.
+    package_logger = logging.getLogger("mcp_sse_server")
+    propagate = package_logger.propagate
+    quiet = logging.NullHandler()
+    package_logger.addHandler(quiet)
+    package_logger.propagate = False
+    try:
+        return asyncio.run(coroutine)
+    finally:
+        package_logger.removeHandler(quiet)
+        package_logger.propagate = propagate
 
 
 # --- the commands ------------------------------------------------------------------------------------
@@ -962,8 +970,8 @@ def serve(
         raise click.UsageError("--certfile and --keyfile go together")
     if not path.startswith("/"):
         raise click.BadParameter("must start with /", param_hint="--path")
-    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     label, factory = resolve_target(target)
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     options = bind_options(host=host, port=port, path=path, **limits)
     if certfile is not None and keyfile is not None:
         options["ssl_context"] = _ssl_context(certfile, keyfile)

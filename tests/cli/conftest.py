@@ -14,6 +14,7 @@ import pytest
 COMMAND_TIMEOUT = 60.0
 
 Cli = Callable[..., subprocess.CompletedProcess[str]]
+Main = Callable[..., tuple[int, str, str]]
 
 
 @pytest.fixture
@@ -41,5 +42,28 @@ def cli(cli_env: dict[str, str], tmp_path: Path) -> Cli:
             cwd=tmp_path,
             timeout=COMMAND_TIMEOUT,
         )
+
+    return run
+
+
+@pytest.fixture
+def main(cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Main:
+    """``main("call", ...)`` runs the command's entry point in this process: ``(status, stdout, stderr)``.
+
+    For cases that fail before any server work, where a process per case would only cost time.
+    """
+    from mcp_sse_server import cli as command
+
+    for key in ("MCP_SSE_SERVER_CONFIG", "XDG_CONFIG_HOME"):
+        monkeypatch.setenv(key, cli_env[key])
+    monkeypatch.setattr(command, "_debug", False)
+
+    def run(*args: str) -> tuple[int, str, str]:
+        capsys.readouterr()
+        with pytest.raises(SystemExit) as exited:
+            command.main(list(args))
+        out, err = capsys.readouterr()
+        code = exited.value.code
+        return (code if isinstance(code, int) else 1), out, err
 
     return run

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import COMMAND_TIMEOUT, Cli
+from .conftest import COMMAND_TIMEOUT, Cli, Main
 
 
 def test_console_script_is_installed_and_answers_help(cli_env: dict[str, str]) -> None:
@@ -85,12 +85,17 @@ def test_an_is_error_result_exits_1_with_its_message(cli: Cli) -> None:
         (["serve", "missing.py:build"], "Error: no such file: missing.py"),
     ],
 )
-def test_usage_errors_are_one_line_and_exit_2(cli: Cli, args: list[str], message: str) -> None:
-    done = cli(*args)
-    assert done.returncode == 2
-    assert done.stderr.startswith(message)
-    assert done.stderr.count("\n") == 1
-    assert "Traceback" not in done.stderr
+def test_usage_errors_are_one_line_and_exit_2(main: Main, args: list[str], message: str) -> None:
+    status, _, err = main(*args)  # in-process: the same main() the command runs, without a process per case
+    assert status == 2
+    assert err.startswith(message)
+    assert err.count("\n") == 1
+    assert "Traceback" not in err
+
+
+def test_usage_errors_in_a_real_process(cli: Cli) -> None:
+    done = cli("call", "math", "add", "a=x", "b=1")
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", "Error: argument 'a' must be a number, got 'x'\n")
 
 
 def test_click_usage_errors_exit_2(cli: Cli) -> None:
@@ -262,10 +267,10 @@ def test_config_comes_from_the_environment_too(cli: Cli, cli_env: dict[str, str]
         (["servers", "add", "x", "--command", "y", "--env", "NOEQUALS"], "'NOEQUALS' is not KEY=VALUE"),
     ],
 )
-def test_servers_add_usage_errors(cli: Cli, args: list[str], message: str) -> None:
-    done = cli(*args)
-    assert done.returncode == 2
-    assert message in done.stderr
+def test_servers_add_usage_errors(main: Main, args: list[str], message: str) -> None:
+    status, _, err = main(*args)
+    assert status == 2
+    assert message in err
 
 
 def test_a_broken_registry_is_reported_with_its_path_and_line(cli: Cli, cli_env: dict[str, str]) -> None:
