@@ -106,6 +106,7 @@ class Gate:
         self.entered = asyncio.Event()
         self.release = asyncio.Event()
         self.cancelled = asyncio.Event()
+        self.failed = asyncio.Event()  # a server-to-client request of a tool failed
 
 
 ADD_SCHEMA = {
@@ -140,7 +141,11 @@ def build_server(gate: Gate | None = None) -> McpServer:
         return CallToolResult.text("chatty done")
 
     async def sample(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-        reply = await server.create_message(CreateMessageRequest([SamplingMessage.user(arguments["prompt"])], 50))
+        try:
+            reply = await server.create_message(CreateMessageRequest([SamplingMessage.user(arguments["prompt"])], 50))
+        except Exception:
+            gate.failed.set()
+            raise
         return CallToolResult.text(f"model said: {reply.text}")
 
     async def elicit(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:

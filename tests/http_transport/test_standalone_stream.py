@@ -217,12 +217,31 @@ async def test_a_client_disconnect_does_not_cancel_the_request(app: McpHttpApp, 
     inflight = session.post(request(12, "tools/call", {"name": "wait", "arguments": {}}))
     await asyncio.wait_for(gate.entered.wait(), 5)
     inflight.disconnect()
-    await inflight.finish()
-    assert app.inflight == 0
-    assert not gate.cancelled.is_set()
-    gate.release.set()  # the handler finishes; its reply has no stream and is dropped
     await asyncio.sleep(0.01)
+    assert not gate.cancelled.is_set()
+    gate.release.set()  # the handler finishes; its reply has no client and is dropped
+    await inflight.finish()
+    assert b"released" not in inflight.body
+    assert not gate.cancelled.is_set()
+    assert app.inflight == 0
     assert (await session.result("ping")) == {}
+
+
+async def test_a_server_request_to_a_departed_client_fails_at_once(app: McpHttpApp, gate: Gate) -> None:
+    session = await open_session(app, sampling={})
+    call = session.post(request(20, "tools/call", {"name": "sample", "arguments": {"prompt": "hi"}}))
+    [event] = data_events(await call.events(1))
+    assert event["data"]["method"] == "sampling/createMessage"  # type: ignore[index]
+    call.disconnect()
+    # No hang until the five-minute timeout: the handler hears of it now.
+    await asyncio.wait_for(gate.failed.wait(), 5)
+    await call.finish()
+    # A later unrelated message still reaches the client, on the standalone stream.
+    stream = session.get()
+    await session.server.log("info", "still here")
+    assert data_events(await stream.events(1))[0]["data"]["params"]["data"] == "still here"  # type: ignore[index]
+    stream.disconnect()
+    await stream.finish()
 
 
 async def test_max_request_streams_caps_in_flight_requests(make_app: Callable[..., McpHttpApp], gate: Gate) -> None:

@@ -28,7 +28,7 @@ class SlowPeer:
 
 async def test_a_single_final_frame_goes_out_with_a_content_length() -> None:
     peer = SlowPeer()
-    stream = SseStream(peer.send, [(b"x-extra", b"1")])
+    stream = SseStream(peer.send, [(b"content-type", b"text/event-stream"), (b"x-extra", b"1")])
     await stream.write(b"data: {}\n\n", final=True)
     start, body = peer.messages
     assert start["status"] == 200

@@ -161,9 +161,12 @@ class McpHttpApp:
             return
         session = self._session(session_id, values[_VERSION])
         message = parse_body(await read_body(receive, self.limits.max_request_bytes, values[_CLEN]))
-        if self._closing and type(message) is JsonRpcRequest:
-            raise _shutting_down()
-        await session.transport.handle_post(scope, receive, send, message)
+        if type(message) is JsonRpcRequest:
+            if self._closing:
+                raise _shutting_down()
+            await session.transport.serve_request(message, receive, send)
+        else:
+            await session.transport.handle_post(scope, receive, send, message)
 
     async def _get(self, scope: Scope, receive: Receive, send: Send, values: list[bytes | None]) -> None:
         if not accepts_json_and_sse(values[_ACCEPT])[1]:

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["KEEPALIVE", "SSE_HEADERS", "frame", "parse_event_id"]
+__all__ = ["KEEPALIVE", "POST_SSE_HEADERS", "SSE_HEADERS", "frame", "parse_event_id"]
 
 KEEPALIVE: Final = b": keepalive\n\n"
 
-# Response headers of every SSE stream, built once.
+# Response headers of the standalone stream, built once.
 SSE_HEADERS: Final[list[tuple[bytes, bytes]]] = [
     (b"content-type", b"text/event-stream"),
     (b"cache-control", b"no-cache, no-transform"),
 ]
+# A POST's reply stream: responses to POST are not cached without explicit
+# freshness (RFC 9111), so one header does, and every header costs on each reply.
+POST_SSE_HEADERS: Final[list[tuple[bytes, bytes]]] = [(b"content-type", b"text/event-stream")]
 
 
 def frame(data: bytes, event_id: int | None = None) -> bytes:

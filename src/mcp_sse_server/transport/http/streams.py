@@ -29,11 +29,11 @@ _BODY: Final = "http.response.body"
 class SseStream:
     """An SSE response body being written over ASGI ``send``."""
 
-    __slots__ = ("active", "done", "ended", "extra_headers", "flushing", "pending", "send", "started")
+    __slots__ = ("active", "done", "ended", "flushing", "headers", "pending", "send", "started")
 
-    def __init__(self, send: Send, extra_headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]] = SSE_HEADERS) -> None:
         self.send = send
-        self.extra_headers = extra_headers
+        self.headers = headers  # the response headers; never mutated, often shared
         self.pending: list[bytes] = []
         self.started = False  # http.response.start sent
         self.done = False  # no more frames accepted
@@ -45,6 +45,17 @@ class SseStream:
     async def write(self, data: bytes, final: bool = False) -> None:
         """Queue one frame (``final`` ends the response after it) and flush unless another writer is."""
         if self.done:
+            return
+        if final and not self.started and not self.flushing and not self.pending:
+            # The common case: the reply is the only frame. One start with a length, one body.
+            self.done = self.started = self.ended = True
+            try:
+                await self.send(
+                    {"type": _START, "status": 200, "headers": [*self.headers, (b"content-length", b"%d" % len(data))]}
+                )
+                await self.send({"type": _BODY, "body": data, "more_body": False})
+            except Exception:
+                logger.debug("SSE stream write failed", exc_info=True)
             return
         self.pending.append(data)
         self.active = True
@@ -80,9 +91,7 @@ class SseStream:
                 last = self.done
                 if not self.started:
                     self.started = True
-                    headers = SSE_HEADERS
-                    if self.extra_headers:
-                        headers = headers + self.extra_headers
+                    headers = self.headers
                     if last:
                         headers = [*headers, (b"content-length", b"%d" % len(chunk))]
                     await send({"type": _START, "status": 200, "headers": headers})

@@ -17,9 +17,11 @@ around it: origin checks, session lookup, the initialize-only gate, limits.
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import logging
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Awaitable, Callable
+from typing import Any, Final, cast
 
 from ...jsonrpc import (
     CONNECTION_CLOSED,
@@ -33,12 +35,12 @@ from ...jsonrpc import (
     encode_message,
     parse_message,
 )
-from ..base import Transport
+from ..base import MessageSink, Transport
 from .asgi import Receive, Scope, Send
 from .errors import HttpError, error_body
 from .events import BufferedEvent, EventBuffer, EventBufferFactory, MemoryEventBuffer
 from .limits import DEFAULT_LIMITS, HttpLimits
-from .sse import frame, parse_event_id
+from .sse import POST_SSE_HEADERS, frame, parse_event_id
 from .streams import KeepaliveTicker, SseStream
 
 __all__ = ["ClientDisconnected", "SseTransport", "read_body", "read_json_rpc_post"]
@@ -143,6 +145,7 @@ class SseTransport(Transport):
 
     __slots__ = (
         "_closed",
+        "_dispatch",
         "_event_factory",
         "_events",
         "_init_id",
@@ -175,12 +178,13 @@ class SseTransport(Transport):
         self._event_factory = event_buffer_factory
         self._ticker = keepalive
         self._on_end = on_end
-        self._streams: dict[RequestId, SseStream] | None = None
+        self._streams: dict[RequestId, _PostStream] | None = None
         self._standalone: SseStream | None = None
         self._events: EventBuffer | None = None
         self._closed = False
         self._initialized = False
         self._init_id: RequestId | None = None
+        self._dispatch: Callable[[JsonRpcRequest], Awaitable[JsonRpcMessage | None]] | None = None
 
     # --- state -------------------------------------------------------------------
 
@@ -208,6 +212,14 @@ class SseTransport(Transport):
             ticker = self._ticker = KeepaliveTicker(self.limits.keepalive_interval)
         return ticker
 
+    def attach(self, on_message: MessageSink, on_close: Callable[[], None]) -> None:
+        super().attach(on_message, on_close)
+        # When the engine is this package's Connection, requests are served by
+        # awaiting its dispatch() in the HTTP request's task: the fast path.
+        # Any other engine gets every message through on_message.
+        dispatch = getattr(getattr(on_message, "__self__", None), "dispatch", None)
+        self._dispatch = dispatch if inspect.iscoroutinefunction(dispatch) else None
+
     # --- inbound -------------------------------------------------------------------
 
     async def handle_post(
@@ -226,11 +238,11 @@ class SseTransport(Transport):
                 return
             except ClientDisconnected:
                 return
+        if type(message) is JsonRpcRequest:
+            await self.serve_request(message, receive, send)
+            return
         if self._closed or self.on_message is None:
             await HttpError(404, "Session not found: it has ended; initialize a new one").write(send)
-            return
-        if type(message) is JsonRpcRequest:
-            await self._serve_request(message, receive, send)
             return
         self.on_message(message)
         if type(message) is JsonRpcNotification and message.method == "notifications/cancelled":
@@ -248,7 +260,11 @@ class SseTransport(Transport):
         if stream is not None:
             await stream.end()
 
-    async def _serve_request(self, request: JsonRpcRequest, receive: Receive, send: Send) -> None:
+    async def serve_request(self, request: JsonRpcRequest, receive: Receive, send: Send) -> None:
+        """Answer one parsed request with its SSE stream (``handle_post`` without the reading)."""
+        if self._closed or self.on_message is None:
+            await HttpError(404, "Session not found: it has ended; initialize a new one").write(send)
+            return
         streams = self._streams
         if streams is None:
             streams = self._streams = {}
@@ -267,17 +283,29 @@ class SseTransport(Transport):
                 request_id=request_id,
             ).write(send)
             return
-        headers = None
+        headers = POST_SSE_HEADERS
         if request.method == "initialize":
             self._init_id = request_id
             if self.session_id is not None:
-                headers = [(SESSION_HEADER, self.session_id.encode("ascii"))]
-        stream = SseStream(send, headers)
+                headers = [*POST_SSE_HEADERS, (SESSION_HEADER, self.session_id.encode("ascii"))]
+        stream = _PostStream(send, headers)
         streams[request_id] = stream
         ticker = self._keepalive()
         ticker.add(stream)
-        assert self.on_message is not None
         try:
+            dispatch = self._dispatch
+            if dispatch is not None:
+                # Served in this request's own task: no extra task, no hand-over.
+                # A client disconnect does not cancel it (the reply is then dropped);
+                # notifications/cancelled does, through the engine.
+                stream.receive = receive
+                reply = await dispatch(request)
+                if reply is None:
+                    await stream.end()  # cancelled: no response, per the specification
+                elif streams.get(request_id) is stream:
+                    await self._reply(request_id, stream, reply)
+                return
+            assert self.on_message is not None
             self.on_message(request)
             # Returns http.disconnect once the response is complete, or when the client leaves.
             while (await receive())["type"] != "http.disconnect":
@@ -285,9 +313,47 @@ class SseTransport(Transport):
         finally:
             stream.done = True
             ticker.discard(stream)
+            if stream.watcher is not None:
+                stream.watcher.cancel()
             current = self._streams
             if current is not None and current.get(request_id) is stream:
                 del current[request_id]
+
+    def _watch(self, request_id: RequestId, stream: _PostStream) -> None:
+        """Notice the client leaving a request served in its own task (which never reads
+        ``receive`` itself), so messages stop going to a dead stream."""
+        if stream.watcher is None and stream.receive is not None:
+            stream.watcher = asyncio.get_running_loop().create_task(self._watch_for_disconnect(request_id, stream))
+
+    async def _watch_for_disconnect(self, request_id: RequestId, stream: _PostStream) -> None:
+        assert stream.receive is not None
+        while (await stream.receive())["type"] != "http.disconnect":
+            pass
+        streams = self._streams
+        if streams is None or streams.get(request_id) is not stream:
+            return  # answered (the reply completes the response) or closed
+        # The client left mid-call: later messages go to the standalone stream, and
+        # requests it can no longer answer fail now instead of at their timeout.
+        del streams[request_id]
+        stream.done = True
+        if stream.outbound and self.on_message is not None:
+            for outbound_id in stream.outbound:
+                self.on_message(
+                    JsonRpcError(outbound_id, CONNECTION_CLOSED, "The client disconnected before answering")
+                )
+
+    async def _reply(self, request_id: RequestId, stream: SseStream, reply: JsonRpcMessage) -> None:
+        """Write a request's response, which ends its stream."""
+        streams = self._streams
+        if streams is not None and streams.get(request_id) is stream:
+            del streams[request_id]
+        if request_id == self._init_id:
+            self._init_id = None
+            if type(reply) is JsonRpcResponse:
+                self._initialized = True
+            elif not stream.started:
+                stream.headers = POST_SSE_HEADERS  # a failed initialize opens no session
+        await stream.write(b"data: " + encode_message(reply) + b"\n\n", final=True)
 
     async def handle_get(
         self, scope: Scope, receive: Receive, send: Send, last_event_id: bytes | str | None = None
@@ -346,18 +412,16 @@ class SseTransport(Transport):
         if related_request_id is not None and self._streams:
             stream = self._streams.get(related_request_id)
             if stream is not None:
-                data = b"data: " + encode_message(message) + b"\n\n"
                 if is_reply and message.id == related_request_id:  # type: ignore[union-attr]
-                    del self._streams[related_request_id]
-                    if related_request_id == self._init_id:
-                        self._init_id = None
-                        if kind is JsonRpcResponse:
-                            self._initialized = True
-                        elif not stream.started:
-                            stream.extra_headers = None  # a failed initialize opens no session
-                    await stream.write(data, final=True)
-                else:
-                    await stream.write(data)
+                    await self._reply(related_request_id, stream, message)
+                    return
+                if kind is JsonRpcRequest and type(stream) is _PostStream:
+                    # The handler now waits on the client: make sure a dead client fails it.
+                    if stream.outbound is None:
+                        stream.outbound = []
+                    stream.outbound.append(cast(JsonRpcRequest, message).id)
+                    self._watch(related_request_id, stream)
+                await stream.write(b"data: " + encode_message(message) + b"\n\n")
                 return
         if is_reply:
             # Its POST stream is gone (the client disconnected): no stream may carry it.
@@ -412,6 +476,18 @@ class SseTransport(Transport):
             await standalone.end()
         if self._on_end is not None:
             self._on_end(self)
+
+
+class _PostStream(SseStream):
+    """A POST's reply stream, with what is needed to notice its client leaving."""
+
+    __slots__ = ("outbound", "receive", "watcher")
+
+    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]]) -> None:
+        super().__init__(send, headers)
+        self.receive: Receive | None = None
+        self.watcher: asyncio.Task[None] | None = None
+        self.outbound: list[RequestId] | None = None  # server-to-client requests sent on it
 
 
 def _is_visible_ascii(value: str) -> bool:
