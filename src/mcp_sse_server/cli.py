@@ -11,8 +11,12 @@ server registry, and list or call the tools of any MCP server.
     mcp-sse-server call "python my_server.py" search query=cats
 
 Start-up must stay fast (``--help`` is typed often), so this module imports
-only click at the top; the protocol, the HTTP stack and the clients are
+only click at the top; the HTTP stack, the clients and the servers are
 imported inside the commands that need them.
+
+Exit status: 0 on success, 1 for a failure (an unreachable server, an
+``isError`` result), 2 for a usage error (a bad argument, an unknown tool or
+server), 130 when interrupted.
 """
 
 from __future__ import annotations
@@ -47,7 +51,6 @@ __all__ = [
 PROG: Final = "mcp-sse-server"
 DEMO: Final = "demo"
 EXIT_FAILURE: Final = 1
-EXIT_USAGE: Final = 2
 EXIT_INTERRUPTED: Final = 130
 
 _debug = bool(os.environ.get("MCP_SSE_SERVER_DEBUG"))
@@ -90,11 +93,6 @@ def describe_error(error: BaseException) -> str:
         return "connection refused"
     if isinstance(error, OSError) and error.strerror:
         return error.strerror[0].lower() + error.strerror[1:]
-    module = type(error).__module__.partition(".")[0]
-    if module == "httpx" or module == "httpcore":
-        # httpx's own messages are already one line ("[Errno 111] Connection refused", "timed out").
-        text = str(error) or type(error).__name__
-        return text
     text = str(error)
     return text if text else type(error).__name__
 
@@ -562,6 +560,15 @@ def _is_json_of(text: str, value: Any) -> bool:
 # --- progress and log notifications -----------------------------------------------------------------
 
 
+def _printable(text: str, *, keep_newlines: bool = False) -> str:
+    """``text`` with control characters shown as escapes: a server must not be able to drive the
+    user's terminal (move the cursor, retitle the window) through a progress or log message."""
+    import re
+
+    pattern = r"[\x00-\x08\x0b-\x1f\x7f-\x9f]" if keep_newlines else r"[\x00-\x08\x0a-\x1f\x7f-\x9f]"
+    return re.sub(pattern, lambda match: repr(match.group())[1:-1], text)
+
+
 class ProgressReporter:
     """Shows progress notifications on ``stream`` (a bar on a terminal, plain lines otherwise) and
     log notifications as lines, keeping the two from overwriting each other."""
@@ -581,6 +588,7 @@ class ProgressReporter:
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
         amount = f"{progress:g}" + (f"/{total:g}" if total else "")
+        message = _printable(message) if message else None
         if not self.tty:
             percent = f" ({100 * progress / total:.0f}%)" if total else ""
             self.stream.write(f"progress: {amount}{percent}" + (f" {message}" if message else "") + "\n")
@@ -607,7 +615,7 @@ class ProgressReporter:
         logger = params.get("logger")
         data = params.get("data")
         text = data if isinstance(data, str) else json.dumps(data, ensure_ascii=False, default=str)
-        line = f"[{level}]" + (f" {logger}:" if logger else "") + f" {text}"
+        line = _printable(f"[{level}]" + (f" {logger}:" if logger else "") + f" {text}", keep_newlines=True)
         if self.tty and self._bar is not None:
             self.stream.write("\r\x1b[2K" + line + "\n" + self._bar)
         else:
@@ -881,7 +889,7 @@ def _run(coroutine: Any) -> Any:
     type=click.Path(dir_okay=False),
     help="The server registry file (mcp_server.json) to use instead of the per-user one (also $MCP_SSE_SERVER_CONFIG).",
 )
-@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.option("--debug", is_flag=True, help="Show tracebacks and library logs (also MCP_SSE_SERVER_DEBUG=1).")
 @click.version_option(None, "-V", "--version", package_name="mcp-sse-server", prog_name=PROG)
 @click.pass_context
 def cli(ctx: click.Context, config: str | None, debug: bool) -> None:

@@ -143,3 +143,14 @@ def test_log_lines_show_level_logger_and_data() -> None:
     reporter.log({"level": "warning", "data": "disk almost full"})
     reporter.log({"level": "info", "logger": "db", "data": {"rows": 3}})
     assert stream.getvalue() == '[warning] disk almost full\n[info] db: {"rows": 3}\n'
+
+
+def test_servers_cannot_drive_the_terminal_through_progress_or_logs() -> None:
+    stream = io.StringIO()
+    reporter = ProgressReporter(stream, tty=True, width=200)
+    reporter.progress(1, 2, "\x1b]0;owned\x07step\nnext")
+    reporter.log({"level": "info", "data": "line one\nline two \x1b[2J"})
+    text = stream.getvalue()
+    assert "\\x1b]0;owned\\x07step\\nnext" in text
+    assert "line one\nline two \\x1b[2J" in text
+    assert "\x07" not in text and "\x1b]" not in text and "\x1b[2J" not in text
