@@ -9,12 +9,11 @@ ours.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from mcp_sse_server.client import InMemoryClient, SseClient, StdioClient, StreamableHttpClient
 from mcp_sse_server.servers.factory import MemoryServerFactory
+from mcp_sse_server.transport.http import McpHttpServer
 
 from .conftest import MATH_STDIO, PYTHON, TS_PEER, Peer, node_peer, python_env
 from .scenario import run_scenario
@@ -47,19 +46,10 @@ async def test_sse_client_against_the_sdk_legacy_server(sdk_sse: Peer) -> None:
     assert await run_scenario(SseClient(f"{sdk_sse.base}/sse")) == await reference()
 
 
-def our_http_server() -> Any:
-    try:
-        from mcp_sse_server.transport.http import McpHttpServer  # type: ignore[attr-defined, unused-ignore]
-    except ImportError:
-        return None
-    return McpHttpServer
-
-
-@pytest.mark.skipif(our_http_server() is None, reason="our HTTP server has not landed yet")
 async def test_streamable_http_client_against_our_http_server() -> None:
-    http = await our_http_server().bind(on_session=lambda: MemoryServerFactory.create_memory_server("math"), port=0)
+    http = await McpHttpServer.bind(on_session=lambda: MemoryServerFactory.create_memory_server("math"), port=0)
     try:
-        assert await run_scenario(StreamableHttpClient(http.url)) == await reference()
+        assert await run_scenario(StreamableHttpClient(http.endpoint)) == await reference()
     finally:
         await http.close()
 
