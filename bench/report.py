@@ -66,18 +66,20 @@ def http_table(results: dict[str, Any], key: str, title: str) -> list[str]:
     ours = _load(http.get(OURS, {}).get(key))
     # Ours has no JSON reply mode: JSON points are compared with our SSE figure.
     ours_ref = ours or (_load(http.get(OURS, {}).get("sse")) if key == "json" else None)
-    lines = [f"**{title}**", "", "| server | requests/s | p50 ms | p99 ms | ours faster by | CPU: server / wrk |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [f"**{title}**", "", "| server | requests/s | p50 ms | p99 ms | ours faster by | CPU: server / wrk |"
+             " requests per server CPU-second |", "|---|---:|---:|---:|---:|---:|---:|"]
     for name in results["order"]:
         entry = http.get(name, {})
         if key == "json" and not entry.get("json_offered", True):
             continue
         point = _load(entry.get(key))
         if point is None:
-            lines.append(f"| {LABELS[name]} | {_why(entry.get(key), entry.get('skip'))} | | | | |")
+            lines.append(f"| {LABELS[name]} | {_why(entry.get(key), entry.get('skip'))} | | | | | |")
             continue
+        per_cpu = _num(point["rps"] / point["server_cpu"]) if point.get("server_cpu") else "—"
         lines.append(f"| {LABELS[name]} | {_num(point['rps'])} | {_ms(point['p50_us'])} | "
-                     f"{_ms(point['p99_us'])} | {_throughput_ratio(name, ours_ref, point)} | {_cpu(point)} |")
+                     f"{_ms(point['p99_us'])} | {_throughput_ratio(name, ours_ref, point)} | {_cpu(point)} | "
+                     f"{per_cpu} |")
     return lines
 
 
@@ -180,7 +182,7 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     per = mem.get("per_kb_10000") or mem.get("per_kb_1000")
     check("idle session ≤ 4 KB", per, per is not None and per <= 4, f"{per:.1f} KB" if per is not None else "")
     big = (mem["empty_kb"] + 100_000 * per) / 1024 if per is not None and mem.get("empty_kb") else None
-    check("100,000 idle sessions < 1 GB (extrapolated from the 10,000 point)", big,
+    check("100,000 idle sessions < 1 GB (extrapolated from the largest point)", big,
           big is not None and big < 1024, f"{big:,.0f} MB" if big is not None else "")
     for key, want, label in (("inmemory-client", 10, "`InMemoryClient`"),
                              ("memory-transport", 30, "`MemoryTransport`")):
