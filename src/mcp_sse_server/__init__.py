@@ -1,51 +1,154 @@
-"""mcp-sse-server: the Model Context Protocol (2025-06-18) over Streamable HTTP with SSE."""
+"""mcp-sse-server: the Model Context Protocol (2025-06-18) over Streamable HTTP with SSE.
 
-from .context import RequestContext
-from .jsonrpc import (
-    JsonRpcError,
-    JsonRpcMessage,
-    JsonRpcNotification,
-    JsonRpcRequest,
-    JsonRpcResponse,
-    McpError,
-    encode_message,
-    parse_message,
-)
-from .server import PROTOCOL_VERSION, McpServer
-from .transport import MemoryTransport, Transport
-from .types import (
-    Annotations,
-    AudioContent,
-    BlobResourceContents,
-    CallToolResult,
-    CompleteRequest,
-    CompleteResult,
-    CreateMessageRequest,
-    CreateMessageResult,
-    ElicitResult,
-    EmbeddedResource,
-    GetPromptResult,
-    ImageContent,
-    ModelHint,
-    ModelPreferences,
-    Prompt,
-    PromptArgument,
-    PromptMessage,
-    ReadResourceResult,
-    Resource,
-    ResourceInfo,
-    ResourceLink,
-    ResourceTemplate,
-    Root,
-    SamplingMessage,
-    TextContent,
-    TextResourceContents,
-    Tool,
-    ToolAnnotations,
-)
-from .uri_template import UriTemplate
+Names are imported on first use, so ``import mcp_sse_server`` stays cheap.
+"""
+
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .client import (
+        InMemoryClient,
+        McpClient,
+        McpServerProvider,
+        ServerConfig,
+        SseClient,
+        StdioClient,
+        StreamableHttpClient,
+        initialize_mcp_server,
+    )
+    from .context import (
+        RequestContext,
+    )
+    from .jsonrpc import (
+        JsonRpcError,
+        JsonRpcMessage,
+        JsonRpcNotification,
+        JsonRpcRequest,
+        JsonRpcResponse,
+        McpError,
+        encode_message,
+        parse_message,
+    )
+    from .server import (
+        PROTOCOL_VERSION,
+        McpServer,
+    )
+    from .servers import (
+        MemoryServer,
+        MemoryServerFactory,
+    )
+    from .transport import (
+        MemoryTransport,
+        Transport,
+    )
+    from .transport.http import (
+        HttpLimits,
+        McpHttpApp,
+        McpHttpServer,
+        SseTransport,
+        read_json_rpc_post,
+        write_json_rpc_error,
+    )
+    from .types import (
+        Annotations,
+        AudioContent,
+        BlobResourceContents,
+        CallToolResult,
+        CompleteRequest,
+        CompleteResult,
+        CreateMessageRequest,
+        CreateMessageResult,
+        ElicitResult,
+        EmbeddedResource,
+        GetPromptResult,
+        ImageContent,
+        ModelHint,
+        ModelPreferences,
+        Prompt,
+        PromptArgument,
+        PromptMessage,
+        ReadResourceResult,
+        Resource,
+        ResourceInfo,
+        ResourceLink,
+        ResourceTemplate,
+        Root,
+        SamplingMessage,
+        TextContent,
+        TextResourceContents,
+        Tool,
+        ToolAnnotations,
+    )
+    from .uri_template import (
+        UriTemplate,
+    )
+
+_EXPORTS = {
+    "RequestContext": ".context",
+    "JsonRpcError": ".jsonrpc",
+    "JsonRpcMessage": ".jsonrpc",
+    "JsonRpcNotification": ".jsonrpc",
+    "JsonRpcRequest": ".jsonrpc",
+    "JsonRpcResponse": ".jsonrpc",
+    "McpError": ".jsonrpc",
+    "encode_message": ".jsonrpc",
+    "parse_message": ".jsonrpc",
+    "McpServer": ".server",
+    "PROTOCOL_VERSION": ".server",
+    "MemoryTransport": ".transport",
+    "Transport": ".transport",
+    "Annotations": ".types",
+    "AudioContent": ".types",
+    "BlobResourceContents": ".types",
+    "CallToolResult": ".types",
+    "CompleteRequest": ".types",
+    "CompleteResult": ".types",
+    "CreateMessageRequest": ".types",
+    "CreateMessageResult": ".types",
+    "ElicitResult": ".types",
+    "EmbeddedResource": ".types",
+    "GetPromptResult": ".types",
+    "ImageContent": ".types",
+    "ModelHint": ".types",
+    "ModelPreferences": ".types",
+    "Prompt": ".types",
+    "PromptArgument": ".types",
+    "PromptMessage": ".types",
+    "ReadResourceResult": ".types",
+    "Resource": ".types",
+    "ResourceInfo": ".types",
+    "ResourceLink": ".types",
+    "ResourceTemplate": ".types",
+    "Root": ".types",
+    "SamplingMessage": ".types",
+    "TextContent": ".types",
+    "TextResourceContents": ".types",
+    "Tool": ".types",
+    "ToolAnnotations": ".types",
+    "UriTemplate": ".uri_template",
+    "HttpLimits": ".transport.http",
+    "McpHttpApp": ".transport.http",
+    "McpHttpServer": ".transport.http",
+    "SseTransport": ".transport.http",
+    "read_json_rpc_post": ".transport.http",
+    "write_json_rpc_error": ".transport.http",
+    "InMemoryClient": ".client",
+    "McpClient": ".client",
+    "McpServerProvider": ".client",
+    "ServerConfig": ".client",
+    "SseClient": ".client",
+    "StdioClient": ".client",
+    "StreamableHttpClient": ".client",
+    "initialize_mcp_server": ".client",
+    "MemoryServer": ".servers",
+    "MemoryServerFactory": ".servers",
+}
 
 __version__ = "0.1.0"
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "PROTOCOL_VERSION",
@@ -60,14 +163,22 @@ __all__ = [
     "ElicitResult",
     "EmbeddedResource",
     "GetPromptResult",
+    "HttpLimits",
     "ImageContent",
+    "InMemoryClient",
     "JsonRpcError",
     "JsonRpcMessage",
     "JsonRpcNotification",
     "JsonRpcRequest",
     "JsonRpcResponse",
+    "McpClient",
     "McpError",
+    "McpHttpApp",
+    "McpHttpServer",
     "McpServer",
+    "McpServerProvider",
+    "MemoryServer",
+    "MemoryServerFactory",
     "MemoryTransport",
     "ModelHint",
     "ModelPreferences",
@@ -82,6 +193,11 @@ __all__ = [
     "ResourceTemplate",
     "Root",
     "SamplingMessage",
+    "ServerConfig",
+    "SseClient",
+    "SseTransport",
+    "StdioClient",
+    "StreamableHttpClient",
     "TextContent",
     "TextResourceContents",
     "Tool",
@@ -89,5 +205,8 @@ __all__ = [
     "Transport",
     "UriTemplate",
     "encode_message",
+    "initialize_mcp_server",
     "parse_message",
+    "read_json_rpc_post",
+    "write_json_rpc_error",
 ]

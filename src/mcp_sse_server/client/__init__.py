@@ -1,29 +1,80 @@
-"""Clients: one McpClient interface over in-memory, Streamable HTTP, stdio and legacy SSE transports."""
+"""Clients: one McpClient interface over in-memory, Streamable HTTP, stdio and legacy SSE transports.
 
-from .base import McpClient, SessionExpiredError
-from .memory import InMemoryClient
+Each client's module (and so httpx) is imported only when that client is used.
+"""
 
-__all__ = ["InMemoryClient", "McpClient", "SessionExpiredError"]
+from typing import TYPE_CHECKING
 
-# Remote transports (issue 4, "Clients").
-from ._common import McpConnectionError
-from .http import StreamableHttpClient
-from .sse import SseClient
-from .stdio import StdioClient
+from .._lazy import lazy_exports
 
-__all__ += ["McpConnectionError", "SseClient", "StdioClient", "StreamableHttpClient"]
+if TYPE_CHECKING:
+    from ._common import (
+        McpConnectionError,
+    )
+    from .base import (
+        McpClient,
+        SessionExpiredError,
+    )
+    from .config import (
+        ConfigError,
+        ServerConfig,
+    )
+    from .connect import (
+        ServerStartError,
+        create_client,
+        initialize_mcp_server,
+    )
+    from .http import (
+        StreamableHttpClient,
+    )
+    from .memory import (
+        InMemoryClient,
+    )
+    from .provider import (
+        ConfigFileError,
+        McpServerProvider,
+        default_config_path,
+    )
+    from .sse import (
+        SseClient,
+    )
+    from .stdio import (
+        StdioClient,
+    )
 
-# Server configs, initialize_mcp_server and the mcp_server.json registry (issue 4).
-from .config import ConfigError, ServerConfig  # noqa: E402
-from .connect import ServerStartError, create_client, initialize_mcp_server  # noqa: E402
-from .provider import ConfigFileError, McpServerProvider, default_config_path  # noqa: E402
+_EXPORTS = {
+    "McpClient": ".base",
+    "SessionExpiredError": ".base",
+    "InMemoryClient": ".memory",
+    "McpConnectionError": "._common",
+    "StreamableHttpClient": ".http",
+    "SseClient": ".sse",
+    "StdioClient": ".stdio",
+    "ConfigError": ".config",
+    "ServerConfig": ".config",
+    "ServerStartError": ".connect",
+    "create_client": ".connect",
+    "initialize_mcp_server": ".connect",
+    "ConfigFileError": ".provider",
+    "McpServerProvider": ".provider",
+    "default_config_path": ".provider",
+}
 
-__all__ += [
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = [
     "ConfigError",
     "ConfigFileError",
+    "InMemoryClient",
+    "McpClient",
+    "McpConnectionError",
     "McpServerProvider",
     "ServerConfig",
     "ServerStartError",
+    "SessionExpiredError",
+    "SseClient",
+    "StdioClient",
+    "StreamableHttpClient",
     "create_client",
     "default_config_path",
     "initialize_mcp_server",
