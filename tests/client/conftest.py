@@ -84,19 +84,19 @@ def _peer(*args: str) -> Iterator[Peer]:
         peer.kill()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sdk_http() -> Iterator[Peer]:
     """The SDK's Streamable HTTP server answering with SSE streams."""
     yield from _peer("http")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sdk_http_json() -> Iterator[Peer]:
     """The SDK's Streamable HTTP server answering with JSON bodies."""
     yield from _peer("http", "--json")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def sdk_sse() -> Iterator[Peer]:
     """The SDK's legacy HTTP+SSE server."""
     yield from _peer("sse")
