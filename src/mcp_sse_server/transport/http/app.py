@@ -95,6 +95,7 @@ class McpHttpApp:
         self._closing = False
         self._closed = False
         self._reaper: asyncio.Task[None] | None = None
+        self._on_transport_end = self._transport_ended  # one bound method shared by every session
 
     # --- ASGI entry ----------------------------------------------------------------
 
@@ -231,7 +232,7 @@ class McpHttpApp:
             limits=self.limits,
             event_buffer_factory=self._event_buffer_factory,
             keepalive=self.keepalive,
-            on_end=self._transport_ended,
+            on_end=self._on_transport_end,
         )
         self._creating += 1
         try:

@@ -21,7 +21,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, cast
+from typing import Any, Final, Protocol, cast
 
 from ...jsonrpc import (
     CONNECTION_CLOSED,
@@ -145,7 +145,7 @@ class SseTransport(Transport):
 
     __slots__ = (
         "_closed",
-        "_dispatch",
+        "_engine",
         "_event_factory",
         "_events",
         "_init_id",
@@ -184,7 +184,9 @@ class SseTransport(Transport):
         self._closed = False
         self._initialized = False
         self._init_id: RequestId | None = None
-        self._dispatch: Callable[[JsonRpcRequest], Awaitable[JsonRpcMessage | None]] | None = None
+        # The engine whose dispatch() serves requests inline; a reference, not a
+        # bound method, because every idle session pays for what it keeps.
+        self._engine: _Dispatcher | None = None
 
     # --- state -------------------------------------------------------------------
 
@@ -217,8 +219,8 @@ class SseTransport(Transport):
         # When the engine is this package's Connection, requests are served by
         # awaiting its dispatch() in the HTTP request's task: the fast path.
         # Any other engine gets every message through on_message.
-        dispatch = getattr(getattr(on_message, "__self__", None), "dispatch", None)
-        self._dispatch = dispatch if inspect.iscoroutinefunction(dispatch) else None
+        engine = getattr(on_message, "__self__", None)
+        self._engine = engine if inspect.iscoroutinefunction(getattr(engine, "dispatch", None)) else None
 
     # --- inbound -------------------------------------------------------------------
 
@@ -293,13 +295,13 @@ class SseTransport(Transport):
         ticker = self._keepalive()
         ticker.add(stream)
         try:
-            dispatch = self._dispatch
-            if dispatch is not None:
+            engine = self._engine
+            if engine is not None:
                 # Served in this request's own task: no extra task, no hand-over.
                 # A client disconnect does not cancel it (the reply is then dropped);
                 # notifications/cancelled does, through the engine.
                 stream.receive = receive
-                reply = await dispatch(request)
+                reply = await engine.dispatch(request)
                 if reply is None:
                     await stream.end()  # cancelled: no response, per the specification
                 elif streams.get(request_id) is stream:
@@ -316,8 +318,11 @@ class SseTransport(Transport):
             if stream.watcher is not None:
                 stream.watcher.cancel()
             current = self._streams
-            if current is not None and current.get(request_id) is stream:
-                del current[request_id]
+            if current is not None:
+                if current.get(request_id) is stream:
+                    del current[request_id]
+                if not current:
+                    self._streams = None  # an idle session keeps no table
 
     def _watch(self, request_id: RequestId, stream: _PostStream) -> None:
         """Notice the client leaving a request served in its own task (which never reads
@@ -476,6 +481,10 @@ class SseTransport(Transport):
             await standalone.end()
         if self._on_end is not None:
             self._on_end(self)
+
+
+class _Dispatcher(Protocol):
+    def dispatch(self, request: JsonRpcRequest) -> Awaitable[JsonRpcMessage | None]: ...
 
 
 class _PostStream(SseStream):
