@@ -18,15 +18,16 @@ import socket
 import ssl
 import time
 from collections.abc import Iterable
-from typing import Any
-
-import uvicorn
+from typing import TYPE_CHECKING, Any
 
 from .app import McpHttpApp, SessionFactory
 from .events import EventBufferFactory
 from .limits import DEFAULT_LIMITS, HttpLimits
 from .security import is_loopback_host
 from .sessions import Clock, SessionStore
+
+if TYPE_CHECKING:
+    import uvicorn
 
 __all__ = ["McpHttpServer"]
 
@@ -140,6 +141,9 @@ class McpHttpServer:
             event_buffer_factory=event_buffer_factory,
             clock=clock,
         )
+        # Imported here so embedders of the ASGI app or SseTransport never load uvicorn.
+        import uvicorn
+
         sock = _listen(host, port)
         try:
             config = uvicorn.Config(
