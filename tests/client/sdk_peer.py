@@ -105,6 +105,7 @@ def main() -> None:
     app = server.sse_app() if mode == "sse" else server.streamable_http_app(json_response="--json" in sys.argv)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
+    sock.listen(128)  # connections wait in the backlog until uvicorn is up, instead of being refused
     print(f"PORT {sock.getsockname()[1]}", flush=True)
     config = uvicorn.Config(app, log_level="warning", access_log=False)
     uvicorn.Server(config).run(sockets=[sock])
