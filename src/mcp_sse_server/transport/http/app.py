@@ -138,7 +138,23 @@ class McpHttpApp:
             raise HttpError(403, refusal)
         method = scope["method"]
         if method == "POST":
-            await self._post(scope, receive, send, values)
+            json_ok, sse_ok = accepts_json_and_sse(values[_ACCEPT])
+            if not (json_ok and sse_ok):
+                raise HttpError(406, _NOT_ACCEPTABLE_POST)
+            if not is_json_content_type(values[_CTYPE]):
+                raise HttpError(415, "Unsupported media type: the body must be application/json")
+            session_id = values[_SESSION]
+            if session_id is None:
+                await self._open_session(scope, receive, send, values[_CLEN])
+                return
+            session = self._session(session_id, values[_VERSION])
+            message = parse_body(await read_body(receive, self.limits.max_request_bytes, values[_CLEN]))
+            if type(message) is JsonRpcRequest:
+                if self._closing:
+                    raise _shutting_down()
+                await session.transport.serve_request(message, receive, send)
+            else:
+                await session.transport.handle_post(scope, receive, send, message)
         elif method == "GET":
             await self._get(scope, receive, send, values)
         elif method == "DELETE":
@@ -149,25 +165,6 @@ class McpHttpApp:
             )
 
     # --- methods -------------------------------------------------------------------
-
-    async def _post(self, scope: Scope, receive: Receive, send: Send, values: list[bytes | None]) -> None:
-        json_ok, sse_ok = accepts_json_and_sse(values[_ACCEPT])
-        if not (json_ok and sse_ok):
-            raise HttpError(406, _NOT_ACCEPTABLE_POST)
-        if not is_json_content_type(values[_CTYPE]):
-            raise HttpError(415, "Unsupported media type: the body must be application/json")
-        session_id = values[_SESSION]
-        if session_id is None:
-            await self._open_session(scope, receive, send, values[_CLEN])
-            return
-        session = self._session(session_id, values[_VERSION])
-        message = parse_body(await read_body(receive, self.limits.max_request_bytes, values[_CLEN]))
-        if type(message) is JsonRpcRequest:
-            if self._closing:
-                raise _shutting_down()
-            await session.transport.serve_request(message, receive, send)
-        else:
-            await session.transport.handle_post(scope, receive, send, message)
 
     async def _get(self, scope: Scope, receive: Receive, send: Send, values: list[bytes | None]) -> None:
         if not accepts_json_and_sse(values[_ACCEPT])[1]:

@@ -304,8 +304,25 @@ class SseTransport(Transport):
                 reply = await engine.dispatch(request)
                 if reply is None:
                     await stream.end()  # cancelled: no response, per the specification
-                elif streams.get(request_id) is stream:
-                    await self._reply(request_id, stream, reply)
+                elif self._streams is streams and streams.get(request_id) is stream:
+                    if stream.started or stream.pending or stream.flushing or request_id == self._init_id:
+                        await self._reply(request_id, stream, reply)
+                        return
+                    # The usual case, inlined: the reply is the stream's only frame.
+                    del streams[request_id]
+                    data = b"data: " + encode_message(reply) + b"\n\n"
+                    stream.done = stream.started = stream.ended = True
+                    try:
+                        await send(
+                            {
+                                "type": "http.response.start",
+                                "status": 200,
+                                "headers": [*stream.headers, (b"content-length", b"%d" % len(data))],
+                            }
+                        )
+                        await send({"type": "http.response.body", "body": data, "more_body": False})
+                    except Exception:  # the client is gone; like a dropped connection, not our error
+                        logger.debug("could not deliver the reply to %r", request_id, exc_info=True)
                 return
             assert self.on_message is not None
             self.on_message(request)
@@ -493,7 +510,12 @@ class _PostStream(SseStream):
     __slots__ = ("outbound", "receive", "watcher")
 
     def __init__(self, send: Send, headers: list[tuple[bytes, bytes]]) -> None:
-        super().__init__(send, headers)
+        # SseStream.__init__ spelled out: one call less on every request.
+        self.send = send
+        self.headers = headers
+        self.pending: list[bytes] = []
+        self.started = self.done = self.ended = self.flushing = False
+        self.active = True
         self.receive: Receive | None = None
         self.watcher: asyncio.Task[None] | None = None
         self.outbound: list[RequestId] | None = None  # server-to-client requests sent on it
