@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mcp_sse_server.jsonrpc import INVALID_REQUEST, PARSE_ERROR
-from mcp_sse_server.transport.http import McpHttpApp
+from mcp_sse_server.transport.http import McpHttpApp, MemorySessionStore
 
 from .conftest import (
     AsgiCall,
@@ -370,3 +370,18 @@ async def test_get_rules(app: McpHttpApp) -> None:
     assert stream.headers["content-type"] == "text/event-stream"
     stream.disconnect()
     await stream.finish()
+
+
+async def test_an_unexpected_failure_is_a_json_rpc_500_without_details(
+    gate: Gate, caplog: pytest.LogCaptureFixture
+) -> None:
+    class BrokenStore(MemorySessionStore):
+        def get(self, session_id: str) -> Any:
+            raise RuntimeError("redis at 10.0.0.7 refused")
+
+    app = McpHttpApp(lambda: build_server(gate), session_store=BrokenStore())
+    reply = await call(app, "POST", request(1, "ping"), {"mcp-session-id": "abc"})
+    error = assert_error(reply, 500, "internal error")
+    assert error["code"] == -32603
+    assert "10.0.0.7" not in reply.body.decode()
+    assert "10.0.0.7" in caplog.text

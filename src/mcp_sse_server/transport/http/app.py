@@ -22,7 +22,7 @@ from typing import Any, Final, TypeAlias
 from ...jsonrpc import JsonRpcRequest
 from .accept import accepts_json_and_sse
 from .asgi import Receive, Scope, Send
-from .errors import SERVER_BUSY, HttpError
+from .errors import INTERNAL_ERROR, SERVER_BUSY, HttpError, write_json_rpc_error
 from .events import EventBufferFactory
 from .limits import DEFAULT_LIMITS, HttpLimits
 from .security import OriginPolicy
@@ -108,6 +108,13 @@ class McpHttpApp:
                 await error.write(send)
             except ClientDisconnected:
                 pass
+            except Exception:
+                # A bug of ours or of a pluggable store: the detail goes to the log only.
+                logger.exception("the MCP endpoint failed on %s %s", scope.get("method"), scope.get("path"))
+                try:
+                    await write_json_rpc_error(send, 500, INTERNAL_ERROR, "Internal error")
+                except Exception:
+                    pass  # the response had started; the server closes the connection
         elif kind == "lifespan":
             await self._lifespan(receive, send)
         elif kind == "websocket":
