@@ -1,11 +1,28 @@
 """MCP over Streamable HTTP with Server-Sent Events.
 
-* ``McpHttpServer.bind(on_session=..., port=...)`` serves an endpoint on a socket.
+* ``McpHttpServer.bind(on_session=..., port=...)`` serves an endpoint on a
+  socket (uvicorn with httptools, in the caller's event loop).
 * ``McpHttpApp`` is the same endpoint as an ASGI app, to mount in Starlette,
-  FastAPI or any ASGI server.
+  FastAPI or any ASGI server: ``Mount("/mcp", app=McpHttpApp(build_server))``.
 * ``SseTransport`` with ``read_json_rpc_post`` and ``write_json_rpc_error``
-  is for routing MCP yourself.
+  is for routing MCP yourself; you then own what the app does around it
+  (Origin/Host checks, session lookup, the initialize-only gate, limits).
 * ``HttpLimits`` documents every limit and security default.
+
+The HTTP surface: one path; POST carries one JSON-RPC message (a request is
+answered with an SSE stream: related notifications and server requests, then
+the response; a notification or response gets 202); GET opens the session's
+standalone stream (backlog before it attaches, replay after Last-Event-ID, a
+new GET supersedes the old); DELETE ends the session; anything else is 405.
+Every 4xx/5xx carries a JSON-RPC error body and never exception text.
+
+Security model: loopback bind by default; a non-loopback bind needs
+``allowed_origins``; an Origin must be loopback or allowlisted (with an
+allowlist, Origin is required); Host must name a loopback host, an
+allowlisted origin's host, an ``allowed_hosts`` entry or the bound address
+(DNS-rebinding defence). Only ``initialize`` opens a session. This is a
+browser control, not authentication: put authentication in front of a
+server exposed beyond the machine.
 """
 
 from .app import ACCEPTED_PROTOCOL_VERSIONS, McpHttpApp

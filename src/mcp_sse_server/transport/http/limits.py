@@ -38,7 +38,9 @@ class HttpLimits:
     ``session_max_lifetime`` (12 h)
         A session ends this long after initialize, active or not.
     ``max_request_streams`` (64)
-        Requests in flight per session; more get 429.
+        Requests in flight per session; more get 429. A request whose client
+        disconnected still counts until its handler finishes (a disconnect is
+        not a cancellation).
     ``backlog_limit`` (256)
         Server-initiated messages kept for a session with no standalone GET
         stream; when full the oldest is dropped (a dropped request fails its
