@@ -53,10 +53,11 @@ def main(cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, capsys: pytes
     For cases that fail before any server work, where a process per case would only cost time.
     """
     from mcp_sse_server import cli as command
+    from mcp_sse_server.cli import errors
 
     for key in ("MCP_SSE_SERVER_CONFIG", "XDG_CONFIG_HOME"):
         monkeypatch.setenv(key, cli_env[key])
-    monkeypatch.setattr(command, "_debug", False)
+    monkeypatch.setattr(errors, "_debug", False)
 
     def run(*args: str) -> tuple[int, str, str]:
         capsys.readouterr()

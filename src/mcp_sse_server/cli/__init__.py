@@ -1,0 +1,49 @@
+"""The ``mcp-sse-server`` command: serve a server over Streamable HTTP, manage the
+server registry, and list or call the tools of any MCP server.
+
+    mcp-sse-server serve                       # the demo server on http://127.0.0.1:8080/mcp
+    mcp-sse-server serve math --port 9000      # a built-in server
+    mcp-sse-server serve my_app:build_server   # your own factory, called once per session
+    mcp-sse-server servers list
+    mcp-sse-server tools math
+    mcp-sse-server call math add a=2 b=3
+    mcp-sse-server call http://127.0.0.1:8080/mcp slow_count steps=5
+    mcp-sse-server call "python my_server.py" search query=cats
+
+Start-up must stay fast (``--help`` is typed often), so the modules of this
+package import only click and each other at the top; the HTTP stack, the
+clients and the servers are imported inside the commands that need them.
+
+Exit status: 0 on success, 1 for a failure (an unreachable server, an
+``isError`` result), 2 for a usage error (a bad argument, an unknown tool or
+server), 130 when interrupted.
+
+Modules: ``app`` (the group, global options, :func:`main`), ``serve``,
+``registry`` (``servers``), ``call`` (``tools`` and ``call``), ``arguments``
+(tool arguments from the input schema), ``render`` (results, progress, logs),
+``values`` (durations, sizes, KEY=VALUE), ``builtin`` (servers named by one
+word) and ``errors`` (exit statuses, error kinds, --debug).
+"""
+
+from __future__ import annotations
+
+from .app import cli, main
+from .arguments import ArgumentError, convert_arguments, convert_value
+from .render import OutputDir, ProgressReporter, render_result
+from .serve import bind_options, resolve_target
+from .values import parse_duration, parse_size
+
+__all__ = [
+    "ArgumentError",
+    "OutputDir",
+    "ProgressReporter",
+    "bind_options",
+    "cli",
+    "convert_arguments",
+    "convert_value",
+    "main",
+    "parse_duration",
+    "parse_size",
+    "render_result",
+    "resolve_target",
+]

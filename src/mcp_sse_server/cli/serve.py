@@ -1,0 +1,273 @@
+"""``serve``: load TARGET (the demo, a built-in, or your ``module:factory``) and serve it over
+Streamable HTTP until Ctrl-C or SIGTERM."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from .builtin import DEMO, builtin_servers
+from .errors import EXIT_INTERRUPTED, BadUsage, Failure, describe_error
+from .render import safe_stem
+from .values import DURATION, SIZE
+
+if TYPE_CHECKING:
+    from ..server import McpServer
+
+
+@click.command()
+@click.argument("target", required=False)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
+@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="0 picks a free port.")
+@click.option("--path", "path", default="/mcp", show_default=True, help="The endpoint's path.")
+@click.option(
+    "--allowed-origin",
+    "allowed_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="A browser origin allowed to connect, e.g. https://app.example.com (repeatable); required to listen "
+    "beyond loopback.",
+)
+@click.option(
+    "--allowed-host",
+    "allowed_hosts",
+    multiple=True,
+    metavar="HOST",
+    help="A Host header accepted besides loopback names and the bound address (repeatable; * for any).",
+)
+@click.option("--certfile", type=click.Path(exists=True, dir_okay=False), help="TLS certificate chain (PEM).")
+@click.option("--keyfile", type=click.Path(exists=True, dir_okay=False), help="TLS private key (PEM).")
+@click.option("--max-sessions", type=click.IntRange(min=1), help="Most sessions live at once (1000).")
+@click.option("--session-idle-timeout", type=DURATION, help="End a session after this much client silence (30m).")
+@click.option("--session-max-lifetime", type=DURATION, help="End every session this long after it began (12h).")
+@click.option("--max-request-bytes", type=SIZE, help="Largest POST body; larger ones get 413 (4MiB).")
+@click.option("--max-request-streams", type=click.IntRange(min=1), help="Most requests in flight per session (64).")
+@click.option(
+    "--backlog-limit",
+    type=click.IntRange(min=0),
+    help="Server messages kept for a session until its GET stream opens (256).",
+)
+@click.option(
+    "--replay-buffer-size",
+    type=click.IntRange(min=0),
+    help="Stream events kept for a reconnect with Last-Event-ID (256).",
+)
+@click.option("--shutdown-deadline", type=DURATION, help="How long shutdown waits for requests in flight (10s).")
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+    default="info",
+    show_default=True,
+    help="Server log level (to stderr).",
+)
+def serve(
+    target: str | None,
+    host: str,
+    port: int,
+    path: str,
+    certfile: str | None,
+    keyfile: str | None,
+    log_level: str,
+    **limits: Any,
+) -> None:
+    """Serve TARGET over Streamable HTTP and print its endpoint.
+
+    \b
+    TARGET is one of:
+      (nothing) or demo          the demo: math and artifact tools, resources, prompts
+      math, artifact_instructions  a built-in server
+      module:factory             your function returning an McpServer (called per session)
+      path/to/file.py:factory    the same, from a file
+
+    Limits left out keep the defaults shown in brackets. Ctrl-C or SIGTERM shuts down gracefully.
+    """
+    import logging
+
+    if (certfile is None) != (keyfile is None):
+        raise click.UsageError("--certfile and --keyfile go together")
+    if not path.startswith("/"):
+        raise click.BadParameter("must start with /", param_hint="--path")
+    label, factory = resolve_target(target)
+    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    options = bind_options(host=host, port=port, path=path, **limits)
+    if certfile is not None and keyfile is not None:
+        options["ssl_context"] = _ssl_context(certfile, keyfile)
+    _serve_forever(label, factory, options)
+
+
+# --- TARGET ---------------------------------------------------------------------------------------
+
+
+def _load_attribute(target: str) -> Any:
+    """The object named by ``module:attr`` or ``path/to/file.py:attr`` (dots allowed in attr)."""
+    import importlib
+    import importlib.util
+
+    location, _, attribute = target.rpartition(":")
+    if not location or not attribute:
+        raise BadUsage(f"{target!r} is not module:factory or path/to/file.py:factory")
+    if location.endswith(".py") or os.sep in location or "/" in location:
+        path = os.path.abspath(location)
+        if not os.path.isfile(path):
+            raise BadUsage(f"no such file: {location}")
+        # The file's directory goes on sys.path so it can import its neighbours, as `python file.py` would.
+        sys.path.insert(0, os.path.dirname(path))
+        name = "_mcp_target_" + safe_stem(os.path.splitext(os.path.basename(path))[0])
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise BadUsage(f"cannot load {location} as Python")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    else:
+        # Like `python -m`: modules in the current directory are importable.
+        if os.getcwd() not in sys.path and "" not in sys.path:
+            sys.path.insert(0, os.getcwd())
+        try:
+            module = importlib.import_module(location)
+        except ModuleNotFoundError as error:
+            if error.name and location.startswith(error.name):
+                raise BadUsage(f"no module named {location!r}") from None
+            raise
+    value: Any = module
+    for part in attribute.split("."):
+        try:
+            value = getattr(value, part)
+        except AttributeError:
+            raise BadUsage(f"{location} has no attribute {attribute!r}") from None
+    return value
+
+
+def resolve_target(target: str | None) -> tuple[str, Callable[[], McpServer]]:
+    """``(label, factory)`` for ``serve``'s TARGET: none (the demo), a built-in name, or ``module:factory``.
+
+    The factory is called once now, so a broken one fails before the port
+    opens; that first server is handed to the first session, so it is still
+    one call per session.
+    """
+    from ..server import McpServer
+
+    builtins = builtin_servers()
+    name = target or DEMO
+    if name in builtins:
+        factory = builtins[name]
+        label = name
+    elif ":" in name:
+        factory = _load_attribute(name)
+        label = name
+        if isinstance(factory, McpServer):
+            raise BadUsage(
+                f"{name} is an McpServer instance; point at a function that builds one, since every session "
+                "needs its own"
+            )
+        if not callable(factory):
+            raise BadUsage(f"{name} is not callable")
+    else:
+        known = ", ".join(sorted(builtins))
+        raise BadUsage(f"unknown server {name!r}; use a built-in ({known}) or module:factory / path/to/file.py:factory")
+    first = factory()
+    if not isinstance(first, McpServer):
+        raise BadUsage(f"{name} returned {type(first).__name__}, not an McpServer")
+    pending = [first]
+
+    def per_session() -> McpServer:
+        if pending:
+            return pending.pop()
+        server = factory()
+        if not isinstance(server, McpServer):
+            raise TypeError(f"{label} returned {type(server).__name__}, not an McpServer")
+        return server
+
+    return label, per_session
+
+
+# --- serving --------------------------------------------------------------------------------------
+
+
+def bind_options(*, host: str, port: int, path: str, **limits: Any) -> dict[str, Any]:
+    """The keyword arguments for ``McpHttpServer.bind``: limits given as None or empty are left to its defaults.
+
+    >>> bind_options(host="127.0.0.1", port=0, path="/mcp", max_sessions=None, allowed_origins=("https://a.b",))
+    {'host': '127.0.0.1', 'port': 0, 'path': '/mcp', 'allowed_origins': ['https://a.b']}
+    """
+    options: dict[str, Any] = {"host": host, "port": port, "path": path}
+    for name, value in limits.items():
+        if isinstance(value, tuple):
+            if value:
+                options[name] = list(value)
+        elif value is not None:
+            options[name] = value
+    return options
+
+
+def _ssl_context(certfile: str, keyfile: str) -> Any:
+    import ssl
+
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    try:
+        context.load_cert_chain(certfile, keyfile)
+    except (ssl.SSLError, OSError) as error:
+        raise Failure(f"cannot load the TLS certificate and key: {describe_error(error)}") from error
+    return context
+
+
+def _serve_forever(label: str, factory: Callable[[], McpServer], options: dict[str, Any]) -> None:
+    import asyncio
+    import signal
+
+    async def run() -> None:
+        try:
+            from ..transport.http import McpHttpServer
+        except ImportError as error:
+            raise Failure(f"the HTTP transport is not available: {error}") from error
+        try:
+            http = await McpHttpServer.bind(on_session=factory, **options)
+        except OSError as error:
+            raise Failure(f"cannot listen on {options['host']}:{options['port']}: {describe_error(error)}") from error
+        except ValueError as error:
+            raise click.UsageError(str(error)) from error
+        click.echo(f"Serving {label} at {http.endpoint}")
+        sys.stdout.flush()
+        click.echo("Press Ctrl-C to stop.", err=True)
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        main_task = asyncio.current_task()
+        signals = (signal.SIGINT, signal.SIGTERM)
+
+        def on_signal() -> None:
+            if stop.is_set() and main_task is not None:
+                main_task.cancel()  # a second signal: stop waiting for the graceful close
+            stop.set()
+
+        installed: list[signal.Signals] = []
+        for number in signals:
+            try:
+                loop.add_signal_handler(number, on_signal)
+                installed.append(number)
+            except (NotImplementedError, RuntimeError):  # Windows: KeyboardInterrupt still works
+                pass
+        try:
+            await stop.wait()
+            click.echo("Shutting down...", err=True)
+        finally:
+            try:
+                await http.close()
+            finally:
+                for number in installed:
+                    loop.remove_signal_handler(number)
+
+    try:
+        import uvloop
+
+        loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = uvloop.new_event_loop
+    except ImportError:
+        loop_factory = None
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        try:
+            runner.run(run())
+        except asyncio.CancelledError:
+            raise SystemExit(EXIT_INTERRUPTED) from None
