@@ -14,7 +14,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeAlias
 
 from .jsonrpc import dumps
 
@@ -100,37 +100,35 @@ class TextContent:
 
 
 @dataclass(slots=True)
-class ImageContent:
-    """An image; ``data`` is base64. Use ``from_bytes`` to encode raw bytes."""
+class _MediaContent:
+    """Base64 media; ``from_bytes`` encodes raw bytes."""
 
+    _type: ClassVar[str]
     data: str
     mime_type: str
     annotations: Annotations | None = None
     meta: dict[str, Any] | None = None
 
     @classmethod
-    def from_bytes(cls, data: bytes, mime_type: str) -> ImageContent:
+    def from_bytes(cls, data: bytes, mime_type: str) -> Self:
         return cls(base64.b64encode(data).decode("ascii"), mime_type)
 
     def to_dict(self) -> dict[str, Any]:
-        return _finish({"type": "image", "data": self.data, "mimeType": self.mime_type}, self.annotations, self.meta)
+        return _finish({"type": self._type, "data": self.data, "mimeType": self.mime_type}, self.annotations, self.meta)
 
 
 @dataclass(slots=True)
-class AudioContent:
+class ImageContent(_MediaContent):
+    """An image; ``data`` is base64. Use ``from_bytes`` to encode raw bytes."""
+
+    _type: ClassVar[str] = "image"
+
+
+@dataclass(slots=True)
+class AudioContent(_MediaContent):
     """Audio; ``data`` is base64. Use ``from_bytes`` to encode raw bytes."""
 
-    data: str
-    mime_type: str
-    annotations: Annotations | None = None
-    meta: dict[str, Any] | None = None
-
-    @classmethod
-    def from_bytes(cls, data: bytes, mime_type: str) -> AudioContent:
-        return cls(base64.b64encode(data).decode("ascii"), mime_type)
-
-    def to_dict(self) -> dict[str, Any]:
-        return _finish({"type": "audio", "data": self.data, "mimeType": self.mime_type}, self.annotations, self.meta)
+    _type: ClassVar[str] = "audio"
 
 
 @dataclass(slots=True)
