@@ -84,10 +84,17 @@ async def test_a_taken_port_is_an_oserror() -> None:
             await McpHttpServer.bind(on_session=build_server, port=taken.getsockname()[1])
 
 
-async def test_localhost_name_is_fine() -> None:
-    http = await McpHttpServer.bind(on_session=build_server, host="localhost")
+@pytest.mark.parametrize(("host", "prefix"), [("localhost", "http://localhost:"), ("::1", "http://[::1]:")])
+async def test_other_loopback_names(host: str, prefix: str) -> None:
     try:
-        assert http.endpoint.startswith("http://localhost:")
+        http = await McpHttpServer.bind(on_session=build_server, host=host)
+    except OSError:
+        pytest.skip(f"cannot listen on {host} here")
+    try:
+        assert http.endpoint.startswith(prefix)
+        async with httpx.AsyncClient() as client:
+            reply = await client.post(http.endpoint, json=initialize_message(), headers=HEADERS)
+            assert reply.status_code == 200
     finally:
         await http.close()
 
