@@ -83,31 +83,48 @@ def http_table(results: dict[str, Any], key: str, title: str) -> list[str]:
     return lines
 
 
+def _per_session(m: dict[str, Any]) -> float | None:
+    """KB per idle session at the largest point measured."""
+    points = sorted(int(k.rsplit("_", 1)[1]) for k in m if k.startswith("per_kb_"))
+    return m[f"per_kb_{points[-1]}"] if points else None
+
+
+def _hundred_k_mb(m: dict[str, Any]) -> tuple[float, bool] | None:
+    """Resident MB with 100,000 idle sessions: (value, measured), else extrapolated."""
+    if m.get("rss_kb_100000") is not None:
+        return m["rss_kb_100000"] / 1024, True
+    per = _per_session(m)
+    if per is None or m.get("empty_kb") is None:
+        return None
+    return (m["empty_kb"] + 100_000 * per) / 1024, False
+
+
 def memory_table(results: dict[str, Any]) -> list[str]:
     mem = results.get("memory", {})
+    counts = sorted({int(k.rsplit("_", 1)[1]) for m in mem.values() for k in m
+                     if k.startswith(("per_kb_", "error_"))}) or [1000]
     lines = ["**Memory: resident size of an empty server, growth per idle session**", "",
-             "| server | empty RSS MB | KB/session at 1,000 | KB/session at 10,000 | ours smaller by |"
-             " 100,000 sessions (extrapolated) MB |",
-             "|---|---:|---:|---:|---:|---:|"]
-    ours = mem.get(OURS, {})
-    ours_per = ours.get("per_kb_10000") or ours.get("per_kb_1000")
+             "| server | empty RSS MB | " + " | ".join(f"KB/session at {n:,}" for n in counts)
+             + " | ours smaller by | 100,000 sessions MB |",
+             "|---|---:|" + "---:|" * len(counts) + "---:|---:|"]
+    ours_per = _per_session(mem.get(OURS, {}))
     for name in results["order"]:
         m = mem.get(name, {})
         if m.get("skip") or m.get("empty_kb") is None:
-            lines.append(f"| {LABELS[name]} | {'skipped: ' + m['skip'] if m.get('skip') else m.get('error', 'not run')}"
-                         " | | | | |")
+            why = f"skipped: {m['skip']}" if m.get("skip") else m.get("error", "not run")
+            lines.append(f"| {LABELS[name]} | {why} |" + " |" * (len(counts) + 2))
             continue
         cells = [_num(m["empty_kb"] / 1024, 1)]
-        for n in (1000, 10000):
+        for n in counts:
             per = m.get(f"per_kb_{n}")
             cells.append(_num(per, 1) if per is not None else (m.get(f"error_{n}") or "—"))
-        per = m.get("per_kb_10000") or m.get("per_kb_1000")
+        per = _per_session(m)
         if name == BARE:
             cells += ["(no sessions)", "—"]
         else:
-            ratio = "—" if name == OURS else (_times(per / ours_per) if per and ours_per else "n/a")
-            cells.append(ratio)
-            cells.append(_num((m["empty_kb"] + 100_000 * per) / 1024) if per is not None else "n/a")
+            cells.append("—" if name == OURS else (_times(per / ours_per) if per and ours_per else "n/a"))
+            big = _hundred_k_mb(m)
+            cells.append("n/a" if big is None else _num(big[0]) + ("" if big[1] else " (extrapolated)"))
         lines.append(f"| {LABELS[name]} | " + " | ".join(cells) + " |")
     return lines
 
@@ -135,19 +152,21 @@ def inmemory_table(results: dict[str, Any]) -> list[str]:
 def startup_table(results: dict[str, Any]) -> list[str]:
     imports = results.get("imports", {})
     starts = results.get("startup", {})
-    lines = ["**Start-up: import time (median of runs, wall time over a bare interpreter) and time from "
+    lines = ["**Start-up: import time (wall time over a bare interpreter, median of runs) and time from "
              "spawning the server to its first answered `initialize` (median of this run's starts)**", "",
-             "| server | import ms | spawn → first answer ms |", "|---|---:|---:|"]
+             "| server | spawn → first answer ms | import | import ms |", "|---|---:|---|---:|"]
     for name in results["order"]:
-        imp = imports.get(name, {})
-        imp_cell = _num(imp["ms"], 1) + f" (`{imp['module']}`)" if imp.get("ms") is not None else (
-            imp.get("error") or "—")
         s = starts.get(name) or []
-        lines.append(f"| {LABELS[name]} | {imp_cell} | {_num(statistics.median(s) * 1000) if s else '—'} |")
+        spawn = _num(statistics.median(s) * 1000) if s else "—"
+        rows = imports.get(name) or [{}]
+        for i, imp in enumerate(rows):
+            code = f"`{imp['code']}`" if imp.get("code") else "—"
+            ms = _num(imp["ms"], 1) if imp.get("ms") is not None else imp.get("error", "—")
+            lines.append(f"| {LABELS[name] if i == 0 else ''} | {spawn if i == 0 else ''} | {code} | {ms} |")
     cli = results.get("cli", {})
     cell = _num(statistics.median(cli["seconds"]) * 1000) if cli.get("seconds") else (
         f"skipped: {cli['skip']}" if cli.get("skip") else f"invalid: {cli.get('error', 'not run')}")
-    lines.append(f"| `mcp-sse-server serve` (CLI) | | {cell} |")
+    lines.append(f"| `mcp-sse-server serve` (CLI, demo server) | {cell} | | |")
     return lines
 
 
@@ -179,11 +198,12 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, str]]:
           f"{100 * r:.0f}%" if r is not None else "")
     p99 = ours["p99_us"] / 1000 if ours else None
     check("p99 < 5 ms at 16 connections", p99, p99 is not None and p99 < 5, f"{p99:.2f} ms" if p99 else "")
-    per = mem.get("per_kb_10000") or mem.get("per_kb_1000")
+    per = _per_session(mem)
     check("idle session ≤ 4 KB", per, per is not None and per <= 4, f"{per:.1f} KB" if per is not None else "")
-    big = (mem["empty_kb"] + 100_000 * per) / 1024 if per is not None and mem.get("empty_kb") else None
-    check("100,000 idle sessions < 1 GB (extrapolated from the largest point)", big,
-          big is not None and big < 1024, f"{big:,.0f} MB" if big is not None else "")
+    hundred = _hundred_k_mb(mem)
+    big = hundred[0] if hundred else None
+    check("100,000 idle sessions < 1 GB", big, big is not None and big < 1024,
+          f"{big:,.0f} MB" + ("" if hundred and hundred[1] else " (extrapolated)") if big is not None else "")
     for key, want, label in (("inmemory-client", 10, "`InMemoryClient`"),
                              ("memory-transport", 30, "`MemoryTransport`")):
         med = inm.get(key, {}).get("median_us")

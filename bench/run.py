@@ -52,13 +52,14 @@ class Settings:
     seconds: float  # per measured wrk point
     warmup: float  # wrk warm-up before each point, not counted
     session_counts: tuple[int, ...]  # idle-session memory points
+    ours_extra: tuple[int, ...]  # more points for our server only (the 100,000-session target)
     inmemory_calls: int
     import_runs: int
     mode: str
 
 
-FULL = Settings(8, 2, (1000, 10000), 2000, 7, "full run (8 s per load point)")
-QUICK = Settings(3, 1, (1000,), 500, 3, "quick run (--quick: 3 s per load point, memory at 1,000 sessions only)")
+FULL = Settings(8, 2, (1000, 10000), (100_000,), 2000, 7, "full run (8 s per load point)")
+QUICK = Settings(3, 1, (1000,), (), 500, 3, "quick run (--quick: 3 s per load point, memory at 1,000 sessions only)")
 
 
 @dataclass
@@ -72,7 +73,7 @@ class Peer:
     cwd: Path | None = None
     env: dict[str, str] = field(default_factory=dict)
     skip: str | None = None  # why it cannot run here
-    import_module: str | None = None  # what a user imports, for the import-time row
+    imports: tuple[str, ...] = ()  # what a user imports to serve, for the import-time rows
     python: str | None = None
 
 
@@ -103,11 +104,12 @@ def peers() -> list[Peer]:
 
     out = [
         Peer(report.OURS, lambda p, j: [py, str(BENCH / "ours.py"), str(p)], env=our_env(),
-             import_module="mcp_sse_server", python=py),
+             imports=("import mcp_sse_server", "from mcp_sse_server import McpHttpServer, McpServer, Tool"),
+             python=py),
         Peer("official", lambda p, j: [official, str(BENCH / "peers" / "peer_official_sdk.py"), str(p), *flag(j)],
-             json=True, import_module="mcp.server.mcpserver", python=official),
+             json=True, imports=("from mcp.server.mcpserver import MCPServer",), python=official),
         Peer("fastmcp", lambda p, j: [fast, str(BENCH / "peers" / "peer_fastmcp.py"), str(p), *flag(j)],
-             json=True, import_module="fastmcp", python=fast),
+             json=True, imports=("from fastmcp import FastMCP",), python=fast),
         Peer("typescript", lambda p, j: [node or "node", str(ts_dir / "peer_typescript_sdk.mjs"), str(p), *flag(j)],
              json=True, cwd=ts_dir),
         Peer(report.BARE, lambda p, j: [py, str(BENCH / "bare_asgi.py"), str(p), *flag(j)], json=True,
@@ -259,7 +261,7 @@ class Run:
                 # warm-up ones too): the official SDK and fastmcp refuse the 10,001st.
                 held = 1 + len(warm.ids)
                 before, opened = rss_kb(srv.pid), 0
-                for count in self.s.session_counts:
+                for count in self.s.session_counts + (self.s.ours_extra if peer.name == report.OURS else ()):
                     got = open_sessions(srv.url, count - held - opened, deadline=max(150.0, count / 400))
                     opened += len(got.ids)
                     if got.error:
@@ -267,7 +269,8 @@ class Run:
                         log(f"{peer.name}: {m[f'error_{count}']}")
                         return
                     time.sleep(1.0)
-                    m[f"per_kb_{count}"] = (rss_kb(srv.pid) - before) / opened
+                    m[f"rss_kb_{count}"] = rss_kb(srv.pid)
+                    m[f"per_kb_{count}"] = (m[f"rss_kb_{count}"] - before) / opened
                     log(f"{peer.name}: {count:,} idle sessions, {m[f'per_kb_{count}']:.1f} KB each")
         except ServerFailed as exc:
             m["error"] = f"server failed: {first_last(exc)}"
@@ -300,9 +303,9 @@ class Run:
         return proc.stdout if proc.returncode == 0 else f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"
 
     def imports(self) -> None:
-        """Wall time of `python -c 'import X'` less that of `python -c pass`, medians."""
+        """Wall time of `python -c STATEMENT` less that of `python -c pass`, medians."""
         for peer in self.peers:
-            if not peer.import_module or (peer.skip and peer.name != report.OURS) or not peer.python:
+            if not peer.imports or (peer.skip and peer.name != report.OURS) or not peer.python:
                 continue
             env = dict(os.environ, **peer.env)
 
@@ -312,14 +315,16 @@ class Run:
                                     capture_output=True, timeout=60).returncode == 0
                 return time.perf_counter() - t if ok else None
 
-            bare = [wall("pass") for _ in range(self.s.import_runs)]
-            full = [wall(f"import {peer.import_module}") for _ in range(self.s.import_runs)]
-            if None in full or None in bare:
-                self.results["imports"][peer.name] = {"error": f"`import {peer.import_module}` failed"}
-                continue
-            ms = (statistics.median(full) - statistics.median(bare)) * 1000  # type: ignore[type-var]
-            self.results["imports"][peer.name] = {"ms": ms, "module": peer.import_module}
-            log(f"import {peer.import_module}: {ms:.1f} ms")
+            rows = self.results["imports"][peer.name] = []
+            for code in peer.imports:
+                bare = [wall("pass") for _ in range(self.s.import_runs)]
+                full = [wall(code) for _ in range(self.s.import_runs)]
+                if None in full or None in bare:
+                    rows.append({"code": code, "error": "failed"})
+                    continue
+                ms = (statistics.median(full) - statistics.median(bare)) * 1000  # type: ignore[type-var]
+                rows.append({"code": code, "ms": ms})
+                log(f"{code}: {ms:.1f} ms")
 
     def cli(self) -> None:
         """Spawn `mcp-sse-server serve` to its first answered initialize, a few times."""
@@ -390,6 +395,7 @@ def main() -> None:
     settings = QUICK if args.quick else FULL
     if args.sessions:
         settings.session_counts = tuple(sorted(int(n) for n in args.sessions.split(",")))
+        settings.ours_extra = ()
     everything = peers()
     wanted = args.servers.split(",") if args.servers else ORDER
     unknown = set(wanted) - set(ORDER)
