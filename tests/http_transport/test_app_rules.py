@@ -210,6 +210,24 @@ async def test_a_declared_oversized_body_is_413_before_reading_it(make_app: Call
     assert len(app.sessions) == 0
 
 
+async def test_in_a_session_too_a_declared_oversized_body_is_refused_unread(
+    make_app: Callable[..., McpHttpApp],
+) -> None:
+    app = make_app(max_request_bytes=300)
+    session = await open_session(app)
+    pending = AsgiCall(app, "POST", request(1, "ping"), {**session.headers, "content-length": "301"})
+    reply = await pending.start().finish()
+    assert_error(reply, 413, "300 bytes")
+    assert pending.receive_calls == 0
+    big = await session.post({"jsonrpc": "2.0", "id": 2, "method": "ping", "params": {"pad": "x" * 300}}).finish()
+    assert_error(big, 413)
+    chunked = AsgiCall(
+        app, "POST", headers=session.headers, chunks=[b'{"jsonrpc":"2.0",', b'"pad":"' + b"x" * 290 + b'"}']
+    )
+    assert_error(await chunked.start().finish(), 413)
+    assert (await session.result("ping")) == {}
+
+
 async def test_a_streamed_oversized_body_is_413(make_app: Callable[..., McpHttpApp]) -> None:
     app = make_app(max_request_bytes=100)
     reply = await call(app, "POST", chunks=[b'{"jsonrpc":"2.0",', b'"padding":"' + b"x" * 80, b'"}'])

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
-from ...jsonrpc import JsonRpcRequest
+from ...jsonrpc import JsonRpcRequest, McpError, parse_message
 from .accept import accepts_json_and_sse
 from .asgi import Receive, Scope, Send
 from .errors import INTERNAL_ERROR, SERVER_BUSY, HttpError, write_json_rpc_error
@@ -28,7 +28,14 @@ from .limits import DEFAULT_LIMITS, HttpLimits
 from .security import OriginPolicy
 from .sessions import Clock, MemorySessionStore, Session, SessionStore, new_session_id
 from .streams import KeepaliveTicker
-from .transport import ClientDisconnected, SseTransport, is_json_content_type, parse_body, read_body
+from .transport import (
+    ClientDisconnected,
+    SseTransport,
+    check_content_length,
+    is_json_content_type,
+    parse_body,
+    read_body,
+)
 
 __all__ = ["ACCEPTED_PROTOCOL_VERSIONS", "McpHttpApp", "SessionFactory"]
 
@@ -87,6 +94,7 @@ class McpHttpApp:
         self.path = path
         self.limits = limits
         self.sessions: SessionStore = session_store if session_store is not None else MemorySessionStore()
+        self._lookup = self.sessions.get
         self.clock = clock
         self.policy = OriginPolicy(limits.allowed_origins, limits.allowed_hosts, bind_host)
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
@@ -155,7 +163,22 @@ class McpHttpApp:
                 await self._open_session(scope, receive, send, values[_CLEN])
                 return
             session = self._session(session_id, values[_VERSION])
-            message = parse_body(await read_body(receive, self.limits.max_request_bytes, values[_CLEN]))
+            # read_body() inlined for the usual one-chunk body.
+            max_bytes = self.limits.max_request_bytes
+            content_length = values[_CLEN]
+            if content_length is not None:
+                check_content_length(content_length, max_bytes)
+            first = await receive()
+            if first.get("more_body", False) or first["type"] != "http.request":
+                body = await read_body(receive, max_bytes, None, first)
+            else:
+                body = first.get("body", b"")
+                if len(body) > max_bytes:
+                    raise HttpError(413, f"Payload too large: the body exceeds the limit of {max_bytes} bytes")
+            try:
+                message = parse_message(body)
+            except McpError as error:
+                raise HttpError(400, error.message, error.code) from None
             if type(message) is JsonRpcRequest:
                 if self._closing:
                     raise _shutting_down()
@@ -197,12 +220,15 @@ class McpHttpApp:
 
     def _session(self, session_id: bytes, version: bytes | None) -> Session:
         """The live session for a request (refreshing its idle clock), or HttpError 404/400."""
-        session = self.sessions.get(session_id.decode("latin-1"))
+        session = self._lookup(session_id.decode("latin-1"))
         if session is None or session.closing:
             raise HttpError(404, _UNKNOWN_SESSION)
         now = self.clock()
         limits = self.limits
-        if session.expired(now, limits.session_idle_timeout, limits.session_max_lifetime):
+        # Session.expired() spelled out: this runs on every request.
+        if now - session.last_seen >= limits.session_idle_timeout or (
+            now - session.created_at >= limits.session_max_lifetime
+        ):
             self._end_soon(session)
             raise HttpError(404, _UNKNOWN_SESSION)
         if version is not None and version not in ACCEPTED_PROTOCOL_VERSIONS:

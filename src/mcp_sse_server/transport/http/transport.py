@@ -36,7 +36,7 @@ from ...jsonrpc import (
     parse_message,
 )
 from ..base import MessageSink, Transport
-from .asgi import Receive, Scope, Send
+from .asgi import Message, Receive, Scope, Send
 from .errors import HttpError, error_body
 from .events import BufferedEvent, EventBuffer, EventBufferFactory, MemoryEventBuffer
 from .limits import DEFAULT_LIMITS, HttpLimits
@@ -70,16 +70,26 @@ def is_json_content_type(value: bytes | None) -> bool:
     return value.split(b";", 1)[0].strip().lower() == b"application/json"
 
 
-async def read_body(receive: Receive, max_bytes: int, content_length: bytes | None = None) -> bytes:
-    """The request body, refusing (413) a declared or actual size beyond ``max_bytes``."""
+def check_content_length(content_length: bytes, max_bytes: int) -> None:
+    """Refuse a declared body size beyond ``max_bytes`` (413) before reading a byte of it."""
+    try:
+        declared = int(content_length)
+    except ValueError:
+        raise HttpError(400, "Bad request: invalid Content-Length header") from None
+    if declared > max_bytes:
+        raise HttpError(413, f"Payload too large: the body exceeds the limit of {max_bytes} bytes")
+
+
+async def read_body(
+    receive: Receive, max_bytes: int, content_length: bytes | None = None, first: Message | None = None
+) -> bytes:
+    """The request body, refusing (413) a declared or actual size beyond ``max_bytes``.
+
+    ``first`` is a message already received, when the caller looked at it.
+    """
     if content_length is not None:
-        try:
-            declared = int(content_length)
-        except ValueError:
-            raise HttpError(400, "Bad request: invalid Content-Length header") from None
-        if declared > max_bytes:
-            raise HttpError(413, f"Payload too large: the body exceeds the limit of {max_bytes} bytes")
-    message = await receive()
+        check_content_length(content_length, max_bytes)
+    message = first if first is not None else await receive()
     if message["type"] != "http.request":
         raise ClientDisconnected
     body: bytes = message.get("body", b"")
