@@ -29,6 +29,7 @@ class Load:
     invalid: str | None = None
     wrk_cpu: float | None = None  # share of one core wrk used during the point
     server_cpu: float | None = None  # share of one core the server used (filled in by the caller)
+    disturbed: bool = False  # the server never got its whole core: other work interfered
 
     @property
     def ok(self) -> bool:

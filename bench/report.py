@@ -35,7 +35,8 @@ def _times(x: float) -> str:
 def _cpu(point: dict[str, Any]) -> str:
     if point.get("server_cpu") is None or point.get("wrk_cpu") is None:
         return "—"
-    return f"{100 * point['server_cpu']:.0f}% / {100 * point['wrk_cpu']:.0f}%"
+    mark = " †" if point.get("disturbed") else ""
+    return f"{100 * point['server_cpu']:.0f}%{mark} / {100 * point['wrk_cpu']:.0f}%"
 
 
 def _load(point: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -80,6 +81,10 @@ def http_table(results: dict[str, Any], key: str, title: str) -> list[str]:
         lines.append(f"| {LABELS[name]} | {_num(point['rps'])} | {_ms(point['p50_us'])} | "
                      f"{_ms(point['p99_us'])} | {_throughput_ratio(name, ours_ref, point)} | {_cpu(point)} | "
                      f"{per_cpu} |")
+    if any((_load(http.get(n, {}).get(key)) or {}).get("disturbed") for n in results["order"]):
+        lines += ["", "† other work on this shared machine took part of the server's core in every try, "
+                  "so that row's requests/s and latency are low; its requests per server CPU-second are "
+                  "the fairer figure."]
     return lines
 
 
@@ -152,9 +157,9 @@ def inmemory_table(results: dict[str, Any]) -> list[str]:
 def startup_table(results: dict[str, Any]) -> list[str]:
     imports = results.get("imports", {})
     starts = results.get("startup", {})
-    lines = ["**Start-up: import time (wall time over a bare interpreter, median of runs) and time from "
+    lines = ["**Start-up: import time (wall and CPU time over a bare interpreter, median of runs) and time from "
              "spawning the server to its first answered `initialize` (median of this run's starts)**", "",
-             "| server | spawn → first answer ms | import | import ms |", "|---|---:|---|---:|"]
+             "| server | spawn → first answer ms | import | import ms | import CPU ms |", "|---|---:|---|---:|---:|"]
     for name in results["order"]:
         s = starts.get(name) or []
         spawn = _num(statistics.median(s) * 1000) if s else "—"
@@ -162,11 +167,12 @@ def startup_table(results: dict[str, Any]) -> list[str]:
         for i, imp in enumerate(rows):
             code = f"`{imp['code']}`" if imp.get("code") else "—"
             ms = _num(imp["ms"], 1) if imp.get("ms") is not None else imp.get("error", "—")
-            lines.append(f"| {LABELS[name] if i == 0 else ''} | {spawn if i == 0 else ''} | {code} | {ms} |")
+            cpu = _num(imp["cpu_ms"], 1) if imp.get("cpu_ms") is not None else "—"
+            lines.append(f"| {LABELS[name] if i == 0 else ''} | {spawn if i == 0 else ''} | {code} | {ms} | {cpu} |")
     cli = results.get("cli", {})
     cell = _num(statistics.median(cli["seconds"]) * 1000) if cli.get("seconds") else (
         f"skipped: {cli['skip']}" if cli.get("skip") else f"invalid: {cli.get('error', 'not run')}")
-    lines.append(f"| `mcp-sse-server serve` (CLI, demo server) | {cell} | | |")
+    lines.append(f"| `mcp-sse-server serve` (CLI, demo server) | {cell} | | | |")
     return lines
 
 

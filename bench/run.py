@@ -21,6 +21,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shutil
 import statistics
 import subprocess
@@ -41,6 +42,8 @@ ROOT = BENCH.parent
 PEERS = BENCH / ".peers"
 RESULTS = BENCH / "results"
 ORDER = [report.OURS, "official", "fastmcp", "typescript", report.BARE]
+DISTURBED = 0.9  # a saturated server's share of its core below which other work interfered
+RETRY_BUDGET = 8  # re-measured points per run at most, to keep a full run under 10 minutes
 
 
 def log(msg: str) -> None:
@@ -136,6 +139,7 @@ class Run:
     def __init__(self, settings: Settings, selected: list[Peer]) -> None:
         self.s = settings
         self.peers = selected
+        self.retries_left = RETRY_BUDGET
         self.log_dir = RESULTS / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for old in self.log_dir.glob("*.log"):
@@ -180,17 +184,31 @@ class Run:
     def point(self, srv: Server, **kw: Any) -> dict[str, Any]:
         """Warm up, then one measured wrk point; an invalid warm-up invalidates it.
 
-        Records the CPU share the server and wrk used: a server below one full
-        core while wrk is near one means the generator (or other work on the
-        machine) limited the point, not the server.
+        Records the CPU share the server and wrk used. Every server here
+        saturates its core under this load, so a share below DISTURBED means
+        other work on the machine took part of the core: the point is measured
+        again (at most twice, within the run's retry budget) and the best kept,
+        marked as disturbed if it never got its core.
         """
         warm = wrk(srv.url, seconds=self.s.warmup, **kw)
         if not warm.ok:
             return asdict(Load(invalid=f"during warm-up: {warm.invalid}"))
-        cpu0, t0 = cpu_seconds(srv.pid), time.monotonic()
-        load = wrk(srv.url, seconds=self.s.seconds, **kw)
-        load.server_cpu = round((cpu_seconds(srv.pid) - cpu0) / (time.monotonic() - t0), 3)
-        return asdict(load)
+        best: Load | None = None
+        for _ in range(3):
+            cpu0, t0 = cpu_seconds(srv.pid), time.monotonic()
+            load = wrk(srv.url, seconds=self.s.seconds, **kw)
+            load.server_cpu = round((cpu_seconds(srv.pid) - cpu0) / (time.monotonic() - t0), 3)
+            if not load.ok or load.server_cpu >= DISTURBED:
+                return asdict(load)
+            if best is None or load.server_cpu > (best.server_cpu or 0):
+                best = load
+            if self.retries_left <= 0:
+                break
+            self.retries_left -= 1
+            log(f"  the server got {load.server_cpu:.0%} of its core (other work on the machine): measuring again")
+        assert best is not None
+        best.disturbed = True
+        return asdict(best)
 
     def http(self, peer: Peer) -> None:
         entry: dict[str, Any] = {"json_offered": peer.json}
@@ -309,22 +327,32 @@ class Run:
                 continue
             env = dict(os.environ, **peer.env)
 
-            def wall(code: str, python: str = peer.python, env: dict[str, str] = env) -> float | None:
-                t = time.perf_counter()
+            def timed(code: str, python: str = peer.python, env: dict[str, str] = env) -> tuple[float, float] | None:
+                """(wall, CPU) seconds of one interpreter running `code`; CPU time is what
+                other work on the machine cannot inflate."""
+                before, t = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
                 ok = subprocess.run(["taskset", "-c", str(SERVER_CPU), python, "-c", code], env=env,
                                     capture_output=True, timeout=60).returncode == 0
-                return time.perf_counter() - t if ok else None
+                wall = time.perf_counter() - t
+                after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+                return (wall, cpu) if ok else None
 
             rows = self.results["imports"][peer.name] = []
             for code in peer.imports:
-                bare = [wall("pass") for _ in range(self.s.import_runs)]
-                full = [wall(code) for _ in range(self.s.import_runs)]
+                bare, full = [], []
+                for _ in range(self.s.import_runs):  # interleaved, so both see the same conditions
+                    bare.append(timed("pass"))
+                    full.append(timed(code))
                 if None in full or None in bare:
                     rows.append({"code": code, "error": "failed"})
                     continue
-                ms = (statistics.median(full) - statistics.median(bare)) * 1000  # type: ignore[type-var]
-                rows.append({"code": code, "ms": ms})
-                log(f"{code}: {ms:.1f} ms")
+                row = {"code": code}
+                for i, what in enumerate(("ms", "cpu_ms")):
+                    row[what] = (statistics.median(f[i] for f in full if f)  # type: ignore[index]
+                                 - statistics.median(b[i] for b in bare if b)) * 1000  # type: ignore[index]
+                rows.append(row)
+                log(f"{code}: {row['ms']:.1f} ms, CPU {row['cpu_ms']:.1f} ms")
 
     def cli(self) -> None:
         """Spawn `mcp-sse-server serve` to its first answered initialize, a few times."""
