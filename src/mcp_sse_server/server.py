@@ -21,7 +21,7 @@ import binascii
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import orjson
 
@@ -70,6 +70,24 @@ DEFAULT_PING_TIMEOUT: Final = 30.0
 logger = logging.getLogger("mcp_sse_server")
 
 Handler = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
+# A method's handler as a plain function of the server: one table per class, not per session.
+_UnboundHandler = Callable[[Any, dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
+
+# JSON-RPC method -> the McpServer method serving it (looked up on each class, so overrides count).
+_METHOD_NAMES: Final = {
+    "ping": "_ping",
+    "tools/list": "_list_tools",
+    "tools/call": "_call_tool",
+    "resources/list": "_list_resources",
+    "resources/templates/list": "_list_templates",
+    "resources/read": "_read_resource",
+    "resources/subscribe": "_subscribe",
+    "resources/unsubscribe": "_unsubscribe",
+    "prompts/list": "_list_prompts",
+    "prompts/get": "_get_prompt",
+    "completion/complete": "_complete",
+    "logging/setLevel": "_set_level",
+}
 
 
 async def _call(function: Callable[..., Any], is_async: bool, *args: Any) -> Any:
@@ -119,6 +137,13 @@ class McpServer:
     results are paged with opaque cursors.
     """
 
+    # Filled in for McpServer below and for each subclass by __init_subclass__.
+    _handlers: ClassVar[dict[str, _UnboundHandler]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._handlers = _handler_table(cls)
+
     def __init__(
         self,
         name: str,
@@ -148,20 +173,6 @@ class McpServer:
         self._prompts: dict[str, Prompt] = {}
         self._subscriptions: set[str] = set()
         self._tool_list: list[dict[str, Any]] | None = None
-        self._methods: dict[str, Handler] = {
-            "ping": self._ping,
-            "tools/list": self._list_tools,
-            "tools/call": self._call_tool,
-            "resources/list": self._list_resources,
-            "resources/templates/list": self._list_templates,
-            "resources/read": self._read_resource,
-            "resources/subscribe": self._subscribe,
-            "resources/unsubscribe": self._unsubscribe,
-            "prompts/list": self._list_prompts,
-            "prompts/get": self._get_prompt,
-            "completion/complete": self._complete,
-            "logging/setLevel": self._set_level,
-        }
 
     # --- registration ------------------------------------------------------------
 
@@ -259,10 +270,10 @@ class McpServer:
             return self._initialize(params, context)
         if not self.initialized and method != "ping":
             raise McpError(INVALID_REQUEST, f"Received {method} before initialize: initialize the session first")
-        handler = self._methods.get(method)
+        handler = self._handlers.get(method)
         if handler is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
-        return handler(params, context)
+        return handler(self, params, context)
 
     def handle_notification(self, notification: JsonRpcNotification) -> None:
         if notification.method == "notifications/initialized":
@@ -600,6 +611,13 @@ class McpServer:
 
     async def ping(self, *, timeout: float | None = DEFAULT_PING_TIMEOUT) -> None:
         await self._client_request("ping", None, None, timeout)
+
+
+def _handler_table(cls: type[McpServer]) -> dict[str, _UnboundHandler]:
+    return {method: getattr(cls, name) for method, name in _METHOD_NAMES.items()}
+
+
+McpServer._handlers = _handler_table(McpServer)
 
 
 _ELICIT_TYPES: Final = {"string", "number", "integer", "boolean"}
