@@ -118,7 +118,27 @@ class _RegisteredTool:
             raise ValueError(f"Tool {tool.name!r}: {error}") from None
         self.tool = tool
         self.is_async = tool.handler is not None and _is_async(tool.handler)
-        self.wire = tool.to_dict()
+        self.wire = _shared_wire(tool.to_dict())
+
+
+# Canonical JSON of a tool's tools/list entry -> one dict every session lists. Each
+# session of an HTTP server registers the same tools; the entries are never mutated.
+_WIRE_LIMIT: Final = 1024
+_wires: dict[bytes, dict[str, Any]] = {}
+
+
+def _shared_wire(wire: dict[str, Any]) -> dict[str, Any]:
+    try:
+        key = orjson.dumps(wire, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # not plain JSON: kept as is (serialization reports it when listed)
+        return wire
+    shared = _wires.get(key)
+    if shared is not None:
+        return shared
+    if len(_wires) >= _WIRE_LIMIT:
+        _wires.pop(next(iter(_wires), b""), None)
+    _wires[key] = wire
+    return wire
 
 
 def _params_str(params: dict[str, Any], key: str) -> str:
