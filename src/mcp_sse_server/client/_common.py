@@ -5,7 +5,6 @@ releases the transport when the handshake fails."""
 from __future__ import annotations
 
 import contextlib
-import logging
 from typing import Any
 
 from ..jsonrpc import (
@@ -21,8 +20,6 @@ from ..transport.base import Transport
 from .base import McpClient, SessionExpiredError
 
 __all__ = ["ClientTransport", "McpConnectionError", "RemoteClient", "SessionExpiredMcpError"]
-
-logger = logging.getLogger("mcp_sse_server.client")
 
 
 class McpConnectionError(McpError, ConnectionError):
@@ -66,8 +63,15 @@ class ClientTransport(Transport):
         self._outstanding: dict[RequestId, str] = {}
         self._finished = False
 
-    def _track(self, request: JsonRpcRequest) -> None:
-        self._outstanding[request.id] = request.method
+    def _track(self, message: JsonRpcMessage) -> None:
+        """Remember ``message`` until it is answered, if it is a request."""
+        if isinstance(message, JsonRpcRequest):
+            self._outstanding[message.id] = message.method
+
+    def _untrack(self, message: JsonRpcMessage) -> None:
+        """Forget a request that will get no answer (it could not be sent, or nobody waits)."""
+        if isinstance(message, JsonRpcRequest):
+            self._outstanding.pop(message.id, None)
 
     def _is_outstanding(self, request_id: RequestId) -> bool:
         return request_id in self._outstanding

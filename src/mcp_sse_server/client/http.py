@@ -254,7 +254,7 @@ class StreamableHttpTransport(ClientTransport):
         try:
             await self._post_request(request)
         except asyncio.CancelledError:
-            self._outstanding.pop(request.id, None)
+            self._untrack(request)
             raise
         except Exception as error:  # a bug here must fail the call, not strand it
             logger.exception("reading the reply to %s failed", request.method)

@@ -26,7 +26,6 @@ import httpx
 from ..jsonrpc import (
     CONNECTION_CLOSED,
     JsonRpcMessage,
-    JsonRpcRequest,
     McpError,
     RequestId,
     encode_message,
@@ -163,9 +162,7 @@ class SseClientTransport(ClientTransport):
     async def send(self, message: JsonRpcMessage, related_request_id: RequestId | None = None) -> None:
         if self._closed or self.endpoint is None:
             raise McpConnectionError(f"The connection to MCP server at {self.url} is closed")
-        is_request = isinstance(message, JsonRpcRequest)
-        if is_request:
-            self._track(message)  # type: ignore[arg-type]
+        self._track(message)
         try:
             response = await self._client.post(
                 self.endpoint,
@@ -184,10 +181,6 @@ class SseClientTransport(ClientTransport):
             if response.status_code == 404:  # the server has forgotten this stream's session
                 raise McpConnectionError(summary, {"status": response.status_code})
             raise McpError(CONNECTION_CLOSED, summary, {"status": response.status_code})
-
-    def _untrack(self, message: JsonRpcMessage) -> None:
-        if isinstance(message, JsonRpcRequest):
-            self._outstanding.pop(message.id, None)
 
     async def close(self) -> None:
         if self._closed:

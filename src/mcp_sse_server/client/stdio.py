@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from ..jsonrpc import JsonRpcMessage, JsonRpcRequest, McpError, RequestId, encode_message, parse_message
+from ..jsonrpc import JsonRpcMessage, McpError, RequestId, encode_message, parse_message
 from ..transport.base import Transport
 from ._common import ClientTransport, McpConnectionError, RemoteClient
 
@@ -111,14 +111,12 @@ class StdioClientTransport(ClientTransport):
         process = self.process
         if process is None or process.stdin is None or self._closing or self._failure is not None:
             raise self._gone()
-        if isinstance(message, JsonRpcRequest):
-            self._track(message)
+        self._track(message)
         try:
             process.stdin.write(encode_message(message) + b"\n")
             await process.stdin.drain()
         except (BrokenPipeError, ConnectionResetError):
-            if isinstance(message, JsonRpcRequest):
-                self._outstanding.pop(message.id, None)
+            self._untrack(message)
             code = process.returncode
             raise McpConnectionError(f"MCP server {self.display} {_describe_exit(code)}") from None
 
