@@ -170,8 +170,23 @@ def _is_id(value: Any) -> bool:
     return (type(value) is int) or isinstance(value, str)
 
 
+_ABSENT: Final = object()
+
+
 def message_from_dict(data: Any) -> JsonRpcMessage:
     """Build a message from decoded JSON, or raise McpError(-32600) naming what is wrong."""
+    # The usual well-formed request or notification, in as few steps as possible;
+    # anything else takes the checks below, which name what is wrong.
+    if type(data) is dict and data.get("jsonrpc") == "2.0":
+        method = data.get("method")
+        if type(method) is str:
+            params = data.get("params")
+            if params is None or type(params) is dict:
+                id_ = data.get("id", _ABSENT)
+                if type(id_) is int or type(id_) is str:
+                    return JsonRpcRequest(id_, method, params)
+                if id_ is _ABSENT:
+                    return JsonRpcNotification(method, params)
     if type(data) is not dict:
         if isinstance(data, list):
             raise McpError(INVALID_REQUEST, "Batch requests are not supported in protocol revision 2025-06-18")
@@ -261,4 +276,9 @@ def dumps(value: Any) -> bytes:
 
 def encode_message(message: JsonRpcMessage) -> bytes:
     """Serialize a message to compact UTF-8 JSON; TypeError/ValueError if it holds non-JSON values."""
+    if type(message) is JsonRpcResponse:  # most of what a server sends
+        try:
+            return orjson.dumps({"jsonrpc": "2.0", "id": message.id, "result": message.result})
+        except orjson.JSONEncodeError:
+            pass  # dumps() below falls back or raises the usual error
     return dumps(message_to_dict(message))
