@@ -96,6 +96,8 @@ class TextContent:
     meta: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        if self.annotations is None and self.meta is None:
+            return {"type": "text", "text": self.text}
         return _finish({"type": "text", "text": self.text}, self.annotations, self.meta)
 
 
@@ -258,12 +260,16 @@ class CallToolResult:
         return cls([TextContent(message)], is_error=True)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"content": [block.to_dict() for block in self.content]}
+        content = self.content
+        # One block is the usual result: no comprehension (its own frame) for it.
+        blocks = [content[0].to_dict()] if len(content) == 1 else [block.to_dict() for block in content]
+        out: dict[str, Any] = {"content": blocks}
         if self.structured_content is not None:
             out["structuredContent"] = self.structured_content
         if self.is_error:
             out["isError"] = True
-        _put(out, "_meta", self.meta)
+        if self.meta is not None:
+            out["_meta"] = self.meta
         return out
 
 
