@@ -16,6 +16,7 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final, Self
 
 import jsonschema_rs
@@ -49,10 +50,12 @@ class SchemaValidator:
     compiled returns that validator: validators are immutable, so sharing is safe.
     """
 
-    __slots__ = ("_validator", "schema")
+    __slots__ = ("_validator", "is_valid", "schema")
 
     _validator: Any
     schema: dict[str, Any]
+    is_valid: Callable[[Any], bool]
+    """True when ``instance`` is valid: the compiled validator's own method, no Python frame."""
 
     def __new__(cls, schema: dict[str, Any]) -> Self:
         if not isinstance(schema, dict):
@@ -66,6 +69,7 @@ class SchemaValidator:
         try:
             jsonschema_rs.meta.validate(schema)
             self._validator = jsonschema_rs.validator_for(schema)
+            self.is_valid = self._validator.is_valid
         except jsonschema_rs.ValidationError as error:
             raise ValueError(f"invalid JSON Schema: {error.message}") from None
         except Exception as error:  # referencing and regex failures carry their own types
@@ -77,12 +81,9 @@ class SchemaValidator:
             _shared[key] = self
         return self
 
-    def is_valid(self, instance: Any) -> bool:
-        return bool(self._validator.is_valid(instance))
-
     def first_error(self, instance: Any, noun: str = "argument") -> str | None:
         """A one-line description of the first violation, or None when valid."""
-        if self._validator.is_valid(instance):
+        if self.is_valid(instance):
             return None
         error = next(iter(self._validator.iter_errors(instance)))
         kind = error.kind

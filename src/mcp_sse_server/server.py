@@ -405,31 +405,30 @@ class McpServer:
             arguments = {}
         elif type(arguments) is not dict:
             raise McpError(INVALID_PARAMS, 'Invalid "arguments": expected an object')
-        problem = entry.input.first_error(arguments)
-        if problem is not None:
+        if not entry.input.is_valid(arguments):
+            problem = entry.input.first_error(arguments)
             return {
                 "content": [{"type": "text", "text": f"Invalid arguments for tool {name}: {problem}"}],
                 "isError": True,
             }
-        result = await self._run_tool(entry, arguments, context)
-        return self._check_output(entry, result).to_dict()
-
-    async def _run_tool(
-        self, entry: _RegisteredTool, arguments: dict[str, Any], context: RequestContext
-    ) -> CallToolResult:
-        """Run a tool's handler; a failure becomes an isError result without its text."""
+        # The handler is awaited right here (no helper coroutines): this is every tool call's path.
         handler = entry.tool.handler
         try:
             if handler is None:
-                value = await self.on_tool_call(entry.tool.name, arguments, context)
+                value = await self.on_tool_call(name, arguments, context)
+            elif entry.is_async:
+                value = await handler(arguments, context)  # type: ignore[misc]
             else:
-                value = await _call(handler, entry.is_async, arguments, context)
+                value = await _call(handler, False, arguments, context)
         except (McpError, asyncio.CancelledError):
             raise
         except Exception:
-            logger.exception("tool %s failed", entry.tool.name)
-            return CallToolResult.error(f"Tool {entry.tool.name} failed with an internal error")
-        return _as_tool_result(value)
+            logger.exception("tool %s failed", name)
+            value = CallToolResult.error(f"Tool {name} failed with an internal error")
+        result = value if type(value) is CallToolResult else _as_tool_result(value)
+        if entry.output is not None:
+            result = self._check_output(entry, result)
+        return result.to_dict()
 
     async def on_tool_call(self, name: str, arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
         """Called for tools registered without a handler; MemoryServer overrides it."""
