@@ -60,9 +60,14 @@ class RequestContext:
         self.request_id: RequestId = request.id
         self.method = request.method
         params = request.params
-        meta = params.get("_meta") if params is not None else None
-        token = meta.get("progressToken") if type(meta) is dict else None
-        self.progress_token: str | int | None = token if isinstance(token, str | int) else None
+        token = None
+        if params is not None and "_meta" in params:
+            meta = params["_meta"]
+            if type(meta) is dict:
+                token = meta.get("progressToken")
+                if not isinstance(token, str | int):
+                    token = None
+        self.progress_token: str | int | None = token
         self._last_progress: float | None = None
         self.cancelled = False
         self.cancel_reason: str | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -34,6 +35,13 @@ from .transport.base import Transport
 __all__ = ["Connection", "ConnectionOwner", "ProgressCallback"]
 
 logger = logging.getLogger("mcp_sse_server")
+
+# Before 3.12 asyncio.current_task() is a Python function around this table; every
+# inline request reads it, so read the table directly where it is the source of truth.
+_TASKS: dict[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = (
+    getattr(asyncio.tasks, "_current_tasks", None) if sys.version_info < (3, 12) else None
+)
+_running_loop = asyncio.get_running_loop
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 
@@ -149,21 +157,23 @@ class Connection:
         Transports call ``on_message``; in-process clients call this directly
         and await it in their own task, which is what makes them fast.
         """
+        request_id = request.id
+        inflight = self._inflight  # never replaced
         if context is None:
-            if request.id in self._inflight:
-                return JsonRpcError(request.id, INVALID_REQUEST, f"Request id {request.id!r} is already in use")
+            if request_id in inflight:
+                return JsonRpcError(request_id, INVALID_REQUEST, f"Request id {request_id!r} is already in use")
             context = RequestContext(self, request)
             # Served in the caller's task: notifications/cancelled cancels that task.
-            context.task = asyncio.current_task()
-            self._inflight[request.id] = context
+            context.task = _TASKS.get(_running_loop()) if _TASKS is not None else asyncio.current_task()
+            inflight[request_id] = context
         token = current_context.set(context)
         try:
             result = await self.owner.handle_request(request, context)
             if context.cancelled and request.method != "initialize":
                 return None  # a handler that swallowed the cancellation still gets no response
-            return JsonRpcResponse(request.id, result)
+            return JsonRpcResponse(request_id, result)
         except McpError as error:
-            return JsonRpcError(request.id, error.code, error.message, error.data)
+            return JsonRpcError(request_id, error.code, error.message, error.data)
         except asyncio.CancelledError:
             if context.cancelled and request.method != "initialize":
                 task = asyncio.current_task()
@@ -173,12 +183,12 @@ class Connection:
             raise
         except Exception:
             self.logger.exception("handler for %s failed", request.method)
-            return JsonRpcError(request.id, INTERNAL_ERROR, "Internal error")
+            return JsonRpcError(request_id, INTERNAL_ERROR, "Internal error")
         finally:
             context.done = True
             current_context.reset(token)
-            if self._inflight.get(request.id) is context:
-                del self._inflight[request.id]
+            if inflight.get(request_id) is context:
+                del inflight[request_id]
 
     def _on_close(self) -> None:
         if self.closed:
