@@ -220,7 +220,8 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 def render(results: dict[str, Any]) -> str:
     meta = results["meta"]
-    lines = [f"Run of {meta['date']} on {meta['machine']}; {meta['mode']}. Server on CPU 0, "
+    lines = [f"Run of {meta['date']} on {meta['machine']}; ours at {meta.get('tree', 'an unknown commit')}; "
+             f"{meta['mode']}. Server on CPU 0, "
              f"load generator on CPU 1. Versions: {meta['versions']}. Load average (1 min) "
              f"{meta.get('load_before', 0):.2f} at the start, {meta.get('load_after', 0):.2f} at the end "
              "(other work on this shared machine shows here).", ""]

@@ -170,8 +170,21 @@ class Run:
         if not realtime_prefix():
             versions.append("wrk without realtime priority (chrt refused)")
         return {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "load_before": os.getloadavg()[0],
+                "tree": self.tree(),
                 "machine": f"{os.cpu_count()} x {cpu}, Linux {platform.release()}",
                 "mode": self.s.mode, "versions": ", ".join(versions)}
+
+    @staticmethod
+    def tree() -> str:
+        """Which code of ours was measured: the commit, and whether src/ had uncommitted changes."""
+        def git(*args: str) -> str:
+            try:
+                return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
+                                      timeout=30).stdout.strip()
+            except (OSError, subprocess.TimeoutExpired):
+                return ""
+        head = git("rev-parse", "--short", "HEAD") or "unknown commit"
+        return head + (" with uncommitted changes in src/" if git("status", "--porcelain", "--", "src") else "")
 
     def server(self, peer: Peer, json_replies: bool = False, tag: str = "") -> Server:
         port = free_port()
