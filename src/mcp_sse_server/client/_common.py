@@ -5,6 +5,7 @@ releases the transport when the handshake fails."""
 from __future__ import annotations
 
 import contextlib
+from abc import abstractmethod
 from typing import Any
 
 from ..jsonrpc import (
@@ -57,11 +58,15 @@ class _Failure(JsonRpcError):
 class ClientTransport(Transport):
     """A client-side transport that remembers which of its requests are unanswered,
     so a failure (a dead process, a dropped stream) reaches each caller with a
-    message that says what happened instead of a bare "connection closed"."""
+    message that says what happened instead of a bare "connection closed".
+
+    ``close()`` is idempotent: subclasses say what to release in ``_release``.
+    """
 
     def __init__(self) -> None:
         self._outstanding: dict[RequestId, str] = {}
-        self._finished = False
+        self._closed = False  # close() was called
+        self._finished = False  # on_close has run
 
     def _track(self, message: JsonRpcMessage) -> None:
         """Remember ``message`` until it is answered, if it is a request."""
@@ -99,6 +104,17 @@ class ClientTransport(Transport):
         self._outstanding.clear()
         if self.on_close is not None:
             self.on_close()
+
+    async def close(self) -> None:
+        """Release the connection (on the first call only), then run ``on_close`` if it has not run."""
+        if not self._closed:
+            self._closed = True
+            await self._release()
+        self._finish()
+
+    @abstractmethod
+    async def _release(self) -> None:
+        """Stop this transport's tasks and free what it holds; runs once, from the first ``close()``."""
 
 
 class RemoteClient(McpClient):

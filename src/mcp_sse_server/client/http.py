@@ -143,7 +143,6 @@ class StreamableHttpTransport(ClientTransport):
         self._initialize_id: RequestId | None = None
         self._streams: dict[RequestId, asyncio.Task[None]] = {}
         self._listener: asyncio.Task[None] | None = None
-        self._closed = False
 
     # --- headers and errors ---------------------------------------------------------
 
@@ -426,12 +425,8 @@ class StreamableHttpTransport(ClientTransport):
 
     # --- shutdown --------------------------------------------------------------------
 
-    async def close(self) -> None:
+    async def _release(self) -> None:
         """Stop every stream, end the session with DELETE, release the connection pool."""
-        if self._closed:
-            self._finish()
-            return
-        self._closed = True
         tasks = [task for task in (self._listener, *self._streams.values()) if task is not None]
         for task in tasks:
             task.cancel()
@@ -448,7 +443,6 @@ class StreamableHttpTransport(ClientTransport):
             self.session_id = None
         if self._owns_client:
             await self._client.aclose()
-        self._finish()
 
     def _deliver(self, message: JsonRpcMessage) -> None:
         if isinstance(message, JsonRpcResponse) and message.id == self._initialize_id:

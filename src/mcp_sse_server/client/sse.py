@@ -77,7 +77,6 @@ class SseClientTransport(ClientTransport):
         self._post_timeout = httpx.Timeout(post_timeout, connect=connect_timeout)
         self._ready: asyncio.Future[httpx.URL] | None = None
         self._reader: asyncio.Task[None] | None = None
-        self._closed = False
 
     async def start(self) -> None:
         """Open the event stream and wait for the ``endpoint`` event (at most ``connect_timeout`` s)."""
@@ -182,11 +181,7 @@ class SseClientTransport(ClientTransport):
                 raise McpConnectionError(summary, {"status": response.status_code})
             raise McpError(CONNECTION_CLOSED, summary, {"status": response.status_code})
 
-    async def close(self) -> None:
-        if self._closed:
-            self._finish()
-            return
-        self._closed = True
+    async def _release(self) -> None:
         if self._reader is not None:
             self._reader.cancel()
             with contextlib.suppress(BaseException):
@@ -195,7 +190,6 @@ class SseClientTransport(ClientTransport):
             self._ready.cancel()
         if self._owns_client:
             await self._client.aclose()
-        self._finish()
 
 
 class SseClient(RemoteClient):

@@ -70,7 +70,6 @@ class StdioClientTransport(ClientTransport):
         self.max_line_bytes = max_line_bytes
         self.process: asyncio.subprocess.Process | None = None
         self._tasks: list[asyncio.Task[None]] = []
-        self._closing = False
         self._failure: McpConnectionError | None = None
         shown = shlex.join([command, *self.args])
         self.display = shown if len(shown) <= 120 else shown[:117] + "..."
@@ -103,13 +102,13 @@ class StdioClientTransport(ClientTransport):
     def _gone(self) -> McpConnectionError:
         if self._failure is not None:
             return self._failure
-        if self._closing:
+        if self._closed:
             return McpConnectionError(f"The connection to MCP server {self.display} is closed")
         return McpConnectionError(f"MCP server {self.display} is not running")
 
     async def send(self, message: JsonRpcMessage, related_request_id: RequestId | None = None) -> None:
         process = self.process
-        if process is None or process.stdin is None or self._closing or self._failure is not None:
+        if process is None or process.stdin is None or self._closed or self._failure is not None:
             raise self._gone()
         self._track(message)
         try:
@@ -145,7 +144,7 @@ class StdioClientTransport(ClientTransport):
                 logger.warning("ignoring a line that is not JSON-RPC from %s: %.200r", self.display, line)
                 continue
             self._deliver(message)
-        if self._closing:
+        if self._closed:
             return
         if problem is not None:
             self._failure = McpConnectionError(f"MCP server {self.display} {problem}")
@@ -190,12 +189,8 @@ class StdioClientTransport(ClientTransport):
             with contextlib.suppress(ProcessLookupError):
                 self.process.kill()
 
-    async def close(self) -> None:
+    async def _release(self) -> None:
         """Close stdin, give the server ``shutdown_timeout`` to exit, then terminate, then kill."""
-        if self._closing:
-            self._finish()
-            return
-        self._closing = True
         process = self.process
         if process is not None:
             if process.stdin is not None:
@@ -216,7 +211,6 @@ class StdioClientTransport(ClientTransport):
             for task in pending:
                 task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
-        self._finish()
 
 
 class StdioClient(RemoteClient):
