@@ -42,29 +42,16 @@ from ..jsonrpc import (
     parse_message,
 )
 from ..transport.base import Transport
-from ._common import ClientTransport, McpConnectionError, RemoteClient, SessionExpiredMcpError
+from ._common import McpConnectionError, RemoteClient, SessionExpiredMcpError
+from ._http_common import EVENT_STREAM, HttpClientTransport, first_line, http_url, media_type, reason
 from ._sse import SseParser
 
 __all__ = ["StreamableHttpClient", "StreamableHttpTransport"]
 
 logger = logging.getLogger("mcp_sse_server.client")
 
-_POST_ACCEPT: Final = "application/json, text/event-stream"
-_SSE: Final = "text/event-stream"
+_POST_ACCEPT: Final = f"application/json, {EVENT_STREAM}"
 _ERROR_BODY_LIMIT: Final = 64 * 1024
-
-
-def _media_type(response: httpx.Response) -> str:
-    media: str = response.headers.get("content-type", "")
-    return media.split(";", 1)[0].strip().lower()
-
-
-def _reason(error: BaseException) -> str:
-    """One line describing a transport failure."""
-    if isinstance(error, httpx.TimeoutException):
-        return f"timed out ({type(error).__name__})"
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 async def _read_capped(response: httpx.Response, limit: int) -> bytes:
@@ -97,7 +84,7 @@ class _StreamState:
         self.opened = False
 
 
-class StreamableHttpTransport(ClientTransport):
+class StreamableHttpTransport(HttpClientTransport):
     """The client side of one Streamable HTTP connection (used by StreamableHttpClient).
 
     ``session_id`` and ``protocol_version`` are learnt from the initialize
@@ -117,29 +104,17 @@ class StreamableHttpTransport(ClientTransport):
         max_reconnect_delay: float = 30.0,
         max_reconnect_attempts: int = 5,
     ) -> None:
-        super().__init__()
-        parsed = httpx.URL(url)
-        if parsed.scheme not in ("http", "https") or not parsed.host:
-            raise ValueError(f"not an http(s) URL: {url!r}")
+        http_url(url)  # ValueError unless an http(s) URL, before anything is opened
         if reconnect_delay <= 0 or max_reconnect_attempts < 0:
             raise ValueError("reconnect_delay must be positive and max_reconnect_attempts not negative")
+        super().__init__(headers, http_client=http_client, connect_timeout=connect_timeout, post_timeout=post_timeout)
         self.url = url
-        self.headers = dict(headers or {})
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.expired = False
-        self.connect_timeout = connect_timeout
-        self.post_timeout = post_timeout
         self.reconnect_delay = reconnect_delay
         self.max_reconnect_delay = max_reconnect_delay
         self.max_reconnect_attempts = max_reconnect_attempts
-        self._owns_client = http_client is None
-        # No read timeout: SSE streams stay open as long as a call runs; the
-        # engine's request timeout bounds every call instead.
-        self._client = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(connect=connect_timeout, read=None, write=post_timeout, pool=connect_timeout)
-        )
-        self._short_timeout = httpx.Timeout(post_timeout, connect=connect_timeout)
         self._initialize_id: RequestId | None = None
         self._streams: dict[RequestId, asyncio.Task[None]] = {}
         self._listener: asyncio.Task[None] | None = None
@@ -170,8 +145,7 @@ class StreamableHttpTransport(ClientTransport):
             error = data.get("error") if isinstance(data, dict) else None
             if isinstance(error, dict) and type(error.get("code")) is int and isinstance(error.get("message"), str):
                 return McpError(error["code"], error["message"], error.get("data"))
-        text = body.decode("utf-8", "replace").strip()
-        detail = text.splitlines()[0][:200] if text else response.reason_phrase
+        detail = first_line(body.decode("utf-8", "replace"))[:200] or response.reason_phrase
         return McpError(
             CONNECTION_CLOSED,
             f"MCP server at {self.url} answered {what} with HTTP {response.status_code}: {detail}",
@@ -235,16 +209,16 @@ class StreamableHttpTransport(ClientTransport):
                 self.url,
                 content=encode_message(message),
                 headers=self._headers(_POST_ACCEPT, body=True),
-                timeout=self._short_timeout,
+                timeout=self._post_timeout,
             )
         except httpx.HTTPError as error:
-            raise McpConnectionError(f"Cannot reach MCP server at {self.url}: {_reason(error)}") from None
+            raise McpConnectionError(f"Cannot reach MCP server at {self.url}: {reason(error)}") from None
         if response.status_code == 404 and session is not None:
             raise self._expire(session)
         if response.status_code >= 400:
             raise await self._http_error(response, what)
         # A server may answer a notification with messages of its own; deliver them.
-        if response.content and _media_type(response) == "application/json":
+        if response.content and media_type(response) == "application/json":
             with contextlib.suppress(McpError):
                 for reply in _messages_from_json(response.content):
                     self._deliver(reply)
@@ -257,7 +231,7 @@ class StreamableHttpTransport(ClientTransport):
             raise
         except Exception as error:  # a bug here must fail the call, not strand it
             logger.exception("reading the reply to %s failed", request.method)
-            self._fail(request.id, McpConnectionError(f"Reading the reply from {self.url} failed: {_reason(error)}"))
+            self._fail(request.id, McpConnectionError(f"Reading the reply from {self.url} failed: {reason(error)}"))
         finally:
             self._streams.pop(request.id, None)
 
@@ -278,9 +252,9 @@ class StreamableHttpTransport(ClientTransport):
                     message = f"Lost the connection to MCP server at {self.url} during {request.method}"
                 else:
                     message = f"Cannot reach MCP server at {self.url}"
-                self._fail(request.id, McpConnectionError(f"{message}: {_reason(error)}"))
+                self._fail(request.id, McpConnectionError(f"{message}: {reason(error)}"))
                 return
-            logger.debug("the stream for %s dropped: %s; resuming", request.method, _reason(error))
+            logger.debug("the stream for %s dropped: %s; resuming", request.method, reason(error))
         if not self._is_outstanding(request.id):
             return
         if stream.last_event_id is not None:
@@ -303,8 +277,8 @@ class StreamableHttpTransport(ClientTransport):
             raise self._expire(session)
         if status >= 400:
             raise await self._http_error(response, request.method)
-        media = _media_type(response)
-        if media == _SSE:
+        media = media_type(response)
+        if media == EVENT_STREAM:
             stream.opened = True
             await self._consume(response, stream, request.id)
         elif media == "application/json":
@@ -360,7 +334,7 @@ class StreamableHttpTransport(ClientTransport):
             session = self.session_id
             try:
                 async with self._client.stream(
-                    "GET", self.url, headers=self._headers(_SSE, last_event_id=stream.last_event_id)
+                    "GET", self.url, headers=self._headers(EVENT_STREAM, last_event_id=stream.last_event_id)
                 ) as response:
                     status = response.status_code
                     if status == 404 and session is not None:
@@ -372,14 +346,14 @@ class StreamableHttpTransport(ClientTransport):
                     if status >= 400:
                         self._fail(request.id, await self._http_error(response, f"the resumption of {request.method}"))
                         return
-                    if _media_type(response) != _SSE:
+                    if media_type(response) != EVENT_STREAM:
                         last = "the server did not answer with an event stream"
                         continue
                     if await self._consume(response, stream, request.id):
                         attempt = 0
                     last = "the stream ended"
             except httpx.HTTPError as error:
-                last = _reason(error)
+                last = reason(error)
 
     # --- the standalone GET stream ---------------------------------------------------
 
@@ -394,7 +368,7 @@ class StreamableHttpTransport(ClientTransport):
             session = self.session_id
             try:
                 async with self._client.stream(
-                    "GET", self.url, headers=self._headers(_SSE, last_event_id=stream.last_event_id)
+                    "GET", self.url, headers=self._headers(EVENT_STREAM, last_event_id=stream.last_event_id)
                 ) as response:
                     status = response.status_code
                     if status == 405:
@@ -411,10 +385,14 @@ class StreamableHttpTransport(ClientTransport):
                             status,
                         )
                         return
-                    if status < 300 and _media_type(response) == _SSE and await self._consume(response, stream, None):
+                    if (
+                        status < 300
+                        and media_type(response) == EVENT_STREAM
+                        and await self._consume(response, stream, None)
+                    ):
                         failures = 0
             except httpx.HTTPError as error:
-                logger.debug("event stream from %s failed: %s", self.url, _reason(error))
+                logger.debug("event stream from %s failed: %s", self.url, reason(error))
             if self._closed:
                 return
             if failures >= self.max_reconnect_attempts:
@@ -439,10 +417,9 @@ class StreamableHttpTransport(ClientTransport):
                     self.url, headers=self._headers(_POST_ACCEPT), timeout=httpx.Timeout(2.0, connect=2.0)
                 )
             except httpx.HTTPError as error:
-                logger.debug("DELETE of the session at %s failed: %s", self.url, _reason(error))
+                logger.debug("DELETE of the session at %s failed: %s", self.url, reason(error))
             self.session_id = None
-        if self._owns_client:
-            await self._client.aclose()
+        await super()._release()
 
     def _deliver(self, message: JsonRpcMessage) -> None:
         if isinstance(message, JsonRpcResponse) and message.id == self._initialize_id:

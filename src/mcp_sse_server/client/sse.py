@@ -32,7 +32,8 @@ from ..jsonrpc import (
     parse_message,
 )
 from ..transport.base import Transport
-from ._common import ClientTransport, McpConnectionError, RemoteClient
+from ._common import McpConnectionError, RemoteClient
+from ._http_common import EVENT_STREAM, HttpClientTransport, first_line, http_url, media_type, reason
 from ._sse import SseParser
 
 __all__ = ["SseClient", "SseClientTransport"]
@@ -46,12 +47,7 @@ def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
     return url.scheme, url.host.lower(), url.port or _DEFAULT_PORTS.get(url.scheme)
 
 
-def _reason(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
-
-
-class SseClientTransport(ClientTransport):
+class SseClientTransport(HttpClientTransport):
     """The client side of one legacy HTTP+SSE session (used by SseClient)."""
 
     def __init__(
@@ -63,18 +59,10 @@ class SseClientTransport(ClientTransport):
         connect_timeout: float = 10.0,
         post_timeout: float = 30.0,
     ) -> None:
-        super().__init__()
-        self.url = httpx.URL(url)
-        if self.url.scheme not in ("http", "https") or not self.url.host:
-            raise ValueError(f"not an http(s) URL: {url!r}")
-        self.headers = dict(headers or {})
-        self.connect_timeout = connect_timeout
+        parsed = http_url(url)
+        super().__init__(headers, http_client=http_client, connect_timeout=connect_timeout, post_timeout=post_timeout)
+        self.url = parsed
         self.endpoint: httpx.URL | None = None
-        self._owns_client = http_client is None
-        self._client = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(connect=connect_timeout, read=None, write=post_timeout, pool=connect_timeout)
-        )
-        self._post_timeout = httpx.Timeout(post_timeout, connect=connect_timeout)
         self._ready: asyncio.Future[httpx.URL] | None = None
         self._reader: asyncio.Task[None] | None = None
 
@@ -116,10 +104,10 @@ class SseClientTransport(ClientTransport):
         ending: McpError
         try:
             async with self._client.stream(
-                "GET", self.url, headers={**self.headers, "accept": "text/event-stream"}
+                "GET", self.url, headers={**self.headers, "accept": EVENT_STREAM}
             ) as response:
-                media = response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
-                if response.status_code != 200 or media != "text/event-stream":
+                media = media_type(response)
+                if response.status_code != 200 or media != EVENT_STREAM:
                     ending = McpConnectionError(
                         f"MCP server at {self.url} answered the event-stream GET with HTTP "
                         f"{response.status_code} ({media or 'no content type'})",
@@ -134,7 +122,7 @@ class SseClientTransport(ClientTransport):
             ending = McpConnectionError(f"MCP server at {self.url} ended the event stream")
         except httpx.HTTPError as error:
             prefix = "Lost the event stream from" if self.endpoint is not None else "Cannot reach"
-            ending = McpConnectionError(f"{prefix} MCP server at {self.url}: {_reason(error)}")
+            ending = McpConnectionError(f"{prefix} MCP server at {self.url}: {reason(error)}")
         except McpError as error:  # an endpoint we refuse
             ending = error
         self._settle(None, ending)
@@ -171,11 +159,10 @@ class SseClientTransport(ClientTransport):
             )
         except httpx.HTTPError as error:
             self._untrack(message)
-            raise McpConnectionError(f"Cannot reach MCP server at {self.endpoint}: {_reason(error)}") from None
+            raise McpConnectionError(f"Cannot reach MCP server at {self.endpoint}: {reason(error)}") from None
         if response.status_code >= 400:
             self._untrack(message)
-            text = response.text.strip()
-            detail = text.splitlines()[0][:200] if text else response.reason_phrase
+            detail = first_line(response.text)[:200] or response.reason_phrase
             summary = f"MCP server at {self.endpoint} answered HTTP {response.status_code}: {detail}"
             if response.status_code == 404:  # the server has forgotten this stream's session
                 raise McpConnectionError(summary, {"status": response.status_code})
@@ -188,8 +175,7 @@ class SseClientTransport(ClientTransport):
                 await self._reader
         if self._ready is not None and not self._ready.done():
             self._ready.cancel()
-        if self._owns_client:
-            await self._client.aclose()
+        await super()._release()
 
 
 class SseClient(RemoteClient):
