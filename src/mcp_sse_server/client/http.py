@@ -115,7 +115,6 @@ class StreamableHttpTransport(HttpClientTransport):
         self.reconnect_delay = reconnect_delay
         self.max_reconnect_delay = max_reconnect_delay
         self.max_reconnect_attempts = max_reconnect_attempts
-        self._initialize_id: RequestId | None = None
         self._streams: dict[RequestId, asyncio.Task[None]] = {}
         self._listener: asyncio.Task[None] | None = None
 
@@ -176,20 +175,17 @@ class StreamableHttpTransport(HttpClientTransport):
     async def send(self, message: JsonRpcMessage, related_request_id: RequestId | None = None) -> None:
         if self._closed:
             raise McpConnectionError(f"The connection to MCP server at {self.url} is closed")
+        if isinstance(message, JsonRpcRequest) and message.method == "initialize":
+            self._forget_session()  # an initialize always opens a new session
+        elif self.expired:
+            raise SessionExpiredMcpError(f"The session with MCP server at {self.url} has expired")
         if isinstance(message, JsonRpcRequest):
-            if message.method == "initialize":
-                self._initialize_id = message.id
-                self._forget_session()  # an initialize always opens a new session
-            elif self.expired:
-                raise SessionExpiredMcpError(f"The session with MCP server at {self.url} has expired")
             self._track(message)
             # The reply is read in its own task, so the engine's timeout and
             # cancellation govern the call even when the server is silent.
             task = asyncio.get_running_loop().create_task(self._run_request(message))
             self._streams[message.id] = task
             return
-        if self.expired:
-            raise SessionExpiredMcpError(f"The session with MCP server at {self.url} has expired")
         await self._post_one_way(message)
         if isinstance(message, JsonRpcNotification):
             if message.method == "notifications/initialized":
@@ -296,7 +292,7 @@ class StreamableHttpTransport(HttpClientTransport):
     async def _consume(self, response: httpx.Response, stream: _StreamState, until: RequestId | None) -> int:
         """Deliver the stream's messages until it ends (or ``until`` is answered); returns how many."""
         parser = SseParser()
-        parser.last_event_id = stream.last_event_id
+        parser.last_event_id, parser.retry = stream.last_event_id, stream.retry
         count = 0
         async for chunk in response.aiter_bytes():
             for event in parser.feed(chunk):
@@ -309,8 +305,7 @@ class StreamableHttpTransport(HttpClientTransport):
                     continue
                 count += 1
                 self._deliver(message)
-            stream.last_event_id = parser.last_event_id
-            stream.retry = parser.retry if parser.retry is not None else stream.retry
+            stream.last_event_id, stream.retry = parser.last_event_id, parser.retry
             if until is not None and not self._is_outstanding(until):
                 break  # the answer is in; the server closes the stream now anyway
         return count
@@ -422,7 +417,8 @@ class StreamableHttpTransport(HttpClientTransport):
         await super()._release()
 
     def _deliver(self, message: JsonRpcMessage) -> None:
-        if isinstance(message, JsonRpcResponse) and message.id == self._initialize_id:
+        # Checked before super() forgets the request: is this the answer to an initialize?
+        if isinstance(message, JsonRpcResponse) and self._outstanding.get(message.id) == "initialize":
             version = message.result.get("protocolVersion")
             self.protocol_version = version if isinstance(version, str) else None
             self.expired = False
