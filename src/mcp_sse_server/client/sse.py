@@ -92,13 +92,14 @@ class SseClientTransport(HttpClientTransport):
             )
         return endpoint
 
-    def _settle(self, endpoint: httpx.URL | None, error: McpError | None) -> None:
+    def _settle(self, outcome: httpx.URL | McpError) -> None:
+        """End ``start()``'s wait with the endpoint or the error (nothing once it has ended)."""
         if self._ready is None or self._ready.done():
             return
-        if error is not None:
-            self._ready.set_exception(error)
+        if isinstance(outcome, McpError):
+            self._ready.set_exception(outcome)
         else:
-            self._ready.set_result(endpoint)  # type: ignore[arg-type]
+            self._ready.set_result(outcome)
 
     async def _read(self) -> None:
         ending: McpError
@@ -108,13 +109,11 @@ class SseClientTransport(HttpClientTransport):
             ) as response:
                 media = media_type(response)
                 if response.status_code != 200 or media != EVENT_STREAM:
-                    ending = McpConnectionError(
+                    raise McpConnectionError(
                         f"MCP server at {self.url} answered the event-stream GET with HTTP "
                         f"{response.status_code} ({media or 'no content type'})",
                         {"status": response.status_code},
                     )
-                    self._settle(None, ending)
-                    return
                 parser = SseParser()
                 async for chunk in response.aiter_bytes():
                     for event in parser.feed(chunk):
@@ -123,9 +122,9 @@ class SseClientTransport(HttpClientTransport):
         except httpx.HTTPError as error:
             prefix = "Lost the event stream from" if self.endpoint is not None else "Cannot reach"
             ending = McpConnectionError(f"{prefix} MCP server at {self.url}: {reason(error)}")
-        except McpError as error:  # an endpoint we refuse
+        except McpError as error:  # a refused stream, or an endpoint we refuse
             ending = error
-        self._settle(None, ending)
+        self._settle(ending)
         if not self._closed:
             self._fail_all(ending)
             self._finish()
@@ -133,7 +132,7 @@ class SseClientTransport(HttpClientTransport):
     def _on_event(self, kind: str, data: str) -> None:
         if kind == "endpoint":
             if self._ready is not None and not self._ready.done():
-                self._settle(self._resolve(data), None)
+                self._settle(self._resolve(data))
             else:
                 logger.warning("ignoring a second endpoint event from %s", self.url)
             return
