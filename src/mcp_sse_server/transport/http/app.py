@@ -64,6 +64,9 @@ _WANTED: Final = {
     b"last-event-id": _LAST_ID,
 }
 
+# What MCP clients send; any other value is evaluated (and cached) by accepts_json_and_sse.
+_USUAL_ACCEPT: Final = b"application/json, text/event-stream"
+
 _NOT_ACCEPTABLE_POST: Final = "Not acceptable: the Accept header must allow both application/json and text/event-stream"
 _NOT_ACCEPTABLE_GET: Final = "Not acceptable: the Accept header must allow text/event-stream"
 _MISSING_SESSION: Final = "Bad request: missing Mcp-Session-Id header; only an initialize request may open a session"
@@ -108,63 +111,66 @@ class McpHttpApp:
     # --- ASGI entry ----------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        kind = scope["type"]
-        if kind == "http":
-            try:
-                await self._http(scope, receive, send)
-            except HttpError as error:
-                await error.write(send)
-            except ClientDisconnected:
-                pass
-            except Exception:
-                # A bug of ours or of a pluggable store: the detail goes to the log only.
-                logger.exception("the MCP endpoint failed on %s %s", scope.get("method"), scope.get("path"))
-                try:
-                    await write_json_rpc_error(send, 500, INTERNAL_ERROR, "Internal error")
-                except Exception:
-                    pass  # the response had started; the server closes the connection
-        elif kind == "lifespan":
-            await self._lifespan(receive, send)
-        elif kind == "websocket":
-            await send({"type": "websocket.close", "code": 1000})
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        while True:
-            message = await receive()
-            if message["type"] == "lifespan.startup":
-                await send({"type": "lifespan.startup.complete"})
-            elif message["type"] == "lifespan.shutdown":
-                await self.shutdown()
-                await send({"type": "lifespan.shutdown.complete"})
+        if scope["type"] != "http":
+            if scope["type"] == "lifespan":
+                await self._lifespan(receive, send)
+            elif scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1000})
+            return
+        try:
+            # Every request's path, in this one coroutine down to the transport.
+            if self.path is not None and scope["path"] != self.path:
+                raise HttpError(404, f"Not found: the MCP endpoint is {self.path}")
+            values: list[bytes | None] = [None] * 8
+            wanted = _WANTED
+            for name, value in scope["headers"]:
+                slot = wanted.get(name)
+                if slot is not None:
+                    values[slot] = value
+            refusal = self.policy.check(values[_ORIGIN], values[_HOST])
+            if refusal is not None:
+                logger.info("refused a request: %s (Origin %r, Host %r)", refusal, values[_ORIGIN], values[_HOST])
+                raise HttpError(403, refusal)
+            method = scope["method"]
+            if method != "POST":
+                if method == "GET":
+                    await self._get(scope, receive, send, values)
+                elif method == "DELETE":
+                    await self._delete(values, send)
+                else:
+                    raise HttpError(
+                        405,
+                        f"Method not allowed: {method}; the MCP endpoint takes GET, POST and DELETE",
+                        headers=_ALLOW,
+                    )
                 return
-
-    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.path is not None and scope["path"] != self.path:
-            raise HttpError(404, f"Not found: the MCP endpoint is {self.path}")
-        values: list[bytes | None] = [None] * 8
-        wanted = _WANTED
-        for name, value in scope["headers"]:
-            slot = wanted.get(name)
-            if slot is not None:
-                values[slot] = value
-        refusal = self.policy.check(values[_ORIGIN], values[_HOST])
-        if refusal is not None:
-            logger.info("refused a request: %s (Origin %r, Host %r)", refusal, values[_ORIGIN], values[_HOST])
-            raise HttpError(403, refusal)
-        method = scope["method"]
-        if method == "POST":
-            json_ok, sse_ok = accepts_json_and_sse(values[_ACCEPT])
-            if not (json_ok and sse_ok):
+            accept = values[_ACCEPT]
+            if accept != _USUAL_ACCEPT and not all(accepts_json_and_sse(accept)):
                 raise HttpError(406, _NOT_ACCEPTABLE_POST)
-            if not is_json_content_type(values[_CTYPE]):
+            content_type = values[_CTYPE]
+            if content_type != b"application/json" and not is_json_content_type(content_type):
                 raise HttpError(415, "Unsupported media type: the body must be application/json")
             session_id = values[_SESSION]
             if session_id is None:
                 await self._open_session(scope, receive, send, values[_CLEN])
                 return
-            session = self._session(session_id, values[_VERSION])
+            # _session() inlined.
+            session = self._lookup(session_id.decode("latin-1"))
+            if session is None or session.closing:
+                raise HttpError(404, _UNKNOWN_SESSION)
+            now = self.clock()
+            limits = self.limits
+            if now - session.last_seen >= limits.session_idle_timeout or (
+                now - session.created_at >= limits.session_max_lifetime
+            ):
+                self._end_soon(session)
+                raise HttpError(404, _UNKNOWN_SESSION)
+            version = values[_VERSION]
+            if version is not None and version not in ACCEPTED_PROTOCOL_VERSIONS:
+                raise _bad_version(version)
+            session.last_seen = now
             # read_body() inlined for the usual one-chunk body.
-            max_bytes = self.limits.max_request_bytes
+            max_bytes = limits.max_request_bytes
             content_length = values[_CLEN]
             if content_length is not None:
                 check_content_length(content_length, max_bytes)
@@ -185,14 +191,27 @@ class McpHttpApp:
                 await session.transport.serve_request(message, receive, send)
             else:
                 await session.transport.handle_post(scope, receive, send, message)
-        elif method == "GET":
-            await self._get(scope, receive, send, values)
-        elif method == "DELETE":
-            await self._delete(values, send)
-        else:
-            raise HttpError(
-                405, f"Method not allowed: {method}; the MCP endpoint takes GET, POST and DELETE", headers=_ALLOW
-            )
+        except HttpError as error:
+            await error.write(send)
+        except ClientDisconnected:
+            pass
+        except Exception:
+            # A bug of ours or of a pluggable store: the detail goes to the log only.
+            logger.exception("the MCP endpoint failed on %s %s", scope.get("method"), scope.get("path"))
+            try:
+                await write_json_rpc_error(send, 500, INTERNAL_ERROR, "Internal error")
+            except Exception:
+                pass  # the response had started; the server closes the connection
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
 
     # --- methods -------------------------------------------------------------------
 
@@ -232,11 +251,7 @@ class McpHttpApp:
             self._end_soon(session)
             raise HttpError(404, _UNKNOWN_SESSION)
         if version is not None and version not in ACCEPTED_PROTOCOL_VERSIONS:
-            raise HttpError(
-                400,
-                f"Bad request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}; "
-                "this server speaks 2025-06-18",
-            )
+            raise _bad_version(version)
         session.last_seen = now
         return session
 
@@ -359,6 +374,13 @@ class McpHttpApp:
 
 
 _background: set[asyncio.Task[Any]] = set()
+
+
+def _bad_version(version: bytes) -> HttpError:
+    return HttpError(
+        400,
+        f"Bad request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}; this server speaks 2025-06-18",
+    )
 
 
 def _shutting_down() -> HttpError:
