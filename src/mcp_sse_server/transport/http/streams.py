@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any, Final
 
 from .asgi import Send
@@ -118,13 +119,15 @@ class KeepaliveTicker:
     registered and removed with a set operation, nothing per request is scheduled.
     """
 
-    __slots__ = ("_streams", "_task", "_writes", "interval")
+    __slots__ = ("_streams", "_task", "_writes", "interval", "unregister")
 
     def __init__(self, interval: float) -> None:
         self.interval = interval
         self._streams: set[SseStream] = set()
         self._task: asyncio.Task[None] | None = None
         self._writes: set[asyncio.Task[Any]] = set()
+        # discard(), without a Python frame: every request calls it.
+        self.unregister: Callable[[SseStream], None] = self._streams.discard
 
     def add(self, stream: SseStream) -> None:
         self._streams.add(stream)

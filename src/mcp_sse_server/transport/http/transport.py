@@ -300,36 +300,36 @@ class SseTransport(Transport):
             self._init_id = request_id
             if self.session_id is not None:
                 headers = [*POST_SSE_HEADERS, (SESSION_HEADER, self.session_id.encode("ascii"))]
-        stream = _PostStream(send, headers)
+        engine = self._engine
+        # Only a request served inline needs the watcher's receive; the other path reads it itself.
+        stream = _PostStream(send, headers, receive if engine is not None else None)
         streams[request_id] = stream
-        ticker = self._keepalive()
+        ticker = self._ticker
+        if ticker is None:
+            ticker = self._keepalive()
         ticker.add(stream)
         try:
-            engine = self._engine
             if engine is not None:
                 # Served in this request's own task: no extra task, no hand-over.
                 # A client disconnect does not cancel it (the reply is then dropped);
                 # notifications/cancelled does, through the engine.
-                stream.receive = receive
                 reply = await engine.dispatch(request)
                 if reply is None:
                     await stream.end()  # cancelled: no response, per the specification
-                elif self._streams is streams and streams.get(request_id) is stream:
+                elif streams.get(request_id) is stream and self._streams is streams:
                     if stream.started or stream.pending or stream.flushing or request_id == self._init_id:
                         await self._reply(request_id, stream, reply)
                         return
                     # The usual case, inlined: the reply is the stream's only frame.
                     del streams[request_id]
-                    data = b"data: " + encode_message(reply) + b"\n\n"
                     stream.done = stream.started = stream.ended = True
+                    data = b"data: " + encode_message(reply) + b"\n\n"
+                    size = len(data)
+                    length = _CONTENT_LENGTHS.get(size)
+                    if length is None:
+                        length = _content_length(size)
                     try:
-                        await send(
-                            {
-                                "type": "http.response.start",
-                                "status": 200,
-                                "headers": [*stream.headers, (b"content-length", b"%d" % len(data))],
-                            }
-                        )
+                        await send({"type": "http.response.start", "status": 200, "headers": [_SSE_TYPE, length]})
                         await send({"type": "http.response.body", "body": data, "more_body": False})
                     except Exception:  # the client is gone; like a dropped connection, not our error
                         logger.debug("could not deliver the reply to %r", request_id, exc_info=True)
@@ -341,7 +341,7 @@ class SseTransport(Transport):
                 pass
         finally:
             stream.done = True
-            ticker.discard(stream)
+            ticker.unregister(stream)
             if stream.watcher is not None:
                 stream.watcher.cancel()
             current = self._streams
@@ -519,16 +519,31 @@ class _PostStream(SseStream):
 
     __slots__ = ("outbound", "receive", "watcher")
 
-    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]]) -> None:
+    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]], receive: Receive | None) -> None:
         # SseStream.__init__ spelled out: one call less on every request.
         self.send = send
         self.headers = headers
         self.pending: list[bytes] = []
         self.started = self.done = self.ended = self.flushing = False
         self.active = True
-        self.receive: Receive | None = None
+        self.receive = receive
         self.watcher: asyncio.Task[None] | None = None
         self.outbound: list[RequestId] | None = None  # server-to-client requests sent on it
+
+
+# The headers of a single-reply POST stream: its content type, and its length
+# from a small cache of immutable pairs (replies of one server vary little in size).
+_SSE_TYPE: Final = POST_SSE_HEADERS[0]
+_CONTENT_LENGTHS: dict[int, tuple[bytes, bytes]] = {}
+
+
+def _content_length(size: int) -> tuple[bytes, bytes]:
+    header = (b"content-length", b"%d" % size)
+    if size < 65536:
+        if len(_CONTENT_LENGTHS) >= 1024:
+            _CONTENT_LENGTHS.clear()
+        _CONTENT_LENGTHS[size] = header
+    return header
 
 
 def _is_visible_ascii(value: str) -> bool:
