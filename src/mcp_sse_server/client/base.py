@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from ..context import RequestContext
 from ..jsonrpc import (
+    INTERNAL_ERROR,
     METHOD_NOT_FOUND,
     JsonRpcError,
     JsonRpcMessage,
@@ -109,10 +110,6 @@ class McpClient(ABC):
     async def _open(self) -> Transport:
         """Open the transport to the server."""
 
-    async def _close_transport(self) -> None:
-        if self.connection is not None:
-            await self.connection.close()
-
     # --- lifecycle ----------------------------------------------------------------
 
     @property
@@ -144,7 +141,8 @@ class McpClient(ABC):
 
     async def close(self) -> None:
         """End the session and release the transport (idempotent)."""
-        await self._close_transport()
+        if self.connection is not None:
+            await self.connection.close()
 
     async def __aenter__(self) -> McpClient:
         await self.initialize()
@@ -222,7 +220,7 @@ class McpClient(ABC):
             result = await self.request(method, {"cursor": cursor} if cursor is not None else None)
             page = result.get(key)
             if not isinstance(page, list):
-                raise McpError(METHOD_NOT_FOUND if page is None else -32603, f"malformed {method} result")
+                raise McpError(METHOD_NOT_FOUND if page is None else INTERNAL_ERROR, f"malformed {method} result")
             items.extend(page)
             next_cursor = result.get("nextCursor")
             if not isinstance(next_cursor, str) or not next_cursor:

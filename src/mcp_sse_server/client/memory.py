@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from ..jsonrpc import JsonRpcRequest, JsonRpcResponse, McpError
+from ..jsonrpc import CONNECTION_CLOSED, JsonRpcRequest, JsonRpcResponse, McpError
 from ..protocol import ProgressCallback
 from ..server import McpServer
 from ..transport.base import Transport
@@ -42,7 +42,7 @@ class InMemoryClient(McpClient):
         client = self._live()
         server = self.server.connection
         if server is None or client.closed:
-            raise McpError(-32000, "Connection closed")
+            raise McpError(CONNECTION_CLOSED, "Connection closed")
         request_id = client.next_request_id()
         if on_progress is not None:
             params = dict(params or {})
