@@ -79,3 +79,24 @@ def cpu_seconds(pid: int) -> float:
     with open(f"/proc/{pid}/stat") as f:
         fields = f.read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_ticks() -> dict[str, tuple[int, int]]:
+    """(busy, total) jiffies per CPU line of /proc/stat."""
+    out = {}
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith("cpu") and line[3].isdigit():
+                name, *values = line.split()
+                ticks = [int(v) for v in values]
+                idle = ticks[3] + ticks[4]  # idle + iowait
+                out[name] = (sum(ticks) - idle, sum(ticks))
+    return out
+
+
+def cpu_busy(interval: float = 0.5) -> dict[str, float]:
+    """Share of each CPU that was busy over `interval` seconds."""
+    a = _cpu_ticks()
+    time.sleep(interval)
+    b = _cpu_ticks()
+    return {cpu: (b[cpu][0] - a[cpu][0]) / max(1, b[cpu][1] - a[cpu][1]) for cpu in b if cpu in a}

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import report
-from loadgen import Load, cpu_seconds, realtime_prefix, wrk
+from loadgen import Load, cpu_busy, cpu_seconds, realtime_prefix, wrk
 from mcp_http import connect, open_session, open_sessions, rss_kb
 from procs import LOAD_CPU, SERVER_CPU, Server, ServerFailed, free_port, kill_all
 
@@ -44,6 +44,7 @@ RESULTS = BENCH / "results"
 ORDER = [report.OURS, "official", "fastmcp", "typescript", report.BARE]
 DISTURBED = 0.9  # a saturated server's share of its core below which other work interfered
 RETRY_BUDGET = 8  # re-measured points per run at most, to keep a full run under 10 minutes
+QUIET_BUDGET = 90.0  # seconds per run spent waiting for the server's core to be free of other work
 
 
 def log(msg: str) -> None:
@@ -140,6 +141,7 @@ class Run:
         self.s = settings
         self.peers = selected
         self.retries_left = RETRY_BUDGET
+        self.quiet_budget = QUIET_BUDGET
         self.log_dir = RESULTS / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for old in self.log_dir.glob("*.log"):
@@ -208,6 +210,7 @@ class Run:
             return asdict(Load(invalid=f"during warm-up: {warm.invalid}"))
         best: Load | None = None
         for _ in range(3):
+            self.wait_quiet()
             cpu0, t0 = cpu_seconds(srv.pid), time.monotonic()
             load = wrk(srv.url, seconds=self.s.seconds, **kw)
             load.server_cpu = round((cpu_seconds(srv.pid) - cpu0) / (time.monotonic() - t0), 3)
@@ -222,6 +225,18 @@ class Run:
         assert best is not None
         best.disturbed = True
         return asdict(best)
+
+    def wait_quiet(self) -> None:
+        """Before a measured point, wait (bounded, per point and per run) until
+        other work on this shared machine leaves the server's core idle."""
+        t0, limit = time.monotonic(), min(15.0, self.quiet_budget)
+        while True:
+            busy = cpu_busy(0.5).get(f"cpu{SERVER_CPU}", 0.0)
+            if busy < 0.1 or time.monotonic() - t0 >= limit:
+                break
+            if time.monotonic() - t0 < 0.6:
+                log(f"  CPU {SERVER_CPU} is {busy:.0%} busy with other work: waiting up to {limit:.0f} s")
+        self.quiet_budget = max(0.0, self.quiet_budget - (time.monotonic() - t0 - 0.5))
 
     def http(self, peer: Peer) -> None:
         entry: dict[str, Any] = {"json_offered": peer.json}
