@@ -31,7 +31,6 @@ from .streams import KeepaliveTicker
 from .transport import (
     ClientDisconnected,
     SseTransport,
-    check_content_length,
     is_json_content_type,
     parse_body,
     read_body,
@@ -50,9 +49,11 @@ SessionFactory: TypeAlias = Callable[[], Any]
 ACCEPTED_PROTOCOL_VERSIONS: Final = frozenset({b"2025-06-18", b"2025-03-26"})
 
 _ALLOW: Final = [(b"allow", b"GET, POST, DELETE")]
+_UNDECIDED: Final = "undecided"  # not a verdict the policy gives (those are None or a sentence)
 
-# Header name -> slot in the per-request list; one dict lookup per header.
-_ORIGIN, _HOST, _ACCEPT, _CTYPE, _CLEN, _SESSION, _VERSION, _LAST_ID = range(8)
+# Header name -> slot in the per-request list; one dict lookup per header, and
+# every other header lands in a last slot nobody reads (no branch per header).
+_ORIGIN, _HOST, _ACCEPT, _CTYPE, _CLEN, _SESSION, _VERSION, _LAST_ID, _OTHER = range(9)
 _WANTED: Final = {
     b"origin": _ORIGIN,
     b"host": _HOST,
@@ -97,9 +98,11 @@ class McpHttpApp:
         self.path = path
         self.limits = limits
         self.sessions: SessionStore = session_store if session_store is not None else MemorySessionStore()
-        self._lookup = self.sessions.get
+        store = self.sessions
+        self._lookup = store.lookup if type(store) is MemorySessionStore else store.get
         self.clock = clock
         self.policy = OriginPolicy(limits.allowed_origins, limits.allowed_hosts, bind_host)
+        self._verdicts = self.policy.verdicts  # read inline; the policy fills it
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
         self._event_buffer_factory = event_buffer_factory
         self._creating = 0
@@ -121,13 +124,13 @@ class McpHttpApp:
             # Every request's path, in this one coroutine down to the transport.
             if self.path is not None and scope["path"] != self.path:
                 raise HttpError(404, f"Not found: the MCP endpoint is {self.path}")
-            values: list[bytes | None] = [None] * 8
-            wanted = _WANTED
+            values: list[bytes | None] = [None] * 9
+            slot = _WANTED.get
             for name, value in scope["headers"]:
-                slot = wanted.get(name)
-                if slot is not None:
-                    values[slot] = value
-            refusal = self.policy.check(values[_ORIGIN], values[_HOST])
+                values[slot(name, _OTHER)] = value
+            refusal = self._verdicts.get((values[_ORIGIN], values[_HOST]), _UNDECIDED)
+            if refusal is _UNDECIDED:
+                refusal = self.policy.check(values[_ORIGIN], values[_HOST])
             if refusal is not None:
                 logger.info("refused a request: %s (Origin %r, Host %r)", refusal, values[_ORIGIN], values[_HOST])
                 raise HttpError(403, refusal)
@@ -173,7 +176,13 @@ class McpHttpApp:
             max_bytes = limits.max_request_bytes
             content_length = values[_CLEN]
             if content_length is not None:
-                check_content_length(content_length, max_bytes)
+                # check_content_length() inlined.
+                try:
+                    declared = int(content_length)
+                except ValueError:
+                    raise HttpError(400, "Bad request: invalid Content-Length header") from None
+                if declared > max_bytes:
+                    raise HttpError(413, f"Payload too large: the body exceeds the limit of {max_bytes} bytes")
             first = await receive()
             if first.get("more_body", False) or first["type"] != "http.request":
                 body = await read_body(receive, max_bytes, None, first)

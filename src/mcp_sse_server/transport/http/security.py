@@ -72,7 +72,7 @@ class OriginPolicy:
     send with a 403. Decisions are cached per header pair.
     """
 
-    __slots__ = ("_cache", "allowed_origins", "any_host", "hosts", "require_origin")
+    __slots__ = ("_cache", "allowed_origins", "any_host", "hosts", "require_origin", "verdicts")
 
     def __init__(
         self,
@@ -95,6 +95,7 @@ class OriginPolicy:
                 hosts.add(bind_name)
         self.hosts = frozenset(hosts)
         self._cache: dict[tuple[bytes | None, bytes | None], str | None] = {}
+        self.verdicts = self._cache  # check()'s answers so far, read directly on the app's request path
 
     def check(self, origin: bytes | None, host: bytes | None) -> str | None:
         """None when acceptable, else a message for the 403 error body."""

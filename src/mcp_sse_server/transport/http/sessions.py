@@ -80,10 +80,12 @@ class SessionStore(ABC):
 class MemorySessionStore(SessionStore):
     """Sessions in a dict, in this process."""
 
-    __slots__ = ("_sessions",)
+    __slots__ = ("_sessions", "lookup")
 
     def __init__(self) -> None:
         self._sessions: dict[str, Session] = {}
+        # get() as the dict's own method: the app looks a session up on every request.
+        self.lookup: Callable[[str], Session | None] = self._sessions.get
 
     def get(self, session_id: str) -> Session | None:
         return self._sessions.get(session_id)
