@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Collection
+from typing import Any, Final, Protocol
 
 from .asgi import Send
 from .sse import KEEPALIVE, SSE_HEADERS
 
-__all__ = ["KeepaliveTicker", "SseStream"]
+__all__ = ["KeepaliveTicker", "SseStream", "StreamOwner"]
 
 logger = logging.getLogger("mcp_sse_server.http")
 
@@ -112,22 +112,37 @@ class SseStream:
             self.flushing = False
 
 
+class StreamOwner(Protocol):
+    """Something with POST streams of its own (a session's transport) that the ticker looks into.
+
+    ``keepalive_watched`` is True while the ticker holds the owner; the ticker
+    sets it back to False when it lets the owner go.
+    """
+
+    keepalive_watched: bool
+
+    def live_streams(self) -> Collection[SseStream]:
+        """The owner's open streams (empty when it has none)."""
+        ...
+
+
 class KeepaliveTicker:
     """Sends an SSE comment to every registered stream that was silent for a whole interval.
 
-    One task per ticker, alive only while streams are registered; streams are
-    registered and removed with a set operation, nothing per request is scheduled.
+    One task per ticker, alive only while streams are registered. A stream is
+    registered with ``add`` (a set operation); a session's POST streams come
+    through its transport, registered with ``watch`` once and kept until a
+    round finds it without streams, so a request registers nothing.
     """
 
-    __slots__ = ("_streams", "_task", "_writes", "interval", "unregister")
+    __slots__ = ("_owners", "_streams", "_task", "_writes", "interval")
 
     def __init__(self, interval: float) -> None:
         self.interval = interval
         self._streams: set[SseStream] = set()
+        self._owners: set[StreamOwner] = set()
         self._task: asyncio.Task[None] | None = None
         self._writes: set[asyncio.Task[Any]] = set()
-        # discard(), without a Python frame: every request calls it.
-        self.unregister: Callable[[SseStream], None] = self._streams.discard
 
     def add(self, stream: SseStream) -> None:
         self._streams.add(stream)
@@ -137,12 +152,24 @@ class KeepaliveTicker:
     def discard(self, stream: SseStream) -> None:
         self._streams.discard(stream)
 
+    def watch(self, owner: StreamOwner) -> None:
+        """Look after ``owner``'s streams until a round finds it has none (or ``unwatch``)."""
+        owner.keepalive_watched = True
+        self._owners.add(owner)
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def unwatch(self, owner: StreamOwner) -> None:
+        owner.keepalive_watched = False
+        self._owners.discard(owner)
+
     def __len__(self) -> int:
-        return len(self._streams)
+        """How many streams are looked after."""
+        return len(self._streams) + sum(len(owner.live_streams()) for owner in self._owners)
 
     async def _run(self) -> None:
         try:
-            while self._streams:
+            while self._streams or self._owners:
                 await asyncio.sleep(self.interval)
                 self.tick()
         finally:
@@ -150,19 +177,31 @@ class KeepaliveTicker:
 
     def tick(self) -> None:
         """One keep-alive round (the task calls it every interval; tests may call it directly)."""
-        loop = asyncio.get_running_loop()
         for stream in list(self._streams):
             if stream.done:
                 self._streams.discard(stream)
-            elif stream.active or stream.flushing:
-                stream.active = False
             else:
-                task = loop.create_task(stream.write(KEEPALIVE))
-                self._writes.add(task)
-                task.add_done_callback(self._writes.discard)
+                self._visit(stream)
+        for owner in list(self._owners):
+            streams = owner.live_streams()
+            if not streams:
+                self.unwatch(owner)
+            for stream in list(streams):
+                if not stream.done:
+                    self._visit(stream)
+
+    def _visit(self, stream: SseStream) -> None:
+        if stream.active or stream.flushing:
+            stream.active = False
+        else:
+            task = asyncio.get_running_loop().create_task(stream.write(KEEPALIVE))
+            self._writes.add(task)
+            task.add_done_callback(self._writes.discard)
 
     def close(self) -> None:
         self._streams.clear()
+        for owner in list(self._owners):
+            self.unwatch(owner)
         if self._task is not None:
             self._task.cancel()
             self._task = None

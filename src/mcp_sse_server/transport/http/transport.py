@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Final, Protocol, cast
 
 from ...jsonrpc import (
@@ -164,6 +164,7 @@ class SseTransport(Transport):
         "_standalone",
         "_streams",
         "_ticker",
+        "keepalive_watched",
         "limits",
         "on_close",
         "on_message",
@@ -187,6 +188,7 @@ class SseTransport(Transport):
         self.limits = limits
         self._event_factory = event_buffer_factory
         self._ticker = keepalive
+        self.keepalive_watched = False  # the ticker looks after our POST streams
         self._on_end = on_end
         self._streams: dict[RequestId, _PostStream] | None = None
         self._standalone: SseStream | None = None
@@ -223,6 +225,10 @@ class SseTransport(Transport):
         if ticker is None:
             ticker = self._ticker = KeepaliveTicker(self.limits.keepalive_interval)
         return ticker
+
+    def live_streams(self) -> Collection[SseStream]:
+        """The open POST streams (for the keep-alive ticker)."""
+        return self._streams.values() if self._streams else ()
 
     def attach(self, on_message: MessageSink, on_close: Callable[[], None]) -> None:
         super().attach(on_message, on_close)
@@ -304,10 +310,8 @@ class SseTransport(Transport):
         # Only a request served inline needs the watcher's receive; the other path reads it itself.
         stream = _PostStream(send, headers, receive if engine is not None else None)
         streams[request_id] = stream
-        ticker = self._ticker
-        if ticker is None:
-            ticker = self._keepalive()
-        ticker.add(stream)
+        if not self.keepalive_watched:
+            self._keepalive().watch(self)
         try:
             if engine is not None:
                 # Served in this request's own task: no extra task, no hand-over.
@@ -341,7 +345,6 @@ class SseTransport(Transport):
                 pass
         finally:
             stream.done = True
-            ticker.unregister(stream)
             if stream.watcher is not None:
                 stream.watcher.cancel()
             current = self._streams
@@ -500,6 +503,8 @@ class SseTransport(Transport):
             self._events.clear()
         if self.on_close is not None:
             self.on_close()
+        if self.keepalive_watched and self._ticker is not None:
+            self._ticker.unwatch(self)
         if streams:
             for request_id, stream in streams.items():
                 body = error_body(CONNECTION_CLOSED, "The session was closed before the request completed", request_id)
