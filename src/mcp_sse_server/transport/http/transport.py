@@ -21,7 +21,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Collection
-from typing import Any, Final, Protocol, cast
+from typing import Any, Final, Protocol, TypeAlias, cast
 
 from ...jsonrpc import (
     CONNECTION_CLOSED,
@@ -190,7 +190,7 @@ class SseTransport(Transport):
         self._ticker = keepalive
         self.keepalive_watched = False  # the ticker looks after our POST streams
         self._on_end = on_end
-        self._streams: dict[RequestId, _PostStream] | None = None
+        self._streams: dict[RequestId, _PostStream | _StandIn] | None = None
         self._standalone: SseStream | None = None
         self._events: EventBuffer | None = None
         self._closed = False
@@ -228,7 +228,10 @@ class SseTransport(Transport):
 
     def live_streams(self) -> Collection[SseStream]:
         """The open POST streams (for the keep-alive ticker)."""
-        return self._streams.values() if self._streams else ()
+        streams = self._streams
+        if not streams:
+            return ()
+        return [self._stream(request_id, entry) for request_id, entry in list(streams.items())]
 
     def attach(self, on_message: MessageSink, on_close: Callable[[], None]) -> None:
         super().attach(on_message, on_close)
@@ -274,9 +277,9 @@ class SseTransport(Transport):
         streams = self._streams
         if not streams or not isinstance(request_id, str | int) or request_id == self._init_id:
             return
-        stream = streams.pop(request_id, None)
-        if stream is not None:
-            await stream.end()
+        entry = streams.pop(request_id, None)
+        if entry is not None:
+            await self._stream(request_id, entry).end()
 
     async def serve_request(self, request: JsonRpcRequest, receive: Receive, send: Send) -> None:
         """Answer one parsed request with its SSE stream (``handle_post`` without the reading)."""
@@ -301,12 +304,70 @@ class SseTransport(Transport):
                 request_id=request_id,
             ).write(send)
             return
+        engine = self._engine
+        if engine is None or request.method == "initialize":
+            await self._serve_streamed(request, receive, send, streams, engine)
+            return
+        # Served inline in this request's own task: no extra task, no hand-over. A
+        # client disconnect does not cancel it (the reply is then dropped);
+        # notifications/cancelled does, through the engine. The request's stream
+        # starts as a stand-in ([send, receive]) that _stream() turns into an SSE
+        # stream only if something else is written first; most replies need none.
+        entry: _StandIn = [send, receive]
+        streams[request_id] = entry
+        if not self.keepalive_watched:
+            self._keepalive().watch(self)
+        try:
+            reply = await engine.dispatch(request)
+            if len(entry) == 2 and streams.get(request_id) is entry and self._streams is streams:
+                # The usual case: the reply (or, cancelled, nothing) is the response's only content.
+                del streams[request_id]
+                data = b"" if reply is None else b"data: " + encode_message(reply) + b"\n\n"
+                size = len(data)
+                length = _CONTENT_LENGTHS.get(size)
+                if length is None:
+                    length = _content_length(size)
+                try:
+                    await send({"type": "http.response.start", "status": 200, "headers": [_SSE_TYPE, length]})
+                    await send({"type": "http.response.body", "body": data, "more_body": False})
+                except Exception:  # the client is gone; like a dropped connection, not our error
+                    logger.debug("could not deliver the reply to %r", request_id, exc_info=True)
+                return
+            stream = self._stream(request_id, entry)
+            if reply is None:
+                await stream.end()  # cancelled: no response, per the specification
+            elif streams.get(request_id) is stream and self._streams is streams:
+                await self._reply(request_id, stream, reply)
+        finally:
+            made = entry[2] if len(entry) == 3 else None
+            if made is not None:
+                made.done = True
+                if made.watcher is not None:
+                    made.watcher.cancel()
+            current = self._streams
+            if current is not None:
+                held = current.get(request_id)
+                if held is not None and (held is entry or held is made):
+                    del current[request_id]
+                if not current:
+                    self._streams = None  # an idle session keeps no table
+
+    async def _serve_streamed(
+        self,
+        request: JsonRpcRequest,
+        receive: Receive,
+        send: Send,
+        streams: dict[RequestId, _PostStream | _StandIn],
+        engine: _Dispatcher | None,
+    ) -> None:
+        """serve_request for initialize (whose response carries the session id) and for
+        engines that take requests through on_message: the stream exists from the start."""
+        request_id = request.id
         headers = POST_SSE_HEADERS
         if request.method == "initialize":
             self._init_id = request_id
             if self.session_id is not None:
                 headers = [*POST_SSE_HEADERS, (SESSION_HEADER, self.session_id.encode("ascii"))]
-        engine = self._engine
         # Only a request served inline needs the watcher's receive; the other path reads it itself.
         stream = _PostStream(send, headers, receive if engine is not None else None)
         streams[request_id] = stream
@@ -314,29 +375,11 @@ class SseTransport(Transport):
             self._keepalive().watch(self)
         try:
             if engine is not None:
-                # Served in this request's own task: no extra task, no hand-over.
-                # A client disconnect does not cancel it (the reply is then dropped);
-                # notifications/cancelled does, through the engine.
                 reply = await engine.dispatch(request)
                 if reply is None:
                     await stream.end()  # cancelled: no response, per the specification
                 elif streams.get(request_id) is stream and self._streams is streams:
-                    if stream.started or stream.pending or stream.flushing or request_id == self._init_id:
-                        await self._reply(request_id, stream, reply)
-                        return
-                    # The usual case, inlined: the reply is the stream's only frame.
-                    del streams[request_id]
-                    stream.done = stream.started = stream.ended = True
-                    data = b"data: " + encode_message(reply) + b"\n\n"
-                    size = len(data)
-                    length = _CONTENT_LENGTHS.get(size)
-                    if length is None:
-                        length = _content_length(size)
-                    try:
-                        await send({"type": "http.response.start", "status": 200, "headers": [_SSE_TYPE, length]})
-                        await send({"type": "http.response.body", "body": data, "more_body": False})
-                    except Exception:  # the client is gone; like a dropped connection, not our error
-                        logger.debug("could not deliver the reply to %r", request_id, exc_info=True)
+                    await self._reply(request_id, stream, reply)
                 return
             assert self.on_message is not None
             self.on_message(request)
@@ -353,6 +396,20 @@ class SseTransport(Transport):
                     del current[request_id]
                 if not current:
                     self._streams = None  # an idle session keeps no table
+
+    def _stream(self, request_id: RequestId, entry: _PostStream | _StandIn) -> _PostStream:
+        """The request's SSE stream, made from its stand-in on first use (and put in the
+        table in its place, if the stand-in is still there)."""
+        if type(entry) is not list:
+            return cast(_PostStream, entry)
+        if len(entry) == 3:
+            return cast(_PostStream, entry[2])  # made already; it may have left the table since
+        stream = _PostStream(entry[0], POST_SSE_HEADERS, entry[1])
+        entry.append(stream)
+        streams = self._streams
+        if streams is not None and streams.get(request_id) is entry:
+            streams[request_id] = stream
+        return stream
 
     def _watch(self, request_id: RequestId, stream: _PostStream) -> None:
         """Notice the client leaving a request served in its own task (which never reads
@@ -445,8 +502,9 @@ class SseTransport(Transport):
         kind = type(message)
         is_reply = kind is JsonRpcResponse or kind is JsonRpcError
         if related_request_id is not None and self._streams:
-            stream = self._streams.get(related_request_id)
-            if stream is not None:
+            entry = self._streams.get(related_request_id)
+            if entry is not None:
+                stream = self._stream(related_request_id, entry)
                 if is_reply and message.id == related_request_id:  # type: ignore[union-attr]
                     await self._reply(related_request_id, stream, message)
                     return
@@ -506,13 +564,18 @@ class SseTransport(Transport):
         if self.keepalive_watched and self._ticker is not None:
             self._ticker.unwatch(self)
         if streams:
-            for request_id, stream in streams.items():
+            for request_id, entry in streams.items():
                 body = error_body(CONNECTION_CLOSED, "The session was closed before the request completed", request_id)
-                await stream.write(b"data: " + body + b"\n\n", final=True)
+                await self._stream(request_id, entry).write(b"data: " + body + b"\n\n", final=True)
         if standalone is not None:
             await standalone.end()
         if self._on_end is not None:
             self._on_end(self)
+
+
+# A request's stream before anything is written to it: [send, receive], and the
+# _PostStream appended once _stream() makes it.
+_StandIn: TypeAlias = list[Any]
 
 
 class _Dispatcher(Protocol):
