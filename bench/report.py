@@ -220,6 +220,11 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     big = hundred[0] if hundred else None
     check("100,000 idle sessions < 1 GB", big, big is not None and big < 1024,
           f"{big:,.0f} MB" + ("" if hundred and hundred[1] else " (extrapolated)") if big is not None else "")
+    invalid = [f"{LABELS[name]} {key}" for name, entry in http.items() for key in ("sse", "json", "sessions100")
+               if isinstance(entry.get(key), dict) and entry[key].get("invalid")]
+    invalid += [key for key, row in inm.items() if row.get("invalid")]
+    out.append(("no error reply in any point", "invalid: " + ", ".join(invalid) if invalid else "none",
+                "MISSED" if invalid else "met"))
     for key, want, label in (("inmemory-client", 10, "`InMemoryClient`"),
                              ("memory-transport", 30, "`MemoryTransport`")):
         med = inm.get(key, {}).get("median_us")

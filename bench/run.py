@@ -210,7 +210,7 @@ class Run:
             return asdict(Load(invalid=f"during warm-up: {warm.invalid}"))
         best: Load | None = None
         for _ in range(3):
-            self.wait_quiet()
+            self.wait_quiet(srv)
             cpu0, t0 = cpu_seconds(srv.pid), time.monotonic()
             load = wrk(srv.url, seconds=self.s.seconds, **kw)
             load.server_cpu = round((cpu_seconds(srv.pid) - cpu0) / (time.monotonic() - t0), 3)
@@ -226,12 +226,14 @@ class Run:
         best.disturbed = True
         return asdict(best)
 
-    def wait_quiet(self) -> None:
+    def wait_quiet(self, srv: Server) -> None:
         """Before a measured point, wait (bounded, per point and per run) until
-        other work on this shared machine leaves the server's core idle."""
+        other work on this shared machine leaves the server's core idle. The
+        server's own CPU time (finishing the warm-up, say) is not counted."""
         t0, limit = time.monotonic(), min(15.0, self.quiet_budget)
         while True:
-            busy = cpu_busy(0.5).get(f"cpu{SERVER_CPU}", 0.0)
+            own = cpu_seconds(srv.pid)
+            busy = cpu_busy(0.5).get(f"cpu{SERVER_CPU}", 0.0) - (cpu_seconds(srv.pid) - own) / 0.5
             if busy < 0.1 or time.monotonic() - t0 >= limit:
                 break
             if time.monotonic() - t0 < 0.6:
