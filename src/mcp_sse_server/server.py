@@ -285,6 +285,10 @@ class McpServer:
 
     def handle_request(self, request: JsonRpcRequest, context: RequestContext) -> Awaitable[dict[str, Any]]:
         method = request.method
+        if self.initialized:  # every request after the handshake: one lookup
+            handler = self._handlers.get(method)
+            if handler is not None:
+                return handler(self, request.params or {}, context)
         params = request.params or {}
         if method == "initialize":
             return self._initialize(params, context)
