@@ -63,6 +63,21 @@ class Connection:
     it lives here because it is per connection, like the session it serves.
     """
 
+    # An HTTP server keeps one per idle session: slots, and nothing made before it is needed.
+    __slots__ = (
+        "__weakref__",
+        "_background",
+        "_ids",
+        "_inflight",
+        "_pending",
+        "_progress",
+        "closed",
+        "log_threshold",
+        "logger",
+        "owner",
+        "transport",
+    )
+
     def __init__(self, transport: Transport, owner: ConnectionOwner, *, name: str = "mcp") -> None:
         self.transport = transport
         self.owner = owner
@@ -73,7 +88,7 @@ class Connection:
         self._pending: dict[RequestId, asyncio.Future[JsonRpcMessage]] = {}
         self._progress: dict[str | int, ProgressCallback] = {}
         self._inflight: dict[RequestId, RequestContext] = {}
-        self._background: set[asyncio.Task[Any]] = set()
+        self._background: set[asyncio.Task[Any]] | None = None
         transport.attach(self._on_message, self._on_close)
 
     # --- inbound ---------------------------------------------------------------
@@ -189,6 +204,9 @@ class Connection:
             current_context.reset(token)
             if inflight.get(request_id) is context:
                 del inflight[request_id]
+                if not inflight and request.method == "initialize":
+                    # Every idle session has served initialize: don't keep the table it grew.
+                    inflight.clear()
 
     def _on_close(self) -> None:
         if self.closed:
@@ -300,6 +318,8 @@ class Connection:
         except RuntimeError:  # no running loop: nothing can be sent anyway
             coroutine.close()  # type: ignore[attr-defined]
             return
+        if self._background is None:
+            self._background = set()
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 

@@ -191,7 +191,7 @@ class McpServer:
         self._resources: dict[str, Resource] = {}
         self._templates: dict[str, tuple[UriTemplate, ResourceTemplate]] = {}
         self._prompts: dict[str, Prompt] = {}
-        self._subscriptions: set[str] = set()
+        self._subscriptions: set[str] | None = None  # made on the first subscribe: most sessions never do
         self._tool_list: list[dict[str, Any]] | None = None
 
     # --- registration ------------------------------------------------------------
@@ -281,7 +281,7 @@ class McpServer:
             await self.connection.close()
 
     def connection_closed(self) -> None:
-        self._subscriptions.clear()
+        self._subscriptions = None
 
     def handle_request(self, request: JsonRpcRequest, context: RequestContext) -> Awaitable[dict[str, Any]]:
         method = request.method
@@ -496,17 +496,22 @@ class McpServer:
 
     async def _subscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         self._require("resources")
-        self._subscriptions.add(_params_str(params, "uri"))
+        uri = _params_str(params, "uri")
+        if self._subscriptions is None:
+            self._subscriptions = set()
+        self._subscriptions.add(uri)
         return {}
 
     async def _unsubscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         self._require("resources")
-        self._subscriptions.discard(_params_str(params, "uri"))
+        uri = _params_str(params, "uri")
+        if self._subscriptions is not None:
+            self._subscriptions.discard(uri)
         return {}
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell the client ``uri`` changed, if it subscribed to it."""
-        if uri in self._subscriptions and self.connection is not None:
+        if self._subscriptions and uri in self._subscriptions and self.connection is not None:
             await self.connection.notify("notifications/resources/updated", {"uri": uri})
 
     async def notify_resource_list_changed(self) -> None:
