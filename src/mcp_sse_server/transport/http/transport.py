@@ -288,16 +288,16 @@ class SseTransport(Transport):
         if self._closed or self.on_message is None:
             await HttpError(404, "Session not found: it has ended; initialize a new one").write(send)
             return
+        request_id = request.id
         streams = self._streams
         if streams is None:
             streams = self._streams = {}
-        request_id = request.id
-        if request_id in streams:
+        elif request_id in streams:
             await HttpError(
                 409, f"Conflict: request id {request_id!r} is already in flight in this session", request_id=None
             ).write(send)
             return
-        if len(streams) >= self.limits.max_request_streams:
+        elif len(streams) >= self.limits.max_request_streams:  # (never for an empty table: the limit is >= 1)
             await HttpError(
                 429,
                 f"Too many requests: this session already has {len(streams)} requests in flight "
@@ -321,47 +321,57 @@ class SseTransport(Transport):
             self._keepalive().watch(self)
         try:
             reply = await engine.dispatch(request)
-            if len(entry) == 2 and streams.get(request_id) is entry and self._streams is streams:
-                # The usual case: the reply (or, cancelled, nothing) is the response's only content.
-                del streams[request_id]
-                if type(reply) is JsonRpcResponse:
-                    # encode_message() inlined for the usual reply. (Concatenation beats a
-                    # join or %-format for payloads this small.)
-                    try:
-                        payload = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": reply.result})
-                    except orjson.JSONEncodeError:
-                        payload = encode_message(reply)
-                    data = b"data: " + payload + b"\n\n"
-                else:
-                    data = b"" if reply is None else b"data: " + encode_message(reply) + b"\n\n"
-                size = len(data)
-                length = _CONTENT_LENGTHS.get(size)
-                if length is None:
-                    length = _content_length(size)
+        except BaseException:
+            self._forget(request_id, entry)
+            raise
+        if len(entry) == 2 and self._streams is streams and streams.get(request_id) is entry:
+            # The usual case: the reply (or, cancelled, nothing) is the response's only content.
+            del streams[request_id]
+            if not streams:
+                self._streams = None  # an idle session keeps no table
+            if type(reply) is JsonRpcResponse:
+                # encode_message() inlined for the usual reply. (Concatenation beats a
+                # join or %-format for payloads this small.)
                 try:
-                    await send({"type": "http.response.start", "status": 200, "headers": [_SSE_TYPE, length]})
-                    await send({"type": "http.response.body", "body": data, "more_body": False})
-                except Exception:  # the client is gone; like a dropped connection, not our error
-                    logger.debug("could not deliver the reply to %r", request_id, exc_info=True)
-                return
+                    payload = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": reply.result})
+                except orjson.JSONEncodeError:
+                    payload = encode_message(reply)
+                data = b"data: " + payload + b"\n\n"
+            else:
+                data = b"" if reply is None else b"data: " + encode_message(reply) + b"\n\n"
+            size = len(data)
+            length = _CONTENT_LENGTHS.get(size)
+            if length is None:
+                length = _content_length(size)
+            try:
+                await send({"type": "http.response.start", "status": 200, "headers": [_SSE_TYPE, length]})
+                await send({"type": "http.response.body", "body": data, "more_body": False})
+            except Exception:  # the client is gone; like a dropped connection, not our error
+                logger.debug("could not deliver the reply to %r", request_id, exc_info=True)
+            return
+        try:
             stream = self._stream(request_id, entry)
             if reply is None:
                 await stream.end()  # cancelled: no response, per the specification
             elif streams.get(request_id) is stream and self._streams is streams:
                 await self._reply(request_id, stream, reply)
         finally:
-            made = entry[2] if len(entry) == 3 else None
-            if made is not None:
-                made.done = True
-                if made.watcher is not None:
-                    made.watcher.cancel()
-            current = self._streams
-            if current is not None:
-                held = current.get(request_id)
-                if held is not None and (held is entry or held is made):
-                    del current[request_id]
-                if not current:
-                    self._streams = None  # an idle session keeps no table
+            self._forget(request_id, entry)
+
+    def _forget(self, request_id: RequestId, entry: _StandIn) -> None:
+        """A request served inline is over: its stream (if one was made) takes no more."""
+        made = entry[2] if len(entry) == 3 else None
+        if made is not None:
+            made.done = True
+            if made.watcher is not None:
+                made.watcher.cancel()
+        current = self._streams
+        if current is not None:
+            held = current.get(request_id)
+            if held is not None and (held is entry or held is made):
+                del current[request_id]
+            if not current:
+                self._streams = None  # an idle session keeps no table
 
     async def _serve_streamed(
         self,
