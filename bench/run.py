@@ -43,8 +43,8 @@ PEERS = BENCH / ".peers"
 RESULTS = BENCH / "results"
 ORDER = [report.OURS, "official", "fastmcp", "typescript", report.BARE]
 DISTURBED = 0.9  # a saturated server's share of its core below which other work interfered
-RETRY_BUDGET = 8  # re-measured points per run at most, to keep a full run under 10 minutes
-QUIET_BUDGET = 90.0  # seconds per run spent waiting for the server's core to be free of other work
+RETRY_BUDGET = 5  # re-measured points per run at most, to keep a full run under 10 minutes
+QUIET_BUDGET = 45.0  # seconds per run spent waiting for the server's core to be free of other work
 
 
 def log(msg: str) -> None:
