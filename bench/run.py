@@ -92,7 +92,9 @@ def our_env() -> dict[str, str]:
 
 
 def node_binary() -> str | None:
-    return shutil.which("node")
+    """The machine's node, else the Node 22 that scripts/setup.sh's setup_node installs."""
+    tools_node = ROOT / ".tools" / "node" / "node_modules" / "node" / "bin" / "node"
+    return shutil.which("node") or (str(tools_node) if tools_node.exists() else None)
 
 
 def peers() -> list[Peer]:

@@ -43,29 +43,35 @@ make_venv() {
   fi
   log "creating $dir"
   rm -rf "$dir"
-  python3 -m venv "$dir"
-  "$dir/bin/python" -m pip install -q --disable-pip-version-check "$@"
+  python3 -m venv "$dir" || return 1
+  "$dir/bin/python" -m pip install -q --disable-pip-version-check "$@" || return 1
   echo "$want" >"$dir/.installed"
 }
 
+# A peer that cannot be installed is skipped by run.py (it says so); the rest still runs.
 py_common=("uvicorn==$UVICORN_VERSION" "httptools==$HTTPTOOLS_VERSION" "uvloop==$UVLOOP_VERSION")
-make_venv "$peers/official" "mcp=$MCP_VERSION uvicorn=$UVICORN_VERSION" "mcp==$MCP_VERSION" "${py_common[@]}"
+make_venv "$peers/official" "mcp=$MCP_VERSION uvicorn=$UVICORN_VERSION" "mcp==$MCP_VERSION" "${py_common[@]}" \
+  || { log "the official SDK could not be installed: it will be skipped"; rm -rf "$peers/official"; }
 make_venv "$peers/fastmcp" "fastmcp=$FASTMCP_VERSION uvicorn=$UVICORN_VERSION" \
-  "fastmcp==$FASTMCP_VERSION" "${py_common[@]}"
+  "fastmcp==$FASTMCP_VERSION" "${py_common[@]}" \
+  || { log "fastmcp could not be installed: it will be skipped"; rm -rf "$peers/fastmcp"; }
 
-ts="$peers/ts"
-ts_want="sdk=$TS_SDK_VERSION zod=$ZOD_VERSION"
-if [ ! -f "$ts/.installed" ] || [ "$(cat "$ts/.installed")" != "$ts_want" ]; then
-  command -v npm >/dev/null || { log "npm is missing (Node.js 18 or newer is needed)"; exit 1; }
-  log "installing the TypeScript SDK into $ts"
-  mkdir -p "$ts"
-  printf '{"name":"mcp-bench-ts-peer","private":true,"type":"module"}\n' >"$ts/package.json"
-  (cd "$ts" && npm install --no-audit --no-fund --loglevel=error \
-    "@modelcontextprotocol/sdk@$TS_SDK_VERSION" "zod@$ZOD_VERSION")
-  echo "$ts_want" >"$ts/.installed"
-fi
-# ESM resolves packages relative to the script, so it lives beside node_modules.
-cp "$here/peers/peer_typescript_sdk.mjs" "$ts/peer_typescript_sdk.mjs"
+install_ts() {
+  local ts=$1 want=$2
+  if [ ! -f "$ts/.installed" ] || [ "$(cat "$ts/.installed")" != "$want" ]; then
+    command -v npm >/dev/null || { log "npm is missing (Node.js 18 or newer is needed)"; return 1; }
+    log "installing the TypeScript SDK into $ts"
+    rm -rf "$ts" && mkdir -p "$ts" || return 1
+    printf '{"name":"mcp-bench-ts-peer","private":true,"type":"module"}\n' >"$ts/package.json"
+    (cd "$ts" && npm install --no-audit --no-fund --loglevel=error \
+      "@modelcontextprotocol/sdk@$TS_SDK_VERSION" "zod@$ZOD_VERSION") || return 1
+    echo "$want" >"$ts/.installed"
+  fi
+  # ESM resolves packages relative to the script, so it lives beside node_modules.
+  cp "$here/peers/peer_typescript_sdk.mjs" "$ts/peer_typescript_sdk.mjs"
+}
+install_ts "$peers/ts" "sdk=$TS_SDK_VERSION zod=$ZOD_VERSION" \
+  || { log "the TypeScript SDK could not be installed: it will be skipped"; rm -rf "$peers/ts"; }
 
 # This project: the checkout's .venv, made the way scripts/setup.sh makes it.
 # run.py also puts src/ on PYTHONPATH, so when the editable install cannot be
