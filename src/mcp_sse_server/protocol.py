@@ -42,7 +42,6 @@ _TASKS: dict[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = (
     getattr(asyncio.tasks, "_current_tasks", None) if sys.version_info < (3, 12) else None
 )
 _running_loop = asyncio.get_running_loop
-_new = object.__new__
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 
@@ -187,10 +186,7 @@ class Connection:
             result = await self.owner.handle_request(request, context)
             if context.cancelled and request.method != "initialize":
                 return None  # a handler that swallowed the cancellation still gets no response
-            # JsonRpcResponse(request_id, result) without its __init__ frame: every reply is one.
-            response = _new(JsonRpcResponse)
-            response.id, response.result = request_id, result
-            return response
+            return JsonRpcResponse(request_id, result)
         except McpError as error:
             return JsonRpcError(request_id, error.code, error.message, error.data)
         except asyncio.CancelledError:

@@ -7,11 +7,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
-
 from mcp_sse_server import Tool
 from mcp_sse_server.context import RequestContext
-from mcp_sse_server.jsonrpc import INVALID_REQUEST
 from mcp_sse_server.transport.http import McpHttpApp
 
 from .conftest import Gate, notification, open_session, request
@@ -78,35 +75,3 @@ async def test_keepalives_reach_a_silent_inline_request(app: McpHttpApp, gate: G
     gate.release.set()
     await inflight.finish()
     assert inflight.messages[-1]["result"]["content"][0]["text"] == "released"
-
-
-@pytest.mark.parametrize(
-    ("body", "why"),
-    [
-        ({"jsonrpc": "2.0", "id": True, "method": "ping"}, "bool id"),
-        ({"jsonrpc": "2.0", "id": 1.5, "method": "ping"}, "float id"),
-        ({"jsonrpc": "2.0", "id": None, "method": "ping"}, "null id"),
-        ({"jsonrpc": "2.0", "id": 1, "method": "ping", "params": [1]}, "positional params"),
-        ({"jsonrpc": "1.0", "id": 1, "method": "ping"}, "wrong version"),
-        ({"jsonrpc": "2.0", "id": 1, "method": 7}, "method not a string"),
-        ([{"jsonrpc": "2.0", "id": 1, "method": "ping"}], "batch"),
-    ],
-)
-async def test_malformed_requests_in_a_session_are_refused_as_before(app: McpHttpApp, body: Any, why: str) -> None:
-    session = await open_session(app)
-    reply = await session.post(body).finish()
-    assert reply.status == 400, why
-    assert reply.json["error"]["code"] == INVALID_REQUEST, why
-
-
-async def test_well_formed_requests_with_and_without_params_are_served(app: McpHttpApp) -> None:
-    session = await open_session(app)
-    for body in (
-        {"jsonrpc": "2.0", "id": "s-1", "method": "ping"},
-        {"jsonrpc": "2.0", "id": 0, "method": "ping", "params": None},
-        {"jsonrpc": "2.0", "id": 3, "method": "ping", "params": {}},
-    ):
-        reply = await session.post(body).finish()
-        assert reply.status == 200 and reply.messages == [{"jsonrpc": "2.0", "id": body["id"], "result": {}}]
-    reply = await session.post({"jsonrpc": "2.0", "method": "notifications/initialized"}).finish()
-    assert reply.status == 202

@@ -17,11 +17,11 @@ import inspect
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Final, TypeAlias, cast
+from typing import Any, Final, TypeAlias
 
 import orjson
 
-from ...jsonrpc import NOT_JSON, PARSE_ERROR, JsonRpcRequest, McpError, RequestId, message_from_dict
+from ...jsonrpc import NOT_JSON, PARSE_ERROR, JsonRpcRequest, McpError, message_from_dict
 from .accept import accepts_json_and_sse
 from .asgi import Receive, Scope, Send
 from .errors import INTERNAL_ERROR, SERVER_BUSY, HttpError, write_json_rpc_error
@@ -51,8 +51,6 @@ SessionFactory: TypeAlias = Callable[[], Any]
 ACCEPTED_PROTOCOL_VERSIONS: Final = frozenset({b"2025-06-18", b"2025-03-26"})
 
 _ALLOW: Final = [(b"allow", b"GET, POST, DELETE")]
-_ID_TYPES: Final = (int, str)  # a request id's types, exactly (bool is not one)
-_new: Final = object.__new__
 _UNDECIDED: Final = "undecided"  # not a verdict the policy gives (those are None or a sentence)
 
 # Header name -> slot in the per-request list; one dict lookup per header, and
@@ -194,27 +192,11 @@ class McpHttpApp:
                 body = first.get("body", b"")
                 if len(body) > max_bytes:
                     raise HttpError(413, f"Payload too large: the body exceeds the limit of {max_bytes} bytes")
-            # parse_message() inlined, and message_from_dict()'s first case: a well-formed request.
+            # parse_message() inlined.
             try:
-                data = orjson.loads(body)
+                message = message_from_dict(orjson.loads(body))
             except orjson.JSONDecodeError:
                 raise HttpError(400, NOT_JSON, PARSE_ERROR) from None
-            if (
-                type(data) is dict
-                and data.get("jsonrpc") == "2.0"
-                and type(method := data.get("method")) is str
-                and type(request_id := data.get("id")) in _ID_TYPES
-                and ((params := data.get("params")) is None or type(params) is dict)
-            ):
-                if self._closing:
-                    raise _shutting_down()
-                # JsonRpcRequest(request_id, method, params) without its __init__ frame.
-                request = _new(JsonRpcRequest)
-                request.id, request.method, request.params = cast(RequestId, request_id), method, params
-                await session.transport.serve_request(request, receive, send)
-                return
-            try:
-                message = message_from_dict(data)
             except McpError as error:
                 raise HttpError(400, error.message, error.code) from None
             if type(message) is JsonRpcRequest:
