@@ -245,8 +245,6 @@ class CallToolResult:
 
     @classmethod
     def text(cls, text: str) -> CallToolResult:
-        if cls is CallToolResult:
-            return _text_result(text, None, False)
         return cls([TextContent(text)])
 
     @classmethod
@@ -254,27 +252,17 @@ class CallToolResult:
         """Structured content plus its JSON as a text block, for clients that read only text."""
         if text is None:
             text = dumps(data).decode()
-        if cls is CallToolResult:
-            return _text_result(text, data, False)
         return cls([TextContent(text)], structured_content=data)
 
     @classmethod
     def error(cls, message: str) -> CallToolResult:
         """A failure the model can read and act on."""
-        if cls is CallToolResult:
-            return _text_result(message, None, True)
         return cls([TextContent(message)], is_error=True)
 
     def to_dict(self) -> dict[str, Any]:
         content = self.content
-        if len(content) == 1:  # the usual result: no comprehension (its own frame) for it
-            block = content[0]
-            if type(block) is TextContent and block.annotations is None and block.meta is None:
-                blocks = [{"type": "text", "text": block.text}]  # TextContent.to_dict() inlined
-            else:
-                blocks = [block.to_dict()]
-        else:
-            blocks = [block.to_dict() for block in content]
+        # One block is the usual result: no comprehension (its own frame) for it.
+        blocks = [content[0].to_dict()] if len(content) == 1 else [block.to_dict() for block in content]
         out: dict[str, Any] = {"content": blocks}
         if self.structured_content is not None:
             out["structuredContent"] = self.structured_content
@@ -283,16 +271,6 @@ class CallToolResult:
         if self.meta is not None:
             out["_meta"] = self.meta
         return out
-
-
-def _text_result(text: str, structured: dict[str, Any] | None, is_error: bool) -> CallToolResult:
-    """CallToolResult([TextContent(text)], ...) without running the two generated
-    __init__ frames: every tool call that returns a shortcut result comes here."""
-    block = object.__new__(TextContent)
-    block.text, block.annotations, block.meta = text, None, None
-    result = object.__new__(CallToolResult)
-    result.content, result.structured_content, result.is_error, result.meta = [block], structured, is_error, None
-    return result
 
 
 ToolResult: TypeAlias = CallToolResult | str | dict[str, Any]

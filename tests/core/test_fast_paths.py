@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 from mcp_sse_server.jsonrpc import (
     JsonRpcNotification,
@@ -13,7 +12,6 @@ from mcp_sse_server.jsonrpc import (
     message_from_dict,
     message_to_dict,
 )
-from mcp_sse_server.types import Annotations, CallToolResult, TextContent
 
 
 def test_a_response_orjson_refuses_is_still_encoded_exactly() -> None:
@@ -36,29 +34,3 @@ def test_values_of_subclassed_types_take_the_general_path() -> None:
     assert request == JsonRpcRequest("x", "ping")
     notification = message_from_dict({"jsonrpc": "2.0", "method": Name("notifications/initialized")})
     assert notification == JsonRpcNotification("notifications/initialized")
-
-
-def test_result_shortcuts_equal_the_full_constructors() -> None:
-    assert CallToolResult.text("x") == CallToolResult([TextContent("x")])
-    assert CallToolResult.error("bad") == CallToolResult([TextContent("bad")], is_error=True)
-    assert CallToolResult.structured({"s": 1}) == CallToolResult([TextContent('{"s":1}')], structured_content={"s": 1})
-    assert CallToolResult.text("x").to_dict() == {"content": [{"type": "text", "text": "x"}]}
-
-
-def test_result_shortcuts_of_a_subclass_run_its_constructor() -> None:
-    @dataclass(slots=True)
-    class Tagged(CallToolResult):
-        tag: str = "t"
-
-        def __post_init__(self) -> None:
-            self.tag = "made"
-
-    result = Tagged.text("x")
-    assert type(result) is Tagged and result.tag == "made"
-
-
-def test_a_text_block_with_annotations_keeps_them() -> None:
-    block = TextContent("x", annotations=Annotations(priority=0.5))
-    assert CallToolResult([block]).to_dict()["content"] == [
-        {"type": "text", "text": "x", "annotations": {"priority": 0.5}}
-    ]
