@@ -50,9 +50,6 @@ REQUEST_TIMEOUT: Final = -32001
 
 RequestId: TypeAlias = str | int
 
-NOT_JSON: Final = "Parse error: the body is not valid JSON"
-"""The message of the -32700 error for bytes that are not JSON."""
-
 
 class McpError(Exception):
     """An error that travels to the peer as a JSON-RPC error object.
@@ -244,7 +241,7 @@ def parse_message(raw: bytes | bytearray | memoryview | str) -> JsonRpcMessage:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        raise McpError(PARSE_ERROR, NOT_JSON) from None
+        raise McpError(PARSE_ERROR, "Parse error: the body is not valid JSON") from None
     return message_from_dict(data)
 
 

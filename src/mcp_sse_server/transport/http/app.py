@@ -19,9 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
-import orjson
-
-from ...jsonrpc import NOT_JSON, PARSE_ERROR, JsonRpcRequest, McpError, message_from_dict
+from ...jsonrpc import JsonRpcRequest, McpError, parse_message
 from .accept import accepts_json_and_sse
 from .asgi import Receive, Scope, Send
 from .errors import INTERNAL_ERROR, SERVER_BUSY, HttpError, write_json_rpc_error
@@ -192,11 +190,8 @@ class McpHttpApp:
                 body = first.get("body", b"")
                 if len(body) > max_bytes:
                     raise HttpError(413, f"Payload too large: the body exceeds the limit of {max_bytes} bytes")
-            # parse_message() inlined.
             try:
-                message = message_from_dict(orjson.loads(body))
-            except orjson.JSONDecodeError:
-                raise HttpError(400, NOT_JSON, PARSE_ERROR) from None
+                message = parse_message(body)
             except McpError as error:
                 raise HttpError(400, error.message, error.code) from None
             if type(message) is JsonRpcRequest:

@@ -23,8 +23,6 @@ import logging
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Final, Protocol, TypeAlias, cast
 
-import orjson
-
 from ...jsonrpc import (
     CONNECTION_CLOSED,
     JsonRpcError,
@@ -329,16 +327,7 @@ class SseTransport(Transport):
             del streams[request_id]
             if not streams:
                 self._streams = None  # an idle session keeps no table
-            if type(reply) is JsonRpcResponse:
-                # encode_message() inlined for the usual reply. (Concatenation beats a
-                # join or %-format for payloads this small.)
-                try:
-                    payload = orjson.dumps({"jsonrpc": "2.0", "id": request_id, "result": reply.result})
-                except orjson.JSONEncodeError:
-                    payload = encode_message(reply)
-                data = b"data: " + payload + b"\n\n"
-            else:
-                data = b"" if reply is None else b"data: " + encode_message(reply) + b"\n\n"
+            data = b"" if reply is None else b"data: " + encode_message(reply) + b"\n\n"
             size = len(data)
             length = _CONTENT_LENGTHS.get(size)
             if length is None:
