@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import sys
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -36,12 +35,6 @@ __all__ = ["Connection", "ConnectionOwner", "ProgressCallback"]
 
 logger = logging.getLogger("mcp_sse_server")
 
-# Before 3.12 asyncio.current_task() is a Python function around this table; every
-# inline request reads it, so read the table directly where it is the source of truth.
-_TASKS: dict[asyncio.AbstractEventLoop, asyncio.Task[Any]] | None = (
-    getattr(asyncio.tasks, "_current_tasks", None) if sys.version_info < (3, 12) else None
-)
-_running_loop = asyncio.get_running_loop
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]
 
@@ -179,7 +172,7 @@ class Connection:
                 return JsonRpcError(request_id, INVALID_REQUEST, f"Request id {request_id!r} is already in use")
             context = RequestContext(self, request)
             # Served in the caller's task: notifications/cancelled cancels that task.
-            context.task = _TASKS.get(_running_loop()) if _TASKS is not None else asyncio.current_task()
+            context.task = asyncio.current_task()
             inflight[request_id] = context
         token = current_context.set(context)
         try:
