@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
@@ -30,7 +31,10 @@ def _quantity(text: str, what: str, units: Mapping[str, float], bare: str, usage
     factor = units.get(match.group(2).lower() or bare) if match is not None else None
     if match is None or factor is None:
         raise ValueError(f"{text!r} is not a {what}; use {usage}")
-    return float(match.group(1)) * factor
+    value = float(match.group(1)) * factor
+    if not math.isfinite(value):
+        raise ValueError(f"{text!r} is too large for a {what}")
+    return value
 
 
 def parse_duration(text: str) -> float:
