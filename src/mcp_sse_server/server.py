@@ -529,7 +529,9 @@ class McpServer:
         prompt = self._prompts.get(name)
         if prompt is None:
             raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}")
-        arguments = params.get("arguments") or {}
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
         if type(arguments) is not dict or not all(isinstance(v, str) for v in arguments.values()):
             raise McpError(INVALID_PARAMS, 'Invalid "arguments": expected an object of string values')
         for argument in prompt.arguments:

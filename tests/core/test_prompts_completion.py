@@ -139,6 +139,8 @@ async def test_required_arguments_are_checked_before_the_handler(server: McpServ
         {},
         {"name": 3},
         {"name": "review", "arguments": ["path"]},
+        {"name": "review", "arguments": []},
+        {"name": "review", "arguments": ""},
         {"name": "review", "arguments": {"path": 5}},
         {"name": "review", "arguments": {"path": None}},
     ],
