@@ -157,39 +157,8 @@ class McpHttpApp:
             if session_id is None:
                 await self._open_session(scope, receive, send, values[_CLEN])
                 return
-            # _session() inlined.
-            session = self._lookup(session_id.decode("latin-1"))
-            if session is None or session.closing:
-                raise HttpError(404, _UNKNOWN_SESSION)
-            now = self.clock()
-            limits = self.limits
-            if now - session.last_seen >= limits.session_idle_timeout or (
-                now - session.created_at >= limits.session_max_lifetime
-            ):
-                self._end_soon(session)
-                raise HttpError(404, _UNKNOWN_SESSION)
-            version = values[_VERSION]
-            if version is not None and version not in ACCEPTED_PROTOCOL_VERSIONS:
-                raise _bad_version(version)
-            session.last_seen = now
-            # read_body() inlined for the usual one-chunk body.
-            max_bytes = limits.max_request_bytes
-            content_length = values[_CLEN]
-            if content_length is not None:
-                # check_content_length() inlined.
-                try:
-                    declared = int(content_length)
-                except ValueError:
-                    raise HttpError(400, "Bad request: invalid Content-Length header") from None
-                if declared > max_bytes:
-                    raise HttpError(413, f"Payload too large: the body exceeds the limit of {max_bytes} bytes")
-            first = await receive()
-            if first.get("more_body", False) or first["type"] != "http.request":
-                body = await read_body(receive, max_bytes, None, first)
-            else:
-                body = first.get("body", b"")
-                if len(body) > max_bytes:
-                    raise HttpError(413, f"Payload too large: the body exceeds the limit of {max_bytes} bytes")
+            session = self._session(session_id, values[_VERSION])
+            body = await read_body(receive, self.limits.max_request_bytes, values[_CLEN])
             try:
                 message = parse_message(body)
             except McpError as error:
@@ -252,11 +221,7 @@ class McpHttpApp:
         if session is None or session.closing:
             raise HttpError(404, _UNKNOWN_SESSION)
         now = self.clock()
-        limits = self.limits
-        # Session.expired() spelled out: this runs on every request.
-        if now - session.last_seen >= limits.session_idle_timeout or (
-            now - session.created_at >= limits.session_max_lifetime
-        ):
+        if session.expired(now, self.limits.session_idle_timeout, self.limits.session_max_lifetime):
             self._end_soon(session)
             raise HttpError(404, _UNKNOWN_SESSION)
         if version is not None and version not in ACCEPTED_PROTOCOL_VERSIONS:

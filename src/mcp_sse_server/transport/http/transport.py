@@ -598,12 +598,7 @@ class _PostStream(SseStream):
     __slots__ = ("outbound", "receive", "watcher")
 
     def __init__(self, send: Send, headers: list[tuple[bytes, bytes]], receive: Receive | None) -> None:
-        # SseStream.__init__ spelled out: one call less on every request.
-        self.send = send
-        self.headers = headers
-        self.pending: list[bytes] = []
-        self.started = self.done = self.ended = self.flushing = False
-        self.active = True
+        super().__init__(send, headers)
         self.receive = receive
         self.watcher: asyncio.Task[None] | None = None
         self.outbound: list[RequestId] | None = None  # server-to-client requests sent on it
