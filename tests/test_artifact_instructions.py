@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import jsonschema_rs
 import pytest
 
-from mcp_sse_server.context import RequestContext
-from mcp_sse_server.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, JsonRpcNotification, JsonRpcRequest, McpError
+from fixtures.sessions import initialized_session
+from mcp_sse_server.jsonrpc import INVALID_PARAMS, McpError
 from mcp_sse_server.protocol import Connection
 from mcp_sse_server.server import McpServer
 from mcp_sse_server.servers import MemoryServerFactory
@@ -22,7 +22,6 @@ from mcp_sse_server.servers.artifact_instructions import (
     artifact_tool_result,
     artifact_tools,
 )
-from mcp_sse_server.transport.memory import MemoryTransport
 
 TYPES = ["code", "documents", "html", "svg", "mermaid", "react"]
 
@@ -130,33 +129,13 @@ async def test_the_tool_handler() -> None:
 # -- through the core ------------------------------------------------------------------------------------
 
 
-class _ClientOwner:
-    def handle_request(self, request: JsonRpcRequest, context: RequestContext) -> Awaitable[dict[str, Any]]:
-        raise McpError(METHOD_NOT_FOUND, request.method)
-
-    def handle_notification(self, notification: JsonRpcNotification) -> None:
-        pass
-
-    def connection_closed(self) -> None:
-        pass
-
-
 @pytest.fixture
 async def session() -> AsyncIterator[Connection]:
     server = MemoryServerFactory.create_memory_server("artifact_instructions")
     assert isinstance(server, ArtifactInstructionsServer)
-    server_side, client_side = MemoryTransport.pair()
-    await server.connect(server_side)
-    client = Connection(client_side, _ClientOwner())
-    init = await client.request(
-        "initialize",
-        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
-    )
-    assert init["serverInfo"]["name"] == "artifact_instructions"
-    await client.notify("notifications/initialized")
-    yield client
-    await client.close()
-    await server.close()
+    async with initialized_session(server) as (client, init):
+        assert init["serverInfo"]["name"] == "artifact_instructions"
+        yield client
 
 
 async def test_server_lists_the_tool(session: Connection) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -13,12 +13,9 @@ import jsonschema_rs
 import orjson
 import pytest
 
-from mcp_sse_server.context import RequestContext
+from fixtures.sessions import initialized_session
 from mcp_sse_server.jsonrpc import (
     INVALID_PARAMS,
-    METHOD_NOT_FOUND,
-    JsonRpcNotification,
-    JsonRpcRequest,
     McpError,
 )
 from mcp_sse_server.protocol import Connection
@@ -37,7 +34,6 @@ from mcp_sse_server.servers.math import (
     math_tools,
     result_payload,
 )
-from mcp_sse_server.transport.memory import MemoryTransport
 
 TOOL_NAMES = [
     "add", "subtract", "multiply", "divide", "power", "sqrt", "cbrt", "abs", "sin", "cos", "tan", "log",
@@ -571,34 +567,12 @@ def test_results_that_pass_an_input_through_are_bounded_too() -> None:
 # -- through the core: McpServer + MemoryTransport, tools/call as JSON-RPC ----------------------------------
 
 
-class _ClientOwner:
-    """The client side of a test session: it serves no requests of its own."""
-
-    def handle_request(self, request: JsonRpcRequest, context: RequestContext) -> Awaitable[dict[str, Any]]:
-        raise McpError(METHOD_NOT_FOUND, request.method)
-
-    def handle_notification(self, notification: JsonRpcNotification) -> None:
-        pass
-
-    def connection_closed(self) -> None:
-        pass
-
-
 @pytest.fixture
 async def session() -> AsyncIterator[Connection]:
     server = MathServer()
-    server_side, client_side = MemoryTransport.pair()
-    await server.connect(server_side)
-    client = Connection(client_side, _ClientOwner())
-    init = await client.request(
-        "initialize",
-        {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}},
-    )
-    assert init["serverInfo"]["name"] == "math"
-    await client.notify("notifications/initialized")
-    yield client
-    await client.close()
-    await server.close()
+    async with initialized_session(server) as (client, init):
+        assert init["serverInfo"]["name"] == "math"
+        yield client
 
 
 async def call(client: Connection, name: str, arguments: object) -> dict[str, Any]:
