@@ -86,6 +86,23 @@ def _finish(out: dict[str, Any], annotations: Annotations | None, meta: dict[str
     return out
 
 
+def _describe(
+    out: dict[str, Any],
+    title: str | None,
+    description: str | None,
+    mime_type: str | None,
+    size: int | None,
+    annotations: Annotations | None,
+    meta: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """The optional members every resource-like entry shares (links, listings, templates)."""
+    _put(out, "title", title)
+    _put(out, "description", description)
+    _put(out, "mimeType", mime_type)
+    _put(out, "size", size)
+    return _finish(out, annotations, meta)
+
+
 # --- content -----------------------------------------------------------------
 
 
@@ -148,11 +165,7 @@ class ResourceLink:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "resource_link", "uri": self.uri, "name": self.name}
-        _put(out, "title", self.title)
-        _put(out, "description", self.description)
-        _put(out, "mimeType", self.mime_type)
-        _put(out, "size", self.size)
-        return _finish(out, self.annotations, self.meta)
+        return _describe(out, self.title, self.description, self.mime_type, self.size, self.annotations, self.meta)
 
 
 @dataclass(slots=True)
@@ -347,11 +360,7 @@ class ResourceInfo:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"uri": self.uri, "name": self.name}
-        _put(out, "title", self.title)
-        _put(out, "description", self.description)
-        _put(out, "mimeType", self.mime_type)
-        _put(out, "size", self.size)
-        return _finish(out, self.annotations, self.meta)
+        return _describe(out, self.title, self.description, self.mime_type, self.size, self.annotations, self.meta)
 
 
 @dataclass(slots=True)
@@ -459,10 +468,7 @@ class ResourceTemplate:
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"uriTemplate": self.uri_template, "name": self.name}
-        _put(out, "title", self.title)
-        _put(out, "description", self.description)
-        _put(out, "mimeType", self.mime_type)
-        return _finish(out, self.annotations, self.meta)
+        return _describe(out, self.title, self.description, self.mime_type, None, self.annotations, self.meta)
 
 
 # --- prompts -------------------------------------------------------------------
