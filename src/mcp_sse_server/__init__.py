@@ -1,4 +1,4 @@
-"""mcp-sse-server: the Model Context Protocol (2025-06-18) over Streamable HTTP with SSE.
+"""mcp-sse-server: the Model Context Protocol over Streamable HTTP with SSE, stdio and in process.
 
 Names are imported on first use, so ``import mcp_sse_server`` stays cheap.
 """
@@ -32,13 +32,13 @@ if TYPE_CHECKING:
         parse_message,
     )
     from .server import (
-        PROTOCOL_VERSION,
         McpServer,
     )
     from .servers import (
         MemoryServer,
         MemoryServerFactory,
     )
+    from .session import ServerSession, SessionRecord
     from .transport import (
         MemoryTransport,
         Transport,
@@ -84,6 +84,7 @@ if TYPE_CHECKING:
     from .uri_template import (
         UriTemplate,
     )
+    from .versions import PROTOCOL_VERSION
 
 _EXPORTS = {
     "RequestContext": ".context",
@@ -96,7 +97,9 @@ _EXPORTS = {
     "encode_message": ".jsonrpc",
     "parse_message": ".jsonrpc",
     "McpServer": ".server",
-    "PROTOCOL_VERSION": ".server",
+    "PROTOCOL_VERSION": ".versions",
+    "ServerSession": ".session",
+    "SessionRecord": ".session",
     "MemoryTransport": ".transport",
     "Transport": ".transport",
     "Annotations": ".types",
@@ -150,6 +153,7 @@ __version__ = "0.1.0"
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
+# Checked against _EXPORTS by tests/test_exports.py.
 __all__ = [
     "PROTOCOL_VERSION",
     "Annotations",
@@ -194,6 +198,8 @@ __all__ = [
     "Root",
     "SamplingMessage",
     "ServerConfig",
+    "ServerSession",
+    "SessionRecord",
     "SseClient",
     "SseTransport",
     "StdioClient",

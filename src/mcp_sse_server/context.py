@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -13,6 +14,8 @@ if TYPE_CHECKING:
     from .protocol import Connection
 
 __all__ = ["LOG_LEVELS", "RequestContext", "current_context"]
+
+logger = logging.getLogger("mcp_sse_server")
 
 # RFC 5424 severities, lowest first, as logging/setLevel names them.
 LOG_LEVELS: Final[dict[str, int]] = {
@@ -76,9 +79,21 @@ class RequestContext:
         self.task: asyncio.Task[Any] | None = None
 
     @property
-    def server(self) -> Any:
-        """The McpServer (or client) that owns the connection."""
+    def session(self) -> Any:
+        """Whom the request came to: the ``ServerSession`` on a server, the ``McpClient`` on a client."""
         return self.connection.owner
+
+    @property
+    def server(self) -> Any:
+        """The ``McpServer`` serving the request (the ``McpClient`` on a client).
+
+        Its per-session methods (``create_message``, ``elicit``, ``list_roots``,
+        ``client_capabilities``, ...) act on this request's session.
+        """
+        from .session import ServerSession  # loaded by then: the server side imports it first
+
+        owner = self.connection.owner
+        return owner.server if isinstance(owner, ServerSession) else owner
 
     @property
     def is_cancelled(self) -> bool:
@@ -102,15 +117,21 @@ class RequestContext:
         """Mark the request cancelled, run the callbacks and cancel its task."""
         if self.cancelled or self.done:
             return
+        self.mark_cancelled(reason)
+        if self.task is not None:
+            self.task.cancel(reason)
+
+    def mark_cancelled(self, reason: str | None) -> None:
+        """Record a cancellation that is already under way (the task is being cancelled): run the callbacks."""
+        if self.cancelled:
+            return
         self.cancelled = True
         self.cancel_reason = reason
         for callback in self._callbacks or ():
             try:
                 callback()
             except Exception:
-                self.connection.logger.exception("on_cancelled callback failed")
-        if self.task is not None:
-            self.task.cancel(reason)
+                logger.exception("on_cancelled callback failed")
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send notifications/progress; a no-op without a progress token or once the request is done.
@@ -131,7 +152,7 @@ class RequestContext:
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
         """Send notifications/message unless it is below the level the client set."""
-        await self.connection.log(level, data, logger, related_request_id=self.request_id)
+        await self.session.log(level, data, logger, related_request_id=self.request_id)
 
     async def send_request(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = 300.0

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
-from .context import RequestContext, current_context, log_rank
+from .context import RequestContext, current_context
 from .jsonrpc import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
@@ -29,7 +29,7 @@ from .jsonrpc import (
     McpError,
     RequestId,
 )
-from .transport.base import Transport
+from .transport.base import Reply, Transport
 
 __all__ = ["Connection", "ConnectionOwner", "ProgressCallback"]
 
@@ -50,11 +50,8 @@ class ConnectionOwner(Protocol):
 
 
 class Connection:
-    """JSON-RPC over one transport, on behalf of one owner.
-
-    ``log_threshold`` is the lowest log rank the peer wants (logging/setLevel);
-    it lives here because it is per connection, like the session it serves.
-    """
+    """JSON-RPC over one transport, on behalf of one owner: the ``Dispatcher``
+    every transport drives (see ``transport.base``)."""
 
     # An HTTP server keeps one per idle session: slots, and nothing made before it is needed.
     __slots__ = (
@@ -65,38 +62,35 @@ class Connection:
         "_pending",
         "_progress",
         "closed",
-        "log_threshold",
-        "logger",
         "owner",
         "transport",
     )
 
-    def __init__(self, transport: Transport, owner: ConnectionOwner, *, name: str = "mcp") -> None:
+    def __init__(self, transport: Transport, owner: ConnectionOwner) -> None:
         self.transport = transport
         self.owner = owner
-        self.logger = logger
-        self.log_threshold = 0
         self.closed = False
         self._ids = itertools.count(1)
         self._pending: dict[RequestId, asyncio.Future[JsonRpcMessage]] = {}
         self._progress: dict[str | int, ProgressCallback] = {}
         self._inflight: dict[RequestId, RequestContext] = {}
         self._background: set[asyncio.Task[Any]] | None = None
-        transport.attach(self._on_message, self._on_close)
+        transport.attach(self)
 
     # --- inbound ---------------------------------------------------------------
 
-    def _on_message(self, message: JsonRpcMessage) -> None:
+    def on_message(self, message: JsonRpcMessage) -> None:
+        """Take one inbound message (``Dispatcher``): requests run in tasks of their own."""
         if isinstance(message, JsonRpcRequest):
             self._on_request(message)
         elif isinstance(message, JsonRpcNotification):
             self._on_notification(message)
         elif message.id is None:
-            self.logger.warning("peer reported an error: %s", message)
+            logger.warning("peer reported an error: %s", message)
         else:
             future = self._pending.pop(message.id, None)
             if future is None:
-                self.logger.debug("ignoring a response to unknown request %r", message.id)
+                logger.debug("ignoring a response to unknown request %r", message.id)
             elif not future.done():
                 future.set_result(message)
 
@@ -122,12 +116,12 @@ class Connection:
                 try:
                     callback(params.get("progress", 0), params.get("total"), params.get("message"))
                 except Exception:
-                    self.logger.exception("progress callback failed")
+                    logger.exception("progress callback failed")
                 return
         try:
             self.owner.handle_notification(notification)
         except Exception:
-            self.logger.exception("notification handler for %s failed", method)
+            logger.exception("notification handler for %s failed", method)
 
     def _forget(self, context: RequestContext) -> None:
         context.done = True
@@ -155,15 +149,15 @@ class Connection:
             try:
                 await self.transport.send(response, request.id)
             except Exception:
-                self.logger.debug("could not deliver the response to %r", request.id, exc_info=True)
+                logger.debug("could not deliver the response to %r", request.id, exc_info=True)
 
-    async def dispatch(
-        self, request: JsonRpcRequest, context: RequestContext | None = None
-    ) -> JsonRpcResponse | JsonRpcError | None:
-        """Run one inbound request to its response; None when it was cancelled.
+    async def dispatch(self, request: JsonRpcRequest, context: RequestContext | None = None) -> Reply | None:
+        """Run one inbound request to its response in the caller's task; None when it was cancelled.
 
-        Transports call ``on_message``; in-process clients call this directly
-        and await it in their own task, which is what makes them fast.
+        The inline path of ``Dispatcher``: the HTTP transport and in-process
+        callers await it in the task they already have. Cancelling that task
+        cancels the request: its context reports ``is_cancelled`` and its
+        ``on_cancelled`` callbacks run, as for ``notifications/cancelled``.
         """
         request_id = request.id
         inflight = self._inflight  # never replaced
@@ -183,14 +177,19 @@ class Connection:
         except McpError as error:
             return JsonRpcError(request_id, error.code, error.message, error.data)
         except asyncio.CancelledError:
-            if context.cancelled and request.method != "initialize":
+            if not context.cancelled:
+                # The caller's task was cancelled (an in-process caller's timeout, say): the
+                # handler, and a worker thread polling is_cancelled, must learn of it too.
+                context.mark_cancelled("the caller was cancelled")
+                raise
+            if request.method != "initialize":
                 task = asyncio.current_task()
                 if task is not None and task is context.task and task.cancelling():
                     task.uncancel()  # the cancellation was ours and ends here
                 return None
             raise
         except Exception:
-            self.logger.exception("handler for %s failed", request.method)
+            logger.exception("handler for %s failed", request.method)
             return JsonRpcError(request_id, INTERNAL_ERROR, "Internal error")
         finally:
             context.done = True
@@ -201,7 +200,8 @@ class Connection:
                     # Every idle session has served initialize: don't keep the table it grew.
                     inflight.clear()
 
-    def _on_close(self) -> None:
+    def on_close(self) -> None:
+        """The transport ended (``Dispatcher``): pending calls fail, running handlers are cancelled."""
         if self.closed:
             return
         self.closed = True
@@ -215,7 +215,7 @@ class Connection:
         try:
             self.owner.connection_closed()
         except Exception:
-            self.logger.exception("connection_closed handler failed")
+            logger.exception("connection_closed handler failed")
 
     # --- outbound --------------------------------------------------------------
 
@@ -278,7 +278,7 @@ class Connection:
                 JsonRpcNotification("notifications/cancelled", {"requestId": request_id, "reason": reason}), related
             )
         except Exception:
-            self.logger.debug("could not send notifications/cancelled", exc_info=True)
+            logger.debug("could not send notifications/cancelled", exc_info=True)
 
     async def notify(
         self, method: str, params: dict[str, Any] | None = None, *, related_request_id: RequestId | None = None
@@ -287,17 +287,6 @@ class Connection:
         if self.closed:
             return
         await self.transport.send(JsonRpcNotification(method, params), related_request_id)
-
-    async def log(
-        self, level: str, data: Any, logger: str | None = None, *, related_request_id: RequestId | None = None
-    ) -> None:
-        """notifications/message, unless below the peer's log level."""
-        if log_rank(level) < self.log_threshold:
-            return
-        params: dict[str, Any] = {"level": level, "data": data}
-        if logger is not None:
-            params["logger"] = logger
-        await self.notify("notifications/message", params, related_request_id=related_request_id)
 
     def notify_soon(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification from synchronous code without waiting for it."""
@@ -334,4 +323,4 @@ class Connection:
         """Close the transport; pending calls fail and running handlers are cancelled."""
         if not self.closed:
             await self.transport.close()
-        self._on_close()
+        self.on_close()

@@ -1,14 +1,17 @@
-"""McpServer: registries, the session lifecycle and method dispatch.
+"""McpServer: a server defined once (registries, validators, capabilities) and its method handlers.
 
-One McpServer serves one session (one client). It knows nothing of HTTP:
+One McpServer serves any number of sessions: ``connect(transport)`` opens a
+``ServerSession`` (``session.py``) for each client. It knows nothing of HTTP:
 connect it to any Transport.
 
 >>> server = McpServer("calc", "1.0.0")
+>>> async def add(args, ctx):
+...     return CallToolResult.text(str(args["a"] + args["b"]))
 >>> server.add_tool(Tool(
 ...     "add",
 ...     {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
 ...      "required": ["a", "b"]},
-...     lambda args, ctx: CallToolResult.text(str(args["a"] + args["b"])),
+...     add,
 ...     description="Adds two numbers.",
 ... ))
 """
@@ -21,24 +24,27 @@ import binascii
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 import orjson
 
-from .context import LOG_LEVELS, RequestContext, current_context, log_rank
+from . import versions
+from .context import LOG_LEVELS, RequestContext, current_context
 from .jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
-    INVALID_REQUEST,
     METHOD_NOT_FOUND,
     RESOURCE_NOT_FOUND,
-    JsonRpcNotification,
-    JsonRpcRequest,
     McpError,
-    RequestId,
 )
-from .protocol import Connection
 from .schema import SchemaValidator
+from .session import (
+    DEFAULT_CLIENT_TIMEOUT,
+    DEFAULT_PING_TIMEOUT,
+    ServerSession,
+    SessionRecord,
+    check_elicitation_schema,
+)
 from .transport.base import Transport
 from .types import (
     BlobResourceContents,
@@ -60,21 +66,17 @@ from .types import (
     Tool,
 )
 from .uri_template import UriTemplate
+from .versions import Revision
 
-__all__ = ["PROTOCOL_VERSION", "McpServer"]
-
-PROTOCOL_VERSION: Final = "2025-06-18"
-DEFAULT_CLIENT_TIMEOUT: Final = 300.0
-DEFAULT_PING_TIMEOUT: Final = 30.0
+__all__ = ["McpServer", "check_elicitation_schema"]
 
 logger = logging.getLogger("mcp_sse_server")
 
 Handler = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
-# A method's handler as a plain function of the server: one table per class, not per session.
-_UnboundHandler = Callable[[Any, dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
 
-# JSON-RPC method -> the McpServer method serving it (looked up on each class, so overrides count).
+# JSON-RPC method -> the McpServer method serving it (looked up on the instance, so overrides count).
 _METHOD_NAMES: Final = {
+    "initialize": "_initialize",
     "ping": "_ping",
     "tools/list": "_list_tools",
     "tools/call": "_call_tool",
@@ -106,7 +108,9 @@ def _is_async(function: Callable[..., Any]) -> bool:
 
 
 class _RegisteredTool:
-    __slots__ = ("input", "is_async", "output", "tool", "wire")
+    """A tool as registered: its validators compiled and its tools/list entry built, once."""
+
+    __slots__ = ("in_thread", "input", "is_async", "output", "tool", "wire")
 
     def __init__(self, tool: Tool) -> None:
         if tool.input_schema.get("type") != "object":
@@ -117,28 +121,11 @@ class _RegisteredTool:
         except ValueError as error:
             raise ValueError(f"Tool {tool.name!r}: {error}") from None
         self.tool = tool
-        self.is_async = tool.handler is not None and _is_async(tool.handler)
-        self.wire = _shared_wire(tool.to_dict())
-
-
-# Canonical JSON of a tool's tools/list entry -> one dict every session lists. Each
-# session of an HTTP server registers the same tools; the entries are never mutated.
-_WIRE_LIMIT: Final = 1024
-_wires: dict[bytes, dict[str, Any]] = {}
-
-
-def _shared_wire(wire: dict[str, Any]) -> dict[str, Any]:
-    try:
-        key = orjson.dumps(wire, option=orjson.OPT_SORT_KEYS)
-    except TypeError:  # not plain JSON: kept as is (serialization reports it when listed)
-        return wire
-    shared = _wires.get(key)
-    if shared is not None:
-        return shared
-    if len(_wires) >= _WIRE_LIMIT:
-        _wires.pop(next(iter(_wires), b""), None)
-    _wires[key] = wire
-    return wire
+        handler = tool.handler
+        self.is_async = handler is not None and _is_async(handler)
+        # A sync handler declared cheap (run_in_thread=False) is called on the loop, like an async one.
+        self.in_thread = handler is not None and not self.is_async and tool.run_in_thread
+        self.wire = tool.to_dict()
 
 
 def _params_str(params: dict[str, Any], key: str) -> str:
@@ -149,20 +136,20 @@ def _params_str(params: dict[str, Any], key: str) -> str:
 
 
 class McpServer:
-    """The server half of MCP 2025-06-18 for one session.
+    """An MCP server, defined once, serving every session connected to it.
 
-    Register tools, resources, resource templates and prompts, then
-    ``await server.connect(transport)``. Capabilities are advertised from what
-    is registered; logging is always advertised. With ``page_size`` set, list
-    results are paged with opaque cursors.
+    Register tools, resources, resource templates and prompts, then connect
+    transports (``await server.connect(transport)``, once per client) or hand
+    the server to ``McpHttpServer.bind``, ``McpHttpApp``, ``serve_stdio`` or
+    ``InMemoryClient``. Capabilities are advertised from what is registered;
+    logging is always advertised. With ``page_size`` set, list results are
+    paged with opaque cursors.
+
+    Per-session calls (``create_message``, ``elicit``, ``list_roots``,
+    ``ping``, ``client_capabilities``, ...) act on the session of the request
+    being served; outside a request, on the only session (RuntimeError when
+    there are none or several: use a ``ServerSession`` from ``sessions``).
     """
-
-    # Filled in for McpServer below and for each subclass by __init_subclass__.
-    _handlers: ClassVar[dict[str, _UnboundHandler]]
-
-    def __init_subclass__(cls, **kwargs: Any) -> None:
-        super().__init_subclass__(**kwargs)
-        cls._handlers = _handler_table(cls)
 
     def __init__(
         self,
@@ -180,19 +167,92 @@ class McpServer:
         self.title = title
         self.instructions = instructions
         self.page_size = page_size
-        self.client_info: dict[str, Any] | None = None
-        self.client_capabilities: dict[str, Any] | None = None
-        self.protocol_version: str | None = None
-        self.initialized = False
         self.on_roots_list_changed: Callable[[], Any] | None = None
-        self.connection: Connection | None = None
-        self._ready = False  # notifications/initialized received
+        self._sessions: set[ServerSession] = set()
+        self._tables: dict[str | None, dict[str, Handler]] = {}
         self._tools: dict[str, _RegisteredTool] = {}
         self._resources: dict[str, Resource] = {}
         self._templates: dict[str, tuple[UriTemplate, ResourceTemplate]] = {}
         self._prompts: dict[str, Prompt] = {}
-        self._subscriptions: set[str] | None = None  # made on the first subscribe: most sessions never do
         self._tool_list: list[dict[str, Any]] | None = None
+
+    # --- sessions ------------------------------------------------------------------
+
+    async def connect(
+        self, transport: Transport, *, record: SessionRecord | None = None, reinitialize: bool = False
+    ) -> ServerSession:
+        """Serve one client over ``transport``: a new session of this server.
+
+        ``record`` is the session's plain-data record when a session store
+        keeps it; ``reinitialize`` lets the client repeat ``initialize`` on the
+        live session (stdio clients do).
+        """
+        session = ServerSession(self, transport, record, reinitialize=reinitialize)
+        self._sessions.add(session)
+        return session
+
+    def session_ended(self, session: ServerSession) -> None:
+        """Called by a session when its connection closes: the server forgets it."""
+        self._sessions.discard(session)
+
+    @property
+    def sessions(self) -> tuple[ServerSession, ...]:
+        """The sessions open now."""
+        return tuple(self._sessions)
+
+    async def close(self) -> None:
+        """Close every session: pending server-to-client calls fail, running handlers are cancelled."""
+        for session in list(self._sessions):
+            await session.close()
+
+    def handlers_for(self, revision: Revision | None) -> dict[str, Handler]:
+        """The method table a session of ``revision`` is served from (None: every method), built once."""
+        key = revision.name if revision is not None else None
+        table = self._tables.get(key)
+        if table is None:
+            table = {
+                method: getattr(self, name)
+                for method, name in _METHOD_NAMES.items()
+                if revision is None or method in revision.methods
+            }
+            self._tables[key] = table
+        return table
+
+    def _session(self) -> ServerSession:
+        """The session of the request being served, else the only one."""
+        context = current_context.get()
+        if context is not None:
+            owner = context.connection.owner
+            if isinstance(owner, ServerSession) and owner.server is self:
+                return owner
+        if len(self._sessions) == 1:
+            return next(iter(self._sessions))
+        if not self._sessions:
+            raise RuntimeError(f"{self.name} is not connected: it has no session yet")
+        raise RuntimeError(
+            f"{self.name} serves {len(self._sessions)} sessions: outside a request, call this on one of "
+            "server.sessions (or on context.session inside a handler)"
+        )
+
+    @property
+    def client_info(self) -> dict[str, Any] | None:
+        """The current session's client info (see the class docstring for which session)."""
+        return self._session().client_info
+
+    @property
+    def client_capabilities(self) -> dict[str, Any] | None:
+        """The current session's client capabilities."""
+        return self._session().client_capabilities
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The current session's negotiated revision."""
+        return self._session().revision
+
+    @property
+    def initialized(self) -> bool:
+        """True when the current session completed initialize."""
+        return self._session().initialized
 
     # --- registration ------------------------------------------------------------
 
@@ -248,8 +308,8 @@ class McpServer:
         return removed
 
     def _list_changed(self, method: str) -> None:
-        if self.connection is not None and self._ready:
-            self.connection.notify_soon(method)
+        for session in self._sessions:
+            session.notify_soon(method)
 
     @property
     def capabilities(self) -> dict[str, Any]:
@@ -267,49 +327,10 @@ class McpServer:
             capabilities["tools"] = {"listChanged": True}
         return capabilities
 
-    # --- connection and lifecycle -----------------------------------------------
-
-    async def connect(self, transport: Transport) -> None:
-        """Serve this session over ``transport``."""
-        if self.connection is not None:
-            raise RuntimeError("this McpServer is already connected; create one per session")
-        self.connection = Connection(transport, self)
-
-    async def close(self) -> None:
-        """Close the connection: pending server-to-client calls fail, running handlers are cancelled."""
-        if self.connection is not None:
-            await self.connection.close()
-
-    def connection_closed(self) -> None:
-        self._subscriptions = None
-
-    def handle_request(self, request: JsonRpcRequest, context: RequestContext) -> Awaitable[dict[str, Any]]:
-        method = request.method
-        if self.initialized:  # every request after the handshake: one lookup
-            handler = self._handlers.get(method)
-            if handler is not None:
-                return handler(self, request.params or {}, context)
-        params = request.params or {}
-        if method == "initialize":
-            return self._initialize(params, context)
-        if not self.initialized and method != "ping":
-            raise McpError(INVALID_REQUEST, f"Received {method} before initialize: initialize the session first")
-        handler = self._handlers.get(method)
-        if handler is None:
-            raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
-        return handler(self, params, context)
-
-    def handle_notification(self, notification: JsonRpcNotification) -> None:
-        if notification.method == "notifications/initialized":
-            if self.initialized:
-                self._ready = True
-        elif notification.method == "notifications/roots/list_changed" and self.on_roots_list_changed:
-            self.on_roots_list_changed()
+    # --- lifecycle -------------------------------------------------------------------
 
     async def _initialize(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
-        if self.initialized:
-            raise McpError(INVALID_REQUEST, "The session is already initialized")
-        _params_str(params, "protocolVersion")
+        requested = _params_str(params, "protocolVersion")
         client_info = params.get("clientInfo")
         if not isinstance(client_info, dict) or not isinstance(client_info.get("name"), str):
             raise McpError(INVALID_PARAMS, 'Missing or invalid "clientInfo": expected an object with a "name"')
@@ -319,16 +340,13 @@ class McpServer:
         client_info = dict(client_info)
         if not isinstance(client_info.get("version"), str):
             client_info["version"] = "0.0.0"  # several clients omit it; see README "Known deviations"
-        self.client_info = client_info
-        self.client_capabilities = capabilities
-        # Only 2025-06-18 is implemented: any other request is answered with it.
-        self.protocol_version = PROTOCOL_VERSION
-        self.initialized = True
+        revision = versions.negotiate(requested)
+        context.session.start(revision, client_info, capabilities)
         server_info: dict[str, Any] = {"name": self.name, "version": self.version}
         if self.title is not None:
             server_info["title"] = self.title
         result: dict[str, Any] = {
-            "protocolVersion": PROTOCOL_VERSION,
+            "protocolVersion": revision.name,
             "capabilities": self.capabilities,
             "serverInfo": server_info,
         }
@@ -343,8 +361,7 @@ class McpServer:
         level = params.get("level")
         if not isinstance(level, str):
             raise McpError(INVALID_PARAMS, f'Missing or invalid "level"; expected one of: {", ".join(LOG_LEVELS)}')
-        assert self.connection is not None
-        self.connection.log_threshold = log_rank(level)
+        context.session.set_log_level(level)
         return {}
 
     # --- pagination --------------------------------------------------------------
@@ -417,13 +434,18 @@ class McpServer:
             }
         # The handler is awaited right here (no helper coroutines): this is every tool call's path.
         handler = entry.tool.handler
+        value: Any
         try:
             if handler is None:
                 value = await self.on_tool_call(name, arguments, context)
             elif entry.is_async:
                 value = await handler(arguments, context)  # type: ignore[misc]
-            else:
+            elif entry.in_thread:
                 value = await _call(handler, False, arguments, context)
+            else:
+                value = handler(arguments, context)
+                if inspect.isawaitable(value):
+                    value = await value
         except (McpError, asyncio.CancelledError):
             raise
         except Exception:
@@ -496,27 +518,25 @@ class McpServer:
 
     async def _subscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         self._require("resources")
-        uri = _params_str(params, "uri")
-        if self._subscriptions is None:
-            self._subscriptions = set()
-        self._subscriptions.add(uri)
+        context.session.subscribe(_params_str(params, "uri"))
         return {}
 
     async def _unsubscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         self._require("resources")
-        uri = _params_str(params, "uri")
-        if self._subscriptions is not None:
-            self._subscriptions.discard(uri)
+        context.session.unsubscribe(_params_str(params, "uri"))
         return {}
 
     async def notify_resource_updated(self, uri: str) -> None:
-        """Tell the client ``uri`` changed, if it subscribed to it."""
-        if self._subscriptions and uri in self._subscriptions and self.connection is not None:
-            await self.connection.notify("notifications/resources/updated", {"uri": uri})
+        """Tell every session subscribed to ``uri`` that it changed."""
+        for session in list(self._sessions):
+            if session.is_subscribed(uri):
+                await session.connection.notify("notifications/resources/updated", {"uri": uri})
 
     async def notify_resource_list_changed(self) -> None:
-        if self.connection is not None and self._ready:
-            await self.connection.notify("notifications/resources/list_changed")
+        """Tell every ready session that the resource list changed."""
+        for session in list(self._sessions):
+            if session.ready:
+                await session.connection.notify("notifications/resources/list_changed")
 
     # --- prompts -----------------------------------------------------------------
 
@@ -588,89 +608,38 @@ class McpServer:
         return result.to_dict()
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        """Send notifications/message outside any request (on the standalone stream over HTTP)."""
-        if self.connection is not None:
-            context = current_context.get()
-            related = context.request_id if context is not None and context.connection is self.connection else None
-            await self.connection.log(level, data, logger, related_request_id=related)
-
-    # --- calling back into the client ------------------------------------------------
-
-    async def _client_request(
-        self, method: str, params: dict[str, Any] | None, capability: str | None, timeout: float | None
-    ) -> dict[str, Any]:
-        if self.connection is None or self.connection.closed:
-            raise RuntimeError(f"Cannot send {method}: the server is not connected")
-        if not self._ready and method != "ping":
-            raise RuntimeError(f"Cannot send {method} before the client sent notifications/initialized")
-        if capability is not None and capability not in (self.client_capabilities or {}):
-            raise RuntimeError(f"Cannot send {method}: the client did not declare the {capability} capability")
+        """Send notifications/message: to the current request's session inside a handler, else to
+        every session (on the standalone stream over HTTP); each drops what is below its level."""
         context = current_context.get()
-        related: RequestId | None = None
-        if context is not None and context.connection is self.connection:
-            related = context.request_id
-        return await self.connection.request(method, params, timeout=timeout, related_request_id=related)
+        if context is not None:
+            owner = context.connection.owner
+            if isinstance(owner, ServerSession) and owner.server is self:
+                await owner.log(level, data, logger)
+                return
+        for session in list(self._sessions):
+            await session.log(level, data, logger)
+
+    # --- calling back into the client (the current session) -----------------------------
 
     async def create_message(
         self, request: CreateMessageRequest, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT
     ) -> CreateMessageResult:
-        """Ask the client's model for a completion (sampling/createMessage)."""
-        result = await self._client_request("sampling/createMessage", request.to_dict(), "sampling", timeout)
-        return CreateMessageResult.from_dict(result)
+        """Ask the current session's client for a completion (sampling/createMessage)."""
+        return await self._session().create_message(request, timeout=timeout)
 
     async def list_roots(self, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT) -> list[Root]:
-        """The client's roots (roots/list)."""
-        result = await self._client_request("roots/list", None, "roots", timeout)
-        roots = result.get("roots")
-        if not isinstance(roots, list):
-            raise ValueError("malformed roots/list result: roots must be a list")
-        return [Root.from_dict(root) for root in roots]
+        """The current session's client roots (roots/list)."""
+        return await self._session().list_roots(timeout=timeout)
 
     async def elicit(
         self, message: str, requested_schema: dict[str, Any], *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT
     ) -> ElicitResult:
-        """Ask the user for structured input (elicitation/create).
-
-        ``requested_schema`` must be a flat object of primitive properties.
-        """
-        check_elicitation_schema(requested_schema)
-        result = await self._client_request(
-            "elicitation/create", {"message": message, "requestedSchema": requested_schema}, "elicitation", timeout
-        )
-        return ElicitResult.from_dict(result)
+        """Ask the current session's user for structured input (elicitation/create)."""
+        return await self._session().elicit(message, requested_schema, timeout=timeout)
 
     async def ping(self, *, timeout: float | None = DEFAULT_PING_TIMEOUT) -> None:
-        await self._client_request("ping", None, None, timeout)
-
-
-def _handler_table(cls: type[McpServer]) -> dict[str, _UnboundHandler]:
-    return {method: getattr(cls, name) for method, name in _METHOD_NAMES.items()}
-
-
-McpServer._handlers = _handler_table(McpServer)
-
-
-_ELICIT_TYPES: Final = {"string", "number", "integer", "boolean"}
-
-
-def check_elicitation_schema(schema: dict[str, Any]) -> None:
-    """ValueError unless ``schema`` is a flat object of primitives, as elicitation allows."""
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        raise ValueError('requested_schema must be an object schema ("type": "object")')
-    properties = schema.get("properties")
-    if not isinstance(properties, dict):
-        raise ValueError('requested_schema needs a "properties" object')
-    for name, prop in properties.items():
-        if not isinstance(prop, dict) or prop.get("type") not in _ELICIT_TYPES:
-            raise ValueError(
-                f"requested_schema property {name!r} must be a string, number, integer or boolean "
-                "(nested objects and arrays are not allowed)"
-            )
-        if "enum" in prop and prop.get("type") != "string":
-            raise ValueError(f"requested_schema property {name!r}: enum is only allowed on strings")
-    required = schema.get("required", [])
-    if not isinstance(required, list) or any(r not in properties for r in required):
-        raise ValueError("requested_schema required must list declared properties")
+        """Ping the current session's client."""
+        await self._session().ping(timeout=timeout)
 
 
 def _as_tool_result(value: Any) -> CallToolResult:

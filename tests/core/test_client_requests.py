@@ -386,8 +386,8 @@ async def test_a_tool_can_sample_and_the_request_belongs_to_the_call(server: Mcp
     reply = await client.response(call_id)
     assert isinstance(reply, JsonRpcResponse)
     assert text_of(reply.result) == "model said: ok"
-    assert server.connection is not None
-    transport = server.connection.transport
+    assert server.sessions[0].connection is not None
+    transport = server.sessions[0].connection.transport
     assert isinstance(transport, RecordingTransport)
     assert transport.related(lambda m: isinstance(m, JsonRpcRequest)) == ["outer"]
 
@@ -398,8 +398,8 @@ async def test_requests_outside_a_handler_are_unrelated(server: McpServer, conne
     request = await client.server_request("ping")
     await client.send(JsonRpcResponse(request.id, {}))
     await task
-    assert server.connection is not None
-    transport = server.connection.transport
+    assert server.sessions[0].connection is not None
+    transport = server.sessions[0].connection.transport
     assert isinstance(transport, RecordingTransport)
     assert transport.related(lambda m: isinstance(m, JsonRpcRequest)) == [None]
 

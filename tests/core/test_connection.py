@@ -79,10 +79,10 @@ async def test_dispatch_refuses_a_duplicate_id_too(server: McpServer, connect: C
 
     server.add_tool(Tool("slow", {"type": "object"}, slow))
     await connect(server)
-    assert server.connection is not None
-    first = asyncio.create_task(server.connection.dispatch(JsonRpcRequest(9, "tools/call", {"name": "slow"})))
+    connection = server.sessions[0].connection
+    first = asyncio.create_task(connection.dispatch(JsonRpcRequest(9, "tools/call", {"name": "slow"})))
     await asyncio.sleep(0)
-    second = await server.connection.dispatch(JsonRpcRequest(9, "ping"))
+    second = await connection.dispatch(JsonRpcRequest(9, "ping"))
     assert isinstance(second, JsonRpcError) and second.code == INVALID_REQUEST
     gate.set()
     assert isinstance(await first, JsonRpcResponse)
@@ -208,9 +208,9 @@ async def test_a_client_timeout_cancels_the_handler_on_the_server(
         await connection.request("tools/call", {"name": "forever"}, timeout=0.01)
     await asyncio.wait_for(cancelled.wait(), 5)
     assert started.is_set()
-    assert server.connection is not None
+    assert server.sessions[0].connection is not None
     await connection.request("ping")
-    assert server.connection.inflight_count == 0
+    assert server.sessions[0].connection.inflight_count == 0
 
 
 async def test_a_cancelled_client_call_cancels_the_handler_on_the_server(
@@ -259,7 +259,7 @@ async def test_closing_fails_pending_calls_and_later_ones(
         await connection.request("ping")
     assert caught.value.code == CONNECTION_CLOSED
     assert owner.closed
-    assert server.connection is not None and server.connection.closed
+    assert server.sessions == ()  # the server forgot the closed session
     # Notifications after close are dropped quietly.
     await connection.notify("notifications/initialized")
 
@@ -267,7 +267,7 @@ async def test_closing_fails_pending_calls_and_later_ones(
 async def test_a_response_to_an_unknown_id_is_ignored(server: McpServer, engine: tuple[Connection, BareClient]) -> None:
     connection, _ = engine
     await _handshake(connection)
-    assert server.connection is not None
+    assert server.sessions[0].connection is not None
     # The client answers a request the server never sent; the server shrugs it off.
     await connection.transport.send(JsonRpcResponse(424242, {}))
     await connection.transport.send(JsonRpcError(None, -32700, "peer could not parse something"))

@@ -109,8 +109,8 @@ async def test_progress_belongs_to_its_request(server: McpServer, connect: Conne
     server.add_tool(Tool("work", {"type": "object"}, work))
     client = await connect(server, transport=RecordingTransport)
     await client.call("tools/call", _call("work", "t"), id="call-1")
-    assert server.connection is not None
-    sent = server.connection.transport
+    assert server.sessions[0].connection is not None
+    sent = server.sessions[0].connection.transport
     assert isinstance(sent, RecordingTransport)
     assert sent.related(lambda m: isinstance(m, JsonRpcNotification)) == ["call-1", "call-1"]
     assert sent.related(lambda m: isinstance(m, JsonRpcResponse) and m.id == "call-1") == ["call-1"]
@@ -140,9 +140,9 @@ class Blocker:
 
 
 async def _assert_no_response(client: RawClient, request_id: Any) -> None:
-    assert client.server.connection is not None
+    assert client.server.sessions[0].connection is not None
     await client.sync()
-    assert client.server.connection.inflight_count == 0
+    assert client.server.sessions[0].connection.inflight_count == 0
     assert not [m for m in client.received if getattr(m, "id", None) == request_id]
 
 
@@ -387,8 +387,8 @@ async def test_server_log_outside_a_request(server: McpServer, connect: Connect)
     await server.log("notice", "background job finished")
     notification = await client.notification("notifications/message")
     assert notification.params == {"level": "notice", "data": "background job finished"}
-    assert server.connection is not None
-    transport = server.connection.transport
+    assert server.sessions[0].connection is not None
+    transport = server.sessions[0].connection.transport
     assert isinstance(transport, RecordingTransport)
     assert transport.related(lambda m: isinstance(m, JsonRpcNotification)) == [None]
     await client.result("logging/setLevel", {"level": "error"})

@@ -322,17 +322,26 @@ async def test_the_tool_list_reflects_changes(server: McpServer, connect: Connec
     assert [t["name"] for t in (await client.result("tools/list"))["tools"]] == ["b"]
 
 
-async def test_a_server_serves_one_connection(server: McpServer, connect: Connect) -> None:
-    await connect(server)
-    with pytest.raises(RuntimeError):
-        await connect(server)
+async def test_one_server_serves_each_connection_as_its_own_session(server: McpServer, connect: Connect) -> None:
+    alice, bob = await connect(server, initialize=False), await connect(server, initialize=False)
+    await alice.initialize(client_info={"name": "alice", "version": "1"})
+    await bob.initialize(client_info={"name": "bob", "version": "2"}, capabilities={"roots": {}})
+    first, second = server.sessions
+    assert {first.client_info["name"], second.client_info["name"]} == {"alice", "bob"}  # type: ignore[index]
+    assert first.connection is not second.connection
+    # A request served on one session never sees the other's state.
+    await alice.result("logging/setLevel", {"level": "error"})
+    assert sorted(str(s.log_level) for s in server.sessions) == ["None", "error"]
+    with pytest.raises(RuntimeError, match="2 sessions"):
+        _ = server.client_capabilities  # outside a request it is ambiguous
 
 
-async def test_closing_the_server_closes_the_transport(server: McpServer, connect: Connect) -> None:
-    client = await connect(server)
+async def test_closing_the_server_closes_every_session(server: McpServer, connect: Connect) -> None:
+    clients = [await connect(server) for _ in range(3)]
+    sessions = server.sessions
     await server.close()
-    assert client.side.closed
-    assert server.connection is not None and server.connection.closed
+    assert all(client.side.closed for client in clients)
+    assert all(session.closed for session in sessions) and server.sessions == ()
 
 
 async def test_request_ids_may_be_strings_or_integers(server: McpServer, connect: Connect) -> None:

@@ -76,18 +76,35 @@ async def test_an_end_driven_by_an_engine_has_no_messages_stream() -> None:
         server_side.messages  # noqa: B018
 
 
+class _Recorder:
+    """The smallest Dispatcher: records what the transport hands it."""
+
+    def __init__(self, name: str, closes: list[str]) -> None:
+        self.name = name
+        self.closes = closes
+
+    def on_message(self, message: JsonRpcMessage) -> None:
+        pass
+
+    async def dispatch(self, request: JsonRpcRequest) -> None:
+        return None
+
+    def on_close(self) -> None:
+        self.closes.append(self.name)
+
+
 async def test_attach_is_once_only() -> None:
     server_side, _ = MemoryTransport.pair()
-    server_side.attach(lambda message: None, lambda: None)
+    server_side.attach(_Recorder("a", []))
     with pytest.raises(RuntimeError):
-        server_side.attach(lambda message: None, lambda: None)
+        server_side.attach(_Recorder("a", []))
 
 
 async def test_close_closes_both_ends_once() -> None:
     a, b = MemoryTransport.pair()
     closes: list[str] = []
-    a.attach(lambda message: None, lambda: closes.append("a"))
-    b.attach(lambda message: None, lambda: closes.append("b"))
+    a.attach(_Recorder("a", closes))
+    b.attach(_Recorder("b", closes))
     await b.close()
     await a.close()
     await b.close()

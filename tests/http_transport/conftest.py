@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 import pytest
 
-from mcp_sse_server import CallToolResult, McpServer, Tool
+from mcp_sse_server import CallToolResult, McpServer, ServerSession, Tool
 from mcp_sse_server.context import RequestContext
 from mcp_sse_server.transport.http import HttpLimits, McpHttpApp, McpHttpServer
 from mcp_sse_server.types import (
@@ -347,11 +347,9 @@ class Session:
         return AsgiCall(self.app, "GET", b"", {**self.headers, **(headers or {})}).start()
 
     @property
-    def server(self) -> McpServer:
-        live = self.app.sessions.get(self.id)
-        assert live is not None
-        server: McpServer = live.server
-        return server
+    def server(self) -> ServerSession:
+        """The live session on the server side (what sends to this client)."""
+        return self.app.live_sessions[self.id].session
 
 
 async def open_session(app: McpHttpApp, *, initialized: bool = True, **capabilities: Any) -> Session:
@@ -392,9 +390,15 @@ async def make_app(gate: Gate, clock: Clock) -> AsyncIterator[Callable[..., McpH
     """Build apps with test limits; every app is shut down after the test."""
     apps: list[McpHttpApp] = []
 
-    def make(factory: Callable[[], Any] | None = None, **limits: Any) -> McpHttpApp:
+    def make(factory: McpServer | Callable[[], Any] | None = None, **limits: Any) -> McpHttpApp:
+        # One server for every session, as users build it; a factory makes one per session.
+        if factory is None or isinstance(factory, McpServer):
+            server, on_session = factory or build_server(gate), None
+        else:
+            server, on_session = None, factory
         app = McpHttpApp(
-            factory or (lambda: build_server(gate)),
+            server,
+            on_session=on_session,
             path="/mcp",
             limits=HttpLimits(**limits),
             clock=clock,
@@ -417,7 +421,7 @@ async def app(make_app: Callable[..., McpHttpApp]) -> McpHttpApp:
 
 @pytest.fixture
 async def bound(gate: Gate) -> AsyncIterator[McpHttpServer]:
-    http = await McpHttpServer.bind(on_session=lambda: build_server(gate), port=0)
+    http = await McpHttpServer.bind(build_server(gate), port=0)
     try:
         yield http
     finally:

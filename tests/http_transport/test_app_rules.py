@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from mcp_sse_server.jsonrpc import INVALID_REQUEST, PARSE_ERROR
-from mcp_sse_server.transport.http import McpHttpApp, MemorySessionStore
+from mcp_sse_server.stores import MemorySessionStore
+from mcp_sse_server.transport.http import McpHttpApp
 
 from .conftest import (
     AsgiCall,
@@ -63,7 +64,7 @@ async def test_other_methods_get_405_with_allow(app: McpHttpApp, method: str) ->
 async def test_another_path_is_404(app: McpHttpApp) -> None:
     reply = await call(app, "POST", initialize_message(), path="/other")
     assert_error(reply, 404, "/mcp")
-    assert len(app.sessions) == 0
+    assert len(app.live_sessions) == 0
 
 
 async def test_without_a_path_the_app_serves_where_it_is_mounted(gate: Gate) -> None:
@@ -84,7 +85,7 @@ async def test_initialize_opens_a_session_with_a_visible_ascii_id(app: McpHttpAp
     assert len(session_id) >= 32 and all(0x21 <= ord(c) <= 0x7E for c in session_id)
     [message] = reply.messages
     assert message["id"] == 1 and message["result"]["protocolVersion"] == "2025-06-18"
-    assert app.sessions.get(session_id) is not None
+    assert app.live_sessions.get(session_id) is not None
 
 
 async def test_session_ids_differ(app: McpHttpApp) -> None:
@@ -128,7 +129,7 @@ async def test_a_request_without_session_id_is_400(app: McpHttpApp) -> None:
     await open_session(app)
     reply = await call(app, "POST", request(2, "tools/list"))
     assert_error(reply, 400, "Mcp-Session-Id", code=INVALID_REQUEST)
-    assert len(app.sessions) == 1
+    assert len(app.live_sessions) == 1
 
 
 async def test_an_unknown_session_id_is_404(app: McpHttpApp) -> None:
@@ -141,7 +142,7 @@ async def test_a_second_initialize_on_a_session_is_a_json_rpc_error(app: McpHttp
     reply = await session.post(initialize_message(5)).finish()
     assert reply.status == 200
     assert reply.messages[-1]["error"]["code"] == INVALID_REQUEST
-    assert len(app.sessions) == 1
+    assert len(app.live_sessions) == 1
 
 
 @pytest.mark.parametrize(
@@ -164,7 +165,7 @@ async def test_post_accept_must_allow_json_and_sse(app: McpHttpApp, accept: str 
         assert reply.status == 200
     else:
         assert_error(reply, 406, "application/json", "text/event-stream")
-        assert len(app.sessions) == 0
+        assert len(app.live_sessions) == 0
 
 
 @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", None])
@@ -207,7 +208,7 @@ async def test_a_declared_oversized_body_is_413_before_reading_it(make_app: Call
     reply = await pending.start().finish()
     assert_error(reply, 413, "100 bytes")
     assert pending.receive_calls == 0
-    assert len(app.sessions) == 0
+    assert len(app.live_sessions) == 0
 
 
 async def test_in_a_session_too_a_declared_oversized_body_is_refused_unread(
@@ -286,7 +287,7 @@ async def test_rejected_requests_allocate_nothing(make_app: Callable[..., McpHtt
     ]
     assert all(400 <= reply.status < 500 for reply in rejections)
     assert factory.calls == 0
-    assert len(app.sessions) == 0
+    assert len(app.live_sessions) == 0
     assert len(app.keepalive) == 0
 
 
@@ -299,7 +300,7 @@ async def test_a_failed_initialize_leaves_no_session(make_app: Callable[..., Mcp
     assert reply.messages[0]["error"]["code"] in (-32600, -32602)
     assert "mcp-session-id" not in reply.headers
     assert factory.calls == 1
-    assert len(app.sessions) == 0
+    assert len(app.live_sessions) == 0
 
 
 async def test_a_failing_session_factory_is_a_500_without_its_text(
@@ -314,7 +315,7 @@ async def test_a_failing_session_factory_is_a_500_without_its_text(
     assert "hunter2" not in reply.body.decode() and "RuntimeError" not in reply.body.decode()
     assert "hunter2" in caplog.text  # the detail goes to the server log
     assert error["code"] == -32603
-    assert len(app.sessions) == 0
+    assert len(app.live_sessions) == 0
 
 
 async def test_an_async_session_factory_works(make_app: Callable[..., McpHttpApp], gate: Gate) -> None:
@@ -354,7 +355,7 @@ async def test_delete_ends_the_session_and_everything_it_holds(app: McpHttpApp, 
     assert inflight.messages[-1]["error"]["code"] == -32000
     await asyncio.wait_for(gate.cancelled.wait(), 5)
     assert server.connection is not None and server.connection.closed
-    assert len(app.sessions) == 0 and len(app.keepalive) == 0
+    assert len(app.live_sessions) == 0 and len(app.keepalive) == 0
     again = await session.request("ping")
     assert_error(again, 404, "session not found")
     again = await call(app, "DELETE", headers=session.headers)
@@ -368,7 +369,7 @@ async def test_delete_without_session_is_400(app: McpHttpApp) -> None:
 async def test_closing_the_server_side_forgets_the_session(app: McpHttpApp) -> None:
     session = await open_session(app)
     await session.server.close()
-    assert len(app.sessions) == 0
+    assert len(app.live_sessions) == 0
     assert_error(await session.request("ping"), 404)
 
 
@@ -394,7 +395,7 @@ async def test_an_unexpected_failure_is_a_json_rpc_500_without_details(
     gate: Gate, caplog: pytest.LogCaptureFixture
 ) -> None:
     class BrokenStore(MemorySessionStore):
-        def get(self, session_id: str) -> Any:
+        async def get(self, session_id: str) -> Any:
             raise RuntimeError("redis at 10.0.0.7 refused")
 
     app = McpHttpApp(lambda: build_server(gate), session_store=BrokenStore())

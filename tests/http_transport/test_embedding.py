@@ -116,7 +116,7 @@ async def test_sse_transport_inside_a_starlette_route(gate: Gate) -> None:
     stream = AsgiCall(app, "GET", b"", headers).start()
     assert await stream.started() == 200
     transport = router.transports["embedded-1"]
-    server_side = transport.on_message
+    server_side = transport.dispatcher
     assert server_side is not None
     reply = await post(request(5, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 2}}), **headers)
     assert reply.messages[-1]["result"]["content"][0]["text"] == "4"

@@ -6,68 +6,89 @@ import re
 
 import pytest
 
-from mcp_sse_server.transport.http import HttpLimits, MemoryEventBuffer, MemorySessionStore, Session
-from mcp_sse_server.transport.http.events import BufferedEvent
+from mcp_sse_server import SessionRecord
+from mcp_sse_server.stores import MemoryEventLog, MemorySessionStore, StoredEvent
+from mcp_sse_server.stores.base import STANDALONE_STREAM, stream_of
+from mcp_sse_server.transport.http import HttpLimits
 from mcp_sse_server.transport.http.sessions import new_session_id
 from mcp_sse_server.transport.http.sse import frame, parse_event_id
 
 
 def test_frames() -> None:
     assert frame(b'{"a":1}') == b'data: {"a":1}\n\n'
-    assert frame(b"{}", 42) == b"id: 42\ndata: {}\n\n"
+    assert frame(b"{}", "42") == b"id: 42\ndata: {}\n\n"
+    assert frame(b"{}", "7/r3") == b"id: 7/r3\ndata: {}\n\n"
 
 
 @pytest.mark.parametrize(
     ("value", "parsed"),
-    [("7", 7), (b" 12 ", 12), ("0", 0), ("-1", None), ("p7", None), ("²", None), ("9" * 25, None), (None, None)],
+    [
+        ("7", "7"),
+        (b" 12 ", "12"),
+        ("0", "0"),
+        ("4/r1", "4/r1"),
+        ("", None),
+        ("a b", None),
+        ("9" * 200, None),
+        ("caf\u00e9", None),
+        (None, None),
+    ],
 )
-def test_parse_event_id(value: str | bytes | None, parsed: int | None) -> None:
+def test_parse_event_id(value: str | bytes | None, parsed: str | None) -> None:
     assert parse_event_id(value) == parsed
 
 
-def test_the_buffer_allocates_nothing_until_used() -> None:
-    buffer = MemoryEventBuffer(4, 4)
-    assert buffer._backlog is None and buffer._history is None
-    assert buffer.take_pending() == [] and buffer.replay_after(0) == []
+def test_event_ids_name_their_stream() -> None:
+    assert stream_of("12") == STANDALONE_STREAM
+    assert stream_of("12/r7") == "r7"
 
 
-def test_backlog_drops_the_oldest_and_reports_it() -> None:
-    buffer = MemoryEventBuffer(2, 10)
-    events = [BufferedEvent(buffer.next_id(), b"f%d" % n, n if n == 0 else None) for n in range(3)]
-    assert buffer.add_pending(events[0]) is None
-    assert buffer.add_pending(events[1]) is None
-    assert buffer.add_pending(events[2]) == events[0]
-    assert buffer.take_pending() == events[1:]
-    assert buffer.backlog_size == 0
+async def test_the_log_allocates_nothing_for_a_session_until_used() -> None:
+    log = MemoryEventLog(4, 4)
+    assert await log.take_undelivered("s", STANDALONE_STREAM) == [] and await log.replay_after("s", "0") == []
+    assert log._sessions == {}
+
+
+async def test_backlog_drops_the_oldest_and_reports_it() -> None:
+    log = MemoryEventLog(2, 10)
+    appended = [
+        await log.append("s", STANDALONE_STREAM, b"f%d" % n, 0 if n == 0 else None, delivered=False) for n in range(3)
+    ]
+    events = [event for event, _ in appended]
+    assert [dropped for _, dropped in appended] == [None, None, events[0]]
+    assert events[0].request_id == 0 and [e.event_id for e in events] == ["1", "2", "3"]
+    assert await log.take_undelivered("s", STANDALONE_STREAM) == events[1:]
+    assert log.backlog_size("s") == 0
     # Taken events were delivered: they are replayable now.
-    assert buffer.replay_after(0) == events[1:]
+    assert await log.replay_after("s", "0") == events[1:]
 
 
-def test_replay_window() -> None:
-    buffer = MemoryEventBuffer(10, 3)
-    events = [BufferedEvent(buffer.next_id(), b"x") for _ in range(5)]
-    for event in events:
-        buffer.record(event)
-    assert [e.event_id for e in buffer.replay_after(0)] == [3, 4, 5]
-    assert [e.event_id for e in buffer.replay_after(4)] == [5]
-    assert buffer.replay_after(5) == []
-    assert buffer.replay_after(99) == []
+async def test_replay_window_and_streams_stay_apart() -> None:
+    log = MemoryEventLog(10, 3)
+    for _ in range(5):
+        await log.append("s", STANDALONE_STREAM, b"x", None, delivered=True)
+    other, _ = await log.append("s", "r1", b"y", None, delivered=True)
+    assert other.event_id == "6/r1"
+    assert [e.event_id for e in await log.replay_after("s", "0")] == ["3", "4", "5"]
+    assert [e.event_id for e in await log.replay_after("s", "4")] == ["5"]
+    assert await log.replay_after("s", "5") == [] and await log.replay_after("s", "99") == []
+    assert await log.replay_after("s", "0/r1") == [other]  # only that stream's events
+    assert await log.replay_after("t", "0") == []  # nor another session's
 
 
-def test_zero_limits_keep_nothing() -> None:
-    buffer = MemoryEventBuffer(0, 0)
-    event = BufferedEvent(buffer.next_id(), b"x")
-    assert buffer.add_pending(event) == event
-    buffer.record(event)
-    assert buffer.replay_after(0) == []
+async def test_zero_limits_keep_nothing() -> None:
+    log = MemoryEventLog(0, 0)
+    event, dropped = await log.append("s", STANDALONE_STREAM, b"x", None, delivered=False)
+    assert dropped == event
+    await log.append("s", STANDALONE_STREAM, b"x", None, delivered=True)
+    assert await log.replay_after("s", "0") == []
 
 
-def test_clear_returns_the_undelivered_backlog() -> None:
-    buffer = MemoryEventBuffer(5, 5)
-    event = BufferedEvent(buffer.next_id(), b"x")
-    buffer.add_pending(event)
-    assert buffer.clear() == [event]
-    assert buffer.take_pending() == []
+async def test_forget_returns_the_undelivered_backlog() -> None:
+    log = MemoryEventLog(5, 5)
+    event, _ = await log.append("s", STANDALONE_STREAM, b"x", 3, delivered=False)
+    assert await log.forget("s") == [StoredEvent("1", b"x", 3)] == [event]
+    assert await log.take_undelivered("s", STANDALONE_STREAM) == []
 
 
 def test_limit_defaults_are_documented_values() -> None:
@@ -106,18 +127,20 @@ def test_origins_are_normalized() -> None:
 def test_session_ids_are_random_visible_ascii() -> None:
     ids = {new_session_id() for _ in range(200)}
     assert len(ids) == 200
-    assert all(re.fullmatch(r"[\x21-\x7e]{32}", i) for i in ids)
+    assert all(re.fullmatch(r"[A-Za-z0-9_-]{43}", i) for i in ids)  # 256 bits, URL-safe base64
 
 
-def test_session_store_and_expiry() -> None:
+async def test_session_store_and_expiry() -> None:
     store = MemorySessionStore()
-    session = Session("abc", None, None, now=100.0)  # type: ignore[arg-type]
-    store.add(session)
+    record = SessionRecord("abc", created_at=100.0, last_seen=100.0)
+    await store.create(record)
     with pytest.raises(ValueError):
-        store.add(session)
-    assert store.get("abc") is session and len(store) == 1 and list(store) == [session]
-    assert not session.expired(159.0, idle_timeout=60, max_lifetime=1000)
-    assert session.expired(160.0, idle_timeout=60, max_lifetime=1000)
-    session.last_seen = 1050.0
-    assert session.expired(1100.0, idle_timeout=60, max_lifetime=1000)
-    assert store.remove("abc") is session and store.remove("abc") is None
+        await store.create(record)
+    assert await store.get("abc") is record and await store.count() == 1
+    assert not record.expired(159.0, idle_timeout=60, max_lifetime=1000)
+    assert await store.expired(160.0, idle_timeout=60, max_lifetime=1000) == ["abc"]
+    await store.touch(record, 1050.0)
+    assert record.last_seen == 1050.0 and await store.expired(1060.0, 60, 1000) == []
+    assert await store.expired(1100.0, idle_timeout=60, max_lifetime=1000) == ["abc"]  # past its lifetime
+    assert await store.delete("abc") and not await store.delete("abc")
+    assert await store.get("abc") is None

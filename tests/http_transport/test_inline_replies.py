@@ -22,7 +22,7 @@ async def test_a_plain_reply_is_the_whole_response_and_leaves_no_table(app: McpH
         assert reply.messages == [
             {"jsonrpc": "2.0", "id": reply.messages[0]["id"], "result": {"content": [{"type": "text", "text": "5"}]}}
         ]
-    live = app.sessions.get(session.id)
+    live = app.live_sessions.get(session.id)
     assert live is not None and live.transport.inflight == 0 and live.transport.live_streams() == ()
 
 
@@ -49,7 +49,7 @@ async def test_a_cancelled_request_gets_an_empty_stream(app: McpHttpApp, gate: G
 
 async def test_a_request_cancelled_before_it_wrote_anything_gets_an_empty_response(app: McpHttpApp) -> None:
     session = await open_session(app)
-    server = session.server
+    server = session.server.server
     entered, release = asyncio.Event(), asyncio.Event()
 
     async def quiet(arguments: dict[str, Any], context: RequestContext) -> str:

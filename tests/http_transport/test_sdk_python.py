@@ -68,7 +68,7 @@ async def test_tools(bound: McpHttpServer) -> None:
         assert result.content[0].text == "42"  # type: ignore[union-attr]
         bad = await sdk.call_tool("add", {"a": "x", "b": 1})
         assert bad.is_error
-        assert len(bound.app.sessions) == 1
+        assert len(bound.app.live_sessions) == 1
 
 
 async def test_resources_templates_prompts_and_completion(bound: McpHttpServer) -> None:
@@ -131,7 +131,7 @@ async def test_leaving_the_client_deletes_the_session(bound: McpHttpServer) -> N
         warnings.simplefilter("ignore")
         async with Client(bound.endpoint, mode="auto") as sdk:
             await sdk.send_ping()
-            assert len(bound.app.sessions) == 1
-            session = next(iter(bound.app.sessions))
-    await until(lambda: len(bound.app.sessions) == 0)
+            assert len(bound.app.live_sessions) == 1
+            session = next(iter(bound.app.live_sessions.values()))
+    await until(lambda: len(bound.app.live_sessions) == 0)
     assert session.transport.closed

@@ -54,4 +54,4 @@ async def test_the_typescript_client_does_everything(bound: McpHttpServer, gate:
     assert gate.cancelled.is_set()  # the abort reached the server and stopped the handler
     assert out["pingAfterCancel"] == {}
     assert out["terminated"] is True
-    assert len(bound.app.sessions) == 0  # DELETE ended it
+    assert len(bound.app.live_sessions) == 0  # DELETE ended it

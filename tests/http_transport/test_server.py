@@ -56,7 +56,7 @@ async def test_the_host_header_is_checked_on_the_wire(bound: McpHttpServer) -> N
             bound.endpoint, json=initialize_message(), headers={**HEADERS, "host": f"evil.example.com:{bound.port}"}
         )
         assert reply.status_code == 403
-        assert len(bound.app.sessions) == 0
+        assert len(bound.app.live_sessions) == 0
 
 
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", ""])
@@ -168,7 +168,7 @@ async def test_close_lets_the_call_in_flight_finish_then_ends_everything(gate: G
         await asyncio.wait_for(closing, 5)
         await asyncio.wait_for(standalone_done.wait(), 5)
         await stream_task
-        assert len(http.app.sessions) == 0
+        assert len(http.app.live_sessions) == 0
         with pytest.raises(httpx.ConnectError):
             await client.post(http.endpoint, json=initialize_message(), headers=HEADERS)
     await http.close()  # idempotent

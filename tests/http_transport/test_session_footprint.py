@@ -1,7 +1,7 @@
 """What an idle session costs: opened through the ASGI app with initialize and
 notifications/initialized, then left alone. Python allocations are counted with
-tracemalloc (deterministic); compiled schemas live in Rust and are shared, so
-they must not grow with the sessions."""
+tracemalloc (deterministic). One server serves every session, so nothing of the
+server (registries, compiled schemas) grows with the sessions."""
 
 from __future__ import annotations
 
@@ -12,13 +12,13 @@ from typing import Any
 
 from mcp_sse_server import CallToolResult, McpServer, Tool
 from mcp_sse_server.context import RequestContext
-from mcp_sse_server.schema import _shared as compiled_schemas
 from mcp_sse_server.transport.http import McpHttpApp
 
 from .conftest import ADD_SCHEMA, open_session
 
 SESSIONS = 300
-BUDGET = 3 * 1024  # bytes of Python objects per idle session (the target for all memory is 4 KB)
+BUDGET = 2 * 1024  # bytes of Python objects per idle session (the target for all memory is 4 KB)
+PER_SESSION_SERVER_BUDGET = 6 * 1024  # with on_session: the session also holds a server of its own
 
 
 async def add(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
@@ -26,18 +26,15 @@ async def add(arguments: dict[str, Any], context: RequestContext) -> CallToolRes
 
 
 def one_tool_server() -> McpServer:
-    # What a typical factory does: a fresh server and Tool per session, shared handler and schema.
     server = McpServer("footprint", "1.0.0")
     server.add_tool(Tool("add", {**ADD_SCHEMA}, add, description="Adds two numbers."))
     return server
 
 
-async def test_an_idle_session_stays_within_its_budget(make_app: Callable[..., McpHttpApp]) -> None:
-    app = make_app(one_tool_server, max_sessions=SESSIONS + 50)
+async def _bytes_per_idle_session(app: McpHttpApp) -> float:
     for _ in range(20):  # warm caches and free lists first
         await open_session(app)
     gc.collect()
-    compiled = len(compiled_schemas)
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
@@ -47,6 +44,17 @@ async def test_an_idle_session_stays_within_its_budget(make_app: Callable[..., M
         per_session = (tracemalloc.get_traced_memory()[0] - before) / SESSIONS
     finally:
         tracemalloc.stop()
-    assert len(app.sessions) == SESSIONS + 20
+    assert len(app.live_sessions) == SESSIONS + 20
+    return per_session
+
+
+async def test_an_idle_session_stays_within_its_budget(make_app: Callable[..., McpHttpApp]) -> None:
+    server = one_tool_server()
+    per_session = await _bytes_per_idle_session(make_app(server, max_sessions=SESSIONS + 50))
     assert per_session <= BUDGET, f"{per_session:.0f} B per idle session"
-    assert len(compiled_schemas) == compiled  # every session reuses the compiled tool schemas
+    assert len(server.sessions) == SESSIONS + 20  # one server, every session
+
+
+async def test_a_server_per_session_costs_its_registry_on_top(make_app: Callable[..., McpHttpApp]) -> None:
+    per_session = await _bytes_per_idle_session(make_app(one_tool_server, max_sessions=SESSIONS + 50))
+    assert per_session <= PER_SESSION_SERVER_BUDGET, f"{per_session:.0f} B per idle session"

@@ -26,7 +26,7 @@ async def test_idle_sessions_expire_and_only_inbound_traffic_counts(
     reply = await session.request("ping")
     assert reply.status == 404
     await stream.finish()  # the expired session's stream is ended
-    assert len(app.sessions) == 0
+    assert len(app.live_sessions) == 0
 
 
 async def test_sessions_end_at_their_lifetime_even_when_busy(make_app: Callable[..., McpHttpApp], clock: Clock) -> None:
@@ -47,7 +47,7 @@ async def test_reap_expired_ends_silent_sessions(make_app: Callable[..., McpHttp
     server = quiet.server
     clock.advance(20)
     assert await app.reap_expired() == 1
-    assert app.sessions.get(quiet.id) is None and app.sessions.get(busy.id) is not None
+    assert app.live_sessions.get(quiet.id) is None and app.live_sessions.get(busy.id) is not None
     assert server.connection is not None and server.connection.closed
 
 
@@ -55,7 +55,7 @@ async def test_the_reaper_runs_by_itself(make_app: Callable[..., McpHttpApp], cl
     app = make_app(session_idle_timeout=60, reap_interval=0.01)
     await open_session(app)
     clock.advance(61)
-    await until(lambda: len(app.sessions) == 0)
+    await until(lambda: len(app.live_sessions) == 0)
 
 
 async def test_max_sessions_refuses_with_503_then_reclaims_expired_ones(
@@ -68,13 +68,13 @@ async def test_max_sessions_refuses_with_503_then_reclaims_expired_ones(
     assert refused.status == 503
     assert "maximum of 2 sessions" in refused.json["error"]["message"]
     assert refused.headers["retry-after"]
-    assert len(app.sessions) == 2
+    assert len(app.live_sessions) == 2
     clock.advance(30)
     assert (await first.result("ping")) == {}  # first stays active
     clock.advance(40)  # the second is now idle for 70 s
     third = await open_session(app)
-    assert len(app.sessions) == 2
-    assert app.sessions.get(first.id) is not None and app.sessions.get(third.id) is not None
+    assert len(app.live_sessions) == 2
+    assert app.live_sessions.get(first.id) is not None and app.live_sessions.get(third.id) is not None
 
 
 async def test_shutdown_lets_in_flight_requests_finish(app: McpHttpApp, gate: Gate) -> None:
@@ -94,7 +94,7 @@ async def test_shutdown_lets_in_flight_requests_finish(app: McpHttpApp, gate: Ga
     assert inflight.messages[-1]["result"]["content"][0]["text"] == "released"
     await asyncio.wait_for(closing, 5)
     await stream.finish()
-    assert len(app.sessions) == 0
+    assert len(app.live_sessions) == 0
 
 
 async def test_shutdown_ends_what_misses_the_deadline(app: McpHttpApp, gate: Gate) -> None:

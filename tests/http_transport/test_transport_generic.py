@@ -1,13 +1,15 @@
-"""SseTransport with an engine other than this package's Connection: everything through on_message."""
+"""SseTransport with an engine other than this package's Connection: one that takes every
+message through a callback, attached with ``CallbackDispatcher``."""
 
 from __future__ import annotations
 
 import asyncio
 
 from mcp_sse_server.jsonrpc import JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse
+from mcp_sse_server.transport.base import CallbackDispatcher
 from mcp_sse_server.transport.http import SseTransport
 
-from .conftest import AsgiCall, notification, request
+from .conftest import AsgiCall, notification, request, until
 
 
 class EchoEngine:
@@ -19,7 +21,7 @@ class EchoEngine:
         self.release = asyncio.Event()
         self.closed = False
         self.tasks: set[asyncio.Task[None]] = set()
-        transport.attach(self.received_message, self.connection_closed)
+        self.adapter = CallbackDispatcher(transport, self.received_message, self.connection_closed)
 
     def received_message(self, message: JsonRpcMessage) -> None:
         self.received.append(message)
@@ -28,11 +30,12 @@ class EchoEngine:
             self.tasks.add(task)
 
     async def answer(self, message: JsonRpcRequest) -> None:
-        await self.transport.send(JsonRpcNotification("notifications/progress", {"progress": 1}), message.id)
+        send = self.adapter.send
+        await send(JsonRpcNotification("notifications/progress", {"progress": 1}), message.id)
         if message.method == "hold":
             await self.release.wait()
-            await self.transport.send(JsonRpcNotification("notifications/message", {"data": "late"}), message.id)
-        await self.transport.send(JsonRpcResponse(message.id, {"echo": message.method}), message.id)
+            await send(JsonRpcNotification("notifications/message", {"data": "late"}), message.id)
+        await send(JsonRpcResponse(message.id, {"echo": message.method}), message.id)
 
     def connection_closed(self) -> None:
         self.closed = True
@@ -41,7 +44,6 @@ class EchoEngine:
 async def test_requests_and_notifications_through_on_message() -> None:
     transport = SseTransport(session_id="generic-1")
     engine = EchoEngine(transport)
-    assert transport._engine is None  # no dispatch(): the generic path
     reply = await AsgiCall(transport.handle_post, "POST", request(1, "initialize")).start().finish()
     assert reply.status == 200 and reply.headers["mcp-session-id"] == "generic-1"
     assert [m.get("method", "reply") for m in reply.messages] == ["notifications/progress", "reply"]
@@ -60,10 +62,10 @@ async def test_a_client_leaving_reroutes_later_messages_to_the_standalone_stream
     held = AsgiCall(transport.handle_post, "POST", request(7, "hold")).start()
     await held.events(1)
     held.disconnect()
-    await held.finish()
-    assert transport.inflight == 0
+    await until(lambda: transport.inflight == 0)
     engine.release.set()  # the engine carries on; its late notification has nowhere but the GET stream
     await asyncio.gather(*engine.tasks)
+    await held.finish()
     stream = AsgiCall(transport.handle_get, "GET").start()
     events = await stream.events(1)
     assert events[0]["data"]["params"] == {"data": "late"}

@@ -84,13 +84,13 @@ class ClientTransport(Transport):
     def _deliver(self, message: JsonRpcMessage) -> None:
         if isinstance(message, JsonRpcResponse | JsonRpcError) and message.id is not None:
             self._outstanding.pop(message.id, None)
-        if self.on_message is not None:
-            self.on_message(message)
+        if self.dispatcher is not None:
+            self.dispatcher.on_message(message)
 
     def _fail(self, request_id: RequestId, error: McpError) -> None:
         """Answer one outstanding request with ``error`` (nothing if it was answered)."""
-        if self._outstanding.pop(request_id, None) is not None and self.on_message is not None:
-            self.on_message(_Failure(request_id, error))
+        if self._outstanding.pop(request_id, None) is not None and self.dispatcher is not None:
+            self.dispatcher.on_message(_Failure(request_id, error))
 
     def _fail_all(self, error: McpError) -> None:
         for request_id in list(self._outstanding):
@@ -102,8 +102,8 @@ class ClientTransport(Transport):
             return
         self._finished = True
         self._outstanding.clear()
-        if self.on_close is not None:
-            self.on_close()
+        if self.dispatcher is not None:
+            self.dispatcher.on_close()
 
     async def close(self) -> None:
         """Release the connection (on the first call only), then run ``on_close`` if it has not run."""
@@ -121,9 +121,9 @@ class RemoteClient(McpClient):
     """An McpClient whose transport holds OS resources (sockets, a process):
     a failed handshake releases them, so ``async with`` never leaks on error."""
 
-    async def initialize(self) -> dict[str, Any]:
+    async def _handshake(self) -> dict[str, Any]:
         try:
-            return await super().initialize()
+            return await super()._handshake()
         except BaseException:
             with contextlib.suppress(Exception):
                 await self.close()

@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
 from typing import Any, Final
 
+from .. import versions
 from ..context import RequestContext
 from ..jsonrpc import (
     INTERNAL_ERROR,
@@ -32,7 +33,6 @@ from ..jsonrpc import (
     McpError,
 )
 from ..protocol import Connection, ProgressCallback
-from ..server import PROTOCOL_VERSION
 from ..transport.base import Transport
 from ..types import (
     CallToolResult,
@@ -103,6 +103,7 @@ class McpClient(ABC):
         self.protocol_version: str | None = None
         self.connection: Connection | None = None
         self._tools_cache: list[Tool] | None = None
+        self._initialize_result: dict[str, Any] | None = None
 
     # --- what subclasses provide --------------------------------------------------
 
@@ -124,19 +125,39 @@ class McpClient(ABC):
         return capabilities
 
     async def initialize(self) -> dict[str, Any]:
-        """Open the transport and perform the handshake; returns the InitializeResult."""
+        """Open the transport and perform the handshake; returns the InitializeResult.
+
+        On a client that is already initialized and connected this returns the
+        handshake's result again without repeating it.
+        """
+        if self._initialize_result is not None and self.connection is not None and not self.connection.closed:
+            return self._initialize_result
+        return await self._handshake()
+
+    async def _handshake(self) -> dict[str, Any]:
         if self.connection is None or self.connection.closed:
             self.connection = Connection(await self._open(), self)
-        result = await self.request(
-            "initialize",
-            {"protocolVersion": PROTOCOL_VERSION, "capabilities": self.capabilities, "clientInfo": self.client_info},
-            retry_expired=False,
-        )
-        self.protocol_version = result.get("protocolVersion")
+        self._initialize_result = None
+        offer = {
+            "protocolVersion": versions.PROTOCOL_VERSION,
+            "capabilities": self.capabilities,
+            "clientInfo": self.client_info,
+        }
+        result = await self.request("initialize", offer, retry_expired=False)
+        answered = result.get("protocolVersion")
+        if not isinstance(answered, str) or not versions.client_accepts(answered):
+            await self.close()
+            raise McpError(
+                INTERNAL_ERROR,
+                f"The server answered protocol revision {answered!r}, which this client does not speak "
+                f"(it speaks {', '.join(versions.CLIENT_ACCEPTED)})",
+            )
+        self.protocol_version = answered
         self.server_info = result.get("serverInfo")
         self.server_capabilities = result.get("capabilities") or {}
         self.instructions = result.get("instructions")
         await self.notify("notifications/initialized")
+        self._initialize_result = result
         return result
 
     async def close(self) -> None:
@@ -191,7 +212,7 @@ class McpClient(ABC):
         return await self._live().request(method, params, timeout=timeout, on_progress=on_progress)
 
     async def _reinitialize(self) -> None:
-        await self.initialize()
+        await self._handshake()
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         await self._live().notify(method, params)

@@ -477,4 +477,4 @@ class StreamableHttpClient(RemoteClient):
         async with self._reinitializing:
             if self.transport is not None and not self.transport.expired and self.transport.session_id is not None:
                 return
-            await self.initialize()
+            await self._handshake()

@@ -8,6 +8,7 @@ from typing import Any
 from ..jsonrpc import CONNECTION_CLOSED, JsonRpcRequest, JsonRpcResponse, McpError
 from ..protocol import ProgressCallback
 from ..server import McpServer
+from ..session import ServerSession
 from ..transport.base import Transport
 from ..transport.memory import MemoryTransport
 from .base import McpClient
@@ -16,11 +17,13 @@ __all__ = ["InMemoryClient"]
 
 
 class InMemoryClient(McpClient):
-    """A client wired straight to a server object: no sockets, no serialization.
+    """A client wired to a server in this process: no sockets, no serialization.
 
-    Requests run in the caller's own task (cancelling it cancels the handler);
-    what the server sends on its own (progress, logs, sampling requests) comes
-    back over an in-memory transport. The handshake is the real one.
+    Each client is its own session of ``server``. Requests take the direct
+    path of ``MemoryTransport.call`` and run in the caller's own task
+    (cancelling it, or a timeout, cancels the handler); what the server sends
+    on its own (progress, logs, sampling requests) comes back over the same
+    in-memory transport. The handshake is the real one.
 
     >>> async def demo() -> None:  # doctest: +SKIP
     ...     async with InMemoryClient(MemoryServerFactory.create_memory_server("math")) as client:
@@ -30,18 +33,21 @@ class InMemoryClient(McpClient):
     def __init__(self, server: McpServer, **options: Any) -> None:
         super().__init__(**options)
         self.server = server
+        self.session: ServerSession | None = None
+        self._transport: MemoryTransport | None = None
 
     async def _open(self) -> Transport:
         server_side, client_side = MemoryTransport.pair()
-        await self.server.connect(server_side)
+        self.session = await self.server.connect(server_side)
+        self._transport = client_side
         return client_side
 
     async def _send_request(
         self, method: str, params: dict[str, Any] | None, timeout: float | None, on_progress: ProgressCallback | None
     ) -> dict[str, Any]:
         client = self._live()
-        server = self.server.connection
-        if server is None or client.closed:
+        transport = self._transport
+        if transport is None or client.closed:
             raise McpError(CONNECTION_CLOSED, "Connection closed")
         request_id = client.next_request_id()
         if on_progress is not None:
@@ -51,11 +57,11 @@ class InMemoryClient(McpClient):
         request = JsonRpcRequest(request_id, method, params)
         try:
             if timeout is None:
-                reply = await server.dispatch(request)
+                reply = await transport.call(request)
             else:
                 try:
                     async with asyncio.timeout(timeout):
-                        reply = await server.dispatch(request)
+                        reply = await transport.call(request)
                 except TimeoutError:
                     raise TimeoutError(f"{method} got no response within {timeout:g} s") from None
         finally:

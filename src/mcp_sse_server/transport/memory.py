@@ -6,8 +6,8 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
 
-from ..jsonrpc import JsonRpcMessage, RequestId
-from .base import Transport
+from ..jsonrpc import CONNECTION_CLOSED, JsonRpcError, JsonRpcMessage, JsonRpcRequest, RequestId
+from .base import Reply, Transport
 
 __all__ = ["MemoryTransport"]
 
@@ -48,9 +48,21 @@ class MemoryTransport(Transport):
             raise ConnectionError("the in-memory connection is closed")
         self._peer._deliver(message)
 
+    async def call(self, request: JsonRpcRequest) -> Reply | None:
+        """Serve ``request`` on the peer's engine in the caller's task and return its reply.
+
+        The direct path (``Dispatcher.dispatch``): no task and no hand-over, so
+        an in-process round trip costs a few microseconds; cancelling the caller
+        cancels the request. None when the request was cancelled.
+        """
+        peer = self._peer
+        if self._closed or peer is None or peer.dispatcher is None:
+            return JsonRpcError(request.id, CONNECTION_CLOSED, "Connection closed")
+        return await peer.dispatcher.dispatch(request)
+
     def _deliver(self, message: JsonRpcMessage) -> None:
-        if self.on_message is not None:
-            self.on_message(message)
+        if self.dispatcher is not None:
+            self.dispatcher.on_message(message)
             return
         self._buffer.append(message)
         if self._waiter is not None and not self._waiter.done():
@@ -61,7 +73,7 @@ class MemoryTransport(Transport):
         """Inbound messages, for exactly one listener; those sent before it attaches are kept."""
         if self._subscribed:
             raise RuntimeError("messages is single-subscription: it already has a listener")
-        if self.on_message is not None:
+        if self.dispatcher is not None:
             raise RuntimeError("this end is connected to a protocol engine")
         self._subscribed = True
         return self._iterate()
@@ -83,5 +95,5 @@ class MemoryTransport(Transport):
             end._closed = True
             if end._waiter is not None and not end._waiter.done():
                 end._waiter.set_result(None)
-            if end.on_close is not None:
-                end.on_close()
+            if end.dispatcher is not None:
+                end.dispatcher.on_close()

@@ -117,8 +117,8 @@ class StdioServerTransport(Transport):
             logger.warning("stdio: %s", error.message)
             self._reply(JsonRpcError(None, error.code, error.message))
             return
-        if self.on_message is not None:
-            self.on_message(message)
+        if self.dispatcher is not None:
+            self.dispatcher.on_message(message)
 
     def _reply(self, message: JsonRpcMessage) -> None:
         task = asyncio.get_running_loop().create_task(self.send(message))
@@ -129,8 +129,8 @@ class StdioServerTransport(Transport):
             return
         self._closed = True
         self._done.set()
-        if self.on_close is not None:
-            self.on_close()
+        if self.dispatcher is not None:
+            self.dispatcher.on_close()
 
     async def wait_closed(self) -> None:
         await self._done.wait()
@@ -139,5 +139,6 @@ class StdioServerTransport(Transport):
 async def serve_stdio(server: McpServer) -> None:
     """Serve ``server`` over this process's stdin and stdout until stdin closes."""
     transport = StdioServerTransport()
-    await server.connect(transport)
+    # Some clients re-send initialize on a live process (pydantic-ai through fastmcp): allowed here.
+    await server.connect(transport, reinitialize=True)
     await transport.run()

@@ -1,12 +1,13 @@
 """MCP over Streamable HTTP with Server-Sent Events.
 
-* ``McpHttpServer.bind(on_session=..., port=...)`` serves an endpoint on a
+* ``McpHttpServer.bind(server, port=...)`` serves an endpoint on a
   socket (uvicorn with httptools, in the caller's event loop).
 * ``McpHttpApp`` is the same endpoint as an ASGI app, to mount in Starlette,
-  FastAPI or any ASGI server: ``Mount("/mcp", app=McpHttpApp(build_server))``.
+  FastAPI or any ASGI server: ``Mount("/mcp", app=McpHttpApp(server))``.
 * ``SseTransport`` with ``read_json_rpc_post`` and ``write_json_rpc_error``
   is for routing MCP yourself; you then own what the app does around it
-  (Origin/Host checks, session lookup, the initialize-only gate, limits).
+  (session lookup, the initialize-only gate, limits); wrap your app in
+  ``OriginHostMiddleware`` for the Origin/Host checks.
 * ``HttpLimits`` documents every limit and security default.
 
 The HTTP surface: one path; POST carries one JSON-RPC message (a request is
@@ -25,28 +26,22 @@ browser control, not authentication: put authentication in front of a
 server exposed beyond the machine.
 """
 
-from .app import ACCEPTED_PROTOCOL_VERSIONS, McpHttpApp
+from .app import McpHttpApp
 from .errors import HttpError, write_json_rpc_error
-from .events import BufferedEvent, EventBuffer, MemoryEventBuffer
 from .limits import DEFAULT_LIMITS, HttpLimits
+from .security import OriginHostMiddleware, OriginPolicy
 from .server import McpHttpServer
-from .sessions import MemorySessionStore, Session, SessionStore
 from .transport import ClientDisconnected, SseTransport, read_json_rpc_post
 
 __all__ = [
-    "ACCEPTED_PROTOCOL_VERSIONS",
     "DEFAULT_LIMITS",
-    "BufferedEvent",
     "ClientDisconnected",
-    "EventBuffer",
     "HttpError",
     "HttpLimits",
     "McpHttpApp",
     "McpHttpServer",
-    "MemoryEventBuffer",
-    "MemorySessionStore",
-    "Session",
-    "SessionStore",
+    "OriginHostMiddleware",
+    "OriginPolicy",
     "SseTransport",
     "read_json_rpc_post",
     "write_json_rpc_error",

@@ -1,13 +1,19 @@
 """The ASGI application that owns an MCP endpoint: HTTP rules, sessions, limits.
 
->>> app = McpHttpApp(build_server, path="/mcp")  # doctest: +SKIP
->>> # uvicorn.run(app) or Starlette(routes=[Mount("/mcp", app=McpHttpApp(build_server))])
+>>> app = McpHttpApp(server, path="/mcp")  # doctest: +SKIP
+>>> # uvicorn.run(app) or Starlette(routes=[Mount("/mcp", app=McpHttpApp(server))])
 
-Order of checks on every request, cheapest first, so a refusal costs little
-and allocates nothing: path, Origin/Host (403), method (405), Accept (406),
-Content-Type (415), session id (400/404), protocol version (400), body size
-(413), body shape (400). Only a well-formed ``initialize`` without a session
-id creates a session (503 when ``max_sessions`` are live).
+The app is a stack, Starlette style: ``OriginHostMiddleware`` (Host and
+Origin: 400/403) around the MCP endpoint. Order of checks in the endpoint,
+cheapest first, so a refusal costs little: path (404), method (405), Accept
+(406), Content-Type (415), session id (400/404), protocol version (400), body
+size (413), body shape (400). Only a well-formed ``initialize`` without a
+session id creates a session (503 when ``max_sessions`` are live).
+
+Sessions: their records are in a ``SessionStore`` (in process by default);
+the live part of each (its transport and ``ServerSession``) stays in this
+process. One ``McpServer`` serves every session, unless ``on_session``
+builds one per session.
 """
 
 from __future__ import annotations
@@ -16,17 +22,21 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, TypeAlias
 
+from ... import versions
 from ...jsonrpc import JsonRpcRequest, McpError, parse_message
+from ...server import McpServer
+from ...session import ServerSession, SessionRecord
+from ...stores.base import EventLog, SessionStore
+from ...stores.memory import MemoryEventLog, MemorySessionStore
 from .accept import accepts_json_and_sse
-from .asgi import Receive, Scope, Send
+from .asgi import ASGIApp, Receive, Scope, Send
 from .errors import INTERNAL_ERROR, SERVER_BUSY, HttpError, write_json_rpc_error
-from .events import EventBufferFactory
 from .limits import DEFAULT_LIMITS, HttpLimits
-from .security import OriginPolicy
-from .sessions import Clock, MemorySessionStore, Session, SessionStore, new_session_id
+from .security import OriginHostMiddleware, OriginPolicy
+from .sessions import Clock, new_session_id
 from .streams import KeepaliveTicker
 from .transport import (
     ClientDisconnected,
@@ -36,27 +46,18 @@ from .transport import (
     read_body,
 )
 
-__all__ = ["ACCEPTED_PROTOCOL_VERSIONS", "McpHttpApp", "SessionFactory"]
+__all__ = ["LiveSession", "McpHttpApp", "SessionFactory"]
 
 logger = logging.getLogger("mcp_sse_server.http")
 
-SessionFactory: TypeAlias = Callable[[], Any]
+SessionFactory: TypeAlias = Callable[[], McpServer | Awaitable[McpServer]]
 """Returns a fresh McpServer (or an awaitable of one) for each initialize."""
 
-# 2025-06-18 is what we implement. 2025-03-26 introduced this transport and is
-# identical on the wire for single messages; the official conformance suite's
-# raw requests send it on sessions negotiated at 2025-06-18, so it is served too.
-ACCEPTED_PROTOCOL_VERSIONS: Final = frozenset({b"2025-06-18", b"2025-03-26"})
-
 _ALLOW: Final = [(b"allow", b"GET, POST, DELETE")]
-_UNDECIDED: Final = "undecided"  # not a verdict the policy gives (those are None or a sentence)
 
-# Header name -> slot in the per-request list; one dict lookup per header, and
-# every other header lands in a last slot nobody reads (no branch per header).
-_ORIGIN, _HOST, _ACCEPT, _CTYPE, _CLEN, _SESSION, _VERSION, _LAST_ID, _OTHER = range(9)
+# The request headers the endpoint reads, by slot; a repeated Mcp-Session-Id is refused.
+_ACCEPT, _CTYPE, _CLEN, _SESSION, _VERSION, _LAST_ID = range(6)
 _WANTED: Final = {
-    b"origin": _ORIGIN,
-    b"host": _HOST,
     b"accept": _ACCEPT,
     b"content-type": _CTYPE,
     b"content-length": _CLEN,
@@ -74,66 +75,100 @@ _MISSING_SESSION: Final = "Bad request: missing Mcp-Session-Id header; only an i
 _UNKNOWN_SESSION: Final = "Session not found: it expired, was deleted or never existed; initialize a new one"
 
 
-class McpHttpApp:
-    """ASGI app serving MCP Streamable HTTP; every session gets its own server from ``on_session``.
+def _read_headers(raw: list[tuple[bytes, bytes]]) -> list[bytes | None]:
+    values: list[bytes | None] = [None] * 6
+    for name, value in raw:
+        slot = _WANTED.get(name)
+        if slot is not None:
+            if slot == _SESSION and values[_SESSION] is not None:
+                raise HttpError(400, "Bad request: several Mcp-Session-Id headers; send exactly one")
+            values[slot] = value
+    return values
 
-    ``path`` restricts the endpoint to one path (None serves whatever path it
-    is mounted at). ``bind_host`` is the address the server listens on (its
-    name is accepted in Host). ``clock`` (monotonic seconds) drives session
-    expiry and is injectable for tests.
+
+class LiveSession:
+    """A session this process serves: its ``record`` (plain data, also in the store),
+    its ``transport`` and its ``session`` (the ``ServerSession`` that sends to the client)."""
+
+    __slots__ = ("closing", "record", "session", "transport")
+
+    def __init__(self, record: SessionRecord, transport: SseTransport, session: ServerSession) -> None:
+        self.record = record
+        self.transport = transport
+        self.session = session
+        self.closing = False
+
+
+class McpHttpApp:
+    """ASGI app serving MCP Streamable HTTP: ``server`` serves every session.
+
+    ``on_session`` (instead of ``server``) builds a server per session, for
+    servers that keep per-client state in the server object; it costs the
+    registries and validators once per session. ``path`` restricts the
+    endpoint to one path (None serves whatever path it is mounted at).
+    ``bind_host`` is the address the server listens on (its name is accepted
+    in Host). ``session_store`` and ``event_log`` keep session records and
+    standalone-stream events (in process by default). ``clock`` (monotonic
+    seconds) drives session expiry and is injectable for tests.
     """
 
     def __init__(
         self,
-        on_session: SessionFactory,
+        server: McpServer | SessionFactory | None = None,
         *,
+        on_session: SessionFactory | None = None,
         path: str | None = None,
         limits: HttpLimits = DEFAULT_LIMITS,
         bind_host: str | None = None,
         session_store: SessionStore | None = None,
-        event_buffer_factory: EventBufferFactory | None = None,
+        event_log: EventLog | None = None,
         clock: Clock = time.monotonic,
     ) -> None:
+        if server is not None and not isinstance(server, McpServer):
+            if on_session is not None or not callable(server):
+                raise TypeError("McpHttpApp takes an McpServer, or on_session=a function that builds one")
+            server, on_session = None, server  # the 0.1 spelling: McpHttpApp(factory)
+        if (server is None) == (on_session is None):
+            raise TypeError("McpHttpApp takes an McpServer or on_session=..., not both and not neither")
+        self.server = server
         self.on_session = on_session
         self.path = path
         self.limits = limits
         self.sessions: SessionStore = session_store if session_store is not None else MemorySessionStore()
-        store = self.sessions
-        self._lookup = store.lookup if type(store) is MemorySessionStore else store.get
+        self.events: EventLog = (
+            event_log if event_log is not None else MemoryEventLog(limits.backlog_limit, limits.replay_buffer_size)
+        )
         self.clock = clock
         self.policy = OriginPolicy(limits.allowed_origins, limits.allowed_hosts, bind_host)
-        self._verdicts = self.policy.verdicts  # read inline; the policy fills it
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
-        self._event_buffer_factory = event_buffer_factory
+        self._live: dict[str, LiveSession] = {}
         self._creating = 0
         self._closing = False
         self._closed = False
         self._reaper: asyncio.Task[None] | None = None
-        self._on_transport_end = self._transport_ended  # one bound method shared by every session
+        self._stack: ASGIApp = OriginHostMiddleware(self._endpoint, self.policy)
+
+    @property
+    def live_sessions(self) -> Mapping[str, LiveSession]:
+        """The sessions this process serves now, by id (read-only)."""
+        return self._live
 
     # --- ASGI entry ----------------------------------------------------------------
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            if scope["type"] == "lifespan":
-                await self._lifespan(receive, send)
-            elif scope["type"] == "websocket":
-                await send({"type": "websocket.close", "code": 1000})
-            return
+        kind = scope["type"]
+        if kind == "http":
+            await self._stack(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+        elif kind == "websocket":
+            await send({"type": "websocket.close", "code": 1000})
+
+    async def _endpoint(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            # Every request's path, in this one coroutine down to the transport.
             if self.path is not None and scope["path"] != self.path:
                 raise HttpError(404, f"Not found: the MCP endpoint is {self.path}")
-            values: list[bytes | None] = [None] * 9
-            slot = _WANTED.get
-            for name, value in scope["headers"]:
-                values[slot(name, _OTHER)] = value
-            refusal = self._verdicts.get((values[_ORIGIN], values[_HOST]), _UNDECIDED)
-            if refusal is _UNDECIDED:
-                refusal = self.policy.check(values[_ORIGIN], values[_HOST])
-            if refusal is not None:
-                logger.info("refused a request: %s (Origin %r, Host %r)", refusal, values[_ORIGIN], values[_HOST])
-                raise HttpError(403, refusal)
+            values = _read_headers(scope["headers"])
             method = scope["method"]
             if method != "POST":
                 if method == "GET":
@@ -157,7 +192,7 @@ class McpHttpApp:
             if session_id is None:
                 await self._open_session(scope, receive, send, values[_CLEN])
                 return
-            session = self._session(session_id, values[_VERSION])
+            live = await self._session(session_id, values[_VERSION])
             body = await read_body(receive, self.limits.max_request_bytes, values[_CLEN])
             try:
                 message = parse_message(body)
@@ -166,9 +201,9 @@ class McpHttpApp:
             if type(message) is JsonRpcRequest:
                 if self._closing:
                     raise _shutting_down()
-                await session.transport.serve_request(message, receive, send)
+                await live.transport.serve_request(message, receive, send)
             else:
-                await session.transport.handle_post(scope, receive, send, message)
+                await live.transport.handle_post(scope, receive, send, message)
         except HttpError as error:
             await error.write(send)
         except ClientDisconnected:
@@ -199,35 +234,37 @@ class McpHttpApp:
         session_id = values[_SESSION]
         if session_id is None:
             raise HttpError(400, "Bad request: a GET stream needs the Mcp-Session-Id header of an initialized session")
-        session = self._session(session_id, values[_VERSION])
+        live = await self._session(session_id, values[_VERSION])
         if self._closing:
             raise _shutting_down()
-        await session.transport.handle_get(scope, receive, send, values[_LAST_ID])
+        await live.transport.handle_get(scope, receive, send, values[_LAST_ID])
 
     async def _delete(self, values: list[bytes | None], send: Send) -> None:
         session_id = values[_SESSION]
         if session_id is None:
             raise HttpError(400, "Bad request: DELETE needs the Mcp-Session-Id header of the session to end")
-        session = self._session(session_id, values[_VERSION])
-        await self._end(session)
+        live = await self._session(session_id, values[_VERSION])
+        await self._end(live)
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     # --- sessions ------------------------------------------------------------------
 
-    def _session(self, session_id: bytes, version: bytes | None) -> Session:
+    async def _session(self, session_id: bytes, version: bytes | None) -> LiveSession:
         """The live session for a request (refreshing its idle clock), or HttpError 404/400."""
-        session = self._lookup(session_id.decode("latin-1"))
-        if session is None or session.closing:
+        key = session_id.decode("latin-1")
+        record = await self.sessions.get(key)
+        live = self._live.get(key)
+        if record is None or live is None or live.closing:
             raise HttpError(404, _UNKNOWN_SESSION)
         now = self.clock()
-        if session.expired(now, self.limits.session_idle_timeout, self.limits.session_max_lifetime):
-            self._end_soon(session)
+        if record.expired(now, self.limits.session_idle_timeout, self.limits.session_max_lifetime):
+            self._end_soon(live)
             raise HttpError(404, _UNKNOWN_SESSION)
-        if version is not None and version not in ACCEPTED_PROTOCOL_VERSIONS:
+        if version is not None and not versions.for_header(version):
             raise _bad_version(version)
-        session.last_seen = now
-        return session
+        await self.sessions.touch(record, now)
+        return live
 
     async def _open_session(self, scope: Scope, receive: Receive, send: Send, content_length: bytes | None) -> None:
         message = parse_body(await read_body(receive, self.limits.max_request_bytes, content_length))
@@ -236,9 +273,9 @@ class McpHttpApp:
         if self._closing:
             raise _shutting_down()
         limit = self.limits.max_sessions
-        if len(self.sessions) + self._creating >= limit:
+        if await self.sessions.count() + self._creating >= limit:
             await self.reap_expired()
-            if len(self.sessions) + self._creating >= limit:
+            if await self.sessions.count() + self._creating >= limit:
                 raise HttpError(
                     503,
                     f"Service unavailable: this server already has its maximum of {limit} sessions; try again later",
@@ -249,61 +286,78 @@ class McpHttpApp:
         transport = SseTransport(
             session_id,
             limits=self.limits,
-            event_buffer_factory=self._event_buffer_factory,
+            event_log=self.events,
             keepalive=self.keepalive,
-            on_end=self._on_transport_end,
+            on_end=self._transport_ended,
         )
+        now = self.clock()
+        record = SessionRecord(session_id, now, now)
         self._creating += 1
         try:
-            server = self.on_session()
-            if inspect.isawaitable(server):
-                server = await server
-            await server.connect(transport)
+            server = self.server if self.server is not None else await self._new_server()
+            session = await server.connect(transport, record=record)
         except Exception:
-            logger.exception("on_session failed: no session was created")
+            logger.exception("could not start a session: no session was created")
             raise HttpError(500, "Internal error: the server could not start a session") from None
         finally:
             self._creating -= 1
-        session = Session(session_id, transport, server, self.clock())
-        self.sessions.add(session)
+        await self.sessions.create(record)
+        live = LiveSession(record, transport, session)
+        self._live[session_id] = live
         self._start_reaper()
         try:
             await transport.handle_post(scope, receive, send, message)
         finally:
             if not transport.initialized:
                 # A failed initialize (or a client gone before the reply) leaves nothing behind.
-                await self._end(session)
+                await self._end(live)
+            else:
+                await self.sessions.save(record)
+
+    async def _new_server(self) -> McpServer:
+        assert self.on_session is not None
+        server = self.on_session()
+        if inspect.isawaitable(server):
+            server = await server
+        if not isinstance(server, McpServer):
+            raise TypeError(f"on_session returned {type(server).__name__}, not an McpServer")
+        return server
 
     def _transport_ended(self, transport: SseTransport) -> None:
-        # The server side closed the session (McpServer.close(), say): forget it.
+        # The server side closed the session (ServerSession.close(), say): forget it.
         if transport.session_id is not None:
-            session = self.sessions.remove(transport.session_id)
-            if session is not None:
-                session.closing = True
+            live = self._live.pop(transport.session_id, None)
+            if live is not None and not live.closing:
+                live.closing = True
+                _in_background(self.sessions.delete(transport.session_id))
 
-    async def _end(self, session: Session) -> None:
-        session.closing = True
-        self.sessions.remove(session.id)
+    async def _end(self, live: LiveSession) -> None:
+        live.closing = True
+        session_id = live.record.id
+        if self._live.get(session_id) is live:
+            del self._live[session_id]
         try:
-            await session.transport.close()
+            await self.sessions.delete(session_id)
+            await live.transport.close()
         except Exception:
-            logger.exception("closing session %s failed", session.id[:8])
+            logger.exception("closing session %s failed", session_id[:8])
 
-    def _end_soon(self, session: Session) -> None:
-        session.closing = True
-        self.sessions.remove(session.id)
-        task = asyncio.get_running_loop().create_task(self._end(session))
-        _background.add(task)
-        task.add_done_callback(_background.discard)
+    def _end_soon(self, live: LiveSession) -> None:
+        live.closing = True
+        _in_background(self._end(live))
 
     async def reap_expired(self) -> int:
         """End every session past its idle timeout or lifetime (by ``clock``); returns how many."""
-        now = self.clock()
-        idle, lifetime = self.limits.session_idle_timeout, self.limits.session_max_lifetime
-        expired = [session for session in self.sessions if session.expired(now, idle, lifetime)]
-        for session in expired:
-            logger.info("session %s expired", session.id[:8])
-            await self._end(session)
+        expired = await self.sessions.expired(
+            self.clock(), self.limits.session_idle_timeout, self.limits.session_max_lifetime
+        )
+        for session_id in expired:
+            logger.info("session %s expired", session_id[:8])
+            live = self._live.get(session_id)
+            if live is not None:
+                await self._end(live)
+            else:
+                await self.sessions.delete(session_id)
         return len(expired)
 
     def _start_reaper(self) -> None:
@@ -312,7 +366,7 @@ class McpHttpApp:
 
     async def _reap_forever(self) -> None:
         try:
-            while len(self.sessions):
+            while self._live:
                 await asyncio.sleep(self.limits.reap_interval)
                 await self.reap_expired()
         finally:
@@ -320,8 +374,8 @@ class McpHttpApp:
 
     @property
     def inflight(self) -> int:
-        """Requests in flight across all sessions."""
-        return sum(session.transport.inflight for session in self.sessions)
+        """Requests in flight across all sessions of this process."""
+        return sum(live.transport.inflight for live in self._live.values())
 
     # --- shutdown --------------------------------------------------------------------
 
@@ -339,8 +393,8 @@ class McpHttpApp:
         while self.inflight and loop.time() < until:  # noqa: ASYNC110
             await asyncio.sleep(0.005)
         self._closed = True
-        for session in self.sessions:
-            await self._end(session)
+        for live in list(self._live.values()):
+            await self._end(live)
         self.keepalive.close()
         if self._reaper is not None:
             self._reaper.cancel()
@@ -350,10 +404,17 @@ class McpHttpApp:
 _background: set[asyncio.Task[Any]] = set()
 
 
+def _in_background(work: Awaitable[Any]) -> None:
+    task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(work)  # type: ignore[arg-type]
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
 def _bad_version(version: bytes) -> HttpError:
     return HttpError(
         400,
-        f"Bad request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}; this server speaks 2025-06-18",
+        f"Bad request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}; "
+        f"this server speaks {versions.served_names()}",
     )
 
 

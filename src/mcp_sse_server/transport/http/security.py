@@ -10,16 +10,24 @@ name they resolved and ``Origin`` with the page's origin, so:
   listed, and ``Host`` may also be one of the allowlisted origins' hosts or an
   ``allowed_hosts`` entry.
 
-This is a browser control, not authentication.
+This is a browser control, not authentication. ``OriginHostMiddleware``
+applies it to any ASGI app; a request must carry exactly one ``Host`` and at
+most one ``Origin`` (400 otherwise), so no second header can hide the first.
 """
 
 from __future__ import annotations
 
 import ipaddress
+import logging
 from collections.abc import Iterable
 from typing import Final
 
-__all__ = ["OriginPolicy", "host_of", "is_loopback_host", "split_host_port"]
+from .asgi import ASGIApp, Receive, Scope, Send
+from .errors import HttpError
+
+__all__ = ["OriginHostMiddleware", "OriginPolicy", "host_of", "is_loopback_host", "split_host_port"]
+
+logger = logging.getLogger("mcp_sse_server.http")
 
 _WILDCARD_BINDS: Final = frozenset({"", "0.0.0.0", "::", "[::]"})
 _CACHE_SIZE: Final = 256
@@ -72,7 +80,7 @@ class OriginPolicy:
     send with a 403. Decisions are cached per header pair.
     """
 
-    __slots__ = ("_cache", "allowed_origins", "any_host", "hosts", "require_origin", "verdicts")
+    __slots__ = ("_cache", "allowed_origins", "any_host", "hosts", "require_origin")
 
     def __init__(
         self,
@@ -95,7 +103,6 @@ class OriginPolicy:
                 hosts.add(bind_name)
         self.hosts = frozenset(hosts)
         self._cache: dict[tuple[bytes | None, bytes | None], str | None] = {}
-        self.verdicts = self._cache  # check()'s answers so far, read directly on the app's request path
 
     def check(self, origin: bytes | None, host: bytes | None) -> str | None:
         """None when acceptable, else a message for the 403 error body."""
@@ -133,3 +140,44 @@ class OriginPolicy:
         if host is not None and not self.host_allowed(host.decode("latin-1")):
             return "Forbidden: the request's Host header does not name this MCP server"
         return None
+
+
+class OriginHostMiddleware:
+    """Wraps an ASGI app: HTTP requests reach it only with one acceptable Host and Origin.
+
+    400 for a missing or repeated ``Host`` or a repeated ``Origin``; 403 with
+    the policy's reason for a refused pair. Other scopes pass through.
+    """
+
+    __slots__ = ("app", "policy")
+
+    def __init__(self, app: ASGIApp, policy: OriginPolicy) -> None:
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        origin = host = None
+        hosts = origins = 0
+        for name, value in scope["headers"]:
+            if name == b"host":
+                host = value
+                hosts += 1
+            elif name == b"origin":
+                origin = value
+                origins += 1
+        if hosts != 1 or origins > 1:
+            if hosts == 0:
+                problem = "no Host header"
+            else:
+                problem = "several Host headers" if hosts > 1 else "several Origin headers"
+            await HttpError(400, f"Bad request: {problem}; send exactly one Host and at most one Origin").write(send)
+            return
+        refusal = self.policy.check(origin, host)
+        if refusal is not None:
+            logger.info("refused a request: %s (Origin %r, Host %r)", refusal, origin, host)
+            await HttpError(403, refusal).write(send)
+            return
+        await self.app(scope, receive, send)

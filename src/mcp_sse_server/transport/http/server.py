@@ -1,6 +1,6 @@
 """McpHttpServer: serve an MCP endpoint on a real socket with uvicorn.
 
->>> http = await McpHttpServer.bind(on_session=build_server, port=8080)  # doctest: +SKIP
+>>> http = await McpHttpServer.bind(server, port=8080)  # doctest: +SKIP
 >>> print(http.endpoint)  # http://127.0.0.1:8080/mcp  # doctest: +SKIP
 >>> await http.close()  # doctest: +SKIP
 
@@ -21,13 +21,15 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .app import McpHttpApp, SessionFactory
-from .events import EventBufferFactory
 from .limits import DEFAULT_LIMITS, HttpLimits
 from .security import is_loopback_host
-from .sessions import Clock, SessionStore
+from .sessions import Clock
 
 if TYPE_CHECKING:
     import uvicorn
+
+    from ...server import McpServer
+    from ...stores.base import EventLog, SessionStore
 
 __all__ = ["McpHttpServer"]
 
@@ -62,8 +64,9 @@ class McpHttpServer:
     @classmethod
     async def bind(
         cls,
-        on_session: SessionFactory,
+        server: McpServer | SessionFactory | None = None,
         *,
+        on_session: SessionFactory | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
         path: str = "/mcp",
@@ -83,13 +86,14 @@ class McpHttpServer:
         certfile: str | None = None,
         keyfile: str | None = None,
         session_store: SessionStore | None = None,
-        event_buffer_factory: EventBufferFactory | None = None,
+        event_log: EventLog | None = None,
         clock: Clock = time.monotonic,
     ) -> McpHttpServer:
         """Listen on ``host:port`` (0 picks a free port) and serve MCP at ``path``.
 
-        ``on_session`` is called once per initialize and returns the
-        ``McpServer`` (or an awaitable of one) for that session. The limits
+        ``server`` serves every session; ``on_session`` (instead) is called
+        once per initialize and returns the ``McpServer`` (or an awaitable of
+        one) for that session. The limits
         and their defaults are documented on ``HttpLimits``:
         ``allowed_origins`` (none: only loopback origins), ``allowed_hosts``,
         ``max_sessions`` (1000), ``max_request_bytes`` (4 MiB),
@@ -133,12 +137,13 @@ class McpHttpServer:
             ssl_context.load_cert_chain(certfile, keyfile)
 
         app = McpHttpApp(
-            on_session,
+            server,
+            on_session=on_session,
             path=path,
             limits=limits,
             bind_host=host,
             session_store=session_store,
-            event_buffer_factory=event_buffer_factory,
+            event_log=event_log,
             clock=clock,
         )
         # Imported here so embedders of the ASGI app or SseTransport never load uvicorn.
@@ -162,15 +167,15 @@ class McpHttpServer:
             config.load()
             # uvicorn builds its own context from files; ours (or the caller's) is used as is.
             config.ssl = ssl_context
-            server = uvicorn.Server(config)
-            server.lifespan = config.lifespan_class(config)
-            await server.startup(sockets=[sock])
+            uvicorn_server = uvicorn.Server(config)
+            uvicorn_server.lifespan = config.lifespan_class(config)
+            await uvicorn_server.startup(sockets=[sock])
         except BaseException:
             sock.close()
             raise
         bound_port = sock.getsockname()[1]
         scheme = "https" if ssl_context is not None else "http"
-        return cls(app, server, sock, f"{scheme}://{_url_host(host)}:{bound_port}{path}", bound_port)
+        return cls(app, uvicorn_server, sock, f"{scheme}://{_url_host(host)}:{bound_port}{path}", bound_port)
 
     async def close(self, deadline: float | None = None) -> None:
         """Stop accepting, let in-flight requests finish (``shutdown_deadline``),

@@ -2,13 +2,13 @@
 
 Every message is one ``message`` event whose data is the compact JSON
 encoding (orjson never emits a raw newline, so one ``data:`` line suffices).
-Events on the standalone stream carry an ``id:`` drawn from the session's
-counter, so ids are unique across the session; replies on a POST's own
-stream carry none, because they cannot be replayed.
+Events on the standalone stream carry an ``id:`` from the session's event
+log (``stores``), unique across the session; replies on a POST's own stream
+carry none, because they cannot be replayed.
 
 >>> frame(b'{"jsonrpc":"2.0","method":"x"}')
 b'data: {"jsonrpc":"2.0","method":"x"}\\n\\n'
->>> frame(b"{}", 7)
+>>> frame(b"{}", "7")
 b'id: 7\\ndata: {}\\n\\n'
 """
 
@@ -30,21 +30,21 @@ SSE_HEADERS: Final[list[tuple[bytes, bytes]]] = [
 POST_SSE_HEADERS: Final[list[tuple[bytes, bytes]]] = [(b"content-type", b"text/event-stream")]
 
 
-def frame(data: bytes, event_id: int | None = None) -> bytes:
+def frame(data: bytes, event_id: str | None = None) -> bytes:
     """One SSE event carrying ``data`` (which must contain no newline)."""
     if event_id is None:
         return b"data: " + data + b"\n\n"
-    return b"id: %d\ndata: %b\n\n" % (event_id, data)
+    return b"id: %b\ndata: %b\n\n" % (event_id.encode("ascii"), data)
 
 
-def parse_event_id(value: bytes | str | None) -> int | None:
-    """The sequence number in a ``Last-Event-ID`` we issued; None for anything else."""
+def parse_event_id(value: bytes | str | None) -> str | None:
+    """A ``Last-Event-ID`` as an event id we could have issued; None for anything else
+    (empty, too long, or not visible ASCII)."""
     if value is None:
         return None
     if isinstance(value, bytes):
         value = value.decode("latin-1")
     value = value.strip()
-    # isascii: str.isdigit also accepts digits like '²' that int() refuses; 19 digits fit in 64 bits.
-    if not value.isascii() or not value.isdigit() or len(value) > 19:
+    if not value or len(value) > 128 or not value.isascii() or not value.isprintable() or " " in value:
         return None
-    return int(value)
+    return value

@@ -19,12 +19,24 @@ from typing import Any, Final, Protocol
 from .asgi import Send
 from .sse import KEEPALIVE, SSE_HEADERS
 
-__all__ = ["KeepaliveTicker", "SseStream", "StreamOwner"]
+__all__ = ["KeepaliveTicker", "SseStream", "StreamOwner", "send_whole"]
 
 logger = logging.getLogger("mcp_sse_server.http")
 
 _START: Final = "http.response.start"
 _BODY: Final = "http.response.body"
+
+
+async def send_whole(send: Send, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    """A complete 200 response in two ASGI sends: the headers with a Content-Length, then the body.
+
+    A peer that is gone is not our error: the failure is logged at debug level only.
+    """
+    try:
+        await send({"type": _START, "status": 200, "headers": [*headers, (b"content-length", b"%d" % len(body))]})
+        await send({"type": _BODY, "body": body, "more_body": False})
+    except Exception:
+        logger.debug("could not send a response", exc_info=True)
 
 
 class SseStream:
@@ -50,13 +62,7 @@ class SseStream:
         if final and not self.started and not self.flushing and not self.pending:
             # The common case: the reply is the only frame. One start with a length, one body.
             self.done = self.started = self.ended = True
-            try:
-                await self.send(
-                    {"type": _START, "status": 200, "headers": [*self.headers, (b"content-length", b"%d" % len(data))]}
-                )
-                await self.send({"type": _BODY, "body": data, "more_body": False})
-            except Exception:
-                logger.debug("SSE stream write failed", exc_info=True)
+            await send_whole(self.send, self.headers, data)
             return
         self.pending.append(data)
         self.active = True

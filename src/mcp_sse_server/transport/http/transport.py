@@ -10,18 +10,23 @@ route MCP themselves drive it directly:
 
 Routing of outbound messages: a message related to an in-flight request
 goes on that request's POST stream (its response last, which ends it); an
-unrelated one goes on the standalone GET stream, or waits in the backlog
-until a GET attaches. Whoever embeds the transport does what the app does
-around it: origin checks, session lookup, the initialize-only gate, limits.
+unrelated one goes on the standalone GET stream, or waits in the session's
+backlog (``EventLog``) until a GET attaches. Whoever embeds the transport does
+what the app does around it: origin checks, session lookup, the
+initialize-only gate, limits.
+
+Every request is served inline (``Dispatcher.dispatch``) in the task of the
+POST that carried it. Its stream is made only when something other than the
+reply goes on it first; the usual reply goes out as one response with a
+Content-Length.
 """
 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-from collections.abc import Awaitable, Callable, Collection
-from typing import Any, Final, Protocol, TypeAlias, cast
+from collections.abc import Callable, Collection
+from typing import Any, Final
 
 from ...jsonrpc import (
     CONNECTION_CLOSED,
@@ -35,13 +40,14 @@ from ...jsonrpc import (
     encode_message,
     parse_message,
 )
-from ..base import MessageSink, Transport
+from ...stores.base import STANDALONE_STREAM, EventLog
+from ...stores.memory import MemoryEventLog
+from ..base import Transport
 from .asgi import Message, Receive, Scope, Send
 from .errors import HttpError, error_body
-from .events import BufferedEvent, EventBuffer, EventBufferFactory, MemoryEventBuffer
 from .limits import DEFAULT_LIMITS, HttpLimits
 from .sse import POST_SSE_HEADERS, frame, parse_event_id
-from .streams import KeepaliveTicker, SseStream
+from .streams import KeepaliveTicker, SseStream, send_whole
 
 __all__ = ["ClientDisconnected", "SseTransport", "read_body", "read_json_rpc_post"]
 
@@ -140,34 +146,31 @@ async def read_json_rpc_post(
     return parse_body(await read_body(receive, max_request_bytes, content_length))
 
 
-def _default_buffer(backlog_limit: int, replay_buffer_size: int) -> EventBuffer:
-    return MemoryEventBuffer(backlog_limit, replay_buffer_size)
+_SESSION_ENDED: Final = "Session not found: it has ended; initialize a new one"
 
 
 class SseTransport(Transport):
     """The server end of one Streamable HTTP session.
 
     ``session_id`` goes on the response to initialize (as ``Mcp-Session-Id``);
-    None serves without sessions. ``limits`` supplies ``max_request_bytes``,
-    ``max_request_streams``, ``backlog_limit``, ``replay_buffer_size`` and
-    ``keepalive_interval``. ``on_end`` runs once after the transport closes.
+    None serves without sessions. ``limits`` supplies ``max_request_streams``,
+    ``backlog_limit``, ``replay_buffer_size`` and ``keepalive_interval``.
+    ``event_log`` keeps the standalone stream's backlog and replay window (an
+    in-process log of its own by default). ``on_end`` runs once after the
+    transport closes.
     """
 
     __slots__ = (
         "_closed",
-        "_engine",
-        "_event_factory",
-        "_events",
-        "_init_id",
+        "_event_log",
         "_initialized",
         "_on_end",
         "_standalone",
         "_streams",
         "_ticker",
+        "dispatcher",
         "keepalive_watched",
         "limits",
-        "on_close",
-        "on_message",
         "session_id",
     )
 
@@ -176,29 +179,23 @@ class SseTransport(Transport):
         session_id: str | None = None,
         *,
         limits: HttpLimits = DEFAULT_LIMITS,
-        event_buffer_factory: EventBufferFactory | None = None,
+        event_log: EventLog | None = None,
         keepalive: KeepaliveTicker | None = None,
         on_end: Callable[[SseTransport], None] | None = None,
     ) -> None:
         if session_id is not None and not _is_visible_ascii(session_id):
             raise ValueError("session_id must be non-empty visible ASCII (0x21-0x7E)")
-        self.on_message = None
-        self.on_close = None
+        self.dispatcher = None
         self.session_id = session_id
         self.limits = limits
-        self._event_factory = event_buffer_factory
+        self._event_log = event_log
         self._ticker = keepalive
         self.keepalive_watched = False  # the ticker looks after our POST streams
         self._on_end = on_end
-        self._streams: dict[RequestId, _PostStream | _StandIn] | None = None
+        self._streams: dict[RequestId, _PendingReply] | None = None
         self._standalone: SseStream | None = None
-        self._events: EventBuffer | None = None
         self._closed = False
         self._initialized = False
-        self._init_id: RequestId | None = None
-        # The engine whose dispatch() serves requests inline; a reference, not a
-        # bound method, because every idle session pays for what it keeps.
-        self._engine: _Dispatcher | None = None
 
     # --- state -------------------------------------------------------------------
 
@@ -226,20 +223,22 @@ class SseTransport(Transport):
             ticker = self._ticker = KeepaliveTicker(self.limits.keepalive_interval)
         return ticker
 
+    def _events(self) -> EventLog:
+        log = self._event_log
+        if log is None:
+            log = self._event_log = MemoryEventLog(self.limits.backlog_limit, self.limits.replay_buffer_size)
+        return log
+
+    @property
+    def _log_key(self) -> str:
+        return self.session_id or ""
+
     def live_streams(self) -> Collection[SseStream]:
         """The open POST streams (for the keep-alive ticker)."""
         streams = self._streams
         if not streams:
             return ()
-        return [self._stream(request_id, entry) for request_id, entry in list(streams.items())]
-
-    def attach(self, on_message: MessageSink, on_close: Callable[[], None]) -> None:
-        super().attach(on_message, on_close)
-        # When the engine is this package's Connection, requests are served by
-        # awaiting its dispatch() in the HTTP request's task: the fast path.
-        # Any other engine gets every message through on_message.
-        engine = getattr(on_message, "__self__", None)
-        self._engine = engine if inspect.iscoroutinefunction(getattr(engine, "dispatch", None)) else None
+        return [pending.open() for pending in list(streams.values())]
 
     # --- inbound -------------------------------------------------------------------
 
@@ -262,10 +261,10 @@ class SseTransport(Transport):
         if type(message) is JsonRpcRequest:
             await self.serve_request(message, receive, send)
             return
-        if self._closed or self.on_message is None:
-            await HttpError(404, "Session not found: it has ended; initialize a new one").write(send)
+        if self._closed or self.dispatcher is None:
+            await HttpError(404, _SESSION_ENDED).write(send)
             return
-        self.on_message(message)
+        self.dispatcher.on_message(message)
         if type(message) is JsonRpcNotification and message.method == "notifications/cancelled":
             await self._end_cancelled(message.params)
         await send(_ACCEPTED_START)
@@ -275,16 +274,19 @@ class SseTransport(Transport):
         # A cancelled request gets no response, so its stream would stay open forever.
         request_id = params.get("requestId") if params else None
         streams = self._streams
-        if not streams or not isinstance(request_id, str | int) or request_id == self._init_id:
+        if not streams or not isinstance(request_id, str | int):
             return
-        entry = streams.pop(request_id, None)
-        if entry is not None:
-            await self._stream(request_id, entry).end()
+        pending = streams.get(request_id)
+        if pending is None or pending.initialize:
+            return  # initialize cannot be cancelled
+        del streams[request_id]
+        await pending.open().end()
 
     async def serve_request(self, request: JsonRpcRequest, receive: Receive, send: Send) -> None:
-        """Answer one parsed request with its SSE stream (``handle_post`` without the reading)."""
-        if self._closed or self.on_message is None:
-            await HttpError(404, "Session not found: it has ended; initialize a new one").write(send)
+        """Answer one parsed request on its POST's response (``handle_post`` without the reading)."""
+        dispatcher = self.dispatcher
+        if self._closed or dispatcher is None:
+            await HttpError(404, _SESSION_ENDED).write(send)
             return
         request_id = request.id
         streams = self._streams
@@ -304,158 +306,92 @@ class SseTransport(Transport):
                 request_id=request_id,
             ).write(send)
             return
-        engine = self._engine
-        if engine is None or request.method == "initialize":
-            await self._serve_streamed(request, receive, send, streams, engine)
-            return
+        initialize = request.method == "initialize"
+        headers = POST_SSE_HEADERS
+        if initialize and self.session_id is not None:
+            headers = [*POST_SSE_HEADERS, (SESSION_HEADER, self.session_id.encode("ascii"))]
         # Served inline in this request's own task: no extra task, no hand-over. A
         # client disconnect does not cancel it (the reply is then dropped);
-        # notifications/cancelled does, through the engine. The request's stream
-        # starts as a stand-in ([send, receive]) that _stream() turns into an SSE
-        # stream only if something else is written first; most replies need none.
-        entry: _StandIn = [send, receive]
-        streams[request_id] = entry
+        # notifications/cancelled does, through the dispatcher.
+        pending = _PendingReply(send, receive, headers, initialize)
+        streams[request_id] = pending
         if not self.keepalive_watched:
             self._keepalive().watch(self)
         try:
-            reply = await engine.dispatch(request)
-        except BaseException:
-            self._forget(request_id, entry)
-            raise
-        if len(entry) == 2 and self._streams is streams and streams.get(request_id) is entry:
-            # The usual case: the reply (or, cancelled, nothing) is the response's only content.
-            del streams[request_id]
-            if not streams:
-                self._streams = None  # an idle session keeps no table
-            data = b"" if reply is None else b"data: " + encode_message(reply) + b"\n\n"
-            size = len(data)
-            length = _CONTENT_LENGTHS.get(size)
-            if length is None:
-                length = _content_length(size)
-            try:
-                await send({"type": "http.response.start", "status": 200, "headers": [_SSE_TYPE, length]})
-                await send({"type": "http.response.body", "body": data, "more_body": False})
-            except Exception:  # the client is gone; like a dropped connection, not our error
-                logger.debug("could not deliver the reply to %r", request_id, exc_info=True)
-            return
-        try:
-            stream = self._stream(request_id, entry)
+            reply = await dispatcher.dispatch(request)
+            if pending.stream is None and streams.get(request_id) is pending and self._streams is streams:
+                # The usual case: the reply (or, cancelled, nothing) is the response's only content.
+                self._forget(request_id, pending)
+                if reply is None:
+                    await send_whole(send, POST_SSE_HEADERS, b"")
+                else:
+                    await send_whole(send, self._reply_headers(pending, reply), _data(reply))
+                return
+            stream = pending.open()
             if reply is None:
                 await stream.end()  # cancelled: no response, per the specification
-            elif streams.get(request_id) is stream and self._streams is streams:
-                await self._reply(request_id, stream, reply)
+            elif streams.get(request_id) is pending and self._streams is streams:
+                await self._reply(request_id, pending, reply)
         finally:
-            self._forget(request_id, entry)
+            self._forget(request_id, pending)
 
-    def _forget(self, request_id: RequestId, entry: _StandIn) -> None:
-        """A request served inline is over: its stream (if one was made) takes no more."""
-        made = entry[2] if len(entry) == 3 else None
-        if made is not None:
-            made.done = True
-            if made.watcher is not None:
-                made.watcher.cancel()
+    def _forget(self, request_id: RequestId, pending: _PendingReply) -> None:
+        """A request is over: its stream (if one was made) takes no more, and it leaves the table."""
+        stream = pending.stream
+        if stream is not None:
+            stream.done = True
+            if stream.watcher is not None:
+                stream.watcher.cancel()
         current = self._streams
         if current is not None:
-            held = current.get(request_id)
-            if held is not None and (held is entry or held is made):
+            if current.get(request_id) is pending:
                 del current[request_id]
             if not current:
                 self._streams = None  # an idle session keeps no table
 
-    async def _serve_streamed(
-        self,
-        request: JsonRpcRequest,
-        receive: Receive,
-        send: Send,
-        streams: dict[RequestId, _PostStream | _StandIn],
-        engine: _Dispatcher | None,
-    ) -> None:
-        """serve_request for initialize (whose response carries the session id) and for
-        engines that take requests through on_message: the stream exists from the start."""
-        request_id = request.id
-        headers = POST_SSE_HEADERS
-        if request.method == "initialize":
-            self._init_id = request_id
-            if self.session_id is not None:
-                headers = [*POST_SSE_HEADERS, (SESSION_HEADER, self.session_id.encode("ascii"))]
-        # Only a request served inline needs the watcher's receive; the other path reads it itself.
-        stream = _PostStream(send, headers, receive if engine is not None else None)
-        streams[request_id] = stream
-        if not self.keepalive_watched:
-            self._keepalive().watch(self)
-        try:
-            if engine is not None:
-                reply = await engine.dispatch(request)
-                if reply is None:
-                    await stream.end()  # cancelled: no response, per the specification
-                elif streams.get(request_id) is stream and self._streams is streams:
-                    await self._reply(request_id, stream, reply)
-                return
-            assert self.on_message is not None
-            self.on_message(request)
-            # Returns http.disconnect once the response is complete, or when the client leaves.
-            while (await receive())["type"] != "http.disconnect":
-                pass
-        finally:
-            stream.done = True
-            if stream.watcher is not None:
-                stream.watcher.cancel()
-            current = self._streams
-            if current is not None:
-                if current.get(request_id) is stream:
-                    del current[request_id]
-                if not current:
-                    self._streams = None  # an idle session keeps no table
-
-    def _stream(self, request_id: RequestId, entry: _PostStream | _StandIn) -> _PostStream:
-        """The request's SSE stream, made from its stand-in on first use (and put in the
-        table in its place, if the stand-in is still there)."""
-        if type(entry) is not list:
-            return cast(_PostStream, entry)
-        if len(entry) == 3:
-            return cast(_PostStream, entry[2])  # made already; it may have left the table since
-        stream = _PostStream(entry[0], POST_SSE_HEADERS, entry[1])
-        entry.append(stream)
-        streams = self._streams
-        if streams is not None and streams.get(request_id) is entry:
-            streams[request_id] = stream
-        return stream
+    def _reply_headers(self, pending: _PendingReply, reply: JsonRpcMessage) -> list[tuple[bytes, bytes]]:
+        """The headers a reply goes out with; notes a successful initialize."""
+        if not pending.initialize:
+            return pending.headers
+        if type(reply) is JsonRpcResponse:
+            self._initialized = True
+            return pending.headers
+        return POST_SSE_HEADERS  # a failed initialize opens no session
 
     def _watch(self, request_id: RequestId, stream: _PostStream) -> None:
-        """Notice the client leaving a request served in its own task (which never reads
+        """Notice the client leaving a request that waits on it (it never reads
         ``receive`` itself), so messages stop going to a dead stream."""
-        if stream.watcher is None and stream.receive is not None:
+        if stream.watcher is None:
             stream.watcher = asyncio.get_running_loop().create_task(self._watch_for_disconnect(request_id, stream))
 
     async def _watch_for_disconnect(self, request_id: RequestId, stream: _PostStream) -> None:
-        assert stream.receive is not None
         while (await stream.receive())["type"] != "http.disconnect":
             pass
         streams = self._streams
-        if streams is None or streams.get(request_id) is not stream:
+        pending = streams.get(request_id) if streams is not None else None
+        if pending is None or pending.stream is not stream:
             return  # answered (the reply completes the response) or closed
         # The client left mid-call: later messages go to the standalone stream, and
         # requests it can no longer answer fail now instead of at their timeout.
-        del streams[request_id]
+        del streams[request_id]  # type: ignore[union-attr]
         stream.done = True
-        if stream.outbound and self.on_message is not None:
+        if stream.outbound and self.dispatcher is not None:
             for outbound_id in stream.outbound:
-                self.on_message(
+                self.dispatcher.on_message(
                     JsonRpcError(outbound_id, CONNECTION_CLOSED, "The client disconnected before answering")
                 )
 
-    async def _reply(self, request_id: RequestId, stream: SseStream, reply: JsonRpcMessage) -> None:
+    async def _reply(self, request_id: RequestId, pending: _PendingReply, reply: JsonRpcMessage) -> None:
         """Write a request's response, which ends its stream."""
         streams = self._streams
-        if streams is not None and streams.get(request_id) is stream:
+        if streams is not None and streams.get(request_id) is pending:
             del streams[request_id]
-        if request_id == self._init_id:
-            self._init_id = None
-            if type(reply) is JsonRpcResponse:
-                self._initialized = True
-            elif not stream.started:
-                stream.headers = POST_SSE_HEADERS  # a failed initialize opens no session
-        await stream.write(b"data: " + encode_message(reply) + b"\n\n", final=True)
+        stream = pending.open()
+        if not stream.started:
+            stream.headers = self._reply_headers(pending, reply)
+        elif pending.initialize and type(reply) is JsonRpcResponse:
+            self._initialized = True
+        await stream.write(_data(reply), final=True)
 
     async def handle_get(
         self, scope: Scope, receive: Receive, send: Send, last_event_id: bytes | str | None = None
@@ -467,25 +403,25 @@ class SseTransport(Transport):
         retained standalone events after it are replayed first, then the backlog.
         """
         if self._closed:
-            await HttpError(404, "Session not found: it has ended; initialize a new one").write(send)
+            await HttpError(404, _SESSION_ENDED).write(send)
             return
         if last_event_id is None:
             for name, value in scope["headers"]:
                 if name == b"last-event-id":
                     last_event_id = value
         stream = SseStream(send)
-        frames: list[bytes] = []
-        events = self._events
-        if events is not None:
-            after = parse_event_id(last_event_id)
-            if after is not None:
-                frames.extend(event.frame for event in events.replay_after(after))
-            frames.extend(event.frame for event in events.take_pending())
-        # Queue the replay before any await so messages sent meanwhile follow it.
-        stream.pending = frames
+        # The stream takes nothing until its replay is queued: messages sent meanwhile wait in the log.
+        stream.done = True
         previous, self._standalone = self._standalone, stream
         if previous is not None:
             await previous.end()
+        log = self._events()
+        after = parse_event_id(last_event_id)
+        events = await log.replay_after(self._log_key, after) if after is not None else []
+        events += await log.take_undelivered(self._log_key, STANDALONE_STREAM)
+        frames = [frame(event.message, event.event_id) for event in events]
+        stream.pending = frames
+        stream.done = self._standalone is not stream or self._closed
         ticker = self._keepalive()
         ticker.add(stream)
         try:
@@ -512,19 +448,20 @@ class SseTransport(Transport):
         kind = type(message)
         is_reply = kind is JsonRpcResponse or kind is JsonRpcError
         if related_request_id is not None and self._streams:
-            entry = self._streams.get(related_request_id)
-            if entry is not None:
-                stream = self._stream(related_request_id, entry)
+            pending = self._streams.get(related_request_id)
+            if pending is not None:
                 if is_reply and message.id == related_request_id:  # type: ignore[union-attr]
-                    await self._reply(related_request_id, stream, message)
+                    await self._reply(related_request_id, pending, message)
                     return
-                if kind is JsonRpcRequest and type(stream) is _PostStream:
-                    # The handler now waits on the client: make sure a dead client fails it.
+                stream = pending.open()
+                if kind is JsonRpcRequest:
+                    # The handler now waits on the client: a dead client must fail it.
                     if stream.outbound is None:
                         stream.outbound = []
-                    stream.outbound.append(cast(JsonRpcRequest, message).id)
-                    self._watch(related_request_id, stream)
-                await stream.write(b"data: " + encode_message(message) + b"\n\n")
+                    stream.outbound.append(message.id)  # type: ignore[union-attr,arg-type]
+                # A streamed request notices its client leaving, so later messages find the GET stream.
+                self._watch(related_request_id, stream)
+                await stream.write(_data(message))
                 return
         if is_reply:
             # Its POST stream is gone (the client disconnected): no stream may carry it.
@@ -536,21 +473,18 @@ class SseTransport(Transport):
         )
 
     async def _send_standalone(self, data: bytes, request_id: RequestId | None) -> None:
-        events = self._events
-        if events is None:
-            factory = self._event_factory or _default_buffer
-            events = self._events = factory(self.limits.backlog_limit, self.limits.replay_buffer_size)
-        event_id = events.next_id()
-        event = BufferedEvent(event_id, frame(data, event_id), request_id)
         stream = self._standalone
-        if stream is not None and not stream.done:
-            events.record(event)
-            await stream.write(event.frame)
+        live = stream is not None and not stream.done
+        event, dropped = await self._events().append(
+            self._log_key, STANDALONE_STREAM, data, request_id, delivered=live
+        )
+        if live:
+            assert stream is not None
+            await stream.write(frame(event.message, event.event_id))
             return
-        dropped = events.add_pending(event)
-        if dropped is not None and dropped.request_id is not None and self.on_message is not None:
+        if dropped is not None and dropped.request_id is not None and self.dispatcher is not None:
             # Nobody will ever answer it: fail the caller now rather than at its timeout.
-            self.on_message(
+            self.dispatcher.on_message(
                 JsonRpcError(
                     dropped.request_id,
                     CONNECTION_CLOSED,
@@ -567,29 +501,25 @@ class SseTransport(Transport):
         self._closed = True
         streams, self._streams = self._streams, None
         standalone, self._standalone = self._standalone, None
-        if self._events is not None:
-            self._events.clear()
-        if self.on_close is not None:
-            self.on_close()
+        if self._event_log is not None:
+            await self._event_log.forget(self._log_key)
+        if self.dispatcher is not None:
+            self.dispatcher.on_close()
         if self.keepalive_watched and self._ticker is not None:
             self._ticker.unwatch(self)
         if streams:
-            for request_id, entry in streams.items():
+            for request_id, pending in streams.items():
                 body = error_body(CONNECTION_CLOSED, "The session was closed before the request completed", request_id)
-                await self._stream(request_id, entry).write(b"data: " + body + b"\n\n", final=True)
+                await pending.open().write(b"data: " + body + b"\n\n", final=True)
         if standalone is not None:
             await standalone.end()
         if self._on_end is not None:
             self._on_end(self)
 
 
-# A request's stream before anything is written to it: [send, receive], and the
-# _PostStream appended once _stream() makes it.
-_StandIn: TypeAlias = list[Any]
-
-
-class _Dispatcher(Protocol):
-    def dispatch(self, request: JsonRpcRequest) -> Awaitable[JsonRpcMessage | None]: ...
+def _data(message: JsonRpcMessage) -> bytes:
+    """One message as an SSE event without an id (POST streams are not replayed)."""
+    return b"data: " + encode_message(message) + b"\n\n"
 
 
 class _PostStream(SseStream):
@@ -597,26 +527,31 @@ class _PostStream(SseStream):
 
     __slots__ = ("outbound", "receive", "watcher")
 
-    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]], receive: Receive | None) -> None:
+    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]], receive: Receive) -> None:
         super().__init__(send, headers)
         self.receive = receive
         self.watcher: asyncio.Task[None] | None = None
         self.outbound: list[RequestId] | None = None  # server-to-client requests sent on it
 
 
-# The headers of a single-reply POST stream: its content type, and its length
-# from a small cache of immutable pairs (replies of one server vary little in size).
-_SSE_TYPE: Final = POST_SSE_HEADERS[0]
-_CONTENT_LENGTHS: dict[int, tuple[bytes, bytes]] = {}
+class _PendingReply:
+    """A request being served: its POST's ASGI callables, and its SSE stream once one is needed."""
 
+    __slots__ = ("headers", "initialize", "receive", "send", "stream")
 
-def _content_length(size: int) -> tuple[bytes, bytes]:
-    header = (b"content-length", b"%d" % size)
-    if size < 65536:
-        if len(_CONTENT_LENGTHS) >= 1024:
-            _CONTENT_LENGTHS.clear()
-        _CONTENT_LENGTHS[size] = header
-    return header
+    def __init__(self, send: Send, receive: Receive, headers: list[tuple[bytes, bytes]], initialize: bool) -> None:
+        self.send = send
+        self.receive = receive
+        self.headers = headers
+        self.initialize = initialize
+        self.stream: _PostStream | None = None
+
+    def open(self) -> _PostStream:
+        """The request's SSE stream, made on first use."""
+        stream = self.stream
+        if stream is None:
+            stream = self.stream = _PostStream(self.send, self.headers, self.receive)
+        return stream
 
 
 def _is_visible_ascii(value: str) -> bool:

@@ -1,0 +1,105 @@
+"""The store interfaces: session records and per-stream event logs.
+
+Rules every implementation keeps:
+
+1. Records and events are plain data. A store may copy them; nothing in
+   them holds a task, a future or a socket.
+2. Event ids are strings, unique within a session, and name their stream:
+   ``"<n>"`` on the session's standalone stream, ``"<n>/<stream>"`` on any
+   other (``n`` increases across the session). ``replay_after`` only ever
+   returns events of the stream the id names, so one stream never receives
+   another's events.
+3. A stream's log is bounded: its backlog (events not yet delivered, waiting
+   for a stream to attach) drops its oldest event when full and says which;
+   its history (delivered events kept for replay) keeps the newest ones.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+from ..jsonrpc import RequestId
+from ..session import SessionRecord
+
+__all__ = ["STANDALONE_STREAM", "EventLog", "SessionStore", "StoredEvent", "stream_of"]
+
+STANDALONE_STREAM = ""
+"""The stream id of a session's standalone (GET) stream."""
+
+
+def stream_of(event_id: str) -> str:
+    """The stream an event id names (``STANDALONE_STREAM`` for a bare number)."""
+    _, _, stream = event_id.partition("/")
+    return stream
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    """One event of a stream: its id, the encoded JSON-RPC message, and the id of
+    the server-to-client request it carries (None for anything else)."""
+
+    event_id: str
+    message: bytes
+    request_id: RequestId | None = None
+
+
+class SessionStore(ABC):
+    """Session records by id. ``now`` values are the caller's clock (monotonic seconds in process)."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    async def create(self, record: SessionRecord) -> None:
+        """Add a new session's record (ValueError for an id already taken)."""
+
+    @abstractmethod
+    async def get(self, session_id: str) -> SessionRecord | None:
+        """The record of a live session, or None."""
+
+    @abstractmethod
+    async def save(self, record: SessionRecord) -> None:
+        """Write back a record that changed (after initialize, say)."""
+
+    @abstractmethod
+    async def touch(self, record: SessionRecord, now: float) -> None:
+        """Note client activity: ``last_seen`` becomes ``now``."""
+
+    @abstractmethod
+    async def delete(self, session_id: str) -> bool:
+        """Forget a session; True when it was there."""
+
+    @abstractmethod
+    async def count(self) -> int:
+        """How many sessions are live."""
+
+    @abstractmethod
+    async def expired(self, now: float, idle_timeout: float, max_lifetime: float) -> list[str]:
+        """The ids of sessions past their idle timeout or lifetime at ``now``."""
+
+
+class EventLog(ABC):
+    """The events of every stream of every session (see the module's rules)."""
+
+    __slots__ = ()
+
+    @abstractmethod
+    async def append(
+        self, session_id: str, stream_id: str, message: bytes, request_id: RequestId | None, *, delivered: bool
+    ) -> tuple[StoredEvent, StoredEvent | None]:
+        """Log one event; ``delivered`` False keeps it in the stream's backlog.
+
+        Returns the event and the backlog event dropped to make room, if any.
+        """
+
+    @abstractmethod
+    async def take_undelivered(self, session_id: str, stream_id: str) -> list[StoredEvent]:
+        """Remove and return the stream's backlog, oldest first, recording it as delivered."""
+
+    @abstractmethod
+    async def replay_after(self, session_id: str, event_id: str) -> list[StoredEvent]:
+        """Delivered events of the stream ``event_id`` names that came after it, oldest first."""
+
+    @abstractmethod
+    async def forget(self, session_id: str) -> list[StoredEvent]:
+        """Drop everything of a session; returns the events never delivered."""

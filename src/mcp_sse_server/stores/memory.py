@@ -1,0 +1,141 @@
+"""The in-process stores: dicts and bounded deques in this process, the default."""
+
+from __future__ import annotations
+
+from collections import deque
+
+from ..jsonrpc import RequestId
+from ..session import SessionRecord
+from .base import STANDALONE_STREAM, EventLog, SessionStore, StoredEvent, stream_of
+
+__all__ = ["MemoryEventLog", "MemorySessionStore"]
+
+
+class MemorySessionStore(SessionStore):
+    """Session records in a dict. Records are kept as given (not copied): changes
+    a live session makes to its record are visible here at once."""
+
+    __slots__ = ("_records",)
+
+    def __init__(self) -> None:
+        self._records: dict[str, SessionRecord] = {}
+
+    async def create(self, record: SessionRecord) -> None:
+        if record.id in self._records:
+            raise ValueError("duplicate session id")
+        self._records[record.id] = record
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        return self._records.get(session_id)
+
+    async def save(self, record: SessionRecord) -> None:
+        if record.id in self._records:
+            self._records[record.id] = record
+
+    async def touch(self, record: SessionRecord, now: float) -> None:
+        record.last_seen = now
+
+    async def delete(self, session_id: str) -> bool:
+        return self._records.pop(session_id, None) is not None
+
+    async def count(self) -> int:
+        return len(self._records)
+
+    async def expired(self, now: float, idle_timeout: float, max_lifetime: float) -> list[str]:
+        return [
+            session_id
+            for session_id, record in self._records.items()
+            if record.expired(now, idle_timeout, max_lifetime)
+        ]
+
+
+class _StreamLog:
+    __slots__ = ("backlog", "history")
+
+    def __init__(self, replay_size: int) -> None:
+        self.backlog: deque[StoredEvent] = deque()
+        self.history: deque[StoredEvent] = deque(maxlen=replay_size)
+
+
+class _SessionLog:
+    __slots__ = ("last", "streams")
+
+    def __init__(self) -> None:
+        self.last = 0
+        self.streams: dict[str, _StreamLog] = {}
+
+
+class MemoryEventLog(EventLog):
+    """Per-stream backlogs (``backlog_limit`` events) and replay windows
+    (``replay_size`` events), made for a session when it first logs an event."""
+
+    __slots__ = ("_sessions", "backlog_limit", "replay_size")
+
+    def __init__(self, backlog_limit: int, replay_size: int) -> None:
+        self.backlog_limit = backlog_limit
+        self.replay_size = replay_size
+        self._sessions: dict[str, _SessionLog] = {}
+
+    def _stream(self, session_id: str, stream_id: str) -> tuple[_SessionLog, _StreamLog]:
+        session = self._sessions.get(session_id)
+        if session is None:
+            session = self._sessions[session_id] = _SessionLog()
+        stream = session.streams.get(stream_id)
+        if stream is None:
+            stream = session.streams[stream_id] = _StreamLog(self.replay_size)
+        return session, stream
+
+    async def append(
+        self, session_id: str, stream_id: str, message: bytes, request_id: RequestId | None, *, delivered: bool
+    ) -> tuple[StoredEvent, StoredEvent | None]:
+        session, stream = self._stream(session_id, stream_id)
+        session.last += 1
+        event_id = str(session.last) if stream_id == STANDALONE_STREAM else f"{session.last}/{stream_id}"
+        event = StoredEvent(event_id, message, request_id)
+        if delivered:
+            stream.history.append(event)
+            return event, None
+        if self.backlog_limit == 0:
+            return event, event
+        backlog = stream.backlog
+        dropped = backlog.popleft() if len(backlog) >= self.backlog_limit else None
+        backlog.append(event)
+        return event, dropped
+
+    async def take_undelivered(self, session_id: str, stream_id: str) -> list[StoredEvent]:
+        session = self._sessions.get(session_id)
+        stream = session.streams.get(stream_id) if session is not None else None
+        if stream is None or not stream.backlog:
+            return []
+        events = list(stream.backlog)
+        stream.backlog.clear()
+        stream.history.extend(events)
+        return events
+
+    async def replay_after(self, session_id: str, event_id: str) -> list[StoredEvent]:
+        session = self._sessions.get(session_id)
+        stream = session.streams.get(stream_of(event_id)) if session is not None else None
+        after = _sequence(event_id)
+        if stream is None or after is None:
+            return []
+        return [event for event in stream.history if (_sequence(event.event_id) or 0) > after]
+
+    async def forget(self, session_id: str) -> list[StoredEvent]:
+        session = self._sessions.pop(session_id, None)
+        if session is None:
+            return []
+        return [event for stream in session.streams.values() for event in stream.backlog]
+
+    def backlog_size(self, session_id: str, stream_id: str = STANDALONE_STREAM) -> int:
+        """How many events wait for a stream (for tests and monitoring)."""
+        session = self._sessions.get(session_id)
+        stream = session.streams.get(stream_id) if session is not None else None
+        return len(stream.backlog) if stream is not None else 0
+
+
+def _sequence(event_id: str) -> int | None:
+    number = event_id.partition("/")[0]
+    # isascii: str.isdigit also accepts digits like '²' that int() refuses; 19 digits fit in 64 bits.
+    if not number.isascii() or not number.isdigit() or len(number) > 19:
+        return None
+    return int(number)

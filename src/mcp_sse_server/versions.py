@@ -1,0 +1,146 @@
+"""The protocol revisions: which exist, which this package serves, how they negotiate.
+
+Rules, kept here and nowhere else:
+
+1. A revision literal ("2025-06-18") appears in this module only. Every other
+   module asks it: ``negotiate`` for ``initialize``, ``for_header`` for the
+   HTTP ``MCP-Protocol-Version`` header, ``Revision.methods`` for what a
+   session may call, ``Revision.at_least`` where behaviour differs.
+2. ``initialize`` answers the client's revision when this package serves it,
+   else the latest served one (the client then decides whether to go on).
+3. A session's negotiated revision is fixed for its life; the methods it may
+   call are that revision's table.
+
+>>> negotiate("2025-06-18").name
+'2025-06-18'
+>>> negotiate("1999-01-01") is LATEST
+True
+>>> REVISION_2025_06_18.at_least("2025-03-26")
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "CLIENT_ACCEPTED",
+    "HEADER_DEFAULT",
+    "KNOWN_REVISIONS",
+    "LATEST",
+    "PROTOCOL_VERSION",
+    "REVISION_2025_06_18",
+    "SERVED",
+    "Revision",
+    "client_accepts",
+    "for_header",
+    "is_known",
+    "negotiate",
+    "served",
+    "served_names",
+]
+
+# Every revision published so far, oldest first. Dates compare as strings.
+KNOWN_REVISIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
+
+# Client-to-server requests of the session-based revisions (2024-11-05 to 2025-06-18 share them).
+_BASE_METHODS: Final = frozenset(
+    {
+        "initialize",
+        "ping",
+        "tools/list",
+        "tools/call",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+        "logging/setLevel",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """One protocol revision as this package serves it.
+
+    ``methods`` are the client-to-server requests a session of this revision
+    may call; ``handshake`` is True for the revisions that open a session
+    with ``initialize``.
+    """
+
+    name: str
+    methods: frozenset[str]
+    handshake: bool = True
+
+    def at_least(self, other: str) -> bool:
+        """True when this revision is ``other`` or newer."""
+        return self.name >= other
+
+    def __str__(self) -> str:
+        return self.name
+
+
+REVISION_2025_06_18: Final = Revision("2025-06-18", _BASE_METHODS)
+
+# What this package serves, oldest first; the last one is offered and preferred.
+SERVED: Final[tuple[Revision, ...]] = (REVISION_2025_06_18,)
+LATEST: Final = SERVED[-1]
+
+# The revision a client of this package offers first.
+PROTOCOL_VERSION: Final = LATEST.name
+
+_BY_NAME: Final = {revision.name: revision for revision in SERVED}
+
+# MCP-Protocol-Version values accepted on a session's requests besides the
+# served ones: 2025-03-26 introduced Streamable HTTP and is identical on the
+# wire for single messages (the official conformance suite's raw requests send
+# it on sessions negotiated at 2025-06-18).
+_HEADER_COMPATIBLE: Final = frozenset({"2025-03-26"})
+_HEADER_ACCEPTED: Final = frozenset(
+    [revision.name.encode("ascii") for revision in SERVED] + [name.encode("ascii") for name in _HEADER_COMPATIBLE]
+)
+
+# A request without MCP-Protocol-Version is read as this revision (the
+# transport specification's backwards-compatibility rule).
+HEADER_DEFAULT: Final = REVISION_2025_06_18
+
+
+# What a client of this package accepts in an initialize answer: every
+# session-based revision up to the one it offers (older servers answer older
+# revisions; the legacy HTTP+SSE transport speaks 2024-11-05).
+CLIENT_ACCEPTED: Final = tuple(name for name in KNOWN_REVISIONS if name <= LATEST.name)
+
+
+def client_accepts(name: str) -> bool:
+    """True when a client of this package can go on with a server that answered ``name``."""
+    return name in CLIENT_ACCEPTED
+
+
+def served(name: str) -> Revision | None:
+    """The served revision called ``name``, or None."""
+    return _BY_NAME.get(name)
+
+
+def is_known(name: str) -> bool:
+    """True for any published revision, served or not."""
+    return name in KNOWN_REVISIONS
+
+
+def negotiate(requested: str) -> Revision:
+    """The revision to answer an ``initialize`` that asked for ``requested``."""
+    return _BY_NAME.get(requested, LATEST)
+
+
+def for_header(value: bytes) -> bool:
+    """True when an ``MCP-Protocol-Version`` header value may be served on a session."""
+    return value in _HEADER_ACCEPTED
+
+
+def served_names() -> str:
+    """The served revisions as a human-readable list, for error messages."""
+    return ", ".join(revision.name for revision in SERVED)
