@@ -182,7 +182,6 @@ def test_debug_shows_the_traceback(cli: Cli) -> None:
     ("source", "message"),
     [
         ("def build():\n    return 42\n", "returned int, not an McpServer"),
-        ("from mcp_sse_server import McpServer\nbuild = McpServer('x', '1')\n", "is an McpServer instance"),
         ("build = 3\n", "is not callable"),
         ("", "has no attribute 'build'"),
     ],

@@ -150,21 +150,34 @@ def test_port_0_prints_the_port_actually_bound(cli: Cli, serve: type[Served]) ->
     assert done.stdout.startswith("get_artifact_instructions(type: code|documents|html|svg|mermaid|react)")
 
 
-def test_serve_a_factory_from_a_file_called_once_per_session(cli: Cli, serve: type[Served], tmp_path: Path) -> None:
-    (tmp_path / "my_server.py").write_text(
-        "from mcp_sse_server import McpServer, Tool\n"
-        "sessions = 0\n"
-        "def build():\n"
-        "    global sessions\n"
-        "    sessions += 1\n"
-        "    server = McpServer('mine', '1.0.0')\n"
-        "    number = sessions\n"
-        "    server.add_tool(Tool('session', {'type': 'object'}, lambda arguments, context: f'session {number}'))\n"
-        "    return server\n"
-    )
-    server = serve([f"{tmp_path / 'my_server.py'}:build", "--port", str(free_port())])
-    assert cli("call", server.url, "session").stdout == "session 1\n"
-    assert cli("call", server.url, "session").stdout == "session 2\n"
+_COUNTING_FACTORY = (
+    "from mcp_sse_server import McpServer, Tool\n"
+    "sessions = 0\n"
+    "def build():\n"
+    "    global sessions\n"
+    "    sessions += 1\n"
+    "    server = McpServer('mine', '1.0.0')\n"
+    "    number = sessions\n"
+    "    server.add_tool(Tool('session', {'type': 'object'}, lambda arguments, context: f'server {number}'))\n"
+    "    return server\n"
+    "instance = build()\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("target", "flags", "seen"),
+    [
+        ("build", [], ["server 2", "server 2"]),  # one server for every session (1 is the module's instance)
+        ("build", ["--server-per-session"], ["server 2", "server 3"]),
+        ("instance", [], ["server 1", "server 1"]),  # an McpServer itself
+    ],
+)
+def test_serve_a_factory_or_a_server_from_a_file(
+    cli: Cli, serve: type[Served], tmp_path: Path, target: str, flags: list[str], seen: list[str]
+) -> None:
+    (tmp_path / "my_server.py").write_text(_COUNTING_FACTORY)
+    server = serve([f"{tmp_path / 'my_server.py'}:{target}", "--port", str(free_port()), *flags])
+    assert [cli("call", server.url, "session").stdout for _ in seen] == [f"{text}\n" for text in seen]
     status, _ = server.stop()
     assert status == 0
 

@@ -64,6 +64,11 @@ if TYPE_CHECKING:
     show_default=True,
     help="Server log level (to stderr).",
 )
+@click.option(
+    "--server-per-session",
+    is_flag=True,
+    help="Call a module:factory TARGET once per session instead of once (for servers that keep per-client state).",
+)
 def serve(
     target: str | None,
     host: str,
@@ -72,6 +77,7 @@ def serve(
     certfile: str | None,
     keyfile: str | None,
     log_level: str,
+    server_per_session: bool,
     **limits: Any,
 ) -> None:
     """Serve TARGET over Streamable HTTP and print its endpoint.
@@ -80,7 +86,8 @@ def serve(
     TARGET is one of:
       (nothing) or demo          the demo: math and artifact tools, resources, prompts
       math, artifact_instructions  a built-in server
-      module:factory             your function returning an McpServer (called per session)
+      module:factory             your function returning an McpServer (called once; its
+                                 server serves every session), or your McpServer itself
       path/to/file.py:factory    the same, from a file
 
     Limits left out keep the defaults shown in brackets. Ctrl-C or SIGTERM shuts down gracefully.
@@ -92,11 +99,12 @@ def serve(
     if not path.startswith("/"):
         raise click.BadParameter("must start with /", param_hint="--path")
     label, factory = resolve_target(target)
+    served = factory if server_per_session else factory()
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     options = bind_options(host=host, port=port, path=path, **limits)
     if certfile is not None and keyfile is not None:
         options["ssl_context"] = _ssl_context(certfile, keyfile)
-    _serve_forever(label, factory, options)
+    _serve_forever(label, served, options)
 
 
 # --- TARGET ---------------------------------------------------------------------------------------
@@ -143,11 +151,12 @@ def _load_attribute(target: str) -> Any:
 
 
 def resolve_target(target: str | None) -> tuple[str, Callable[[], McpServer]]:
-    """``(label, factory)`` for ``serve``'s TARGET: none (the demo), a built-in name, or ``module:factory``.
+    """``(label, factory)`` for ``serve``'s TARGET: none (the demo), a built-in name, ``module:factory``
+    or ``module:server``.
 
     The factory is called once now, so a broken one fails before the port
-    opens; that first server is handed to the first session, so it is still
-    one call per session.
+    opens; that first server is what the factory's next call returns, so
+    serving it to every session calls the factory once in all.
     """
     from ..server import McpServer
 
@@ -160,10 +169,8 @@ def resolve_target(target: str | None) -> tuple[str, Callable[[], McpServer]]:
         factory = _load_attribute(name)
         label = name
         if isinstance(factory, McpServer):
-            raise BadUsage(
-                f"{name} is an McpServer instance; point at a function that builds one, since every session "
-                "needs its own"
-            )
+            instance = factory
+            return label, lambda: instance
         if not callable(factory):
             raise BadUsage(f"{name} is not callable")
     else:
@@ -215,17 +222,23 @@ def _ssl_context(certfile: str, keyfile: str) -> Any:
     return context
 
 
-def _serve_forever(label: str, factory: Callable[[], McpServer], options: dict[str, Any]) -> None:
+def _serve_forever(label: str, served: McpServer | Callable[[], McpServer], options: dict[str, Any]) -> None:
+    """Serve ``served`` (one server for every session, or a factory called per session) until a signal."""
     import asyncio
     import signal
 
     async def run() -> None:
+        from ..server import McpServer
+
         try:
             from ..transport.http import McpHttpServer
         except ImportError as error:
             raise Failure(f"the HTTP transport is not available: {error}") from error
         try:
-            http = await McpHttpServer.bind(on_session=factory, **options)
+            if isinstance(served, McpServer):
+                http = await McpHttpServer.bind(served, **options)
+            else:
+                http = await McpHttpServer.bind(on_session=served, **options)
         except OSError as error:
             raise Failure(f"cannot listen on {options['host']}:{options['port']}: {describe_error(error)}") from error
         except ValueError as error:
