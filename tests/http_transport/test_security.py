@@ -3,13 +3,20 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from mcp_sse_server.transport.http import McpHttpApp
-from mcp_sse_server.transport.http.security import OriginPolicy, host_of, is_loopback_host, split_host_port
+from mcp_sse_server.transport.http.security import (
+    OriginHostMiddleware,
+    OriginPolicy,
+    host_of,
+    is_loopback_host,
+    split_host_port,
+)
 
-from .conftest import call, initialize_message
+from .conftest import AsgiCall, call, initialize_message, open_session
 
 
 @pytest.mark.parametrize(
@@ -92,7 +99,7 @@ async def test_refusals_are_403_with_a_json_rpc_error(make_app: Callable[..., Mc
     assert "host" in reply.json["error"]["message"].lower()
     reply = await call(app, "POST", initialize_message(), {"origin": "http://localhost:8000"})
     assert reply.status == 200
-    assert len(app.sessions) == 1
+    assert len(app.live_sessions) == 1
 
 
 async def test_with_an_allowlist_a_request_without_origin_is_refused(make_app: Callable[..., McpHttpApp]) -> None:
@@ -102,3 +109,50 @@ async def test_with_an_allowlist_a_request_without_origin_is_refused(make_app: C
     assert "origin" in reply.json["error"]["message"].lower()
     reply = await call(app, "POST", initialize_message(), {"origin": "https://app.example.com"})
     assert reply.status == 200
+
+
+async def _posted_with(app: McpHttpApp, extra: list[tuple[bytes, bytes]], drop: str | None = None) -> AsgiCall:
+    headers = {drop: None} if drop else {}
+    request = AsgiCall(app, "POST", initialize_message(), headers)  # type: ignore[arg-type]
+    request.scope["headers"].extend(extra)
+    return await request.start().finish()
+
+
+@pytest.mark.parametrize(
+    ("extra", "drop", "problem"),
+    [
+        ([], "host", "no host header"),
+        ([(b"host", b"evil.example")], None, "several host headers"),  # after the good one
+        ([(b"origin", b"http://localhost"), (b"origin", b"https://evil.example")], None, "several origin headers"),
+    ],
+)
+async def test_a_missing_or_repeated_host_or_origin_is_400(
+    make_app: Callable[..., McpHttpApp], extra: list[tuple[bytes, bytes]], drop: str | None, problem: str
+) -> None:
+    app = make_app()
+    reply = await _posted_with(app, extra, drop)
+    assert reply.status == 400 and problem in reply.json["error"]["message"].lower()
+    assert len(app.live_sessions) == 0  # and no session was opened
+
+
+async def test_a_repeated_session_id_is_400(make_app: Callable[..., McpHttpApp]) -> None:
+    app = make_app()
+    first, second = await open_session(app), await open_session(app)
+    request = AsgiCall(app, "POST", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, first.headers)
+    request.scope["headers"].append((b"mcp-session-id", second.id.encode()))
+    reply = await request.start().finish()
+    assert reply.status == 400 and "several mcp-session-id" in reply.json["error"]["message"].lower()
+
+
+async def test_the_checks_wrap_any_asgi_app() -> None:
+    reached: list[str] = []
+
+    async def inner(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["path"])
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
+
+    guarded = OriginHostMiddleware(inner, OriginPolicy())
+    assert (await AsgiCall(guarded, "GET", b"", {"origin": "https://evil.example"}).start().finish()).status == 403
+    assert (await AsgiCall(guarded, "GET", b"", {}).start().finish()).status == 204
+    assert reached == ["/mcp"]
