@@ -29,9 +29,26 @@ __all__ = ["SchemaValidator"]
 _SHARED_LIMIT: Final = 1024
 _shared: dict[bytes, SchemaValidator] = {}
 
-
 def _path(parts: Any) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(parts))
+
+
+def _depth(instance: Any) -> int:
+    """How deeply ``instance`` nests arrays and objects (a scalar is 0), without recursing in Python."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(instance, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list | tuple):
+            children = value
+        else:
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest
 
 
 def _canonical(schema: dict[str, Any]) -> bytes | None:
@@ -85,7 +102,14 @@ class SchemaValidator:
         """A one-line description of the first violation, or None when valid."""
         if self.is_valid(instance):
             return None
-        error = next(iter(self._validator.iter_errors(instance)))
+        try:
+            error = next(iter(self._validator.iter_errors(instance)))
+        except ValueError:
+            # jsonschema_rs cannot turn a value nested deeper than its recursion limit (about 255
+            # levels) into an error report; is_valid already said no, so say why in one line
+            return f"{noun}s nested too deeply to validate ({_depth(instance)} levels of arrays and objects)"
+        except StopIteration:  # is_valid and iter_errors disagree: never seen, but never a crash
+            return f"{noun}s do not match the schema"
         kind = error.kind
         where = _path(error.instance_path)
         if isinstance(kind, jsonschema_rs.ValidationErrorKind.Required):

@@ -1,0 +1,47 @@
+"""Schema validation edge cases: arguments nested past the validator's limit."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from mcp_sse_server import McpServer, Tool
+from mcp_sse_server.schema import SchemaValidator
+
+from .conftest import Connect, text_of
+
+
+def nested(depth: int, *, array: bool = False) -> Any:
+    value: Any = 0
+    for _ in range(depth):
+        value = [value] if array else {"a": value}
+    return value
+
+
+@pytest.mark.parametrize("array", [False, True])
+async def test_deeply_nested_arguments_are_an_invalid_arguments_result_without_a_traceback(
+    server: McpServer, connect: Connect, caplog: pytest.LogCaptureFixture, array: bool
+) -> None:
+    schema = {"type": "object", "additionalProperties": {"type": "number"}}
+    calls: list[Any] = []
+    server.add_tool(Tool("numbers", schema, lambda args, ctx: calls.append(args) or "ran"))
+    client = await connect(server)
+    caplog.set_level(logging.DEBUG, logger="mcp_sse_server")
+    result = await client.result("tools/call", {"name": "numbers", "arguments": {"x": nested(256, array=array)}})
+    assert result["isError"] is True
+    message = text_of(result)
+    assert message.startswith("Invalid arguments for tool numbers: ")
+    assert "nested too deeply" in message
+    assert "\n" not in message
+    assert calls == []
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR or record.exc_info]
+
+
+def test_first_error_reports_depth_instead_of_raising() -> None:
+    validator = SchemaValidator({"type": "object", "properties": {"a": {"type": "object"}}})
+    assert validator.first_error({"a": nested(300, array=True)}) == (
+        "arguments nested too deeply to validate (301 levels of arrays and objects)"
+    )
+    assert validator.first_error(nested(1000)) is None  # valid at any depth: nothing to report
