@@ -29,6 +29,11 @@ __all__ = ["SchemaValidator"]
 _SHARED_LIMIT: Final = 1024
 _shared: dict[bytes, SchemaValidator] = {}
 
+ENUM_LISTED: Final = 20
+"""An ``enum`` violation names every allowed value when there are at most this many."""
+_ENUM_CHARS: Final = 1000  # ... and they fit in this many characters
+
+
 def _path(parts: Any) -> str:
     return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(parts))
 
@@ -49,6 +54,25 @@ def _depth(instance: Any) -> int:
         deepest = max(deepest, depth)
         stack.extend((child, depth) for child in children)
     return deepest
+
+
+def _json(value: Any, limit: int) -> str:
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _enum_message(instance: Any, options: Any) -> str | None:
+    """'"pdf" is not one of "code", "documents" or "html"', every allowed value named; None when too many."""
+    if not isinstance(options, list) or not 0 < len(options) <= ENUM_LISTED:
+        return None
+    names = [_json(option, 10_000) for option in options]
+    if sum(map(len, names)) > _ENUM_CHARS:
+        return None
+    allowed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+    return f"{_json(instance, 60)} is not one of {allowed}"
 
 
 def _canonical(schema: dict[str, Any]) -> bytes | None:
@@ -118,6 +142,10 @@ class SchemaValidator:
         if isinstance(kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
             names = ", ".join(f'"{where}.{u}"' if where else f'"{u}"' for u in kind.unexpected)
             return f"unexpected {noun}{'s' if len(kind.unexpected) > 1 else ''} {names}"
+        if isinstance(kind, jsonschema_rs.ValidationErrorKind.Enum):
+            listed = _enum_message(error.instance, kind.options)
+            if listed is not None:
+                return f'{noun} "{where}": {listed}' if where else listed
         message = str(error.message)
         if len(message) > 200:
             message = message[:197] + "..."

@@ -1,4 +1,4 @@
-"""Schema validation edge cases: arguments nested past the validator's limit."""
+"""Schema validation edge cases: arguments nested past the validator's limit, and enum messages."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import pytest
 
 from mcp_sse_server import McpServer, Tool
 from mcp_sse_server.schema import SchemaValidator
+from mcp_sse_server.servers.artifact_instructions import artifact_tools
 
 from .conftest import Connect, text_of
 
@@ -45,3 +46,28 @@ def test_first_error_reports_depth_instead_of_raising() -> None:
         "arguments nested too deeply to validate (301 levels of arrays and objects)"
     )
     assert validator.first_error(nested(1000)) is None  # valid at any depth: nothing to report
+
+
+def test_an_enum_error_lists_every_allowed_value_when_there_are_few() -> None:
+    validator = SchemaValidator({"type": "object", "properties": {"kind": {"enum": ["a", "b", 3, None]}}})
+    assert validator.first_error({"kind": "z"}) == 'argument "kind": "z" is not one of "a", "b", 3 or null'
+    twenty = SchemaValidator({"enum": [f"v{i}" for i in range(20)]}).first_error("x")
+    assert twenty is not None and all(f'"v{i}"' in twenty for i in range(20))
+    assert SchemaValidator({"enum": ["only"]}).first_error("x") == '"x" is not one of "only"'
+
+
+def test_an_enum_error_with_many_values_stays_short() -> None:
+    message = SchemaValidator({"enum": [f"v{i}" for i in range(21)]}).first_error("x")
+    assert message is not None and '"v20"' not in message and "other candidates" in message
+
+
+async def test_an_unknown_artifact_type_names_every_type(server: McpServer, connect: Connect) -> None:
+    for tool in artifact_tools():
+        server.add_tool(tool)
+    client = await connect(server)
+    result = await client.result("tools/call", {"name": "get_artifact_instructions", "arguments": {"type": "pdf"}})
+    assert result["isError"] is True
+    message = text_of(result)
+    assert "other candidates" not in message
+    for kind in ["code", "documents", "html", "svg", "mermaid", "react"]:
+        assert f'"{kind}"' in message
