@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from .provider import (
         ConfigFileError,
         McpServerProvider,
+        StartedServers,
         default_config_path,
     )
     from .sse import (
@@ -57,6 +58,7 @@ _EXPORTS = {
     "initialize_mcp_server": ".connect",
     "ConfigFileError": ".provider",
     "McpServerProvider": ".provider",
+    "StartedServers": ".provider",
     "default_config_path": ".provider",
 }
 
@@ -73,6 +75,7 @@ __all__ = [
     "ServerStartError",
     "SessionExpiredError",
     "SseClient",
+    "StartedServers",
     "StdioClient",
     "StreamableHttpClient",
     "create_client",

@@ -28,6 +28,8 @@ replaced.
 ...         provider.add_mcp_server("files", {"command": "npx", "args": ["-y", "some-mcp-server"]})
 ...         client = await provider.start("Math")
 ...         print([tool.name for tool in provider.tools("Math")])
+...         started = await provider.start_all()  # every configured server, concurrently
+...         print(sorted(started.clients), started.errors)  # a failure is reported, not raised
 """
 
 from __future__ import annotations
@@ -37,14 +39,16 @@ import builtins
 import copy
 import errno
 import json
+import logging
 import os
 import re
 import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final
@@ -58,8 +62,11 @@ __all__ = [
     "DEFAULT_SERVERS",
     "ConfigFileError",
     "McpServerProvider",
+    "StartedServers",
     "default_config_path",
 ]
+
+logger = logging.getLogger("mcp_sse_server.client")
 
 CONFIG_ENV: Final = "MCP_SSE_SERVER_CONFIG"
 FILE_NAME: Final = "mcp_server.json"
@@ -279,6 +286,21 @@ def _add_defaults(document: dict[str, Any]) -> None:
             servers[name] = dict(entry)
 
 
+@dataclass(slots=True)
+class StartedServers:
+    """What ``McpServerProvider.start_all()`` did: a client per started server, an error per failed one."""
+
+    clients: dict[str, McpClient] = field(default_factory=dict)
+    """The connected clients (tools listed), by server name, in configuration order."""
+    errors: dict[str, Exception] = field(default_factory=dict)
+    """Why each of the others did not start (ConfigError, ServerStartError, KeyError), by server name."""
+
+    @property
+    def ok(self) -> bool:
+        """True when every server started."""
+        return not self.errors
+
+
 class McpServerProvider:
     """The servers configured in ``mcp_server.json``, and the clients started from them.
 
@@ -480,6 +502,31 @@ class McpServerProvider:
             self._clients[name] = client
             return client
 
+    async def start_all(self, names: Iterable[str] | None = None) -> StartedServers:
+        """Start every configured server (or those in ``names``) at once.
+
+        The servers start concurrently; one that fails is reported in
+        ``errors`` under its name and does not stop the others, which are in
+        ``clients``. Servers already running are returned as they are. Close
+        them with ``stop_all()`` (or ``close()``).
+        """
+        wanted = builtins.list(dict.fromkeys(self.names() if names is None else names))
+
+        async def start_one(name: str) -> McpClient | Exception:
+            try:
+                return await self.start(name)
+            except Exception as error:  # reported per server; cancellation still propagates
+                return error
+
+        outcomes = await asyncio.gather(*(start_one(name) for name in wanted))
+        started = StartedServers()
+        for name, outcome in zip(wanted, outcomes, strict=True):
+            if isinstance(outcome, Exception):
+                started.errors[name] = outcome
+            else:
+                started.clients[name] = outcome
+        return started
+
     def client(self, name: str) -> McpClient | None:
         """The started client of ``name``, or None."""
         return self._clients.get(name)
@@ -499,10 +546,22 @@ class McpServerProvider:
         await client.close()
         return True
 
+    async def stop_all(self) -> builtins.list[str]:
+        """Close every started client, concurrently; the names that were running.
+
+        A client that fails to close is still forgotten (its error is logged), so
+        everything gets closed and the next ``start`` begins afresh.
+        """
+        clients, self._clients = self._clients, {}
+        outcomes = await asyncio.gather(*(client.close() for client in clients.values()), return_exceptions=True)
+        for name, outcome in zip(clients, outcomes, strict=True):
+            if isinstance(outcome, Exception):
+                logger.debug("closing the client of %r failed", name, exc_info=outcome)
+        return builtins.list(clients)
+
     async def close(self) -> None:
         """Close every started client (errors are not raised: everything gets closed)."""
-        clients, self._clients = self._clients, {}
-        await asyncio.gather(*(client.close() for client in clients.values()), return_exceptions=True)
+        await self.stop_all()
 
     async def __aenter__(self) -> McpServerProvider:
         return self
