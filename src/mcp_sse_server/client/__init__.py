@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         ServerConfig,
     )
     from .connect import (
+        ServerRegistry,
         ServerStartError,
         create_client,
         initialize_mcp_server,
@@ -53,6 +54,7 @@ _EXPORTS = {
     "StdioClient": ".stdio",
     "ConfigError": ".config",
     "ServerConfig": ".config",
+    "ServerRegistry": ".connect",
     "ServerStartError": ".connect",
     "create_client": ".connect",
     "initialize_mcp_server": ".connect",
@@ -72,6 +74,7 @@ __all__ = [
     "McpConnectionError",
     "McpServerProvider",
     "ServerConfig",
+    "ServerRegistry",
     "ServerStartError",
     "SessionExpiredError",
     "SseClient",
