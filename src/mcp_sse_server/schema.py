@@ -32,10 +32,13 @@ _shared: dict[bytes, SchemaValidator] = {}
 ENUM_LISTED: Final = 20
 """An ``enum`` violation names every allowed value when there are at most this many."""
 _ENUM_CHARS: Final = 1000  # ... and they fit in this many characters
+_PATH_CHARS: Final = 120  # longest field path shown whole
 
 
 def _path(parts: Any) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(parts))
+    """``user.tags[2]``; a very long path (deep nesting) keeps its two ends around an ellipsis."""
+    path = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(parts))
+    return path if len(path) <= _PATH_CHARS else f"{path[: _PATH_CHARS // 2]}...{path[-_PATH_CHARS // 2 :]}"
 
 
 def _depth(instance: Any) -> int:

@@ -71,3 +71,11 @@ async def test_an_unknown_artifact_type_names_every_type(server: McpServer, conn
     assert "other candidates" not in message
     for kind in ["code", "documents", "html", "svg", "mermaid", "react"]:
         assert f'"{kind}"' in message
+
+
+def test_a_deep_field_path_is_shortened_in_the_message() -> None:
+    validator = SchemaValidator({"type": "object", "additionalProperties": {"$ref": "#"}})
+    message = validator.first_error(nested(200)) or ""  # the 0 at the bottom is not an object
+    assert message.startswith('argument "a.a.a') and message.endswith('a.a": 0 is not of type "object"')
+    assert "..." in message and len(message) < 200
+    assert validator.first_error({"a": {"b": 1}}) == 'argument "a.b": 1 is not of type "object"'
