@@ -15,6 +15,7 @@ from mcp_sse_server.client import ServerStartError, StreamableHttpClient, initia
 from mcp_sse_server.jsonrpc import McpError
 
 from .asgi_server import serve
+from .conftest import Peer
 
 
 async def legacy_stream(request: Request) -> Response:
@@ -72,3 +73,12 @@ async def test_a_plain_405_gets_no_legacy_hint() -> None:
             await client.close()
     assert "legacy" not in failed.value.message
     assert "HTTP 405" in failed.value.message
+
+
+async def test_the_official_sdk_legacy_server_gets_the_hint(sdk_sse: Peer) -> None:
+    client = StreamableHttpClient(f"{sdk_sse.base}/sse", request_timeout=10)
+    try:
+        with pytest.raises(McpError, match=r'legacy HTTP\+SSE endpoint.*type "sse"'):
+            await client.initialize()
+    finally:
+        await client.close()
