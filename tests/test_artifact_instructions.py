@@ -52,6 +52,30 @@ def test_instructions_cover_the_shared_rules(artifact_type: str) -> None:
     assert "same identifier" in text
 
 
+# What each type's update and removal pattern must mention.
+REMOVAL_RULES: dict[str, list[str]] = {
+    "code": ["imports", "commented-out"],
+    "documents": ["table of contents"],
+    "html": ["<!DOCTYPE html>", "CSS rules", "JavaScript"],
+    "svg": ["viewBox", "<defs>"],
+    "mermaid": ["every edge"],
+    "react": ["default export", "state"],
+}
+
+
+@pytest.mark.parametrize("artifact_type", TYPES)
+def test_instructions_say_how_to_remove_and_withdraw(artifact_type: str) -> None:
+    text = artifact_instructions(artifact_type)
+    shared = text.split("## Removing an artifact\n", 1)[1].split("\n## ", 1)[0]
+    assert "withdraw" in shared and "same identifier" in shared
+    own = text.split(f'## Type "{artifact_type}"', 1)[1]
+    pattern = own.split("Updating and removing: ", 1)[1].split("\n\n", 1)[0]
+    assert "same identifier" in pattern
+    assert "remov" in pattern
+    for phrase in REMOVAL_RULES[artifact_type]:
+        assert phrase in pattern, phrase
+
+
 @pytest.mark.parametrize("artifact_type", TYPES)
 def test_instructions_carry_the_type_rules(artifact_type: str) -> None:
     text = artifact_instructions(artifact_type)

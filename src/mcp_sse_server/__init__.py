@@ -21,6 +21,10 @@ if TYPE_CHECKING:
     from .context import (
         RequestContext,
     )
+    from .files import (
+        file_template,
+        resolve_under,
+    )
     from .jsonrpc import (
         JsonRpcError,
         JsonRpcMessage,
@@ -88,6 +92,8 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "RequestContext": ".context",
+    "file_template": ".files",
+    "resolve_under": ".files",
     "JsonRpcError": ".jsonrpc",
     "JsonRpcMessage": ".jsonrpc",
     "JsonRpcNotification": ".jsonrpc",
@@ -211,8 +217,10 @@ __all__ = [
     "Transport",
     "UriTemplate",
     "encode_message",
+    "file_template",
     "initialize_mcp_server",
     "parse_message",
     "read_json_rpc_post",
+    "resolve_under",
     "write_json_rpc_error",
 ]

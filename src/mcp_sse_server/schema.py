@@ -29,9 +29,53 @@ __all__ = ["SchemaValidator"]
 _SHARED_LIMIT: Final = 1024
 _shared: dict[bytes, SchemaValidator] = {}
 
+ENUM_LISTED: Final = 20
+"""An ``enum`` violation names every allowed value when there are at most this many."""
+_ENUM_CHARS: Final = 1000  # ... and they fit in this many characters
+_PATH_CHARS: Final = 120  # longest field path shown whole
+
 
 def _path(parts: Any) -> str:
-    return "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(parts))
+    """``user.tags[2]``; a very long path (deep nesting) keeps its two ends around an ellipsis."""
+    path = "".join(f"[{p}]" if isinstance(p, int) else (f".{p}" if i else str(p)) for i, p in enumerate(parts))
+    return path if len(path) <= _PATH_CHARS else f"{path[: _PATH_CHARS // 2]}...{path[-_PATH_CHARS // 2 :]}"
+
+
+def _depth(instance: Any) -> int:
+    """How deeply ``instance`` nests arrays and objects (a scalar is 0), without recursing in Python."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(instance, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            children: Any = value.values()
+        elif isinstance(value, list | tuple):
+            children = value
+        else:
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
+def _json(value: Any, limit: int) -> str:
+    try:
+        text = orjson.dumps(value).decode()
+    except TypeError:
+        text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _enum_message(instance: Any, options: Any) -> str | None:
+    """'"pdf" is not one of "code", "documents" or "html"', every allowed value named; None when too many."""
+    if not isinstance(options, list) or not 0 < len(options) <= ENUM_LISTED:
+        return None
+    names = [_json(option, 10_000) for option in options]
+    if sum(map(len, names)) > _ENUM_CHARS:
+        return None
+    allowed = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+    return f"{_json(instance, 60)} is not one of {allowed}"
 
 
 def _canonical(schema: dict[str, Any]) -> bytes | None:
@@ -85,7 +129,14 @@ class SchemaValidator:
         """A one-line description of the first violation, or None when valid."""
         if self.is_valid(instance):
             return None
-        error = next(iter(self._validator.iter_errors(instance)))
+        try:
+            error = next(iter(self._validator.iter_errors(instance)))
+        except ValueError:
+            # jsonschema_rs cannot turn a value nested deeper than its recursion limit (about 255
+            # levels) into an error report; is_valid already said no, so say why in one line
+            return f"{noun}s nested too deeply to validate ({_depth(instance)} levels of arrays and objects)"
+        except StopIteration:  # is_valid and iter_errors disagree: never seen, but never a crash
+            return f"{noun}s do not match the schema"
         kind = error.kind
         where = _path(error.instance_path)
         if isinstance(kind, jsonschema_rs.ValidationErrorKind.Required):
@@ -94,6 +145,10 @@ class SchemaValidator:
         if isinstance(kind, jsonschema_rs.ValidationErrorKind.AdditionalProperties):
             names = ", ".join(f'"{where}.{u}"' if where else f'"{u}"' for u in kind.unexpected)
             return f"unexpected {noun}{'s' if len(kind.unexpected) > 1 else ''} {names}"
+        if isinstance(kind, jsonschema_rs.ValidationErrorKind.Enum):
+            listed = _enum_message(error.instance, kind.options)
+            if listed is not None:
+                return f'{noun} "{where}": {listed}' if where else listed
         message = str(error.message)
         if len(message) > 200:
             message = message[:197] + "..."

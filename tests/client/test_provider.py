@@ -17,6 +17,7 @@ import pytest
 from mcp_sse_server.client import InMemoryClient
 from mcp_sse_server.client import provider as provider_module
 from mcp_sse_server.client.config import ConfigError, ServerConfig
+from mcp_sse_server.client.connect import ServerStartError
 from mcp_sse_server.client.provider import ConfigFileError, McpServerProvider, default_config_path
 
 DEFAULT_NAMES = ["Math", "Artifact Instructions"]
@@ -438,3 +439,36 @@ async def test_start_a_stdio_server_configured_in_the_file(path: Path) -> None:
         result = await client.call_tool("add", {"a": 2, "b": 3})
         assert result.structured_content == {"result": 5}
     assert client.connection is not None and client.connection.closed
+
+
+async def test_start_all_starts_every_server_and_reports_failures_per_server(path: Path) -> None:
+    provider = McpServerProvider(path)
+    provider.add_mcp_server("ghost", {"type": "inmemory", "command": "no-such-server"})
+    provider.add_mcp_server("broken", {"command": str(path.parent / "no-such-program")})
+    async with provider:
+        started = await provider.start_all()
+        assert list(started.clients) == DEFAULT_NAMES
+        assert set(started.errors) == {"ghost", "broken"}
+        assert not started.ok
+        assert isinstance(started.errors["ghost"], ConfigError)
+        assert isinstance(started.errors["broken"], ServerStartError)
+        assert "broken" in str(started.errors["broken"])
+        math = started.clients["Math"]
+        assert provider.client("Math") is math and len(provider.tools("Math")) == 19
+        result = await math.call_tool("add", {"a": 2, "b": 3})
+        assert result.structured_content is not None and result.structured_content["result"] == 5
+        again = await provider.start_all(["Math", "nope"])
+        assert again.clients == {"Math": math}  # already running: the same client
+        assert isinstance(again.errors["nope"], KeyError)
+        assert sorted(await provider.stop_all()) == sorted(DEFAULT_NAMES)
+        assert await provider.stop_all() == []
+        assert provider.client("Math") is None
+    assert all(client.connection is not None and client.connection.closed for client in started.clients.values())
+
+
+async def test_start_all_with_every_server_working_is_ok(path: Path) -> None:
+    async with McpServerProvider(path) as provider:
+        started = await provider.start_all()
+        assert started.ok and list(started.clients) == DEFAULT_NAMES
+        artifacts = started.clients["Artifact Instructions"]
+    assert artifacts.connection is not None and artifacts.connection.closed

@@ -50,7 +50,8 @@ def registry_entry(name: str, config: str | None) -> ServerConfig | None:
     stop ``call math ...`` from reaching the built-in server.
     """
     from ..client.config import ServerConfig
-    from ..client.provider import DEFAULT_SERVERS, ConfigFileError, default_config_path
+    from ..client.provider import ConfigFileError, default_config_path
+    from ..servers.defaults import DEFAULT_SERVERS
 
     path = os.path.expanduser(config) if config is not None else os.fspath(default_config_path())
     if not os.path.exists(path):

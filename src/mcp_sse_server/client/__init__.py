@@ -20,6 +20,7 @@ if TYPE_CHECKING:
         ServerConfig,
     )
     from .connect import (
+        ServerRegistry,
         ServerStartError,
         create_client,
         initialize_mcp_server,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from .provider import (
         ConfigFileError,
         McpServerProvider,
+        StartedServers,
         default_config_path,
     )
     from .sse import (
@@ -52,11 +54,13 @@ _EXPORTS = {
     "StdioClient": ".stdio",
     "ConfigError": ".config",
     "ServerConfig": ".config",
+    "ServerRegistry": ".connect",
     "ServerStartError": ".connect",
     "create_client": ".connect",
     "initialize_mcp_server": ".connect",
     "ConfigFileError": ".provider",
     "McpServerProvider": ".provider",
+    "StartedServers": ".provider",
     "default_config_path": ".provider",
 }
 
@@ -70,9 +74,11 @@ __all__ = [
     "McpConnectionError",
     "McpServerProvider",
     "ServerConfig",
+    "ServerRegistry",
     "ServerStartError",
     "SessionExpiredError",
     "SseClient",
+    "StartedServers",
     "StdioClient",
     "StreamableHttpClient",
     "create_client",

@@ -14,12 +14,33 @@ import asyncio
 import importlib
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .base import McpClient
 from .config import ConfigError, ServerConfig
 
-__all__ = ["ServerStartError", "create_client", "initialize_mcp_server"]
+if TYPE_CHECKING:
+    from ..server import McpServer
+
+__all__ = ["ServerRegistry", "ServerStartError", "create_client", "initialize_mcp_server"]
+
+
+class ServerRegistry(Protocol):
+    """Where ``inmemory`` configs find their server: ``MemoryServerFactory`` is one (the default).
+
+    ``create_memory_server`` raises LookupError for a command it does not know.
+    """
+
+    def create_memory_server(self, command: str) -> McpServer: ...
+
+    def commands(self) -> list[str]: ...
+
+
+def builtin_servers() -> ServerRegistry:
+    """The built-in registry, ``MemoryServerFactory``; the servers package is imported only now."""
+    from ..servers.factory import MemoryServerFactory
+
+    return MemoryServerFactory
 
 logger = logging.getLogger("mcp_sse_server.client")
 
@@ -56,24 +77,28 @@ def _as_config(config: ServerConfig | Mapping[str, Any]) -> ServerConfig:
     return config if isinstance(config, ServerConfig) else ServerConfig.from_dict(config)
 
 
-def create_client(config: ServerConfig | Mapping[str, Any], **client_options: Any) -> McpClient:
+def create_client(
+    config: ServerConfig | Mapping[str, Any], *, server_registry: ServerRegistry | None = None, **client_options: Any
+) -> McpClient:
     """The client for ``config``, not yet connected (``initialize_mcp_server`` also connects).
 
     ``client_options`` go to the client's constructor (``request_timeout``,
-    ``sampling_handler``, ``client_name``, ...). Raises ConfigError for a bad config.
+    ``sampling_handler``, ``client_name``, ...). An ``inmemory`` config's server
+    comes from ``server_registry`` (default: the built-in servers). Raises
+    ConfigError for a bad config.
     """
     config = _as_config(config)
     transport = config.transport
     if transport == "inmemory":
-        from ..servers.factory import MemoryServerFactory, UnknownServerError
         from .memory import InMemoryClient
 
         assert config.command is not None  # guaranteed by validation
+        registry = builtin_servers() if server_registry is None else server_registry
         try:
-            server = MemoryServerFactory.create_memory_server(config.command)
-        except UnknownServerError:
+            server = registry.create_memory_server(config.command)
+        except LookupError:
             where = ("mcpServers", config.name, "command") if config.name else ("command",)
-            known = ", ".join(MemoryServerFactory.commands())
+            known = ", ".join(registry.commands())
             raise ConfigError(where, f"unknown in-memory server {config.command!r}; known: {known}") from None
         return InMemoryClient(server, **client_options)
     cls = _client_class(transport)
@@ -95,6 +120,7 @@ async def initialize_mcp_server(
     config: ServerConfig | Mapping[str, Any],
     *,
     startup_timeout: float | None = None,
+    server_registry: ServerRegistry | None = None,
     **client_options: Any,
 ) -> McpClient:
     """Build the client ``config`` routes to, initialize it and list its tools (``client.tools``).
@@ -103,11 +129,12 @@ async def initialize_mcp_server(
     ConfigError naming the field; a server that cannot be reached, fails the
     handshake or the tool listing raises ServerStartError after everything
     opened for it is closed again. ``startup_timeout`` bounds the whole start
-    (each request is also bounded by the client's ``request_timeout``).
+    (each request is also bounded by the client's ``request_timeout``);
+    ``server_registry`` is passed to ``create_client``.
     """
     config = _as_config(config)
     try:
-        client = create_client(config, **client_options)
+        client = create_client(config, server_registry=server_registry, **client_options)
     except ConfigError:
         raise
     except ImportError as error:

@@ -151,6 +151,20 @@ class StreamableHttpTransport(HttpClientTransport):
             {"status": response.status_code},
         )
 
+    async def _is_legacy_sse(self) -> bool:
+        """True when a GET of the URL opens an event stream without a session: the 2024-11-05 transport.
+
+        Only asked after an ``initialize`` POST got 404 or 405, to say what the URL is;
+        a Streamable HTTP server answers such a GET with 400 or 405.
+        """
+        headers = {**self.headers, "accept": EVENT_STREAM}
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                async with self._client.stream("GET", self.url, headers=headers) as probe:
+                    return probe.status_code == 200 and media_type(probe) == EVENT_STREAM
+        except (httpx.HTTPError, TimeoutError):
+            return False
+
     def _forget_session(self) -> None:
         self.session_id = None
         self.protocol_version = None
@@ -271,6 +285,14 @@ class StreamableHttpTransport(HttpClientTransport):
                 self.session_id = issued
         if status == 404 and session is not None:
             raise self._expire(session)
+        if status in (404, 405) and request.method == "initialize" and await self._is_legacy_sse():
+            raise McpError(
+                CONNECTION_CLOSED,
+                f"MCP server at {self.url} looks like a legacy HTTP+SSE endpoint (protocol 2024-11-05): "
+                f'a POST got HTTP {status} but a GET opens an event stream; configure it with type "sse" '
+                "(SseClient) instead of Streamable HTTP",
+                {"status": status, "transport": "sse"},
+            )
         if status >= 400:
             raise await self._http_error(response, request.method)
         media = media_type(response)

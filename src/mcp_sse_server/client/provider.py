@@ -8,7 +8,8 @@ Where the file lives (the first that applies):
 4. ``~/.config/mcp-sse-server/mcp_server.json``.
 
 A missing file is created (mode 0600: entries may hold tokens) with the
-default in-memory servers, "Math" and "Artifact Instructions". A default that
+default servers: ``default_servers`` if given, else the built-in in-memory
+servers "Math" and "Artifact Instructions" (``servers.defaults.DEFAULT_SERVERS``). A default that
 is absent from an existing file (by name, and no in-memory server runs its
 command under another name) is listed anyway and written with the next
 change; removing one with ``remove_mcp_server`` records its name under
@@ -28,6 +29,8 @@ replaced.
 ...         provider.add_mcp_server("files", {"command": "npx", "args": ["-y", "some-mcp-server"]})
 ...         client = await provider.start("Math")
 ...         print([tool.name for tool in provider.tools("Math")])
+...         started = await provider.start_all()  # every configured server, concurrently
+...         print(sorted(started.clients), started.errors)  # a failure is reported, not raised
 """
 
 from __future__ import annotations
@@ -37,38 +40,56 @@ import builtins
 import copy
 import errno
 import json
+import logging
 import os
 import re
 import stat
 import sys
 import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from ..types import Tool
 from .base import McpClient
 from .config import ConfigError, Location, ServerConfig, format_location, normalize_type
 
+if TYPE_CHECKING:
+    from .connect import ServerRegistry
+
 __all__ = [
     "CONFIG_ENV",
-    "DEFAULT_SERVERS",
     "ConfigFileError",
     "McpServerProvider",
+    "StartedServers",
     "default_config_path",
 ]
+
+logger = logging.getLogger("mcp_sse_server.client")
 
 CONFIG_ENV: Final = "MCP_SSE_SERVER_CONFIG"
 FILE_NAME: Final = "mcp_server.json"
 APP_DIR: Final = "mcp-sse-server"
 REMOVED_DEFAULTS: Final = "removedDefaults"
-DEFAULT_SERVERS: Final[Mapping[str, Mapping[str, Any]]] = {
-    "Math": {"type": "inmemory", "command": "math"},
-    "Artifact Instructions": {"type": "inmemory", "command": "artifact_instructions"},
-}
+
+Defaults = Mapping[str, Mapping[str, Any]]
+
+
+def _builtin_defaults() -> Defaults:
+    # the built-in servers live in the servers package; the client layer only reads their entries
+    from ..servers.defaults import DEFAULT_SERVERS
+
+    return DEFAULT_SERVERS
+
+
+def __getattr__(name: str) -> Any:
+    if name == "DEFAULT_SERVERS":  # moved to mcp_sse_server.servers.defaults; kept readable here
+        return _builtin_defaults()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 if sys.platform == "win32":
     import msvcrt
@@ -261,6 +282,8 @@ def _serialize(document: dict[str, Any]) -> bytes:
 def _has_default(servers: Mapping[str, Any], name: str, entry: Mapping[str, Any]) -> bool:
     if name in servers:
         return True
+    if "command" not in entry or normalize_type(str(entry.get("type", ""))) != "inmemory":
+        return False
     # the same built-in server kept under another name counts as present
     return any(
         isinstance(other, Mapping)
@@ -271,12 +294,27 @@ def _has_default(servers: Mapping[str, Any], name: str, entry: Mapping[str, Any]
     )
 
 
-def _add_defaults(document: dict[str, Any]) -> None:
+def _add_defaults(document: dict[str, Any], defaults: Defaults) -> None:
     servers = document.setdefault("mcpServers", {})
     removed = document.get(REMOVED_DEFAULTS) or []
-    for name, entry in DEFAULT_SERVERS.items():
+    for name, entry in defaults.items():
         if name not in removed and not _has_default(servers, name, entry):
-            servers[name] = dict(entry)
+            servers[name] = copy.deepcopy(dict(entry))
+
+
+@dataclass(slots=True)
+class StartedServers:
+    """What ``McpServerProvider.start_all()`` did: a client per started server, an error per failed one."""
+
+    clients: dict[str, McpClient] = field(default_factory=dict)
+    """The connected clients (tools listed), by server name, in configuration order."""
+    errors: dict[str, Exception] = field(default_factory=dict)
+    """Why each of the others did not start (ConfigError, ServerStartError, KeyError), by server name."""
+
+    @property
+    def ok(self) -> bool:
+        """True when every server started."""
+        return not self.errors
 
 
 class McpServerProvider:
@@ -285,8 +323,10 @@ class McpServerProvider:
     Reading is lazy (nothing touches the disk until the first call) and
     follows changes other processes make to the file. ``client_options`` go to
     every client ``start`` creates (``request_timeout``, ``sampling_handler``,
-    ...). Safe to share between threads; ``start``/``stop``/``close`` belong
-    to one event loop.
+    ...). ``default_servers`` replaces the built-in default entries (``{}`` for
+    none); ``server_registry`` builds the in-memory servers (default: the
+    built-in ``MemoryServerFactory``, imported only when one starts). Safe to
+    share between threads; ``start``/``stop``/``close`` belong to one event loop.
     """
 
     def __init__(
@@ -295,8 +335,12 @@ class McpServerProvider:
         *,
         client_options: Mapping[str, Any] | None = None,
         startup_timeout: float | None = None,
+        default_servers: Defaults | None = None,
+        server_registry: ServerRegistry | None = None,
     ) -> None:
         self.path = Path(path).expanduser() if path is not None else default_config_path()
+        self.default_servers: Defaults = _builtin_defaults() if default_servers is None else default_servers
+        self.server_registry = server_registry
         self.client_options = dict(client_options or {})
         self.startup_timeout = startup_timeout
         self._lock = threading.RLock()
@@ -352,7 +396,7 @@ class McpServerProvider:
     def _remember(self, document: dict[str, Any], servers: dict[str, ServerConfig], key: StatKey | None) -> None:
         view = dict(servers)
         with_defaults = copy.deepcopy(document)
-        _add_defaults(with_defaults)
+        _add_defaults(with_defaults, self.default_servers)
         for name, entry in with_defaults["mcpServers"].items():
             if name not in view:
                 view[name] = ServerConfig.from_dict(entry, name)
@@ -391,7 +435,7 @@ class McpServerProvider:
                 else:
                     document, _ = self._parse(current[0], target)  # invalid: raise, never overwrite
                     before = copy.deepcopy(document)
-                _add_defaults(document)
+                _add_defaults(document, self.default_servers)
                 change(document)
                 if document == before and current is not None:
                     _, servers = self._parse(current[0], target)
@@ -451,7 +495,7 @@ class McpServerProvider:
         def change(document: dict[str, Any]) -> None:
             nonlocal found
             found = document["mcpServers"].pop(name, None) is not None
-            if name in DEFAULT_SERVERS:
+            if name in self.default_servers:
                 removed = document.setdefault(REMOVED_DEFAULTS, [])
                 if name not in removed:
                     removed.append(name)
@@ -476,9 +520,39 @@ class McpServerProvider:
                     return client
                 await self.stop(name)  # it died: start afresh
             config = self.get(name)
-            client = await initialize_mcp_server(config, startup_timeout=self.startup_timeout, **self.client_options)
+            client = await initialize_mcp_server(
+                config,
+                startup_timeout=self.startup_timeout,
+                server_registry=self.server_registry,
+                **self.client_options,
+            )
             self._clients[name] = client
             return client
+
+    async def start_all(self, names: Iterable[str] | None = None) -> StartedServers:
+        """Start every configured server (or those in ``names``) at once.
+
+        The servers start concurrently; one that fails is reported in
+        ``errors`` under its name and does not stop the others, which are in
+        ``clients``. Servers already running are returned as they are. Close
+        them with ``stop_all()`` (or ``close()``).
+        """
+        wanted = builtins.list(dict.fromkeys(self.names() if names is None else names))
+
+        async def start_one(name: str) -> McpClient | Exception:
+            try:
+                return await self.start(name)
+            except Exception as error:  # reported per server; cancellation still propagates
+                return error
+
+        outcomes = await asyncio.gather(*(start_one(name) for name in wanted))
+        started = StartedServers()
+        for name, outcome in zip(wanted, outcomes, strict=True):
+            if isinstance(outcome, Exception):
+                started.errors[name] = outcome
+            else:
+                started.clients[name] = outcome
+        return started
 
     def client(self, name: str) -> McpClient | None:
         """The started client of ``name``, or None."""
@@ -499,10 +573,22 @@ class McpServerProvider:
         await client.close()
         return True
 
+    async def stop_all(self) -> builtins.list[str]:
+        """Close every started client, concurrently; the names that were running.
+
+        A client that fails to close is still forgotten (its error is logged), so
+        everything gets closed and the next ``start`` begins afresh.
+        """
+        clients, self._clients = self._clients, {}
+        outcomes = await asyncio.gather(*(client.close() for client in clients.values()), return_exceptions=True)
+        for name, outcome in zip(clients, outcomes, strict=True):
+            if isinstance(outcome, Exception):
+                logger.debug("closing the client of %r failed", name, exc_info=outcome)
+        return builtins.list(clients)
+
     async def close(self) -> None:
         """Close every started client (errors are not raised: everything gets closed)."""
-        clients, self._clients = self._clients, {}
-        await asyncio.gather(*(client.close() for client in clients.values()), return_exceptions=True)
+        await self.stop_all()
 
     async def __aenter__(self) -> McpServerProvider:
         return self

@@ -1,6 +1,25 @@
-"""Built-in servers and the base class for in-memory servers."""
+"""Built-in servers and the base class for in-memory servers.
 
-from .factory import MemoryServerFactory, UnknownServerError
-from .memory_server import MemoryServer
+Names are imported on first use, so the plain data in ``servers.defaults`` can be
+read without loading the server engine.
+"""
 
-__all__ = ["MemoryServer", "MemoryServerFactory", "UnknownServerError"]
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .defaults import DEFAULT_SERVERS
+    from .factory import MemoryServerFactory, UnknownServerError
+    from .memory_server import MemoryServer
+
+_EXPORTS = {
+    "DEFAULT_SERVERS": ".defaults",
+    "MemoryServerFactory": ".factory",
+    "UnknownServerError": ".factory",
+    "MemoryServer": ".memory_server",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = ["DEFAULT_SERVERS", "MemoryServer", "MemoryServerFactory", "UnknownServerError"]

@@ -4,7 +4,8 @@ An artifact is a self-contained piece of content (a program, a document, a
 diagram, a small web page) that a chat client shows in its own panel instead
 of inline. The one tool, ``get_artifact_instructions(type)``, returns guidance
 for one artifact type: when an artifact is worth making, the tag format, how
-to update an existing artifact, and the type's own rules. The text is written
+to update or remove an existing artifact, and the type's own rules (with the
+type's own update and removal pattern). The text is written
 for this project.
 """
 
@@ -76,6 +77,16 @@ To change an artifact that already exists, write it again in full with the same 
 same type). The interface shows the new version in place of the old one; earlier versions may stay \
 available to the user. Use a new identifier only for content that is genuinely new, not for a new \
 version of something already shown. Do not rewrite an artifact the user did not ask to change.
+
+## Removing an artifact
+
+An artifact that has been shown cannot be erased from the conversation, and there is no tag for \
+deleting one. To remove part of an artifact, write it again in full with the same identifier, \
+without that part: no "[removed]" markers, no commented-out leftovers. To withdraw a whole artifact \
+(the user asked to drop it, or it turned out to be wrong), say so in the conversation, naming its \
+title, and do not write that identifier again unless the user asks for it back; if a replacement \
+takes its place, give the replacement a new identifier only when it is genuinely different content, \
+otherwise update the old one.
 """
 
 _SECTIONS: Final[dict[str, str]] = {
@@ -94,6 +105,10 @@ names or APIs you are not sure exist. Mark real gaps with a clear comment saying
 supply (an API key, a file path), not with elided code.
 - Keep comments for what is not obvious; explain usage in the conversation.
 - For HTML pages meant to be viewed, use the html type; for React components, the react type.
+
+Updating and removing: write the whole file again with the same identifier and language, never a \
+diff or only the changed function. When removing code, also remove the imports, helpers and \
+configuration that only it used, and leave no commented-out code behind.
 
 Example:
 
@@ -118,6 +133,10 @@ blocks for any code inside the document.
 - Leave out language; the content is always Markdown.
 - The document must stand on its own: no references to "the conversation above" or "as you asked".
 - Do not use this type for an answer to a question; answers belong in the conversation.
+
+Updating and removing: write the whole document again with the same identifier. To remove a \
+section, leave it out and fix what referred to it (a table of contents, "see below" references, \
+numbering); do not leave a "removed" note in the document itself.
 
 Example:
 
@@ -146,6 +165,10 @@ submission to a server; keep state in JavaScript variables.
 - Make it usable at any width (the panel may be narrow) and readable on light and dark backgrounds.
 - Leave out language.
 - To show HTML source code rather than a rendered page, use the code type with language="html".
+
+Updating and removing: write the whole page again with the same identifier, from <!DOCTYPE html> \
+to </html>. When removing an element, also remove the CSS rules and the JavaScript that only served \
+it, so that no script refers to an element that is gone.
 """,
     "svg": """\
 ## Type "svg"
@@ -163,6 +186,10 @@ the image for accessibility.
 - Leave out language.
 - For flowcharts, sequence diagrams and similar structured diagrams, prefer the mermaid type: it lays \
 the diagram out for you.
+
+Updating and removing: write the whole <svg> element again with the same identifier and keep the \
+viewBox unless the user asked for another size. When removing a shape, also remove the gradients, \
+patterns, markers and styles in <defs> or <style> that only it used.
 
 Example:
 
@@ -189,6 +216,10 @@ Node ids are plain words without spaces.
 - Use %% for comments. Styling with classDef or style is allowed but optional; do not depend on \
 themes or configuration blocks.
 - Leave out language.
+
+Updating and removing: write the whole diagram again with the same identifier and the same diagram \
+type. When removing a node, also remove every edge to and from it and any style or class lines \
+that name it: an edge that still names a removed node makes Mermaid draw that node again.
 
 Example:
 
@@ -220,6 +251,10 @@ separate CSS file
 - Images: use inline SVG or placeholder shapes; no image URLs.
 - Leave out language (the content is always JSX).
 - Make it work at any width and give every control a visible label.
+
+Updating and removing: write the whole component again with the same identifier, still with one \
+default export. When removing a feature, also remove its state, effects, handlers and the imports \
+it alone used, so nothing unused or undefined is left.
 
 Example:
 
@@ -259,7 +294,7 @@ _INPUT_SCHEMA: Final[dict[str, Any]] = {
 _DESCRIPTION: Final = (
     "Get the instructions for writing an artifact of one type (code, documents, html, svg, mermaid or "
     "react): when to make an artifact, the <artifact> tag format with its identifier, type, title and "
-    "language attributes, how to update an existing artifact, and the rules for that type. Call it "
+    "language attributes, how to update or remove an existing artifact, and the rules for that type. Call it "
     "before writing an artifact of a type you have not written yet in this conversation."
 )
 

@@ -26,7 +26,7 @@ import zlib
 from typing import Any, Final
 
 from ..context import RequestContext
-from ..jsonrpc import RESOURCE_NOT_FOUND, McpError
+from ..jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
 from ..server import McpServer
 from ..types import (
     CallToolResult,
@@ -64,6 +64,9 @@ ARTIFACT_TEMPLATE: Final = "demo://artifact-instructions/{type}"
 # Bounds that keep slow_count from pinning a session: at most 100 steps of at most 2 s.
 MAX_STEPS: Final = 100
 MAX_INTERVAL: Final = 2.0
+
+# How long ask_model waits for the client to answer its sampling request (a person may be reviewing it).
+SAMPLING_TIMEOUT: float = 300.0
 
 _INSTRUCTIONS: Final = (
     "A demonstration server. The math tools compute exactly; get_artifact_instructions explains how to "
@@ -141,9 +144,17 @@ async def _ask_model(arguments: dict[str, Any], context: RequestContext) -> Call
     server: McpServer = context.server
     if "sampling" not in (server.client_capabilities or {}):
         return CallToolResult.error("This client does not offer sampling, so the server cannot ask its model.")
-    reply = await server.create_message(
-        CreateMessageRequest([SamplingMessage.user(arguments["question"])], max_tokens=200)
-    )
+    timeout = SAMPLING_TIMEOUT
+    try:
+        reply = await server.create_message(
+            CreateMessageRequest([SamplingMessage.user(arguments["question"])], max_tokens=200), timeout=timeout
+        )
+    except TimeoutError:
+        return CallToolResult.error(
+            f"The client did not answer the sampling request within {timeout:g} s, so its model gave no answer."
+        )
+    except McpError as error:  # the client refused (its user declined, say): its reason is the answer
+        return CallToolResult.error(f"The client refused the sampling request: {error.message}")
     return CallToolResult.text(reply.text if reply.text is not None else json.dumps(reply.content))
 
 
@@ -250,7 +261,10 @@ def _artifact_template() -> ResourceTemplate:
 def _prompts() -> list[Prompt]:
     def write_artifact(arguments: dict[str, str], context: RequestContext) -> GetPromptResult:
         kind = arguments["type"]
-        text = artifact_instructions(kind)
+        try:
+            text = artifact_instructions(kind)
+        except ArtifactTypeError as error:
+            raise McpError(INVALID_PARAMS, str(error)) from None
         uri = ARTIFACT_TEMPLATE.replace("{type}", kind)
         return GetPromptResult(
             [
