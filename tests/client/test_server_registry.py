@@ -82,9 +82,6 @@ async def test_the_provider_takes_its_defaults_and_registry(tmp_path: Path) -> N
     assert empty.names() == []
 
 
-@pytest.mark.xfail(
-    strict=True, reason="client/base.py imports PROTOCOL_VERSION from server.py; see the hardening-edges report"
-)
 def test_the_http_client_does_not_load_the_server_engine() -> None:
     code = """
 import sys

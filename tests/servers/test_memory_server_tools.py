@@ -1,23 +1,15 @@
 """MemoryServer's ``tools``: declared as a list or as a property (the seed's "tools getter"), and live.
-
-These need the change to ``servers/memory_server.py`` described in the hardening-edges report
-(that file belongs to the engine refactoring); until it lands they are strict xfails, so the
-suite stays green and flags the fix the moment it arrives.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from mcp_sse_server import CallToolResult, RequestContext, Tool
 from mcp_sse_server.client import InMemoryClient
 from mcp_sse_server.servers import MemoryServer
 from mcp_sse_server.servers.artifact_instructions import ArtifactInstructionsServer
 from mcp_sse_server.servers.math import MathServer
-
-PENDING = pytest.mark.xfail(strict=True, reason="needs the MemoryServer.tools fix in servers/memory_server.py")
 
 ECHO = Tool("echo", {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]})
 
@@ -37,7 +29,6 @@ class GetterServer(MemoryServer):
         return CallToolResult.text(self.prefix + arguments["text"])
 
 
-@PENDING
 async def test_tools_declared_by_a_getter_are_served() -> None:
     server = GetterServer()
     async with InMemoryClient(server) as client:
@@ -47,7 +38,6 @@ async def test_tools_declared_by_a_getter_are_served() -> None:
     assert result.content[0].text == "> hi"  # type: ignore[union-attr]
 
 
-@PENDING
 def test_server_tools_reflects_tools_added_and_removed_at_run_time() -> None:
     server = MathServer()
     assert len(server.tools) == 19
@@ -59,7 +49,6 @@ def test_server_tools_reflects_tools_added_and_removed_at_run_time() -> None:
     assert len(MathServer().tools) == 19  # the declaration itself is untouched
 
 
-@PENDING
 async def test_a_getter_server_lists_what_was_added_later() -> None:
     server = GetterServer()
     server.add_tool(Tool("later", handler=lambda arguments, context: "later"))

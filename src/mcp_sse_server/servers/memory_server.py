@@ -15,7 +15,7 @@ be served over HTTP like any other server.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..context import RequestContext
 from ..server import McpServer
@@ -36,7 +36,18 @@ class MemoryServer(McpServer):
     server_version: ClassVar[str] = "1.0.0"
     server_title: ClassVar[str | None] = None
     server_instructions: ClassVar[str | None] = None
-    tools: ClassVar[list[Tool]] = []  # type: ignore[misc]
+    if TYPE_CHECKING:  # subclasses declare it; at class creation it moves to _declared_tools
+        tools: ClassVar[list[Tool]]  # type: ignore[misc]
+    _declared_tools: ClassVar[Any] = ()
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # A subclass's ``tools`` (a list, or a property: the seed's "tools getter") is its
+        # declaration. It is moved aside so that ``server.tools`` is the live registry again.
+        super().__init_subclass__(**kwargs)
+        declared = cls.__dict__.get("tools")
+        if declared is not None:
+            cls._declared_tools = declared
+            delattr(cls, "tools")
 
     def __init__(
         self,
@@ -54,7 +65,10 @@ class MemoryServer(McpServer):
             instructions=instructions or self.server_instructions,
             page_size=page_size,
         )
-        for tool in type(self).tools:
+        declared = type(self)._declared_tools
+        if hasattr(declared, "__get__"):  # a property or another descriptor: ask this instance
+            declared = declared.__get__(self, type(self))
+        for tool in declared:
             self.add_tool(tool)
 
     async def on_tool_call(self, name: str, arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
