@@ -1,11 +1,10 @@
 """JSON Schema validation, compiled once per schema, with one-line messages.
 
 Validators come from ``jsonschema_rs`` (Rust, Draft 2020-12 by default): a
-tool's schemas are compiled when it is registered, and each call only runs
-the compiled validator. Equal schemas share one compiled validator (a compiled
-schema costs a few KB of Rust memory, and every session of an HTTP server
-registers the same tools again). Messages name the field and never dump the
-schema, so they are fit to show a model.
+tool's schemas are compiled once, when it is registered on the server (which
+serves every session), and each call only runs the compiled validator.
+Messages name the field and never dump the schema, so they are fit to show a
+model.
 
 >>> v = SchemaValidator({"type": "object", "properties": {"a": {"type": "number"}}, "required": ["a"]})
 >>> v.first_error({})
@@ -17,17 +16,12 @@ True
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final, Self
+from typing import Any, Final
 
 import jsonschema_rs
 import orjson
 
 __all__ = ["SchemaValidator"]
-
-# Canonical JSON of a schema -> its compiled validator. Bounded: past the limit
-# the oldest entry goes (its users keep their reference; only sharing stops).
-_SHARED_LIMIT: Final = 1024
-_shared: dict[bytes, SchemaValidator] = {}
 
 ENUM_LISTED: Final = 20
 """An ``enum`` violation names every allowed value when there are at most this many."""
@@ -78,21 +72,8 @@ def _enum_message(instance: Any, options: Any) -> str | None:
     return f"{_json(instance, 60)} is not one of {allowed}"
 
 
-def _canonical(schema: dict[str, Any]) -> bytes | None:
-    """Canonical JSON of a schema, or None when it is not plain JSON (non-string keys, say)."""
-    # orjson writes NaN as null, as jsonschema_rs reads it: no two schemas it compiles differently share a key.
-    try:
-        return orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
-    except TypeError:
-        return None
-
-
 class SchemaValidator:
-    """A compiled JSON Schema. Raises ValueError at construction for an invalid schema.
-
-    Constructing one for a schema equal (as canonical JSON) to one already
-    compiled returns that validator: validators are immutable, so sharing is safe.
-    """
+    """A compiled JSON Schema. Raises ValueError at construction for an invalid schema."""
 
     __slots__ = ("_validator", "is_valid", "schema")
 
@@ -101,15 +82,9 @@ class SchemaValidator:
     is_valid: Callable[[Any], bool]
     """True when ``instance`` is valid: the compiled validator's own method, no Python frame."""
 
-    def __new__(cls, schema: dict[str, Any]) -> Self:
+    def __init__(self, schema: dict[str, Any]) -> None:
         if not isinstance(schema, dict):
             raise ValueError("a JSON Schema must be an object")
-        key = _canonical(schema)
-        if key is not None:
-            shared = _shared.get(key)
-            if type(shared) is cls:
-                return shared
-        self = object.__new__(cls)
         try:
             jsonschema_rs.meta.validate(schema)
             self._validator = jsonschema_rs.validator_for(schema)
@@ -119,11 +94,6 @@ class SchemaValidator:
         except Exception as error:  # referencing and regex failures carry their own types
             raise ValueError(f"invalid JSON Schema: {error}") from None
         self.schema = schema
-        if key is not None:
-            if len(_shared) >= _SHARED_LIMIT:
-                _shared.pop(next(iter(_shared), b""), None)
-            _shared[key] = self
-        return self
 
     def first_error(self, instance: Any, noun: str = "argument") -> str | None:
         """A one-line description of the first violation, or None when valid."""
