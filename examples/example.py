@@ -1,14 +1,14 @@
 """A fuller MCP server: tools with output schemas, a resource, a resource
 template with listing and completion, and a prompt.
 
-Run it over Streamable HTTP (every client session gets its own McpServer):
+Run it over Streamable HTTP (one server serves every client session):
 
     python examples/example.py --port 8080
 
 or use ``build_server()`` in-process, as tests/core/test_example.py does:
 
     server_side, client_side = MemoryTransport.pair()
-    await build_server().connect(server_side)
+    session = await build_server().connect(server_side)
 """
 
 from __future__ import annotations
@@ -215,7 +215,7 @@ async def main(port: int) -> None:
     # Imported here so build_server() works without the HTTP transport loaded.
     from mcp_sse_server.transport.http import McpHttpServer
 
-    http = await McpHttpServer.bind(on_session=build_server, port=port)
+    http = await McpHttpServer.bind(build_server(), port=port)
     print(f"listening on {http.endpoint}", flush=True)
     try:
         await asyncio.Event().wait()
