@@ -154,6 +154,17 @@ class RequestContext:
         """Send notifications/message unless it is below the level the client set."""
         await self.session.log(level, data, logger, related_request_id=self.request_id)
 
+    async def close_sse_stream(self) -> bool:
+        """Close the stream this request's messages travel on, while the request goes on.
+
+        Over Streamable HTTP with a 2025-11-25 session the client reconnects
+        after the ``retry`` interval and resumes the stream (GET +
+        ``Last-Event-ID``), receiving what was sent meanwhile and the response:
+        for long calls behind proxies that cut long responses. False (and
+        nothing happens) where streams cannot be resumed.
+        """
+        return await self.connection.transport.close_stream(self.request_id)
+
     async def send_request(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = 300.0
     ) -> dict[str, Any]:

@@ -15,6 +15,8 @@ Rules, kept here and nowhere else:
 '2025-06-18'
 >>> negotiate("1999-01-01") is LATEST
 True
+>>> LATEST.name
+'2025-11-25'
 >>> REVISION_2025_06_18.at_least("2025-03-26")
 True
 """
@@ -31,12 +33,14 @@ __all__ = [
     "LATEST",
     "PROTOCOL_VERSION",
     "REVISION_2025_06_18",
+    "REVISION_2025_11_25",
     "SERVED",
     "Revision",
     "client_accepts",
     "for_header",
     "is_known",
     "negotiate",
+    "resumable_streams",
     "served",
     "served_names",
 ]
@@ -76,6 +80,8 @@ class Revision:
     name: str
     methods: frozenset[str]
     handshake: bool = True
+    resumable_streams: bool = False
+    """Every SSE stream starts with a priming event and can be resumed with GET + Last-Event-ID (SEP-1699)."""
 
     def at_least(self, other: str) -> bool:
         """True when this revision is ``other`` or newer."""
@@ -86,15 +92,19 @@ class Revision:
 
 
 REVISION_2025_06_18: Final = Revision("2025-06-18", _BASE_METHODS)
+# 2025-11-25 adds no client-to-server method this package serves (tasks are not declared);
+# what differs is gated on the session's revision: resumable streams, icons, elicitation modes.
+REVISION_2025_11_25: Final = Revision("2025-11-25", _BASE_METHODS, resumable_streams=True)
 
-# What this package serves, oldest first; the last one is offered and preferred.
-SERVED: Final[tuple[Revision, ...]] = (REVISION_2025_06_18,)
+# What this package serves, oldest first; the last one is preferred.
+SERVED: Final[tuple[Revision, ...]] = (REVISION_2025_06_18, REVISION_2025_11_25)
 LATEST: Final = SERVED[-1]
 
-# The revision a client of this package offers first.
-PROTOCOL_VERSION: Final = LATEST.name
+# The revision a client of this package offers in initialize.
+PROTOCOL_VERSION: Final = REVISION_2025_06_18.name
 
 _BY_NAME: Final = {revision.name: revision for revision in SERVED}
+_RESUMABLE: Final = frozenset(revision.name for revision in SERVED if revision.resumable_streams)
 
 # MCP-Protocol-Version values accepted on a session's requests besides the
 # served ones: 2025-03-26 introduced Streamable HTTP and is identical on the
@@ -113,12 +123,17 @@ HEADER_DEFAULT: Final = REVISION_2025_06_18
 # What a client of this package accepts in an initialize answer: every
 # session-based revision up to the one it offers (older servers answer older
 # revisions; the legacy HTTP+SSE transport speaks 2024-11-05).
-CLIENT_ACCEPTED: Final = tuple(name for name in KNOWN_REVISIONS if name <= LATEST.name)
+CLIENT_ACCEPTED: Final = tuple(name for name in KNOWN_REVISIONS if name <= PROTOCOL_VERSION)
 
 
 def client_accepts(name: str) -> bool:
     """True when a client of this package can go on with a server that answered ``name``."""
     return name in CLIENT_ACCEPTED
+
+
+def resumable_streams(name: str | None) -> bool:
+    """True when sessions of revision ``name`` get resumable SSE streams."""
+    return name in _RESUMABLE
 
 
 def served(name: str) -> Revision | None:

@@ -41,13 +41,15 @@ ROOT = Path(__file__).resolve().parents[2]
 ACCEPT_BOTH = "application/json, text/event-stream"
 
 
-def initialize_message(request_id: int | str = 1, **capabilities: Any) -> dict[str, Any]:
+def initialize_message(
+    request_id: int | str = 1, *, protocol_version: str = "2025-06-18", **capabilities: Any
+) -> dict[str, Any]:
     return {
         "jsonrpc": "2.0",
         "id": request_id,
         "method": "initialize",
         "params": {
-            "protocolVersion": "2025-06-18",
+            "protocolVersion": protocol_version,
             "capabilities": capabilities,
             "clientInfo": {"name": "http-tests", "version": "1.0"},
         },
@@ -69,7 +71,9 @@ def notification(method: str, params: dict[str, Any] | None = None) -> dict[str,
 
 
 def parse_sse(body: bytes) -> list[dict[str, Any]]:
-    """SSE events as dicts: ``{"id": str | None, "data": parsed JSON}``; comments are kept as ``{"comment": ...}``."""
+    """SSE events as dicts: ``{"id": str | None, "data": parsed JSON}``; comments are kept as
+    ``{"comment": ...}``, a ``retry`` field as ``{"retry": int}``, and an event whose data is
+    empty (a priming event) as ``{"priming": True}`` without ``data``."""
     events: list[dict[str, Any]] = []
     for block in body.decode().split("\n\n"):
         if not block.strip():
@@ -81,10 +85,14 @@ def parse_sse(body: bytes) -> list[dict[str, Any]]:
                 event["comment"] = line[1:].strip()
             elif line.startswith("id:"):
                 event["id"] = line[3:].strip()
+            elif line.startswith("retry:"):
+                event["retry"] = int(line[6:].strip())
             elif line.startswith("data:"):
                 data.append(line[5:].lstrip())
-        if data:
+        if data and "".join(data):
             event["data"] = orjson.loads("\n".join(data))
+        elif data:
+            event["priming"] = True
         events.append(event)
     return events
 
@@ -157,6 +165,14 @@ def build_server(gate: Gate | None = None) -> McpServer:
     def boom(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
         raise RuntimeError("secret detail /etc/passwd")
 
+    async def hang_up(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
+        # Closes its own stream (resumable sessions), then finishes once released.
+        await context.log("info", "before the close")
+        closed = await context.close_sse_stream()
+        await context.log("info", "after the close")
+        await gate.release.wait()
+        return CallToolResult.text(f"closed={closed}")
+
     for name, handler, schema in [
         ("add", add, ADD_SCHEMA),
         ("wait", wait, {"type": "object"}),
@@ -164,6 +180,7 @@ def build_server(gate: Gate | None = None) -> McpServer:
         ("sample", sample, {"type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"]}),
         ("elicit", elicit, {"type": "object"}),
         ("boom", boom, {"type": "object"}),
+        ("hang_up", hang_up, {"type": "object"}),
     ]:
         server.add_tool(Tool(name, schema, handler, description=f"The {name} tool."))
     server.add_resource(Resource.text("test://hello", "hello", "Hello, world.", description="A greeting."))
@@ -323,14 +340,15 @@ async def call(
 class Session:
     """A session opened on an app through AsgiCall, with helpers for its requests."""
 
-    def __init__(self, app: McpHttpApp, session_id: str) -> None:
+    def __init__(self, app: McpHttpApp, session_id: str, revision: str = "2025-06-18") -> None:
         self.app = app
         self.id = session_id
+        self.revision = revision
         self._ids = iter(range(100, 1_000_000))
 
     @property
     def headers(self) -> dict[str, str]:
-        return {"mcp-session-id": self.id, "mcp-protocol-version": "2025-06-18"}
+        return {"mcp-session-id": self.id, "mcp-protocol-version": self.revision}
 
     def post(self, body: Any, headers: dict[str, str] | None = None) -> AsgiCall:
         return AsgiCall(self.app, "POST", body, {**self.headers, **(headers or {})}).start()
@@ -352,10 +370,13 @@ class Session:
         return self.app.live_sessions[self.id].session
 
 
-async def open_session(app: McpHttpApp, *, initialized: bool = True, **capabilities: Any) -> Session:
-    reply = await call(app, body=initialize_message(**capabilities))
+async def open_session(
+    app: McpHttpApp, *, initialized: bool = True, revision: str = "2025-06-18", **capabilities: Any
+) -> Session:
+    reply = await call(app, body=initialize_message(protocol_version=revision, **capabilities))
     assert reply.status == 200, reply.body
-    session = Session(app, reply.headers["mcp-session-id"])
+    assert reply.messages[-1]["result"]["protocolVersion"] == revision
+    session = Session(app, reply.headers["mcp-session-id"], revision)
     if initialized:
         done = await session.post(notification("notifications/initialized")).finish()
         assert done.status == 202

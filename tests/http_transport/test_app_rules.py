@@ -255,9 +255,11 @@ async def test_protocol_version_header_rules(app: McpHttpApp) -> None:
     # The revision that introduced this transport: the conformance suite sends it.
     older = await session.post(request(3, "ping"), {"mcp-protocol-version": "2025-03-26"}).finish()
     assert older.status == 200
-    for bad in ("2024-11-05", "2025-11-25", "garbage"):
+    newer = await session.post(request(5, "ping"), {"mcp-protocol-version": "2025-11-25"}).finish()
+    assert newer.status == 200
+    for bad in ("2024-11-05", "garbage"):
         reply = await session.post(request(4, "ping"), {"mcp-protocol-version": bad}).finish()
-        assert_error(reply, 400, bad, "2025-06-18")
+        assert_error(reply, 400, bad, "2025-06-18, 2025-11-25")
     reply = await session.get({"mcp-protocol-version": "1999-01-01"}).finish()
     assert_error(reply, 400, "1999-01-01")
 

@@ -101,5 +101,17 @@ class EventLog(ABC):
         """Delivered events of the stream ``event_id`` names that came after it, oldest first."""
 
     @abstractmethod
+    async def mark(self, session_id: str, stream_id: str) -> str:
+        """A fresh event id on a stream that stores no event: a cursor (an SSE priming event's id).
+
+        ``replay_after`` that id returns the stream's events logged after it.
+        """
+
+    @abstractmethod
+    async def end_stream(self, session_id: str, stream_id: str, keep_for: float) -> None:
+        """The stream is complete: keep its events ``keep_for`` more seconds (for a late
+        resumption), then drop them."""
+
+    @abstractmethod
     async def forget(self, session_id: str) -> list[StoredEvent]:
         """Drop everything of a session; returns the events never delivered."""

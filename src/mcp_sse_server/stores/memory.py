@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import time
 from collections import deque
+from collections.abc import Callable
 
 from ..jsonrpc import RequestId
 from ..session import SessionRecord
@@ -50,30 +52,42 @@ class MemorySessionStore(SessionStore):
 
 
 class _StreamLog:
-    __slots__ = ("backlog", "history")
+    __slots__ = ("backlog", "drop_at", "history")
 
     def __init__(self, replay_size: int) -> None:
         self.backlog: deque[StoredEvent] = deque()
         self.history: deque[StoredEvent] = deque(maxlen=replay_size)
+        self.drop_at: float | None = None  # set when the stream ended
 
 
 class _SessionLog:
-    __slots__ = ("last", "streams")
+    __slots__ = ("ended", "last", "streams")
 
     def __init__(self) -> None:
         self.last = 0
         self.streams: dict[str, _StreamLog] = {}
+        self.ended = 0  # how many streams wait to be dropped
+
+    def prune(self, now: float) -> None:
+        """Drop the ended streams whose grace period is over."""
+        if not self.ended:
+            return
+        for stream_id, stream in list(self.streams.items()):
+            if stream.drop_at is not None and stream.drop_at <= now:
+                del self.streams[stream_id]
+                self.ended -= 1
 
 
 class MemoryEventLog(EventLog):
     """Per-stream backlogs (``backlog_limit`` events) and replay windows
     (``replay_size`` events), made for a session when it first logs an event."""
 
-    __slots__ = ("_sessions", "backlog_limit", "replay_size")
+    __slots__ = ("_sessions", "backlog_limit", "clock", "replay_size")
 
-    def __init__(self, backlog_limit: int, replay_size: int) -> None:
+    def __init__(self, backlog_limit: int, replay_size: int, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.backlog_limit = backlog_limit
         self.replay_size = replay_size
+        self.clock = clock
         self._sessions: dict[str, _SessionLog] = {}
 
     def _stream(self, session_id: str, stream_id: str) -> tuple[_SessionLog, _StreamLog]:
@@ -119,6 +133,26 @@ class MemoryEventLog(EventLog):
         if stream is None or after is None:
             return []
         return [event for event in stream.history if (_sequence(event.event_id) or 0) > after]
+
+    async def mark(self, session_id: str, stream_id: str) -> str:
+        session, _ = self._stream(session_id, stream_id)
+        session.last += 1
+        return str(session.last) if stream_id == STANDALONE_STREAM else f"{session.last}/{stream_id}"
+
+    async def end_stream(self, session_id: str, stream_id: str, keep_for: float) -> None:
+        session = self._sessions.get(session_id)
+        if session is None:
+            return
+        now = self.clock()
+        session.prune(now)
+        stream = session.streams.get(stream_id)
+        if stream is None or stream.drop_at is not None:
+            return
+        if keep_for <= 0:
+            del session.streams[stream_id]
+            return
+        stream.drop_at = now + keep_for
+        session.ended += 1
 
     async def forget(self, session_id: str) -> list[StoredEvent]:
         session = self._sessions.pop(session_id, None)

@@ -76,6 +76,11 @@ class Transport(ABC):
     async def close(self) -> None:
         """End the connection; the dispatcher's ``on_close`` runs once."""
 
+    async def close_stream(self, related_request_id: RequestId | None) -> bool:
+        """End the stream carrying a request's messages while the request goes on, for
+        transports whose streams the client can resume; False where they cannot."""
+        return False
+
 
 class CallbackDispatcher:
     """A ``Dispatcher`` for an engine that takes every message through a callback

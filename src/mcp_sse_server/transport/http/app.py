@@ -136,7 +136,9 @@ class McpHttpApp:
         self.limits = limits
         self.sessions: SessionStore = session_store if session_store is not None else MemorySessionStore()
         self.events: EventLog = (
-            event_log if event_log is not None else MemoryEventLog(limits.backlog_limit, limits.replay_buffer_size)
+            event_log
+            if event_log is not None
+            else MemoryEventLog(limits.backlog_limit, limits.replay_buffer_size, clock=clock)
         )
         self.clock = clock
         self.policy = OriginPolicy(limits.allowed_origins, limits.allowed_hosts, bind_host)
@@ -283,15 +285,16 @@ class McpHttpApp:
                     headers=[(b"retry-after", b"5")],
                 )
         session_id = new_session_id()
+        now = self.clock()
+        record = SessionRecord(session_id, now, now)
         transport = SseTransport(
             session_id,
             limits=self.limits,
             event_log=self.events,
             keepalive=self.keepalive,
             on_end=self._transport_ended,
+            record=record,
         )
-        now = self.clock()
-        record = SessionRecord(session_id, now, now)
         self._creating += 1
         try:
             server = self.server if self.server is not None else await self._new_server()

@@ -54,6 +54,14 @@ class HttpLimits:
     ``reap_interval`` (30 s)
         How often expired sessions are looked for (they are also refused as
         soon as a request finds them expired).
+    ``retry_interval`` (1 s)
+        The reconnection delay sent (SSE ``retry``) on resumable streams
+        (2025-11-25 sessions): how long a client waits before resuming a
+        stream the server closed.
+    ``stream_log_grace`` (30 s)
+        How long a request stream's logged events are kept after its
+        response, for a client resuming late; each stream keeps at most
+        ``replay_buffer_size`` events.
     """
 
     allowed_origins: frozenset[str] = field(default_factory=frozenset)
@@ -68,6 +76,8 @@ class HttpLimits:
     keepalive_interval: float = 15.0
     shutdown_deadline: float = 10.0
     reap_interval: float = 30.0
+    retry_interval: float = 1.0
+    stream_log_grace: float = 30.0
 
     def __post_init__(self) -> None:
         # Accept any iterable of strings (a set or list from a caller) but store frozensets.
@@ -87,10 +97,15 @@ class HttpLimits:
             "keepalive_interval",
             "shutdown_deadline",
             "reap_interval",
+            "retry_interval",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
                 raise ValueError(f"{name} must be a positive number of seconds, not {value!r}")
+
+        value = self.stream_log_grace
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ValueError(f"stream_log_grace must be a non-negative number of seconds, not {value!r}")
 
     def with_changes(self, **changes: Any) -> HttpLimits:
         """A copy with some fields replaced (validated again)."""

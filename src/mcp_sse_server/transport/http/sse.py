@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["KEEPALIVE", "POST_SSE_HEADERS", "SSE_HEADERS", "frame", "parse_event_id"]
+__all__ = ["KEEPALIVE", "POST_SSE_HEADERS", "SSE_HEADERS", "frame", "parse_event_id", "priming"]
 
 KEEPALIVE: Final = b": keepalive\n\n"
 
@@ -35,6 +35,15 @@ def frame(data: bytes, event_id: str | None = None) -> bytes:
     if event_id is None:
         return b"data: " + data + b"\n\n"
     return b"id: %b\ndata: %b\n\n" % (event_id.encode("ascii"), data)
+
+
+def priming(event_id: str, retry_interval: float) -> bytes:
+    """A priming event: an id the client may resume from, the reconnection delay, empty data.
+
+    >>> priming("0/r1", 1.5)
+    b'id: 0/r1\\nretry: 1500\\ndata: \\n\\n'
+    """
+    return b"id: %b\nretry: %d\ndata: \n\n" % (event_id.encode("ascii"), round(retry_interval * 1000))
 
 
 def parse_event_id(value: bytes | str | None) -> str | None:

@@ -19,6 +19,22 @@ Every request is served inline (``Dispatcher.dispatch``) in the task of the
 POST that carried it. Its stream is made only when something other than the
 reply goes on it first; the usual reply goes out as one response with a
 Content-Length.
+
+Resumable streams (sessions whose revision has them, 2025-11-25 on; SEP-1699):
+
+1. A request's stream, once made, starts with a priming event (an id, the
+   ``retry`` interval, empty data) and every event on it has an id naming the
+   stream (``"<n>/<stream>"``); its events go to the session's ``EventLog``.
+2. The client leaving, or the server closing the stream early
+   (``close_stream``), detaches the request: it goes on, and its events, its
+   response included, are only logged until a GET with ``Last-Event-ID``
+   resumes the stream: the logged events after that id, then the live ones
+   and the response, on the GET. A disconnect is never a cancellation.
+3. A stream's log is kept ``stream_log_grace`` seconds after its response.
+   A quick reply written whole (nothing went before it) is not logged: the
+   client that lost it also lost every id it could resume with.
+4. A resumption never shows another stream's events, nor supersedes the
+   standalone GET stream.
 """
 
 from __future__ import annotations
@@ -28,6 +44,7 @@ import logging
 from collections.abc import Callable, Collection
 from typing import Any, Final
 
+from ... import versions
 from ...jsonrpc import (
     CONNECTION_CLOSED,
     JsonRpcError,
@@ -40,13 +57,14 @@ from ...jsonrpc import (
     encode_message,
     parse_message,
 )
-from ...stores.base import STANDALONE_STREAM, EventLog
+from ...session import SessionRecord
+from ...stores.base import STANDALONE_STREAM, EventLog, stream_of
 from ...stores.memory import MemoryEventLog
 from ..base import Transport
 from .asgi import Message, Receive, Scope, Send
 from .errors import HttpError, error_body
 from .limits import DEFAULT_LIMITS, HttpLimits
-from .sse import POST_SSE_HEADERS, frame, parse_event_id
+from .sse import POST_SSE_HEADERS, SSE_HEADERS, frame, parse_event_id, priming
 from .streams import KeepaliveTicker, SseStream, send_whole
 
 __all__ = ["ClientDisconnected", "SseTransport", "read_body", "read_json_rpc_post"]
@@ -155,9 +173,10 @@ class SseTransport(Transport):
     ``session_id`` goes on the response to initialize (as ``Mcp-Session-Id``);
     None serves without sessions. ``limits`` supplies ``max_request_streams``,
     ``backlog_limit``, ``replay_buffer_size`` and ``keepalive_interval``.
-    ``event_log`` keeps the standalone stream's backlog and replay window (an
-    in-process log of its own by default). ``on_end`` runs once after the
-    transport closes.
+    ``event_log`` keeps the streams' backlogs and replay windows (an
+    in-process log of its own by default). ``record`` is the session's record:
+    its negotiated revision decides whether streams are resumable. ``on_end``
+    runs once after the transport closes.
     """
 
     __slots__ = (
@@ -166,11 +185,13 @@ class SseTransport(Transport):
         "_initialized",
         "_on_end",
         "_standalone",
+        "_stream_count",
         "_streams",
         "_ticker",
         "dispatcher",
         "keepalive_watched",
         "limits",
+        "record",
         "session_id",
     )
 
@@ -182,6 +203,7 @@ class SseTransport(Transport):
         event_log: EventLog | None = None,
         keepalive: KeepaliveTicker | None = None,
         on_end: Callable[[SseTransport], None] | None = None,
+        record: SessionRecord | None = None,
     ) -> None:
         if session_id is not None and not _is_visible_ascii(session_id):
             raise ValueError("session_id must be non-empty visible ASCII (0x21-0x7E)")
@@ -196,6 +218,8 @@ class SseTransport(Transport):
         self._standalone: SseStream | None = None
         self._closed = False
         self._initialized = False
+        self.record = record
+        self._stream_count = 0
 
     # --- state -------------------------------------------------------------------
 
@@ -238,7 +262,7 @@ class SseTransport(Transport):
         streams = self._streams
         if not streams:
             return ()
-        return [pending.open() for pending in list(streams.values())]
+        return [stream for pending in list(streams.values()) if (stream := pending.open()) is not None]
 
     # --- inbound -------------------------------------------------------------------
 
@@ -280,7 +304,11 @@ class SseTransport(Transport):
         if pending is None or pending.initialize:
             return  # initialize cannot be cancelled
         del streams[request_id]
-        await pending.open().end()
+        stream = pending.open()
+        if stream is not None:
+            await stream.end()
+        if pending.stream_id is not None:
+            await self._events().end_stream(self._log_key, pending.stream_id, self.limits.stream_log_grace)
 
     async def serve_request(self, request: JsonRpcRequest, receive: Receive, send: Send) -> None:
         """Answer one parsed request on its POST's response (``handle_post`` without the reading)."""
@@ -311,15 +339,24 @@ class SseTransport(Transport):
         if initialize and self.session_id is not None:
             headers = [*POST_SSE_HEADERS, (SESSION_HEADER, self.session_id.encode("ascii"))]
         # Served inline in this request's own task: no extra task, no hand-over. A
-        # client disconnect does not cancel it (the reply is then dropped);
-        # notifications/cancelled does, through the dispatcher.
-        pending = _PendingReply(send, receive, headers, initialize)
+        # client disconnect does not cancel it (the reply is then dropped, or logged
+        # for a resumable stream); notifications/cancelled does, through the dispatcher.
+        stream_id = None
+        if self.record is not None and versions.resumable_streams(self.record.revision):
+            self._stream_count += 1
+            stream_id = f"r{self._stream_count}"
+        pending = _PendingReply(send, receive, headers, initialize, stream_id, self.limits.retry_interval)
         streams[request_id] = pending
         if not self.keepalive_watched:
             self._keepalive().watch(self)
         try:
             reply = await dispatcher.dispatch(request)
-            if pending.stream is None and streams.get(request_id) is pending and self._streams is streams:
+            if (
+                pending.stream is None
+                and not pending.detached
+                and streams.get(request_id) is pending
+                and self._streams is streams
+            ):
                 # The usual case: the reply (or, cancelled, nothing) is the response's only content.
                 self._forget(request_id, pending)
                 if reply is None:
@@ -327,9 +364,10 @@ class SseTransport(Transport):
                 else:
                     await send_whole(send, self._reply_headers(pending, reply), _data(reply))
                 return
-            stream = pending.open()
             if reply is None:
-                await stream.end()  # cancelled: no response, per the specification
+                stream = pending.open()
+                if stream is not None:
+                    await stream.end()  # cancelled: no response, per the specification
             elif streams.get(request_id) is pending and self._streams is streams:
                 await self._reply(request_id, pending, reply)
         finally:
@@ -367,10 +405,15 @@ class SseTransport(Transport):
     async def _watch_for_disconnect(self, request_id: RequestId, stream: _PostStream) -> None:
         while (await stream.receive())["type"] != "http.disconnect":
             pass
+        stream.done = True
         streams = self._streams
         pending = streams.get(request_id) if streams is not None else None
         if pending is None or pending.stream is not stream:
-            return  # answered (the reply completes the response) or closed
+            return  # answered (the reply completes the response), resumed elsewhere, or closed
+        if pending.stream_id is not None:
+            # Resumable: the request goes on, logging what it sends, until a GET resumes it.
+            pending.detach()
+            return
         # The client left mid-call: later messages go to the standalone stream, and
         # requests it can no longer answer fail now instead of at their timeout.
         del streams[request_id]  # type: ignore[union-attr]
@@ -386,12 +429,83 @@ class SseTransport(Transport):
         streams = self._streams
         if streams is not None and streams.get(request_id) is pending:
             del streams[request_id]
+        if pending.stream_id is not None:
+            await self._emit(pending, encode_message(reply), final=True)
+            await self._events().end_stream(self._log_key, pending.stream_id, self.limits.stream_log_grace)
+            return
         stream = pending.open()
+        if stream is None:
+            return
         if not stream.started:
             stream.headers = self._reply_headers(pending, reply)
         elif pending.initialize and type(reply) is JsonRpcResponse:
             self._initialized = True
         await stream.write(_data(reply), final=True)
+
+    async def _emit(self, pending: _PendingReply, message: bytes, final: bool = False) -> None:
+        """One message on a request's stream: logged with an id when the stream is resumable,
+        written to the client unless the request is detached."""
+        if pending.stream_id is None:
+            stream = pending.open()
+            if stream is not None:
+                await stream.write(b"data: " + message + b"\n\n", final)
+            return
+        event, _ = await self._events().append(self._log_key, pending.stream_id, message, None, delivered=True)
+        stream = pending.open()
+        if stream is not None:
+            await stream.write(frame(message, event.event_id), final)
+
+    async def close_stream(self, related_request_id: RequestId | None) -> bool:
+        """End the stream of a request in flight while the request goes on: the client
+        resumes it with GET + ``Last-Event-ID`` after the ``retry`` interval. False when
+        the request has no resumable stream (an older revision) or is not in flight."""
+        streams = self._streams
+        pending = streams.get(related_request_id) if streams is not None and related_request_id is not None else None
+        if pending is None or pending.stream_id is None or pending.detached:
+            return False
+        stream = pending.open()  # made now if need be, so the client has the priming event's id
+        pending.detach()
+        if stream is not None:
+            await stream.write(b"retry: %d\n\n" % pending.retry_ms)
+            await stream.end()
+        return True
+
+    def _in_flight(self, stream_id: str) -> _PendingReply | None:
+        for pending in (self._streams or {}).values():
+            if pending.stream_id == stream_id:
+                return pending
+        return None
+
+    async def _resume(self, event_id: str, receive: Receive, send: Send) -> None:
+        """A GET resuming a request's stream after ``event_id``: what was logged after it, then
+        (while the request goes on) its live events and response; the stream ends with the response."""
+        stream_id = stream_of(event_id)
+        events = await self._events().replay_after(self._log_key, event_id)
+        pending = self._in_flight(stream_id)
+        if pending is None and not events:
+            await HttpError(
+                400, "Bad request: Last-Event-ID names no stream of this session that can still be resumed"
+            ).write(send)
+            return
+        stream = _PostStream(send, SSE_HEADERS, receive)
+        stream.pending = [frame(event.message, event.event_id) for event in events]
+        if pending is None:  # the request is over: its response was among the logged events
+            await stream.end()
+            return
+        previous = pending.attach(stream)
+        if previous is not None:
+            await previous.end()
+        ticker = self._keepalive()
+        ticker.add(stream)
+        try:
+            await stream.flush()
+            while (await receive())["type"] != "http.disconnect":
+                pass
+        finally:
+            stream.done = True
+            ticker.discard(stream)
+            if pending.stream is stream:
+                pending.detach()
 
     async def handle_get(
         self, scope: Scope, receive: Receive, send: Send, last_event_id: bytes | str | None = None
@@ -409,6 +523,10 @@ class SseTransport(Transport):
             for name, value in scope["headers"]:
                 if name == b"last-event-id":
                     last_event_id = value
+        after = parse_event_id(last_event_id)
+        if after is not None and stream_of(after) != STANDALONE_STREAM:
+            await self._resume(after, receive, send)
+            return
         stream = SseStream(send)
         # The stream takes nothing until its replay is queued: messages sent meanwhile wait in the log.
         stream.done = True
@@ -416,10 +534,17 @@ class SseTransport(Transport):
         if previous is not None:
             await previous.end()
         log = self._events()
-        after = parse_event_id(last_event_id)
         events = await log.replay_after(self._log_key, after) if after is not None else []
         events += await log.take_undelivered(self._log_key, STANDALONE_STREAM)
         frames = [frame(event.message, event.event_id) for event in events]
+        if self.record is not None and versions.resumable_streams(self.record.revision):
+            # Resumable: the client needs an id to resume from. The first event has one when
+            # there is something to deliver; otherwise a priming event gives a fresh one.
+            retry = self.limits.retry_interval
+            if frames:
+                frames.insert(0, b"retry: %d\n\n" % round(retry * 1000))
+            else:
+                frames.append(priming(await log.mark(self._log_key, STANDALONE_STREAM), retry))
         stream.pending = frames
         stream.done = self._standalone is not stream or self._closed
         ticker = self._keepalive()
@@ -454,14 +579,16 @@ class SseTransport(Transport):
                     await self._reply(related_request_id, pending, message)
                     return
                 stream = pending.open()
-                if kind is JsonRpcRequest:
-                    # The handler now waits on the client: a dead client must fail it.
-                    if stream.outbound is None:
-                        stream.outbound = []
-                    stream.outbound.append(message.id)  # type: ignore[union-attr,arg-type]
-                # A streamed request notices its client leaving, so later messages find the GET stream.
-                self._watch(related_request_id, stream)
-                await stream.write(_data(message))
+                if stream is not None:
+                    if kind is JsonRpcRequest:
+                        # The handler now waits on the client: a dead client must fail it.
+                        if stream.outbound is None:
+                            stream.outbound = []
+                        stream.outbound.append(message.id)  # type: ignore[union-attr,arg-type]
+                    # A streamed request notices its client leaving (later messages find the
+                    # GET stream, or the log of a resumable stream).
+                    self._watch(related_request_id, stream)
+                await self._emit(pending, encode_message(message))
                 return
         if is_reply:
             # Its POST stream is gone (the client disconnected): no stream may carry it.
@@ -510,7 +637,9 @@ class SseTransport(Transport):
         if streams:
             for request_id, pending in streams.items():
                 body = error_body(CONNECTION_CLOSED, "The session was closed before the request completed", request_id)
-                await pending.open().write(b"data: " + body + b"\n\n", final=True)
+                stream = pending.open()
+                if stream is not None:
+                    await stream.write(b"data: " + body + b"\n\n", final=True)
         if standalone is not None:
             await standalone.end()
         if self._on_end is not None:
@@ -535,23 +664,55 @@ class _PostStream(SseStream):
 
 
 class _PendingReply:
-    """A request being served: its POST's ASGI callables, and its SSE stream once one is needed."""
+    """A request being served: its POST's ASGI callables, and its SSE stream once one is needed.
 
-    __slots__ = ("headers", "initialize", "receive", "send", "stream")
+    ``stream_id`` is set when the stream is resumable; ``detached`` once the client
+    left it or the server closed it (until a GET resumes it: ``attach``).
+    """
 
-    def __init__(self, send: Send, receive: Receive, headers: list[tuple[bytes, bytes]], initialize: bool) -> None:
+    __slots__ = ("detached", "headers", "initialize", "receive", "retry_ms", "send", "stream", "stream_id")
+
+    def __init__(
+        self,
+        send: Send,
+        receive: Receive,
+        headers: list[tuple[bytes, bytes]],
+        initialize: bool,
+        stream_id: str | None = None,
+        retry_interval: float = 1.0,
+    ) -> None:
         self.send = send
         self.receive = receive
         self.headers = headers
         self.initialize = initialize
         self.stream: _PostStream | None = None
+        self.stream_id = stream_id
+        self.retry_ms = round(retry_interval * 1000)
+        self.detached = False
 
-    def open(self) -> _PostStream:
-        """The request's SSE stream, made on first use."""
+    def open(self) -> _PostStream | None:
+        """The request's live SSE stream, made on first use; None while detached.
+
+        A resumable stream starts with its priming event, whose id (sequence 0 of
+        the stream) resumes everything the stream logs.
+        """
         stream = self.stream
-        if stream is None:
+        if stream is None and not self.detached:
             stream = self.stream = _PostStream(self.send, self.headers, self.receive)
+            if self.stream_id is not None:
+                stream.pending.append(priming(f"0/{self.stream_id}", self.retry_ms / 1000))
         return stream
+
+    def detach(self) -> None:
+        """The client is not listening: events are only logged from now on."""
+        self.stream = None
+        self.detached = True
+
+    def attach(self, stream: _PostStream) -> _PostStream | None:
+        """A GET resumed the stream: it carries the events from now on; returns the stream it replaces."""
+        previous, self.stream = self.stream, stream
+        self.detached = False
+        return previous
 
 
 def _is_visible_ascii(value: str) -> bool:
