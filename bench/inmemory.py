@@ -10,6 +10,10 @@ Prints one JSON line per way: {"name", "calls", "median_us", "p99_us"}, or
 {"name", "skipped": why} when that part of the package does not exist yet,
 or {"name", "invalid": why} when a call answered with an error. Plain
 asyncio loop, as in bench/peers/peer_inmemory_latency.py.
+
+Each way builds its own server, so this runs against older checkouts too
+(run.py's --baseline), where `McpServer.connect` may be called only once
+per server; the current one serves any number of clients.
 """
 
 from __future__ import annotations

@@ -1,6 +1,12 @@
 """This project's server in the benchmark: one `add` tool, served with
-`McpHttpServer.bind(on_session=..., host='127.0.0.1', port=PORT)`, the same
-tool the peers serve (bench/peers/).
+`McpHttpServer.bind(SERVER, host='127.0.0.1', port=PORT)`, the same tool the
+peers serve (bench/peers/).
+
+It runs against the working tree and against older checkouts (run.py's
+--baseline puts one first on PYTHONPATH), so it reads which API it has from
+`bind`'s first parameter: `server` (one McpServer serves every session: it
+is built once) or `on_session` (before the one-server refactor, up to
+540ab25: a factory called once per session, so each session has its own).
 
     python bench/ours.py PORT      serve on http://127.0.0.1:PORT/mcp until SIGTERM
     python bench/ours.py --probe   print one JSON line: {"available": bool, "reason": str}
@@ -35,18 +41,28 @@ def load_core() -> tuple[Any, Any, Any]:
 
 
 def load_http() -> Any:
-    """McpHttpServer; ImportError while the HTTP transport is missing."""
+    """McpHttpServer; ImportError while the HTTP transport is missing or its bind() is not one we know."""
     try:
         from mcp_sse_server import McpHttpServer  # type: ignore[attr-defined]
     except ImportError:
         from mcp_sse_server.transport.http import McpHttpServer
     if not callable(getattr(McpHttpServer, "bind", None)):
         raise ImportError("McpHttpServer has no bind()")
+    shared_server(McpHttpServer.bind)
     return McpHttpServer
 
 
+def shared_server(bind: Callable[..., Any]) -> bool:
+    """Whether bind() takes one server for every session (first parameter
+    `server`) rather than a factory called per session (`on_session`)."""
+    first = next(iter(inspect.signature(bind).parameters), None)
+    if first not in ("server", "on_session"):
+        raise ImportError(f"McpHttpServer.bind's first parameter is {first!r}, not 'server' or 'on_session'")
+    return first == "server"
+
+
 def make_factory() -> Callable[[], Any]:
-    """The on_session factory: a fresh McpServer with the `add` tool."""
+    """A factory of fresh McpServers with the `add` tool (one handler for all of them)."""
     McpServer, Tool, CallToolResult = load_core()
 
     async def add(arguments: dict[str, Any], context: Any) -> Any:
@@ -73,7 +89,9 @@ def bind_options(bind: Callable[..., Any], port: int) -> dict[str, Any]:
 async def serve(port: int) -> None:
     """Bind, print the endpoint, serve until SIGTERM or SIGINT, close."""
     McpHttpServer = load_http()
-    http = await McpHttpServer.bind(on_session=make_factory(), **bind_options(McpHttpServer.bind, port))
+    factory = make_factory()
+    served = factory() if shared_server(McpHttpServer.bind) else factory
+    http = await McpHttpServer.bind(served, **bind_options(McpHttpServer.bind, port))
     print(f"listening on {http.endpoint}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -11,6 +11,7 @@ import atexit
 import contextlib
 import http.client
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -92,7 +93,7 @@ class Server:
         self.name, self.argv, self.port, self.cwd = name, argv, port, cwd
         self.env = dict(os.environ, **(env or {}))
         self.url = f"http://127.0.0.1:{port}{path}"
-        self.log_path = log_dir / f"{name}.log"
+        self.log_path = log_dir / (re.sub(r"[^\w@.+-]", "_", name) + ".log")  # `ours@REF` may hold a slash
         self.ready_timeout = ready_timeout
         self.proc: subprocess.Popen[bytes] | None = None
         self.started_s = 0.0

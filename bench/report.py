@@ -20,6 +20,20 @@ LABELS = {
 START, END = "<!-- results:start -->", "<!-- results:end -->"
 
 
+def is_ours(name: str) -> bool:
+    """Ours, or ours from an older commit (`ours@REF`, run.py's --baseline)."""
+    return name == OURS or name.startswith(OURS + "@")
+
+
+def ref_suffix(name: str) -> str:
+    """'@REF' for `ours@REF`, '' for ours: what tells a baseline's in-process and CLI rows apart."""
+    return name[len(OURS):] if is_ours(name) else ""
+
+
+def server_label(name: str) -> str:
+    return LABELS.get(name) or f"`{name}` (baseline)"
+
+
 def _num(x: float, digits: int = 0) -> str:
     return f"{x:,.{digits}f}"
 
@@ -28,7 +42,10 @@ def _ms(us: float) -> str:
     return f"{us / 1000:.2f}"
 
 
-def _times(x: float) -> str:
+def _times(x: float, name: str = "") -> str:
+    """A ratio; two decimals against a baseline of ours, where the differences are small."""
+    if is_ours(name):
+        return f"{x:.2f}x"
     return f"{x:.1f}x" if x < 100 else f"{x:,.0f}x"
 
 
@@ -69,7 +86,7 @@ def _throughput_ratio(name: str, ours: dict[str, Any] | None, peer: dict[str, An
     mark = " †" if normalised else ""
     if name == BARE:
         return f"ours at {100 * ratio:.0f}%{mark}"
-    return _times(ratio) + mark
+    return _times(ratio, name) + mark
 
 
 def http_table(results: dict[str, Any], key: str, title: str) -> list[str]:
@@ -86,10 +103,10 @@ def http_table(results: dict[str, Any], key: str, title: str) -> list[str]:
             continue
         point = _load(entry.get(key))
         if point is None:
-            lines.append(f"| {LABELS[name]} | {_why(entry.get(key), entry.get('skip'))} | | | | | |")
+            lines.append(f"| {server_label(name)} | {_why(entry.get(key), entry.get('skip'))} | | | | | |")
             continue
         per_cpu = _num(point["rps"] / point["server_cpu"]) if point.get("server_cpu") else "—"
-        lines.append(f"| {LABELS[name]} | {_num(point['rps'])} | {_ms(point['p50_us'])} | "
+        lines.append(f"| {server_label(name)} | {_num(point['rps'])} | {_ms(point['p50_us'])} | "
                      f"{_ms(point['p99_us'])} | {_throughput_ratio(name, ours_ref, point)} | {_cpu(point)} | "
                      f"{per_cpu} |")
     if any((_load(http.get(n, {}).get(key)) or {}).get("disturbed") for n in results["order"]):
@@ -128,7 +145,7 @@ def memory_table(results: dict[str, Any]) -> list[str]:
         m = mem.get(name, {})
         if m.get("skip") or m.get("empty_kb") is None:
             why = f"skipped: {m['skip']}" if m.get("skip") else m.get("error", "not run")
-            lines.append(f"| {LABELS[name]} | {why} |" + " |" * (len(counts) + 2))
+            lines.append(f"| {server_label(name)} | {why} |" + " |" * (len(counts) + 2))
             continue
         cells = [_num(m["empty_kb"] / 1024, 1)]
         for n in counts:
@@ -138,10 +155,10 @@ def memory_table(results: dict[str, Any]) -> list[str]:
         if name == BARE:
             cells += ["(no sessions)", "—"]
         else:
-            cells.append("—" if name == OURS else (_times(per / ours_per) if per and ours_per else "n/a"))
+            cells.append("—" if name == OURS else (_times(per / ours_per, name) if per and ours_per else "n/a"))
             big = _hundred_k_mb(m)
             cells.append("n/a" if big is None else _num(big[0]) + ("" if big[1] else " (extrapolated)"))
-        lines.append(f"| {LABELS[name]} | " + " | ".join(cells) + " |")
+        lines.append(f"| {server_label(name)} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -150,9 +167,11 @@ def inmemory_table(results: dict[str, Any]) -> list[str]:
     official = rows.get("official-sdk", {}).get("median_us")
     lines = ["**In-process `tools/call` round trip (server core on CPU 0, plain asyncio loop)**", "",
              "| client | median µs | p99 µs | ours faster by |", "|---|---:|---:|---:|"]
-    names = {"inmemory-client": "ours: `InMemoryClient.call_tool`",
-             "memory-transport": "ours: raw request through `MemoryTransport`",
-             "official-sdk": "official Python SDK: in-memory `Client`"}
+    ours = [name for name in results["order"] if is_ours(name)] or [OURS]  # run.py runs ours' rows in any case
+    names = {f"{way}{ref_suffix(name)}": f"{name}: {what}"
+             for way, what in (("inmemory-client", "`InMemoryClient.call_tool`"),
+                               ("memory-transport", "raw request through `MemoryTransport`")) for name in ours}
+    names["official-sdk"] = "official Python SDK: in-memory `Client`"
     for key, label in names.items():
         r = rows.get(key, {})
         if r.get("median_us") is None:
@@ -179,11 +198,83 @@ def startup_table(results: dict[str, Any]) -> list[str]:
             code = f"`{imp['code']}`" if imp.get("code") else "—"
             ms = _num(imp["ms"], 1) if imp.get("ms") is not None else imp.get("error", "—")
             cpu = _num(imp["cpu_ms"], 1) if imp.get("cpu_ms") is not None else "—"
-            lines.append(f"| {LABELS[name] if i == 0 else ''} | {spawn if i == 0 else ''} | {code} | {ms} | {cpu} |")
+            lines.append(f"| {server_label(name) if i == 0 else ''} | {spawn if i == 0 else ''} | {code} | {ms} | "
+                         f"{cpu} |")
+    for name, cli in results.get("cli", {}).items():
+        ms = _cli_ms(cli)
+        cell = _num(ms) if ms is not None else (
+            f"skipped: {cli['skip']}" if cli.get("skip") else f"invalid: {cli.get('error', 'not run')}")
+        lines.append(f"| `mcp-sse-server serve` (CLI, demo server){ref_suffix(name) and f' of `{name}`'} | {cell} "
+                     "| | | |")
+    return lines
+
+
+def _cli_ms(cli: dict[str, Any]) -> float | None:
+    return statistics.median(cli["seconds"]) * 1000 if cli.get("seconds") else None
+
+
+def _ms_or_none(us: float | None) -> float | None:
+    return us / 1000 if us is not None else None
+
+
+def _mb_or_none(kb: float | None) -> float | None:
+    return kb / 1024 if kb is not None else None
+
+
+def _change(ratio: float, better: str, worse: str) -> str:
+    """How ours compares with a baseline, from `ratio` = how many times better ours is."""
+    if f"{ratio:.2f}" == "1.00":
+        return "same"
+    return f"{ratio:.2f}x {better}" if ratio > 1 else f"{1 / ratio:.2f}x {worse}"
+
+
+def before_after_table(results: dict[str, Any], base: str) -> list[str]:
+    """Ours against `ours@REF` (the same measurements of the same run), one row per figure."""
+    http, mem, inm = results.get("http", {}), results.get("memory", {}), results.get("inmemory", {})
+    imports, starts = results.get("imports", {}), results.get("startup", {})
+    lines = [f"**Before/after: ours (this tree) vs `{base}`, same run**", "",
+             f"| measure | `{base}` | ours | ours vs `{base}` |", "|---|---:|---:|---:|"]
+    normalised = False
+
+    def row(measure: str, before: float | None, after: float | None, digits: int, *, higher_better: bool = False,
+            words: tuple[str, str] = ("faster", "slower")) -> None:
+        if not before or not after:
+            change = "n/a"
+        else:
+            change = _change(after / before if higher_better else before / after, *words)
+        shown = [_num(v, digits) if v is not None else "—" for v in (before, after)]
+        lines.append(f"| {measure} | {shown[0]} | {shown[1]} | {change} |")
+
+    for key, what in (("sse", "16 connections on one session"), ("sessions100", "100 sessions")):
+        b, a = _load(http.get(base, {}).get(key)) or {}, _load(http.get(OURS, {}).get(key)) or {}
+        if a and b and rps_ratio(a, b)[1]:  # compared per server CPU-second, as rps_ratio does
+            normalised = True
+            row(f"HTTP tools/call, {what}: requests per server CPU-second †", b["rps"] / b["server_cpu"],
+                a["rps"] / a["server_cpu"], 0, higher_better=True)
+        else:
+            row(f"HTTP tools/call, {what}: requests/s", b.get("rps"), a.get("rps"), 0, higher_better=True)
+        for p in ("p50", "p99"):
+            row(f"HTTP tools/call, {what}: {p} ms", _ms_or_none(b.get(f"{p}_us")), _ms_or_none(a.get(f"{p}_us")), 2)
+    mb, ma = mem.get(base, {}), mem.get(OURS, {})
+    smaller = ("smaller", "larger")
+    row("empty server RSS MB", _mb_or_none(mb.get("empty_kb")), _mb_or_none(ma.get("empty_kb")), 1, words=smaller)
+    for n in sorted({int(k.rsplit("_", 1)[1]) for k in (*mb, *ma) if k.startswith("per_kb_")}):
+        row(f"KB per idle session at {n:,} sessions", mb.get(f"per_kb_{n}"), ma.get(f"per_kb_{n}"), 1, words=smaller)
+    for way, what in (("inmemory-client", "`InMemoryClient.call_tool`"),
+                      ("memory-transport", "raw request through `MemoryTransport`")):
+        for stat in ("median", "p99"):
+            row(f"in-process round trip, {what}: {stat} µs", inm.get(way + ref_suffix(base), {}).get(f"{stat}_us"),
+                inm.get(way, {}).get(f"{stat}_us"), 1)
+    spawn_b, spawn_a = (statistics.median(starts[n]) * 1000 if starts.get(n) else None for n in (base, OURS))
+    row("spawn → first answered initialize, ms", spawn_b, spawn_a, 0)
+    for b_imp, a_imp in zip(imports.get(base, []), imports.get(OURS, []), strict=False):
+        row(f"`{a_imp.get('code')}`: import CPU ms", b_imp.get("cpu_ms"), a_imp.get("cpu_ms"), 1)
     cli = results.get("cli", {})
-    cell = _num(statistics.median(cli["seconds"]) * 1000) if cli.get("seconds") else (
-        f"skipped: {cli['skip']}" if cli.get("skip") else f"invalid: {cli.get('error', 'not run')}")
-    lines.append(f"| `mcp-sse-server serve` (CLI, demo server) | {cell} | | | |")
+    row("`mcp-sse-server serve` → first answered initialize, ms", _cli_ms(cli.get(base, {})),
+        _cli_ms(cli.get(OURS, {})), 0)
+    if normalised:
+        lines += ["", "† other work on this shared machine took part of a server's core in that point, so the row "
+                  "compares requests per server CPU-second instead of requests/s."]
     return lines
 
 
@@ -220,7 +311,7 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     big = hundred[0] if hundred else None
     check("100,000 idle sessions < 1 GB", big, big is not None and big < 1024,
           f"{big:,.0f} MB" + ("" if hundred and hundred[1] else " (extrapolated)") if big is not None else "")
-    invalid = [f"{LABELS[name]} {key}" for name, entry in http.items() for key in ("sse", "json", "sessions100")
+    invalid = [f"{server_label(name)} {key}" for name, entry in http.items() for key in ("sse", "json", "sessions100")
                if isinstance(entry.get(key), dict) and entry[key].get("invalid")]
     invalid += [key for key, row in inm.items() if row.get("invalid")]
     out.append(("no error reply in any point", "invalid: " + ", ".join(invalid) if invalid else "none",
@@ -235,8 +326,9 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 def render(results: dict[str, Any]) -> str:
     meta = results["meta"]
-    lines = [f"Run of {meta['date']} on {meta['machine']}; ours at {meta.get('tree', 'an unknown commit')}; "
-             f"{meta['mode']}. Server on CPU 0, "
+    baselines = "".join(f"; {name} at {commit}" for name, commit in meta.get("baselines", {}).items())
+    lines = [f"Run of {meta['date']} on {meta['machine']}; ours at {meta.get('tree', 'an unknown commit')}"
+             f"{baselines}; {meta['mode']}. Server on CPU 0, "
              f"load generator on CPU 1. Versions: {meta['versions']}. Load average (1 min) "
              f"{meta.get('load_before', 0):.2f} at the start, {meta.get('load_after', 0):.2f} at the end "
              "(other work on this shared machine shows here).", ""]
@@ -260,6 +352,9 @@ def render(results: dict[str, Any]) -> str:
     lines += inmemory_table(results)
     lines.append("")
     lines += startup_table(results)
+    for name in results["order"]:
+        if ref_suffix(name):
+            lines += ["", *before_after_table(results, name)]
     lines += ["", "**Targets from issue 6**", "", "| target | measured | |", "|---|---:|---|"]
     lines += [f"| {t} | {m} | {v} |" for t, m, v in targets(results)]
     return "\n".join(lines) + "\n"

@@ -2,13 +2,15 @@
 run on this machine: every server pinned to CPU 0, every load generator to
 CPU 1. Run bench/setup.sh first (bench/run.sh does both).
 
-    python3 bench/run.py [--quick] [--servers ours,official,...] [--readme]
+    python3 bench/run.py [--quick] [--servers ours,official,...] [--baseline REF] [--readme]
 
 Prints Markdown tables (HTTP throughput and latency, many sessions, memory,
 in-process round trip, start-up) with ratios against our server, and saves
 them with the raw figures in bench/results/latest.{md,json}. --readme also
-writes the tables into bench/README.md. Any error reply makes a point
-invalid: it is shown as such, never as a number.
+writes the tables into bench/README.md. --baseline REF also measures our
+server from git REF's src/ as the server `ours@REF`, and adds a before/after
+table. Any error reply makes a point invalid: it is shown as such, never as
+a number.
 
 Standard library only; each server runs in its own environment.
 """
@@ -40,6 +42,7 @@ from procs import LOAD_CPU, SERVER_CPU, Server, ServerFailed, free_port, kill_al
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
 PEERS = BENCH / ".peers"
+BASELINES = BENCH / ".baseline"  # git-ignored: REF's src/ for --baseline REF, reused while REF names the same commit
 RESULTS = BENCH / "results"
 ORDER = [report.OURS, "official", "fastmcp", "typescript", report.BARE]
 DISTURBED = 0.9  # a saturated server's share of its core below which other work interfered
@@ -79,6 +82,7 @@ class Peer:
     skip: str | None = None  # why it cannot run here
     imports: tuple[str, ...] = ()  # what a user imports to serve, for the import-time rows
     python: str | None = None
+    src: Path | None = None  # ours only: the code measured (PYTHONPATH's first entry)
 
 
 def our_python() -> str:
@@ -86,9 +90,37 @@ def our_python() -> str:
     return str(venv) if venv.exists() else sys.executable
 
 
-def our_env() -> dict[str, str]:
-    # src/ first, so the working tree is measured even without an editable install.
-    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))}
+def our_env(src: Path = ROOT / "src") -> dict[str, str]:
+    # src/ first, so the working tree (or a baseline's copy) is measured even with the editable install.
+    return {"PYTHONPATH": os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")]))}
+
+
+def git(*args: str) -> str:
+    """stdout of a git command in this checkout, '' when it fails."""
+    try:
+        proc = subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def baseline_src(ref: str) -> tuple[Path, str]:
+    """(src/ of git REF, its short commit): extracted into bench/.baseline/<ref>/
+    with `git archive`, and reused while REF still names the same commit."""
+    commit = git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}")
+    if not commit:
+        sys.exit(f"--baseline {ref}: not a commit of {ROOT}")
+    home = BASELINES / re.sub(r"[^\w.-]", "_", ref)
+    stamp = home / ".commit"
+    if not (stamp.exists() and stamp.read_text().strip() == commit):
+        log(f"extracting src/ of {ref} ({commit[:12]}) into {home}")
+        shutil.rmtree(home, ignore_errors=True)
+        home.mkdir(parents=True)
+        tar = subprocess.run(["git", "-C", str(ROOT), "archive", "--format=tar", commit, "src"],
+                             capture_output=True, check=True, timeout=60).stdout
+        subprocess.run(["tar", "-x", "-C", str(home)], input=tar, check=True, timeout=60)
+        stamp.write_text(commit + "\n")
+    return home / "src", git("rev-parse", "--short", commit)
 
 
 def node_binary() -> str | None:
@@ -97,8 +129,27 @@ def node_binary() -> str | None:
     return shutil.which("node") or (str(tools_node) if tools_node.exists() else None)
 
 
-def peers() -> list[Peer]:
-    """The servers, with a skip reason for any whose environment is missing."""
+def ours_peer(name: str, src: Path) -> Peer:
+    """Our server (bench/ours.py) run from the code in `src`: the working tree's, or a baseline's.
+    Same interpreter and environment either way; only PYTHONPATH differs."""
+    py = our_python()
+    peer = Peer(name, lambda p, j: [py, str(BENCH / "ours.py"), str(p)], env=our_env(src),
+                imports=("import mcp_sse_server", "from mcp_sse_server import McpHttpServer, McpServer, Tool"),
+                python=py, src=src)
+    probe = subprocess.run([py, str(BENCH / "ours.py"), "--probe"], capture_output=True, text=True,
+                           env=dict(os.environ, **peer.env), timeout=60)
+    try:
+        answer = json.loads(probe.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        answer = {"available": False, "reason": (probe.stderr.strip().splitlines() or ["probe failed"])[-1]}
+    if not answer["available"]:
+        peer.skip = f"our HTTP server is not available yet ({answer['reason']})"
+    return peer
+
+
+def peers(baselines: dict[str, Path]) -> list[Peer]:
+    """The servers, with a skip reason for any whose environment is missing;
+    `baselines` ({name: src}) are more of ours, right after ours."""
     py = our_python()
     official = str(PEERS / "official" / "bin" / "python")
     fast = str(PEERS / "fastmcp" / "bin" / "python")
@@ -108,10 +159,8 @@ def peers() -> list[Peer]:
     def flag(json_: bool) -> list[str]:
         return ["--json"] if json_ else []
 
-    out = [
-        Peer(report.OURS, lambda p, j: [py, str(BENCH / "ours.py"), str(p)], env=our_env(),
-             imports=("import mcp_sse_server", "from mcp_sse_server import McpHttpServer, McpServer, Tool"),
-             python=py),
+    ours = [ours_peer(report.OURS, ROOT / "src")] + [ours_peer(name, src) for name, src in baselines.items()]
+    others = [
         Peer("official", lambda p, j: [official, str(BENCH / "peers" / "peer_official_sdk.py"), str(p), *flag(j)],
              json=True, imports=("from mcp.server.mcpserver import MCPServer",), python=official),
         Peer("fastmcp", lambda p, j: [fast, str(BENCH / "peers" / "peer_fastmcp.py"), str(p), *flag(j)],
@@ -121,27 +170,20 @@ def peers() -> list[Peer]:
         Peer(report.BARE, lambda p, j: [py, str(BENCH / "bare_asgi.py"), str(p), *flag(j)], json=True,
              sessions=False, python=py),
     ]
-    for peer, missing in ((out[1], not Path(official).exists()), (out[2], not Path(fast).exists()),
-                          (out[3], node is None or not (ts_dir / "node_modules").is_dir())):
+    for peer, missing in ((others[0], not Path(official).exists()), (others[1], not Path(fast).exists()),
+                          (others[2], node is None or not (ts_dir / "node_modules").is_dir())):
         if missing:
             peer.skip = "not installed: run bench/setup.sh"
-    probe = subprocess.run([py, str(BENCH / "ours.py"), "--probe"], capture_output=True, text=True,
-                           env=dict(os.environ, **our_env()), timeout=60)
-    try:
-        answer = json.loads(probe.stdout.strip().splitlines()[-1])
-    except (IndexError, ValueError):
-        answer = {"available": False, "reason": (probe.stderr.strip().splitlines() or ["probe failed"])[-1]}
-    if not answer["available"]:
-        out[0].skip = f"our HTTP server is not available yet ({answer['reason']})"
-    return out
+    return ours + others
 
 
 class Run:
     """One benchmark run: results accumulate in self.results (plain dicts)."""
 
-    def __init__(self, settings: Settings, selected: list[Peer]) -> None:
+    def __init__(self, settings: Settings, selected: list[Peer], ours: list[Peer]) -> None:
         self.s = settings
         self.peers = selected
+        self.ours = ours  # ours and its baselines: the in-process and CLI rows run for these, whatever --servers says
         self.retries_left = RETRY_BUDGET
         self.quiet_budget = QUIET_BUDGET
         self.log_dir = RESULTS / "logs"
@@ -181,12 +223,6 @@ class Run:
     @staticmethod
     def tree() -> str:
         """Which code of ours was measured: the commit, and whether src/ had uncommitted changes."""
-        def git(*args: str) -> str:
-            try:
-                return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True,
-                                      timeout=30).stdout.strip()
-            except (OSError, subprocess.TimeoutExpired):
-                return ""
         head = git("rev-parse", "--short", "HEAD") or "unknown commit"
         return head + (" with uncommitted changes in src/" if git("status", "--porcelain", "--", "src") else "")
 
@@ -311,7 +347,7 @@ class Run:
                 # warm-up ones too): the official SDK and fastmcp refuse the 10,001st.
                 held = 1 + len(warm.ids)
                 before, opened = rss_kb(srv.pid), 0
-                for count in self.s.session_counts + (self.s.ours_extra if peer.name == report.OURS else ()):
+                for count in self.s.session_counts + (self.s.ours_extra if report.is_ours(peer.name) else ()):
                     got = open_sessions(srv.url, count - held - opened, deadline=max(150.0, count / 400))
                     opened += len(got.ids)
                     if got.error:
@@ -335,11 +371,12 @@ class Run:
             rows["official-sdk"] = {"median_us": float(match[1])} if match else {"invalid": out[-300:]}
         else:
             rows["official-sdk"] = {"skipped": "not installed: run bench/setup.sh"}
-        out = self.pinned([our_python(), str(BENCH / "inmemory.py"), str(self.s.inmemory_calls)], our_env())
-        for line in out.splitlines():
-            if line.startswith("{"):
-                row = json.loads(line)
-                rows[row.pop("name")] = row
+        for peer in self.ours:  # rows "inmemory-client" for ours, "inmemory-client@REF" for ours@REF
+            out = self.pinned([our_python(), str(BENCH / "inmemory.py"), str(self.s.inmemory_calls)], peer.env)
+            for line in out.splitlines():
+                if line.startswith("{"):
+                    row = json.loads(line)
+                    rows[row.pop("name") + report.ref_suffix(peer.name)] = row
         for name, row in rows.items():
             log(f"in-memory {name}: {row}")
 
@@ -355,7 +392,7 @@ class Run:
     def imports(self) -> None:
         """Wall time of `python -c STATEMENT` less that of `python -c pass`, medians."""
         for peer in self.peers:
-            if not peer.imports or (peer.skip and peer.name != report.OURS) or not peer.python:
+            if not peer.imports or (peer.skip and not report.is_ours(peer.name)) or not peer.python:
                 continue
             env = dict(os.environ, **peer.env)
 
@@ -386,18 +423,19 @@ class Run:
                 rows.append(row)
                 log(f"{code}: {row['ms']:.1f} ms, CPU {row['cpu_ms']:.1f} ms")
 
-    def cli(self) -> None:
-        """Spawn `mcp-sse-server serve` to its first answered initialize, a few times."""
-        cli = self.results["cli"]
+    def cli(self, peer: Peer) -> None:
+        """Spawn `mcp-sse-server serve` (from `peer`'s code) to its first answered initialize, a few times."""
+        cli: dict[str, Any] = {}
+        self.results["cli"][peer.name] = cli
         script = ROOT / ".venv" / "bin" / "mcp-sse-server"
         launcher = [str(script)] if script.exists() else [
             our_python(), "-c", "import sys; from mcp_sse_server.cli import main; sys.exit(main())"]
-        env = our_env()
+        env = peer.env
         probe = subprocess.run([*launcher, "serve", "--help"], capture_output=True, text=True,
                                env=dict(os.environ, **env), timeout=60)
         if probe.returncode != 0:
             cli["skip"] = "the CLI's `serve` is not available yet"
-            log(f"CLI: {cli['skip']}")
+            log(f"{peer.name} CLI: {cli['skip']}")
             return
         cli["help"] = probe.stdout
         times = []
@@ -405,14 +443,14 @@ class Run:
             port = free_port()
             argv = [*launcher, *cli_serve_args(probe.stdout, port)]
             try:
-                with Server(f"cli-{i}", argv, port, env=env, log_dir=self.log_dir) as srv:
+                with Server(f"{peer.name}-cli-{i}", argv, port, env=env, log_dir=self.log_dir) as srv:
                     times.append(srv.started_s)
             except ServerFailed as exc:
                 cli["error"] = first_last(exc)
-                log(f"CLI: {exc}")
+                log(f"{peer.name} CLI: {exc}")
                 return
         cli["seconds"] = times
-        log(f"CLI serve → first answer: {statistics.median(times) * 1000:.0f} ms")
+        log(f"{peer.name} CLI serve → first answer: {statistics.median(times) * 1000:.0f} ms")
 
     def go(self) -> dict[str, Any]:
         for peer in self.peers:
@@ -422,7 +460,8 @@ class Run:
             self.memory(peer)
         self.inmemory()
         self.imports()
-        self.cli()
+        for peer in self.ours:
+            self.cli(peer)
         return self.results
 
 
@@ -445,6 +484,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="shorter points, memory at 1,000 sessions only")
     parser.add_argument("--servers", help=f"comma-separated subset of {','.join(ORDER)}")
     parser.add_argument("--sessions", help="idle-session memory points, e.g. 1000,10000,100000")
+    parser.add_argument("--baseline", action="append", default=[], metavar="REF",
+                        help="also measure ours from git REF's src/ (as server ours@REF) and compare before/after;"
+                        " repeatable")
     parser.add_argument("--readme", action="store_true", help="write the tables into bench/README.md")
     args = parser.parse_args()
     if os.cpu_count() is None or os.cpu_count() < 2:  # type: ignore[operator]
@@ -456,23 +498,28 @@ def main() -> None:
     if args.sessions:
         settings.session_counts = tuple(sorted(int(n) for n in args.sessions.split(",")))
         settings.ours_extra = ()
-    everything = peers()
     wanted = args.servers.split(",") if args.servers else ORDER
     unknown = set(wanted) - set(ORDER)
     if unknown:
         sys.exit(f"unknown servers: {', '.join(sorted(unknown))}")
-    selected = [p for p in everything if p.name in wanted]
+    baselines = {report.OURS + "@" + ref: baseline_src(ref) for ref in dict.fromkeys(args.baseline)}
+    everything = peers({name: src for name, (src, _) in baselines.items()})
+    ours = [p for p in everything if report.is_ours(p.name)]
+    # A before/after comparison needs ours: --baseline brings it in, whatever --servers says.
+    selected = [p for p in everything if p.name in wanted or (baselines and report.is_ours(p.name))]
     # Byte-compile our package as installing a wheel would (the peers' pip installs did so
     # for theirs): with PYTHONDONTWRITEBYTECODE set, src/ would otherwise be compiled at
     # every start, and import and start-up times would count the compiler.
-    subprocess.run([our_python(), "-m", "compileall", "-q", str(ROOT / "src" / "mcp_sse_server")],
-                   capture_output=True, timeout=300)
+    for src in (p.src for p in ours if p.src):
+        subprocess.run([our_python(), "-m", "compileall", "-q", str(src / "mcp_sse_server")],
+                       capture_output=True, timeout=300)
     t0 = time.monotonic()
     try:
-        results = Run(settings, selected).go()
+        results = Run(settings, selected, ours).go()
     finally:
         kill_all()
     results["meta"]["load_after"] = os.getloadavg()[0]
+    results["meta"]["baselines"] = {name: commit for name, (_, commit) in baselines.items()}
     table = report.render(results)
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / "latest.json").write_text(json.dumps(results, indent=1))
