@@ -25,13 +25,40 @@ browser control, not authentication: put authentication in front of a
 server exposed beyond the machine.
 """
 
-from .app import ACCEPTED_PROTOCOL_VERSIONS, McpHttpApp
-from .errors import HttpError, write_json_rpc_error
-from .events import BufferedEvent, EventBuffer, MemoryEventBuffer
-from .limits import DEFAULT_LIMITS, HttpLimits
-from .server import McpHttpServer
-from .sessions import MemorySessionStore, Session, SessionStore
-from .transport import ClientDisconnected, SseTransport, read_json_rpc_post
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .app import ACCEPTED_PROTOCOL_VERSIONS, McpHttpApp
+    from .errors import HttpError, write_json_rpc_error
+    from .events import BufferedEvent, EventBuffer, MemoryEventBuffer
+    from .limits import DEFAULT_LIMITS, HttpLimits
+    from .server import McpHttpServer
+    from .sessions import MemorySessionStore, Session, SessionStore
+    from .transport import ClientDisconnected, SseTransport, read_json_rpc_post
+
+# Imported on first use, so reading HttpLimits (the command line builds its options from it) stays cheap.
+_EXPORTS = {
+    "ACCEPTED_PROTOCOL_VERSIONS": ".app",
+    "McpHttpApp": ".app",
+    "HttpError": ".errors",
+    "write_json_rpc_error": ".errors",
+    "BufferedEvent": ".events",
+    "EventBuffer": ".events",
+    "MemoryEventBuffer": ".events",
+    "DEFAULT_LIMITS": ".limits",
+    "HttpLimits": ".limits",
+    "McpHttpServer": ".server",
+    "MemorySessionStore": ".sessions",
+    "Session": ".sessions",
+    "SessionStore": ".sessions",
+    "ClientDisconnected": ".transport",
+    "SseTransport": ".transport",
+    "read_json_rpc_post": ".transport",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "ACCEPTED_PROTOCOL_VERSIONS",
