@@ -1,8 +1,10 @@
 """Every limit and security default of the HTTP transport, in one place.
 
-``McpHttpServer.bind`` takes each field as a keyword argument with the same
-name and default, and the ASGI app and ``SseTransport`` read them from an
-``HttpLimits``, so the documented defaults cannot drift apart.
+``McpHttpServer.bind(limits=HttpLimits(...))`` (or a field name as a keyword
+override), the ASGI app, ``SseTransport`` and the ``serve`` command's options
+all read them from an ``HttpLimits``; each default is written once, here.
+Each field's ``metadata`` carries a one-line ``help`` and the ``unit`` of its
+value (``count``, ``bytes``, ``seconds``, ``origins``, ``hosts``) for the CLI.
 """
 
 from __future__ import annotations
@@ -12,6 +14,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 __all__ = ["DEFAULT_LIMITS", "HttpLimits"]
+
+
+def _about(unit: str, help: str) -> dict[str, str]:
+    """A field's metadata: its unit and one line of help (the CLI builds its options from them)."""
+    return {"unit": unit, "help": help}
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,24 +63,54 @@ class HttpLimits:
         soon as a request finds them expired).
     """
 
-    allowed_origins: frozenset[str] = field(default_factory=frozenset)
-    allowed_hosts: frozenset[str] = field(default_factory=frozenset)
-    max_sessions: int = 1000
-    max_request_bytes: int = 4 * 1024 * 1024
-    session_idle_timeout: float = 30 * 60.0
-    session_max_lifetime: float = 12 * 3600.0
-    max_request_streams: int = 64
-    backlog_limit: int = 256
-    replay_buffer_size: int = 256
-    keepalive_interval: float = 15.0
-    shutdown_deadline: float = 10.0
-    reap_interval: float = 30.0
+    allowed_origins: frozenset[str] = field(
+        default_factory=frozenset,
+        metadata=_about(
+            "origins",
+            "A browser origin allowed to connect, e.g. https://app.example.com (repeatable); required to listen "
+            "beyond loopback.",
+        ),
+    )
+    allowed_hosts: frozenset[str] = field(
+        default_factory=frozenset,
+        metadata=_about(
+            "hosts", "A Host header accepted besides loopback names and the bound address (repeatable; * for any)."
+        ),
+    )
+    max_sessions: int = field(default=1000, metadata=_about("count", "Most sessions live at once."))
+    max_request_bytes: int = field(
+        default=4 * 1024 * 1024, metadata=_about("bytes", "Largest POST body; larger ones get 413.")
+    )
+    session_idle_timeout: float = field(
+        default=30 * 60.0, metadata=_about("seconds", "End a session after this much client silence.")
+    )
+    session_max_lifetime: float = field(
+        default=12 * 3600.0, metadata=_about("seconds", "End every session this long after it began.")
+    )
+    max_request_streams: int = field(default=64, metadata=_about("count", "Most requests in flight per session."))
+    backlog_limit: int = field(
+        default=256, metadata=_about("count", "Server messages kept for a session until its GET stream opens.")
+    )
+    replay_buffer_size: int = field(
+        default=256, metadata=_about("count", "Stream events kept for a reconnect with Last-Event-ID.")
+    )
+    keepalive_interval: float = field(
+        default=15.0, metadata=_about("seconds", "Send an SSE comment on every stream silent this long.")
+    )
+    shutdown_deadline: float = field(
+        default=10.0, metadata=_about("seconds", "How long shutdown waits for requests in flight.")
+    )
+    reap_interval: float = field(default=30.0, metadata=_about("seconds", "How often expired sessions are swept."))
 
     def __post_init__(self) -> None:
         # Accept any iterable of strings (a set or list from a caller) but store frozensets.
         object.__setattr__(self, "allowed_origins", _normalized_origins(self.allowed_origins))
         object.__setattr__(self, "allowed_hosts", frozenset(h.strip().lower() for h in self.allowed_hosts))
-        for name in ("max_sessions", "max_request_bytes", "max_request_streams"):
+        for name in (
+            "max_sessions",
+            "max_request_bytes",
+            "max_request_streams",
+        ):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
