@@ -36,6 +36,12 @@ def test_every_limit_is_an_option_and_reaches_bind_as_one_limits_object() -> Non
         "keepalive_interval": 5.0,
         "shutdown_deadline": 2.5,
         "reap_interval": 7.0,
+        "max_header_bytes": 8192,
+        "max_header_count": 50,
+        "header_timeout": 3.0,
+        "body_timeout": 4.0,
+        "connection_idle_timeout": 6.0,
+        "max_connections": 10,
         "allowed_origins": ("https://a.example",),
         "allowed_hosts": ("mcp.example", "*"),
     }
@@ -53,9 +59,9 @@ def test_every_limit_is_an_option_and_reaches_bind_as_one_limits_object() -> Non
 
 
 def test_a_limit_httplimits_refuses_is_a_usage_error(cli: Cli) -> None:
-    done = cli("serve", "math", "--port", "0", "--max-sessions", "0")
+    done = cli("serve", "math", "--port", "0", "--max-header-count", "0")
     assert done.returncode == 2
-    assert "max_sessions must be a positive integer" in done.stderr
+    assert "max_header_count must be a positive integer" in done.stderr
 
 
 def test_help_states_binds_real_defaults(cli: Cli) -> None:
@@ -80,6 +86,12 @@ def test_help_states_binds_real_defaults(cli: Cli) -> None:
         "--shutdown-deadline": f"({defaults['shutdown_deadline']:g}s)",
         "--keepalive-interval": f"({defaults['keepalive_interval']:g}s)",
         "--reap-interval": f"({defaults['reap_interval']:g}s)",
+        "--max-header-bytes": f"({defaults['max_header_bytes'] // 1024}KiB)",
+        "--max-header-count": f"({defaults['max_header_count']})",
+        "--header-timeout": f"({defaults['header_timeout']:g}s)",
+        "--body-timeout": f"({defaults['body_timeout']:g}s)",
+        "--connection-idle-timeout": f"({defaults['connection_idle_timeout']:g}s)",
+        "--max-connections": f"({defaults['max_connections']})",
     }
     for option, default in expected.items():
         start = shown.index(option)

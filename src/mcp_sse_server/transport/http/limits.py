@@ -61,6 +61,33 @@ class HttpLimits:
     ``reap_interval`` (30 s)
         How often expired sessions are looked for (they are also refused as
         soon as a request finds them expired).
+
+    Connection limits (enforced by ``McpHttpServer.bind``'s HTTP protocol,
+    see ``connections.py``; an ASGI server you mount the app in has its own):
+
+    ``max_header_bytes`` (64 KiB)
+        Largest request head: the request line plus the header block. Beyond
+        it the connection gets 431 with a JSON-RPC error and is closed, before
+        more of the head is buffered.
+    ``max_header_count`` (100)
+        Most header fields in one request; more get 431 and the connection is
+        closed.
+    ``header_timeout`` (10 s)
+        A request head must arrive completely within this long of its first
+        byte; otherwise 408 and the connection is closed.
+    ``body_timeout`` (30 s)
+        Longest silence while a request body is arriving (time between reads,
+        not for the whole body); then 408 (unless a response has started)
+        and the connection is closed.
+    ``connection_idle_timeout`` (15 s)
+        A connection with no request in progress and no response in flight (a
+        new one, or a keep-alive one after its response) that receives nothing
+        for this long is closed. Longer than common clients' pool expiry (5 s),
+        so they drop an idle connection before the server does.
+    ``max_connections`` (4096)
+        Open connections at once, SSE streams included. A connection beyond it
+        gets 503 with a JSON-RPC error and is closed. ``bind`` lowers it to fit
+        the process's file-descriptor limit (leaving 64 spare), with a warning.
     """
 
     allowed_origins: frozenset[str] = field(
@@ -101,6 +128,24 @@ class HttpLimits:
         default=10.0, metadata=_about("seconds", "How long shutdown waits for requests in flight.")
     )
     reap_interval: float = field(default=30.0, metadata=_about("seconds", "How often expired sessions are swept."))
+    max_header_bytes: int = field(
+        default=64 * 1024, metadata=_about("bytes", "Largest request line plus headers; larger get 431.")
+    )
+    max_header_count: int = field(
+        default=100, metadata=_about("count", "Most header fields per request; more get 431.")
+    )
+    header_timeout: float = field(
+        default=10.0, metadata=_about("seconds", "Time for a request's headers to arrive; then 408.")
+    )
+    body_timeout: float = field(
+        default=30.0, metadata=_about("seconds", "Longest silence while a request body arrives; then 408.")
+    )
+    connection_idle_timeout: float = field(
+        default=15.0, metadata=_about("seconds", "Close a connection with no request in progress after this long.")
+    )
+    max_connections: int = field(
+        default=4096, metadata=_about("count", "Most open connections; more get 503 and are closed.")
+    )
 
     def __post_init__(self) -> None:
         # Accept any iterable of strings (a set or list from a caller) but store frozensets.
@@ -110,6 +155,9 @@ class HttpLimits:
             "max_sessions",
             "max_request_bytes",
             "max_request_streams",
+            "max_header_bytes",
+            "max_header_count",
+            "max_connections",
         ):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
@@ -124,6 +172,9 @@ class HttpLimits:
             "keepalive_interval",
             "shutdown_deadline",
             "reap_interval",
+            "header_timeout",
+            "body_timeout",
+            "connection_idle_timeout",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:

@@ -6,7 +6,9 @@
 
 uvicorn runs in the caller's event loop (use uvloop for the loop when you
 own it: ``uvloop.run(main())``) with the httptools parser, no access log, no
-Server/Date headers, no signal handlers of its own.
+Server/Date headers, no signal handlers of its own. The connection limits of
+``HttpLimits`` (head size and count, read and idle timeouts, the connection
+cap) are enforced by the protocol class of ``connections.py``.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import math
 import socket
 import ssl
 import time
@@ -33,12 +36,24 @@ __all__ = ["McpHttpServer"]
 logger = logging.getLogger("mcp_sse_server.http")
 
 
-def _http_protocol() -> str:
+def _protocol_options(limits: HttpLimits) -> dict[str, Any]:
+    """uvicorn.Config's HTTP protocol options: ours with every connection limit (see connections.py)."""
     try:
         import httptools  # noqa: F401
-    except ImportError:  # pragma: no cover - PyPy and friends
-        return "h11"
-    return "httptools"
+    except ImportError:  # pragma: no cover - PyPy and friends: h11 caps the head itself; no read timeouts
+        return {
+            "http": "h11",
+            "h11_max_incomplete_event_size": limits.max_header_bytes,
+            "limit_concurrency": limits.max_connections,
+            "timeout_keep_alive": math.ceil(limits.connection_idle_timeout),
+        }
+    from .connections import protocol_class
+
+    return {
+        "http": protocol_class(limits),
+        # uvicorn's own timer after a response; the watchdog enforces the same timeout for every idle connection.
+        "timeout_keep_alive": math.ceil(limits.connection_idle_timeout),
+    }
 
 
 def _is_wildcard(host: str) -> bool:
@@ -120,7 +135,7 @@ class McpHttpServer:
         try:
             config = uvicorn.Config(
                 app,
-                http=_http_protocol(),
+                **_protocol_options(limits),
                 ws="none",
                 lifespan="off",
                 interface="asgi3",
