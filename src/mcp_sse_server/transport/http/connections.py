@@ -266,8 +266,12 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     # --- refusing ---------------------------------------------------------------------------------
 
-    def refuse(self, answer: bytes, *, abort_request: bool = False) -> None:
-        """Answer ``answer`` (unless another response is on the wire), then close after a short linger."""
+    def refuse(self, answer: bytes) -> None:
+        """Answer ``answer`` (unless a response already started), then close after a short linger.
+
+        A request in flight on this connection is abandoned: its app sees a
+        disconnect and can no longer write.
+        """
         if self.refused:
             return
         self.refused = True
@@ -277,14 +281,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             return
         cycle = self.cycle
         if cycle is not None and not cycle.response_complete:
-            if not abort_request:
-                transport.close()  # a response is in flight: an answer here would corrupt it
-                return
-            # The request is abandoned: its app sees a disconnect and can no longer write.
             cycle.disconnected = True
             cycle.message_event.set()
             if cycle.response_started:
-                transport.close()
+                transport.close()  # an answer now would land in the middle of that response
                 return
         transport.write(answer)
         shared = self._shared
@@ -334,7 +334,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         elif state == _HEAD:
             self.refuse(self._shared.head_timeout)
         else:
-            self.refuse(self._shared.body_timeout, abort_request=True)
+            self.refuse(self._shared.body_timeout)
 
 
 def protocol_class(limits: HttpLimits) -> type[asyncio.Protocol]:
