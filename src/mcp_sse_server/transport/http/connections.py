@@ -36,7 +36,10 @@ that sets each:
   minus 64): a connection accepted while that many are open, refused ones
   still lingering included, gets 503 and is closed.
 * Every refusal (431, 408, 503, and the 400 for an unparseable request) is a
-  JSON-RPC error body with ``connection: close``; the server then reads and
+  JSON-RPC error body with ``connection: close``. A request still in flight
+  on the connection is abandoned (its app sees a disconnect); if its response
+  has already started, the connection is closed without an answer. The
+  server then reads and
   discards what the client still sends, for up to ``_LINGER`` seconds and
   ``_DRAIN_BYTES`` bytes, so closing does not reset the connection before the
   client read the answer. At most ``_MAX_LINGERING`` connections linger at
@@ -45,8 +48,9 @@ that sets each:
 Per request this costs three extra Python calls (``data_received``,
 ``on_headers_complete``, ``on_message_complete``) and a few counters.
 
-Every reach into uvicorn internals is in ``LimitedHttpToolsProtocol``; the
-uvicorn version range is pinned in pyproject.toml accordingly.
+Every reach into uvicorn internals is in ``LimitedHttpToolsProtocol`` and
+the three aliases of uvicorn methods just above it; the uvicorn version range
+is pinned in pyproject.toml accordingly.
 """
 
 from __future__ import annotations
@@ -160,6 +164,12 @@ class _Refused(Exception):
     """Raised from a parser callback to stop parsing a refused request (httptools wraps it)."""
 
 
+# uvicorn's methods on the per-request path, called directly (cheaper than super() on every request).
+_feed = HttpToolsProtocol.data_received
+_headers_complete = HttpToolsProtocol.on_headers_complete
+_message_complete = HttpToolsProtocol.on_message_complete
+
+
 class LimitedHttpToolsProtocol(HttpToolsProtocol):
     """uvicorn's httptools protocol with this module's limits; ``protocol_class`` makes one per server.
 
@@ -218,7 +228,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
                 self._over_budget(data)
                 return
             self.head_left = left - len(data)
-        super().data_received(data)
+        _feed(self, data)
 
     def _over_budget(self, data: bytes) -> None:
         """A read that does not fit the head budget (rare): feed it up to the limit, then decide."""
@@ -252,11 +262,11 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if len(self.headers) > self.max_header_count:
             self.pending_refusal = self._shared.too_many_headers
             raise _Refused
-        super().on_headers_complete()
+        _headers_complete(self)
 
     def on_message_complete(self) -> None:
         self.head_left = self.max_head
-        super().on_message_complete()
+        _message_complete(self)
 
     def send_400_response(self, msg: str) -> None:
         # uvicorn's data_received calls this for any parser error, ours (_Refused) included.
