@@ -251,6 +251,20 @@ async def test_a_stalled_body_gets_408_after_the_body_timeout() -> None:
             stalled.close()
 
 
+async def test_a_slow_body_that_keeps_arriving_is_served() -> None:
+    async with serving(body_timeout=1.0) as http:
+        client = await Raw.open(http)
+        try:
+            body = orjson.dumps(initialize_message())
+            await client.send(post_head(http, length=len(body)) + b"\r\n")
+            for start in range(0, len(body), 20):  # the body takes longer than the timeout, never silent that long
+                await client.send(body[start : start + 20])
+                await asyncio.sleep(0.2)
+            assert (await client.response())[0] == 200
+        finally:
+            client.close()
+
+
 async def test_an_open_sse_stream_outlives_every_timeout() -> None:
     short = {"connection_idle_timeout": 0.1, "header_timeout": 0.1, "body_timeout": 0.1}
     async with serving(keepalive_interval=60.0, **short) as http, httpx.AsyncClient(timeout=WAIT) as client:
@@ -267,6 +281,16 @@ async def test_an_open_sse_stream_outlives_every_timeout() -> None:
 
 
 # --- the connection cap ----------------------------------------------------------------------
+
+
+def test_the_cap_is_lowered_to_fit_the_file_descriptor_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import resource
+
+    from mcp_sse_server.transport.http.connections import effective_max_connections
+
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (1024, 4096))
+    assert effective_max_connections(HttpLimits()) == 1024 - 64
+    assert effective_max_connections(HttpLimits(max_connections=500)) == 500
 
 
 async def test_beyond_the_connection_cap_a_client_is_refused_then_served_again() -> None:
