@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 import sys
@@ -9,6 +10,7 @@ import sys
 import pytest
 
 from mcp_sse_server.cli import bind_options, cli
+from mcp_sse_server.transport.http.limits import DEFAULT_LIMITS, HttpLimits
 
 from .conftest import COMMAND_TIMEOUT, Cli
 
@@ -18,10 +20,11 @@ def test_limits_left_out_keep_binds_defaults() -> None:
         "host": "127.0.0.1",
         "port": 0,
         "path": "/mcp",
+        "limits": DEFAULT_LIMITS,
     }
 
 
-def test_every_limit_option_is_a_bind_parameter() -> None:
+def test_every_limit_is_an_option_and_reaches_bind_as_one_limits_object() -> None:
     options = {
         "max_sessions": 5,
         "session_idle_timeout": 60.0,
@@ -30,22 +33,37 @@ def test_every_limit_option_is_a_bind_parameter() -> None:
         "max_request_streams": 8,
         "backlog_limit": 0,
         "replay_buffer_size": 16,
+        "keepalive_interval": 5.0,
         "shutdown_deadline": 2.5,
+        "reap_interval": 7.0,
+        "max_header_bytes": 8192,
+        "max_header_count": 50,
+        "header_timeout": 3.0,
+        "body_timeout": 4.0,
+        "connection_idle_timeout": 6.0,
+        "max_connections": 10,
+        "retry_interval": 0.5,
+        "stream_log_grace": 12.0,
         "allowed_origins": ("https://a.example",),
         "allowed_hosts": ("mcp.example", "*"),
     }
+    assert set(options) == {field.name for field in dataclasses.fields(HttpLimits)}
     assert bind_options(host="::1", port=9, path="/x", **options) == {
         "host": "::1",
         "port": 9,
         "path": "/x",
-        **options,
-        "allowed_origins": ["https://a.example"],
-        "allowed_hosts": ["mcp.example", "*"],
+        "limits": HttpLimits(**options),  # type: ignore[arg-type]
     }
     # ...and each is an option of the command, so nothing above is dead code
     serve = cli.commands["serve"]
     names = {parameter.name for parameter in serve.params}
     assert set(options) <= names
+
+
+def test_a_limit_httplimits_refuses_is_a_usage_error(cli: Cli) -> None:
+    done = cli("serve", "math", "--port", "0", "--max-header-count", "0")
+    assert done.returncode == 2
+    assert "max_header_count must be a positive integer" in done.stderr
 
 
 def test_help_states_binds_real_defaults(cli: Cli) -> None:
@@ -68,6 +86,14 @@ def test_help_states_binds_real_defaults(cli: Cli) -> None:
         "--backlog-limit": f"({defaults['backlog_limit']})",
         "--replay-buffer-size": f"({defaults['replay_buffer_size']})",
         "--shutdown-deadline": f"({defaults['shutdown_deadline']:g}s)",
+        "--keepalive-interval": f"({defaults['keepalive_interval']:g}s)",
+        "--reap-interval": f"({defaults['reap_interval']:g}s)",
+        "--max-header-bytes": f"({defaults['max_header_bytes'] // 1024}KiB)",
+        "--max-header-count": f"({defaults['max_header_count']})",
+        "--header-timeout": f"({defaults['header_timeout']:g}s)",
+        "--body-timeout": f"({defaults['body_timeout']:g}s)",
+        "--connection-idle-timeout": f"({defaults['connection_idle_timeout']:g}s)",
+        "--max-connections": f"({defaults['max_connections']})",
     }
     for option, default in expected.items():
         start = shown.index(option)

@@ -12,7 +12,7 @@ import httpx
 import pytest
 import trustme
 
-from mcp_sse_server.transport.http import McpHttpServer
+from mcp_sse_server.transport.http import HttpLimits, McpHttpServer
 
 from .conftest import ACCEPT_BOTH, Gate, build_server, initialize_message, notification, parse_sse, request
 
@@ -74,6 +74,17 @@ async def test_bad_arguments_are_value_errors(tmp_path: Path) -> None:
         await McpHttpServer.bind(
             on_session=build_server, ssl_context=ssl.create_default_context(), certfile=str(tmp_path / "c.pem")
         )
+
+
+async def test_bind_takes_one_limits_object_and_field_overrides() -> None:
+    limits = HttpLimits(max_sessions=7, max_request_streams=3)
+    http = await McpHttpServer.bind(on_session=build_server, limits=limits, max_sessions=5)
+    try:
+        assert http.app.limits == limits.with_changes(max_sessions=5)
+    finally:
+        await http.close()
+    with pytest.raises(TypeError, match=r"'max_sesions'.*fields of HttpLimits"):
+        await McpHttpServer.bind(on_session=build_server, max_sesions=5)
 
 
 async def test_a_taken_port_is_an_oserror() -> None:

@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from mcp_sse_server.transport.http.sse import KEEPALIVE
-from mcp_sse_server.transport.http.streams import KeepaliveTicker, SseStream
+from mcp_sse_server.transport.http.streams import QUEUE_LIMIT, KeepaliveTicker, SseStream
 
 
 class SlowPeer:
@@ -58,6 +60,90 @@ async def test_concurrent_writers_keep_order_under_back_pressure() -> None:
     assert peer.messages[-1]["more_body"] is False
     # The frames queued during the stall went out together.
     assert len(peer.messages) <= 5
+
+
+class UnreadPeer:
+    """An ASGI send that takes the headers, then never completes a body write (a client that stopped reading)."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.stuck = asyncio.Event()  # never set
+
+    async def send(self, message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            self.sent += 1
+            await self.stuck.wait()
+
+
+@pytest.mark.parametrize("writers", [2, 3])
+async def test_every_writer_waits_on_the_bound_behind_an_unread_stream(writers: int) -> None:
+    peer = UnreadPeer()
+    stream = SseStream(peer.send)
+    frame = b"data: " + b"x" * 10_000 + b"\n\n"
+    written = [0] * writers
+
+    async def writer(index: int) -> None:
+        for _ in range(1_000):  # 10 MB each if nothing held them back
+            await stream.write(frame)
+            written[index] += 1
+
+    tasks = [asyncio.create_task(writer(index)) for index in range(writers)]
+    most = 0
+    for _ in range(200):
+        await asyncio.sleep(0)
+        most = max(most, stream.pending_bytes)
+    try:
+        assert peer.sent == 1  # the flusher is stuck in its first body write
+        assert not any(task.done() for task in tasks)  # every writer is blocked, none runs away
+        assert most <= QUEUE_LIMIT + writers * len(frame)
+        assert sum(written) * len(frame) <= 2 * QUEUE_LIMIT + writers * len(frame)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_writers_waiting_on_the_bound_return_when_the_stream_fails() -> None:
+    failing = asyncio.Event()
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.body":
+            await failing.wait()
+            raise OSError("connection reset")
+
+    stream = SseStream(send)
+    big = b"x" * (QUEUE_LIMIT + 1)
+    flusher = asyncio.create_task(stream.write(b"first"))
+    await asyncio.sleep(0)
+    waiter = asyncio.create_task(stream.write(big))
+    await asyncio.sleep(0)
+    assert stream.flushing and not waiter.done()
+    failing.set()
+    await asyncio.wait_for(asyncio.gather(flusher, waiter), 5.0)
+    assert stream.ended and stream.pending_bytes == 0
+
+
+async def test_a_slow_peer_drains_the_bounded_queue_in_order() -> None:
+    peer = SlowPeer()
+    stream = SseStream(peer.send)
+    await stream.write(b"start")
+    peer.gate.clear()
+    frames = [b"%05d" % n + b"." * 50_000 for n in range(30)]
+
+    async def writer(part: list[bytes]) -> None:
+        for item in part:
+            await stream.write(item)
+
+    tasks = [asyncio.create_task(writer(frames[i::3])) for i in range(3)]
+    await asyncio.sleep(0)
+    assert not all(task.done() for task in tasks)
+    peer.gate.set()
+    await asyncio.wait_for(asyncio.gather(*tasks), 5.0)
+    body = peer.body
+    assert body.startswith(b"start") and len(body) == 5 + sum(map(len, frames))
+    for index in range(3):  # each writer's frames stay in its own order
+        positions = [body.index(item[:5] + b".") for item in frames[index::3]]
+        assert positions == sorted(positions)
 
 
 async def test_end_closes_an_open_stream_once() -> None:

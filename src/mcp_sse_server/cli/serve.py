@@ -3,13 +3,15 @@ Streamable HTTP until Ctrl-C or SIGTERM."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ..transport.http.limits import DEFAULT_LIMITS, HttpLimits
 from .builtin import DEMO, builtin_servers
 from .errors import EXIT_INTERRUPTED, BadUsage, Failure, describe_error
 from .render import safe_stem
@@ -18,45 +20,59 @@ from .values import DURATION, SIZE
 if TYPE_CHECKING:
     from ..server import McpServer
 
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def show_default(value: Any, unit: str) -> str:
+    """A default as the options spell it: ``4MiB``, ``30m``, ``12h``, ``15s``, ``1000``.
+
+    >>> show_default(4 * 1024 * 1024, "bytes"), show_default(1800.0, "seconds"), show_default(64, "count")
+    ('4MiB', '30m', '64')
+    """
+    if unit == "bytes":
+        for suffix, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+            if value >= size and value % size == 0:
+                return f"{value // size}{suffix}"
+        return str(value)
+    if unit == "seconds":
+        for suffix, seconds in (("h", 3600), ("m", 60)):
+            if value >= seconds and value % seconds == 0:
+                return f"{value / seconds:g}{suffix}"
+        return f"{value:g}s"
+    return str(value)
+
+
+def limit_options(command: _F) -> _F:
+    """One option per ``HttpLimits`` field: its help from the field's metadata, its default from DEFAULT_LIMITS.
+
+    ``--max-sessions``, ``--header-timeout`` and so on take a count, a size
+    (``64K``, ``4M``) or a duration (``500ms``, ``30m``); ``allowed_origins``
+    and ``allowed_hosts`` are the repeatable ``--allowed-origin`` and
+    ``--allowed-host``. Left out, a limit keeps its default.
+    """
+    for spec in reversed(dataclasses.fields(HttpLimits)):
+        unit, text = spec.metadata["unit"], spec.metadata["help"]
+        flag = "--" + spec.name.replace("_", "-")
+        if unit in ("origins", "hosts"):
+            option = click.option(
+                flag.removesuffix("s"), spec.name, multiple=True, metavar=unit.upper().removesuffix("S"), help=text
+            )
+        else:
+            kind: Any = {"bytes": SIZE, "seconds": DURATION}.get(unit, click.INT)
+            shown = show_default(getattr(DEFAULT_LIMITS, spec.name), unit)
+            option = click.option(flag, spec.name, type=kind, help=f"{text.removesuffix('.')} ({shown}).")
+        command = option(command)
+    return command
+
 
 @click.command()
 @click.argument("target", required=False)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
 @click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="0 picks a free port.")
 @click.option("--path", "path", default="/mcp", show_default=True, help="The endpoint's path.")
-@click.option(
-    "--allowed-origin",
-    "allowed_origins",
-    multiple=True,
-    metavar="ORIGIN",
-    help="A browser origin allowed to connect, e.g. https://app.example.com (repeatable); required to listen "
-    "beyond loopback.",
-)
-@click.option(
-    "--allowed-host",
-    "allowed_hosts",
-    multiple=True,
-    metavar="HOST",
-    help="A Host header accepted besides loopback names and the bound address (repeatable; * for any).",
-)
 @click.option("--certfile", type=click.Path(exists=True, dir_okay=False), help="TLS certificate chain (PEM).")
 @click.option("--keyfile", type=click.Path(exists=True, dir_okay=False), help="TLS private key (PEM).")
-@click.option("--max-sessions", type=click.IntRange(min=1), help="Most sessions live at once (1000).")
-@click.option("--session-idle-timeout", type=DURATION, help="End a session after this much client silence (30m).")
-@click.option("--session-max-lifetime", type=DURATION, help="End every session this long after it began (12h).")
-@click.option("--max-request-bytes", type=SIZE, help="Largest POST body; larger ones get 413 (4MiB).")
-@click.option("--max-request-streams", type=click.IntRange(min=1), help="Most requests in flight per session (64).")
-@click.option(
-    "--backlog-limit",
-    type=click.IntRange(min=0),
-    help="Server messages kept for a session until its GET stream opens (256).",
-)
-@click.option(
-    "--replay-buffer-size",
-    type=click.IntRange(min=0),
-    help="Stream events kept for a reconnect with Last-Event-ID (256).",
-)
-@click.option("--shutdown-deadline", type=DURATION, help="How long shutdown waits for requests in flight (10s).")
+@limit_options
 @click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
@@ -101,7 +117,10 @@ def serve(
     label, factory = resolve_target(target)
     served = factory if server_per_session else factory()
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    options = bind_options(host=host, port=port, path=path, **limits)
+    try:
+        options = bind_options(host=host, port=port, path=path, **limits)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from error
     if certfile is not None and keyfile is not None:
         options["ssl_context"] = _ssl_context(certfile, keyfile)
     _serve_forever(label, served, options)
@@ -196,19 +215,21 @@ def resolve_target(target: str | None) -> tuple[str, Callable[[], McpServer]]:
 
 
 def bind_options(*, host: str, port: int, path: str, **limits: Any) -> dict[str, Any]:
-    """The keyword arguments for ``McpHttpServer.bind``: limits given as None or empty are left to its defaults.
+    """The keyword arguments for ``McpHttpServer.bind``, with one ``HttpLimits``: limits given as None or
+    empty keep their defaults. ValueError for a limit ``HttpLimits`` refuses.
 
-    >>> bind_options(host="127.0.0.1", port=0, path="/mcp", max_sessions=None, allowed_origins=("https://a.b",))
-    {'host': '127.0.0.1', 'port': 0, 'path': '/mcp', 'allowed_origins': ['https://a.b']}
+    >>> options = bind_options(host="127.0.0.1", port=0, path="/mcp", max_sessions=None, allowed_origins=("https://a.b",))
+    >>> options["limits"] == DEFAULT_LIMITS.with_changes(allowed_origins={"https://a.b"}), sorted(options)
+    (True, ['host', 'limits', 'path', 'port'])
     """
-    options: dict[str, Any] = {"host": host, "port": port, "path": path}
+    given: dict[str, Any] = {}
     for name, value in limits.items():
         if isinstance(value, tuple):
             if value:
-                options[name] = list(value)
+                given[name] = value
         elif value is not None:
-            options[name] = value
-    return options
+            given[name] = value
+    return {"host": host, "port": port, "path": path, "limits": DEFAULT_LIMITS.with_changes(**given)}
 
 
 def _ssl_context(certfile: str, keyfile: str) -> Any:

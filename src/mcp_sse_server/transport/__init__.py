@@ -1,6 +1,14 @@
 """Transports move JSON-RPC messages between a protocol engine and its peer."""
 
-from .base import Transport
-from .memory import MemoryTransport
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .base import Transport
+    from .memory import MemoryTransport
+
+# Imported on first use: importing a transport subpackage (transport.http.limits) stays cheap.
+__getattr__, __dir__ = lazy_exports(__name__, {"MemoryTransport": ".memory", "Transport": ".base"})
 
 __all__ = ["MemoryTransport", "Transport"]

@@ -26,12 +26,34 @@ browser control, not authentication: put authentication in front of a
 server exposed beyond the machine.
 """
 
-from .app import McpHttpApp
-from .errors import HttpError, write_json_rpc_error
-from .limits import DEFAULT_LIMITS, HttpLimits
-from .security import OriginHostMiddleware, OriginPolicy
-from .server import McpHttpServer
-from .transport import ClientDisconnected, SseTransport, read_json_rpc_post
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .app import McpHttpApp
+    from .errors import HttpError, write_json_rpc_error
+    from .limits import DEFAULT_LIMITS, HttpLimits
+    from .security import OriginHostMiddleware, OriginPolicy
+    from .server import McpHttpServer
+    from .transport import ClientDisconnected, SseTransport, read_json_rpc_post
+
+# Imported on first use, so reading HttpLimits (the command line builds its options from it) stays cheap.
+_EXPORTS = {
+    "McpHttpApp": ".app",
+    "HttpError": ".errors",
+    "write_json_rpc_error": ".errors",
+    "DEFAULT_LIMITS": ".limits",
+    "HttpLimits": ".limits",
+    "OriginHostMiddleware": ".security",
+    "OriginPolicy": ".security",
+    "McpHttpServer": ".server",
+    "ClientDisconnected": ".transport",
+    "SseTransport": ".transport",
+    "read_json_rpc_post": ".transport",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 __all__ = [
     "DEFAULT_LIMITS",

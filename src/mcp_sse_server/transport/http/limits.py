@@ -1,8 +1,10 @@
 """Every limit and security default of the HTTP transport, in one place.
 
-``McpHttpServer.bind`` takes each field as a keyword argument with the same
-name and default, and the ASGI app and ``SseTransport`` read them from an
-``HttpLimits``, so the documented defaults cannot drift apart.
+``McpHttpServer.bind(limits=HttpLimits(...))`` (or a field name as a keyword
+override), the ASGI app, ``SseTransport`` and the ``serve`` command's options
+all read them from an ``HttpLimits``; each default is written once, here.
+Each field's ``metadata`` carries a one-line ``help`` and the ``unit`` of its
+value (``count``, ``bytes``, ``seconds``, ``origins``, ``hosts``) for the CLI.
 """
 
 from __future__ import annotations
@@ -12,6 +14,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 __all__ = ["DEFAULT_LIMITS", "HttpLimits"]
+
+
+def _about(unit: str, help: str) -> dict[str, str]:
+    """A field's metadata: its unit and one line of help (the CLI builds its options from them)."""
+    return {"unit": unit, "help": help}
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,6 +61,36 @@ class HttpLimits:
     ``reap_interval`` (30 s)
         How often expired sessions are looked for (they are also refused as
         soon as a request finds them expired).
+
+    Connection limits (enforced by ``McpHttpServer.bind``'s HTTP protocol,
+    see ``connections.py``; an ASGI server you mount the app in has its own):
+
+    ``max_header_bytes`` (64 KiB)
+        Largest request head: the request line plus the header block. Beyond
+        it the connection gets 431 with a JSON-RPC error and is closed, before
+        more of the head is buffered.
+    ``max_header_count`` (100)
+        Most header fields in one request; more get 431 and the connection is
+        closed.
+    ``header_timeout`` (10 s)
+        A request head must arrive completely within this long of its first
+        byte; otherwise 408 and the connection is closed.
+    ``body_timeout`` (30 s)
+        Longest silence while a request body is arriving (time between reads,
+        not for the whole body); then 408 (unless a response has started)
+        and the connection is closed.
+    ``connection_idle_timeout`` (15 s)
+        A connection with no request in progress and no response in flight (a
+        new one, or a keep-alive one after its response) that receives nothing
+        for this long is closed. Longer than common clients' pool expiry (5 s),
+        so they drop an idle connection before the server does.
+    ``max_connections`` (4096)
+        Open connections at once, SSE streams included. A connection beyond it
+        gets 503 with a JSON-RPC error and is closed. ``bind`` lowers it to fit
+        the process's file-descriptor limit (leaving 64 spare), with a warning.
+
+    Resumable streams (2025-11-25 sessions):
+
     ``retry_interval`` (1 s)
         The reconnection delay sent (SSE ``retry``) on resumable streams
         (2025-11-25 sessions): how long a client waits before resuming a
@@ -64,26 +101,81 @@ class HttpLimits:
         ``replay_buffer_size`` events.
     """
 
-    allowed_origins: frozenset[str] = field(default_factory=frozenset)
-    allowed_hosts: frozenset[str] = field(default_factory=frozenset)
-    max_sessions: int = 1000
-    max_request_bytes: int = 4 * 1024 * 1024
-    session_idle_timeout: float = 30 * 60.0
-    session_max_lifetime: float = 12 * 3600.0
-    max_request_streams: int = 64
-    backlog_limit: int = 256
-    replay_buffer_size: int = 256
-    keepalive_interval: float = 15.0
-    shutdown_deadline: float = 10.0
-    reap_interval: float = 30.0
-    retry_interval: float = 1.0
-    stream_log_grace: float = 30.0
+    allowed_origins: frozenset[str] = field(
+        default_factory=frozenset,
+        metadata=_about(
+            "origins",
+            "A browser origin allowed to connect, e.g. https://app.example.com (repeatable); required to listen "
+            "beyond loopback.",
+        ),
+    )
+    allowed_hosts: frozenset[str] = field(
+        default_factory=frozenset,
+        metadata=_about(
+            "hosts", "A Host header accepted besides loopback names and the bound address (repeatable; * for any)."
+        ),
+    )
+    max_sessions: int = field(default=1000, metadata=_about("count", "Most sessions live at once."))
+    max_request_bytes: int = field(
+        default=4 * 1024 * 1024, metadata=_about("bytes", "Largest POST body; larger ones get 413.")
+    )
+    session_idle_timeout: float = field(
+        default=30 * 60.0, metadata=_about("seconds", "End a session after this much client silence.")
+    )
+    session_max_lifetime: float = field(
+        default=12 * 3600.0, metadata=_about("seconds", "End every session this long after it began.")
+    )
+    max_request_streams: int = field(default=64, metadata=_about("count", "Most requests in flight per session."))
+    backlog_limit: int = field(
+        default=256, metadata=_about("count", "Server messages kept for a session until its GET stream opens.")
+    )
+    replay_buffer_size: int = field(
+        default=256, metadata=_about("count", "Stream events kept for a reconnect with Last-Event-ID.")
+    )
+    keepalive_interval: float = field(
+        default=15.0, metadata=_about("seconds", "Send an SSE comment on every stream silent this long.")
+    )
+    shutdown_deadline: float = field(
+        default=10.0, metadata=_about("seconds", "How long shutdown waits for requests in flight.")
+    )
+    reap_interval: float = field(default=30.0, metadata=_about("seconds", "How often expired sessions are swept."))
+    max_header_bytes: int = field(
+        default=64 * 1024, metadata=_about("bytes", "Largest request line plus headers; larger get 431.")
+    )
+    max_header_count: int = field(
+        default=100, metadata=_about("count", "Most header fields per request; more get 431.")
+    )
+    header_timeout: float = field(
+        default=10.0, metadata=_about("seconds", "Time for a request's headers to arrive; then 408.")
+    )
+    body_timeout: float = field(
+        default=30.0, metadata=_about("seconds", "Longest silence while a request body arrives; then 408.")
+    )
+    connection_idle_timeout: float = field(
+        default=15.0, metadata=_about("seconds", "Close a connection with no request in progress after this long.")
+    )
+    max_connections: int = field(
+        default=4096, metadata=_about("count", "Most open connections; more get 503 and are closed.")
+    )
+    retry_interval: float = field(
+        default=1.0, metadata=_about("seconds", "Reconnection delay sent on resumable (2025-11-25) streams.")
+    )
+    stream_log_grace: float = field(
+        default=30.0, metadata=_about("seconds", "How long a request stream's events are kept after its response.")
+    )
 
     def __post_init__(self) -> None:
         # Accept any iterable of strings (a set or list from a caller) but store frozensets.
         object.__setattr__(self, "allowed_origins", _normalized_origins(self.allowed_origins))
         object.__setattr__(self, "allowed_hosts", frozenset(h.strip().lower() for h in self.allowed_hosts))
-        for name in ("max_sessions", "max_request_bytes", "max_request_streams"):
+        for name in (
+            "max_sessions",
+            "max_request_bytes",
+            "max_request_streams",
+            "max_header_bytes",
+            "max_header_count",
+            "max_connections",
+        ):
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
@@ -98,6 +190,9 @@ class HttpLimits:
             "shutdown_deadline",
             "reap_interval",
             "retry_interval",
+            "header_timeout",
+            "body_timeout",
+            "connection_idle_timeout",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:

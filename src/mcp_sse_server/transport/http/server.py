@@ -6,7 +6,9 @@
 
 uvicorn runs in the caller's event loop (use uvloop for the loop when you
 own it: ``uvloop.run(main())``) with the httptools parser, no access log, no
-Server/Date headers, no signal handlers of its own.
+Server/Date headers, no signal handlers of its own. The connection limits of
+``HttpLimits`` (head size and count, read and idle timeouts, the connection
+cap) are enforced by the protocol class of ``connections.py``.
 """
 
 from __future__ import annotations
@@ -14,10 +16,10 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import math
 import socket
 import ssl
 import time
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .app import McpHttpApp, SessionFactory
@@ -35,15 +37,25 @@ __all__ = ["McpHttpServer"]
 
 logger = logging.getLogger("mcp_sse_server.http")
 
-_D = DEFAULT_LIMITS
 
-
-def _http_protocol() -> str:
+def _protocol_options(limits: HttpLimits) -> dict[str, Any]:
+    """uvicorn.Config's HTTP protocol options: ours with every connection limit (see connections.py)."""
     try:
         import httptools  # noqa: F401
-    except ImportError:  # pragma: no cover - PyPy and friends
-        return "h11"
-    return "httptools"
+    except ImportError:  # pragma: no cover - PyPy and friends: h11 caps the head itself; no read timeouts
+        return {
+            "http": "h11",
+            "h11_max_incomplete_event_size": limits.max_header_bytes,
+            "limit_concurrency": limits.max_connections,
+            "timeout_keep_alive": math.ceil(limits.connection_idle_timeout),
+        }
+    from .connections import protocol_class
+
+    return {
+        "http": protocol_class(limits),
+        # uvicorn's own timer after a response; the watchdog enforces the same timeout for every idle connection.
+        "timeout_keep_alive": math.ceil(limits.connection_idle_timeout),
+    }
 
 
 def _is_wildcard(host: str) -> bool:
@@ -70,56 +82,31 @@ class McpHttpServer:
         host: str = "127.0.0.1",
         port: int = 0,
         path: str = "/mcp",
-        allowed_origins: Iterable[str] = _D.allowed_origins,
-        allowed_hosts: Iterable[str] = _D.allowed_hosts,
-        max_sessions: int = _D.max_sessions,
-        max_request_bytes: int = _D.max_request_bytes,
-        session_idle_timeout: float = _D.session_idle_timeout,
-        session_max_lifetime: float = _D.session_max_lifetime,
-        max_request_streams: int = _D.max_request_streams,
-        backlog_limit: int = _D.backlog_limit,
-        replay_buffer_size: int = _D.replay_buffer_size,
-        keepalive_interval: float = _D.keepalive_interval,
-        shutdown_deadline: float = _D.shutdown_deadline,
-        reap_interval: float = _D.reap_interval,
+        limits: HttpLimits = DEFAULT_LIMITS,
         ssl_context: ssl.SSLContext | None = None,
         certfile: str | None = None,
         keyfile: str | None = None,
         session_store: SessionStore | None = None,
         event_log: EventLog | None = None,
         clock: Clock = time.monotonic,
+        **overrides: Any,
     ) -> McpHttpServer:
         """Listen on ``host:port`` (0 picks a free port) and serve MCP at ``path``.
 
         ``server`` serves every session; ``on_session`` (instead) is called
         once per initialize and returns the ``McpServer`` (or an awaitable of
-        one) for that session. The limits
-        and their defaults are documented on ``HttpLimits``:
-        ``allowed_origins`` (none: only loopback origins), ``allowed_hosts``,
-        ``max_sessions`` (1000), ``max_request_bytes`` (4 MiB),
-        ``session_idle_timeout`` (1800 s), ``session_max_lifetime``
-        (43200 s), ``max_request_streams`` (64), ``backlog_limit`` (256),
-        ``replay_buffer_size`` (256), ``keepalive_interval`` (15 s),
-        ``shutdown_deadline`` (10 s), ``reap_interval`` (30 s).
+        one) for that session. ``limits`` (an ``HttpLimits``, which documents
+        each limit and its default) sets every limit; a field name given as a
+        keyword overrides that field, so ``bind(..., max_sessions=10)`` is
+        ``limits=limits.with_changes(max_sessions=10)``. An unknown keyword is
+        a TypeError.
 
         TLS: pass an ``ssl.SSLContext`` or ``certfile`` (and ``keyfile``).
         Binding beyond loopback requires ``allowed_origins`` (ValueError).
         Raises OSError when the address cannot be bound.
         """
-        limits = HttpLimits(
-            allowed_origins=frozenset(allowed_origins),
-            allowed_hosts=frozenset(allowed_hosts),
-            max_sessions=max_sessions,
-            max_request_bytes=max_request_bytes,
-            session_idle_timeout=session_idle_timeout,
-            session_max_lifetime=session_max_lifetime,
-            max_request_streams=max_request_streams,
-            backlog_limit=backlog_limit,
-            replay_buffer_size=replay_buffer_size,
-            keepalive_interval=keepalive_interval,
-            shutdown_deadline=shutdown_deadline,
-            reap_interval=reap_interval,
-        )
+        if overrides:
+            limits = _with_overrides(limits, overrides)
         if not path.startswith("/"):
             raise ValueError(f"path must start with '/', not {path!r}")
         loopback = not _is_wildcard(host) and is_loopback_host(host)
@@ -153,7 +140,7 @@ class McpHttpServer:
         try:
             config = uvicorn.Config(
                 app,
-                http=_http_protocol(),
+                **_protocol_options(limits),
                 ws="none",
                 lifespan="off",
                 interface="asgi3",
@@ -162,7 +149,7 @@ class McpHttpServer:
                 proxy_headers=False,
                 server_header=False,
                 date_header=False,
-                timeout_graceful_shutdown=int(max(1.0, shutdown_deadline)),
+                timeout_graceful_shutdown=int(max(1.0, limits.shutdown_deadline)),
             )
             config.load()
             # uvicorn builds its own context from files; ours (or the caller's) is used as is.
@@ -210,6 +197,18 @@ class McpHttpServer:
 
     def __repr__(self) -> str:
         return f"McpHttpServer({self.endpoint})"
+
+
+def _with_overrides(limits: HttpLimits, overrides: dict[str, Any]) -> HttpLimits:
+    """``limits`` with the keyword overrides of ``bind`` applied (validated again); TypeError for a stranger."""
+    known = HttpLimits.__dataclass_fields__
+    unknown = sorted(name for name in overrides if name not in known)
+    if unknown:
+        raise TypeError(
+            f"McpHttpServer.bind() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+            f"the limits it takes are the fields of HttpLimits: {', '.join(known)}"
+        )
+    return limits.with_changes(**overrides)
 
 
 def _url_host(host: str) -> str:

@@ -7,6 +7,12 @@ left, so frames never interleave or reorder even while the peer applies
 back-pressure, and bursts go out as one ASGI message. The response headers
 wait for the first frame, so a quick reply goes out with a Content-Length
 in two ASGI sends.
+
+Queued bytes are bounded: a writer that finds more than ``QUEUE_LIMIT``
+bytes queued behind another writer's flush waits until that flusher has
+taken them, so every writer (not only the flusher) feels the peer's
+back-pressure. At most ``QUEUE_LIMIT`` plus one frame per waiting writer is
+ever queued.
 """
 
 from __future__ import annotations
@@ -19,12 +25,15 @@ from typing import Any, Final, Protocol
 from .asgi import Send
 from .sse import KEEPALIVE, SSE_HEADERS
 
-__all__ = ["KeepaliveTicker", "SseStream", "StreamOwner", "send_whole"]
+__all__ = ["QUEUE_LIMIT", "KeepaliveTicker", "SseStream", "StreamOwner", "send_whole"]
 
 logger = logging.getLogger("mcp_sse_server.http")
 
 _START: Final = "http.response.start"
 _BODY: Final = "http.response.body"
+
+QUEUE_LIMIT: Final = 256 * 1024
+"""Bytes queued behind a flushing writer beyond which other writers wait for it."""
 
 
 async def send_whole(send: Send, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
@@ -42,12 +51,25 @@ async def send_whole(send: Send, headers: list[tuple[bytes, bytes]], body: bytes
 class SseStream:
     """An SSE response body being written over ASGI ``send``."""
 
-    __slots__ = ("active", "done", "ended", "flushing", "headers", "pending", "send", "started")
+    __slots__ = (
+        "_drained",
+        "active",
+        "done",
+        "ended",
+        "flushing",
+        "headers",
+        "pending",
+        "pending_bytes",
+        "send",
+        "started",
+    )
 
     def __init__(self, send: Send, headers: list[tuple[bytes, bytes]] = SSE_HEADERS) -> None:
         self.send = send
         self.headers = headers  # the response headers; never mutated, often shared
         self.pending: list[bytes] = []
+        self.pending_bytes = 0  # the size of pending
+        self._drained: asyncio.Event | None = None  # set when the flusher takes pending; made on demand
         self.started = False  # http.response.start sent
         self.done = False  # no more frames accepted
         self.ended = False  # the final body message sent
@@ -65,11 +87,35 @@ class SseStream:
             await send_whole(self.send, self.headers, data)
             return
         self.pending.append(data)
+        self.pending_bytes += len(data)
         self.active = True
         if final:
             self.done = True
         if not self.flushing:
             await self.flush()
+        elif self.pending_bytes > QUEUE_LIMIT:
+            await self._wait_for_flusher()
+
+    async def _wait_for_flusher(self) -> None:
+        """Wait until the flusher has taken the queue below the bound (or the stream is over)."""
+        while self.flushing and self.pending_bytes > QUEUE_LIMIT and not self.ended:
+            drained = self._drained
+            if drained is None:
+                drained = self._drained = asyncio.Event()
+            await drained.wait()
+
+    def _taken(self) -> None:
+        """The flusher took the queue: wake the writers waiting on the bound."""
+        self.pending = []
+        self.pending_bytes = 0
+        if self._drained is not None:
+            self._wake()
+
+    def _wake(self) -> None:
+        drained = self._drained
+        if drained is not None:
+            self._drained = None
+            drained.set()
 
     async def end(self) -> None:
         """End the response after what is queued (the peer sees the stream close)."""
@@ -90,7 +136,7 @@ class SseStream:
                 pending = self.pending
                 if pending:
                     chunk = pending[0] if len(pending) == 1 else b"".join(pending)
-                    self.pending = []
+                    self._taken()
                 else:
                     chunk = b""
                     if self.started and not self.done:
@@ -113,9 +159,10 @@ class SseStream:
             # The peer is gone or the server refused the message: nothing more can go out.
             logger.debug("SSE stream write failed", exc_info=True)
             self.done = self.ended = True
-            self.pending = []
+            self._taken()
         finally:
             self.flushing = False
+            self._wake()  # nobody flushes now: a writer still waiting re-checks and returns
 
 
 class StreamOwner(Protocol):

@@ -1,0 +1,353 @@
+"""Connection limits for ``McpHttpServer.bind``: request head size and count, read timeouts, idle timeout, a cap.
+
+uvicorn's httptools protocol enforces none of these (its one timer closes a
+keep-alive connection after a response; httptools buffers a header of any
+size), so ``bind`` serves with ``protocol_class(limits)``: a small subclass
+of uvicorn's ``HttpToolsProtocol``. The rules, with the ``HttpLimits`` field
+that sets each:
+
+* Head size (``max_header_bytes``). While a request head (request line and
+  headers) is being read, bytes are counted as they arrive, before the parser
+  sees them (httptools keeps a header's name and value until they are
+  complete, so its callbacks would see a huge header too late). A read that
+  would take the head past the limit is fed only up to it; if the head is
+  still incomplete there, the answer is 431 and the connection is closed. A
+  head that begins in the same read as the end of the previous (pipelined)
+  request is counted from the next read, so it can reach twice the limit.
+* Header count (``max_header_count``): checked once, when the head is
+  complete (the size limit bounds it meanwhile); 431 and close beyond it.
+* Timeouts. One watchdog per server looks at every connection every quarter
+  of the shortest timeout and compares counters each connection bumps on
+  reads and completed heads, so nothing is armed or cancelled per request;
+  a timeout fires up to a quarter of the shortest timeout late. Each look
+  finds a connection in one of four states:
+
+  - reading a body (headers done, body incomplete): ``body_timeout`` of
+    silence, then 408 (unless a response has started) and close; the clock
+    stops while uvicorn itself has paused reading (its back-pressure);
+  - response in flight (and not reading a body): never timed out, since an
+    SSE stream lives as long as its session;
+  - reading a head (some of it arrived): the whole head within
+    ``header_timeout``, then 408 and close;
+  - idle (a new connection, or a keep-alive one after its response):
+    ``connection_idle_timeout`` of silence, then close without an answer.
+
+* Connection cap (``max_connections``, lowered to the file-descriptor limit
+  minus 64): a connection accepted while that many are open, refused ones
+  still lingering included, gets 503 and is closed.
+* Every refusal (431, 408, 503, and the 400 for an unparseable request) is a
+  JSON-RPC error body with ``connection: close``. A request still in flight
+  on the connection is abandoned (its app sees a disconnect); if its response
+  has already started, the connection is closed without an answer. The
+  server then reads and
+  discards what the client still sends, for up to ``_LINGER`` seconds and
+  ``_DRAIN_BYTES`` bytes, so closing does not reset the connection before the
+  client read the answer. At most ``_MAX_LINGERING`` connections linger at
+  once; beyond that a refused connection is closed at once.
+
+Per request this costs three extra Python calls (``data_received``,
+``on_headers_complete``, ``on_message_complete``) and a few counters.
+
+Every reach into uvicorn internals is in ``LimitedHttpToolsProtocol`` and
+the three aliases of uvicorn methods just above it; the uvicorn version range
+is pinned in pyproject.toml accordingly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http
+import logging
+from typing import Any, Final
+
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from .errors import INVALID_REQUEST, SERVER_BUSY, error_body
+from .limits import HttpLimits
+
+__all__ = ["LimitedHttpToolsProtocol", "effective_max_connections", "protocol_class"]
+
+logger = logging.getLogger("mcp_sse_server.http")
+
+_LINGER: Final = 1.0
+_DRAIN_BYTES: Final = 256 * 1024
+_MAX_LINGERING: Final = 64
+_FD_RESERVE: Final = 64
+
+# Watchdog states, the low bits of a connection's progress key.
+_IDLE: Final = 0
+_HEAD: Final = 1
+_BODY: Final = 2
+
+
+def refusal(status: int, code: int, message: str, extra: bytes = b"") -> bytes:
+    """The bytes of a complete HTTP/1.1 answer with a JSON-RPC error body that closes the connection."""
+    body = error_body(code, message)
+    reason = http.HTTPStatus(status).phrase.encode()
+    return (
+        b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\nconnection: close\r\n%s\r\n%s"
+        % (status, reason, len(body), extra, body)
+    )
+
+
+def effective_max_connections(limits: HttpLimits) -> int:
+    """``max_connections``, lowered (with a warning) to leave ``_FD_RESERVE`` descriptors under the process limit."""
+    wanted = limits.max_connections
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows
+        return wanted
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or wanted <= soft - _FD_RESERVE:
+        return wanted
+    fitted = max(1, soft - _FD_RESERVE)
+    logger.warning(
+        "max_connections=%d does not fit the process's file-descriptor limit (%d); using %d "
+        "(raise the limit with ulimit -n to allow more)",
+        wanted,
+        soft,
+        fitted,
+    )
+    return fitted
+
+
+class _Shared:
+    """What the connections of one server share: the limits, the prepared refusals and the watchdog."""
+
+    def __init__(self, limits: HttpLimits) -> None:
+        self.limits = limits
+        self.max_connections = effective_max_connections(limits)
+        self.tick = min(limits.header_timeout, limits.body_timeout, limits.connection_idle_timeout) / 4
+        self.lingering = 0
+        self.handle: asyncio.TimerHandle | None = None
+        self.connections: set[Any] = set()
+        self.head_too_large = refusal(
+            431,
+            INVALID_REQUEST,
+            f"Request header fields too large: the request line and headers may take {limits.max_header_bytes} bytes",
+        )
+        self.too_many_headers = refusal(
+            431, INVALID_REQUEST, f"Too many header fields: at most {limits.max_header_count} are accepted"
+        )
+        self.head_timeout = refusal(
+            408,
+            INVALID_REQUEST,
+            f"Request timeout: the request headers did not arrive within {limits.header_timeout:g} s",
+        )
+        self.body_timeout = refusal(
+            408, INVALID_REQUEST, f"Request timeout: the request body stopped arriving for {limits.body_timeout:g} s"
+        )
+        self.busy = refusal(
+            503, SERVER_BUSY, "Server busy: too many open connections; try again later", b"retry-after: 1\r\n"
+        )
+        self.bad_request = refusal(400, INVALID_REQUEST, "Invalid HTTP request")
+
+    def watch(self, connections: set[Any], loop: asyncio.AbstractEventLoop) -> None:
+        """Start the watchdog unless it runs (it stops itself once no connection is open)."""
+        self.connections = connections
+        if self.handle is None:
+            self.handle = loop.call_later(self.tick, self.sweep, loop)
+
+    def sweep(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.handle = None
+        if not self.connections:
+            return
+        tick = self.tick
+        for connection in list(self.connections):
+            check = getattr(connection, "watchdog_check", None)
+            if check is not None:
+                check(tick)
+        self.handle = loop.call_later(tick, self.sweep, loop)
+
+
+class _Refused(Exception):
+    """Raised from a parser callback to stop parsing a refused request (httptools wraps it)."""
+
+
+# uvicorn's methods on the per-request path, called directly (cheaper than super() on every request).
+_feed = HttpToolsProtocol.data_received
+_headers_complete = HttpToolsProtocol.on_headers_complete
+_message_complete = HttpToolsProtocol.on_message_complete
+
+
+class LimitedHttpToolsProtocol(HttpToolsProtocol):
+    """uvicorn's httptools protocol with this module's limits; ``protocol_class`` makes one per server.
+
+    uvicorn internals used here, and only here (checked against uvicorn
+    0.54, the pinned range): the overridden callbacks ``connection_made``,
+    ``connection_lost``, ``data_received``, ``on_headers_complete``,
+    ``on_message_complete`` and ``send_400_response`` (which uvicorn's
+    ``data_received`` calls on a parser error, including one raised by a
+    callback); the attributes ``transport``, ``loop``, ``connections`` (the
+    server's open connections), ``headers`` (this request's), ``flow``
+    (``read_paused``) and ``cycle`` (the current request: ``response_started``,
+    ``response_complete``, ``disconnected``, ``message_event``).
+    """
+
+    _shared: _Shared  # set on the per-server subclass
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        shared = self._shared
+        self.max_head = shared.limits.max_header_bytes
+        self.max_header_count = shared.limits.max_header_count
+        # Head bytes still allowed; -1 while a body is being read. max_head: no byte of a head yet.
+        self.head_left = self.max_head
+        self.reads = 0  # data_received calls
+        self.heads = 0  # request heads completed
+        self.refused = False
+        self.pending_refusal: bytes | None = None
+        self.drained = 0
+        self.linger: asyncio.TimerHandle | None = None
+        self.watch_key = -1
+        self.quiet = 0.0
+
+    # --- the connection -------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        shared = self._shared
+        over = len(self.connections) >= shared.max_connections
+        super().connection_made(transport)  # type: ignore[arg-type]
+        shared.watch(self.connections, self.loop)
+        if over:
+            logger.warning("Refused a connection: %d are open (max_connections)", len(self.connections) - 1)
+            self.refuse(shared.busy)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.linger is not None:
+            self.linger.cancel()
+            self.linger = None
+            self._shared.lingering -= 1
+        super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        self.reads += 1
+        left = self.head_left
+        if left >= 0:
+            if len(data) > left:
+                self._over_budget(data)
+                return
+            self.head_left = left - len(data)
+        _feed(self, data)
+
+    def _over_budget(self, data: bytes) -> None:
+        """A read that does not fit the head budget (rare): feed it up to the limit, then decide."""
+        if self.refused:
+            self.drained += len(data)
+            if self.drained > _DRAIN_BYTES:
+                self.transport.close()
+            return
+        while True:
+            left = self.head_left
+            if left < 0 or len(data) <= left:
+                if left >= 0:
+                    self.head_left = left - len(data)
+                super().data_received(data)
+                return
+            self.head_left = 0
+            if left:
+                super().data_received(data[:left])  # may complete the head, even the whole request
+            if self.refused or self.transport.is_closing():
+                return
+            if self.head_left == 0:  # the same head, still incomplete at the limit
+                self.refuse(self._shared.head_too_large)
+                return
+            data = data[left:]
+
+    # --- parser callbacks -------------------------------------------------------------------------
+
+    def on_headers_complete(self) -> None:
+        self.head_left = -1
+        self.heads += 1
+        if len(self.headers) > self.max_header_count:
+            self.pending_refusal = self._shared.too_many_headers
+            raise _Refused
+        _headers_complete(self)
+
+    def on_message_complete(self) -> None:
+        self.head_left = self.max_head
+        _message_complete(self)
+
+    def send_400_response(self, msg: str) -> None:
+        # uvicorn's data_received calls this for any parser error, ours (_Refused) included.
+        refusal = self.pending_refusal or self._shared.bad_request
+        self.pending_refusal = None
+        self.refuse(refusal)
+
+    # --- refusing ---------------------------------------------------------------------------------
+
+    def refuse(self, answer: bytes) -> None:
+        """Answer ``answer`` (unless a response already started), then close after a short linger.
+
+        A request in flight on this connection is abandoned: its app sees a
+        disconnect and can no longer write.
+        """
+        if self.refused:
+            return
+        self.refused = True
+        self.head_left = 0  # every later read goes to _over_budget, which discards it
+        transport = self.transport
+        if transport.is_closing():
+            return
+        cycle = self.cycle
+        if cycle is not None and not cycle.response_complete:
+            cycle.disconnected = True
+            cycle.message_event.set()
+            if cycle.response_started:
+                transport.close()  # an answer now would land in the middle of that response
+                return
+        transport.write(answer)
+        shared = self._shared
+        if shared.lingering >= _MAX_LINGERING:
+            transport.close()
+            return
+        shared.lingering += 1
+        self.linger = self.loop.call_later(_LINGER, self._end_linger)
+
+    def _end_linger(self) -> None:
+        if self.linger is not None:
+            self.linger = None
+            self._shared.lingering -= 1
+        self.transport.close()
+
+    # --- the watchdog's look --------------------------------------------------------------------
+
+    def watchdog_check(self, tick: float) -> None:
+        """One look by the watchdog: note progress, or close a connection stuck too long in its state."""
+        if self.refused:
+            return
+        limits = self._shared.limits
+        left = self.head_left
+        cycle = self.cycle
+        if left < 0:
+            if self.flow is not None and self.flow.read_paused:
+                self.watch_key = -1  # uvicorn holds the body back: not the client's silence
+                return
+            key, timeout = self.reads * 4 + _BODY, limits.body_timeout
+        elif cycle is not None and not cycle.response_complete:
+            self.watch_key = -1
+            return
+        elif left < self.max_head:
+            key, timeout = self.heads * 4 + _HEAD, limits.header_timeout
+        else:
+            key, timeout = self.reads * 4 + _IDLE, limits.connection_idle_timeout
+        if key != self.watch_key:
+            self.watch_key = key
+            self.quiet = 0.0
+            return
+        self.quiet += tick
+        if self.quiet < timeout:
+            return
+        state = key & 3
+        if state == _IDLE:
+            self.transport.close()
+        elif state == _HEAD:
+            self.refuse(self._shared.head_timeout)
+        else:
+            self.refuse(self._shared.body_timeout)
+
+
+def protocol_class(limits: HttpLimits) -> type[asyncio.Protocol]:
+    """The protocol class for ``uvicorn.Config(http=...)`` of one server with ``limits``."""
+    shared = _Shared(limits)
+    return type("LimitedHttpToolsProtocol", (LimitedHttpToolsProtocol,), {"_shared": shared})

@@ -1,0 +1,315 @@
+"""Connection limits of McpHttpServer.bind on real loopback sockets: head size and count, read and idle
+timeouts, the connection cap (see transport/http/connections.py).
+
+Timeouts are configured short; every wait below is a safety net many times
+longer than the timeout, never a measurement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from mcp_sse_server.transport.http import HttpLimits, McpHttpServer
+
+from .conftest import ACCEPT_BOTH, WAIT, build_server, initialize_message, notification
+
+HEADERS = {"accept": ACCEPT_BOTH}
+SHORT = 0.3  # a timeout under test
+
+
+@asynccontextmanager
+async def serving(**overrides: Any) -> AsyncIterator[McpHttpServer]:
+    http = await McpHttpServer.bind(on_session=build_server, port=0, **overrides)
+    try:
+        yield http
+    finally:
+        await http.close(deadline=0.5)
+
+
+class Raw:
+    """A hand-driven HTTP/1.1 connection."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader = reader
+        self.writer = writer
+
+    @classmethod
+    async def open(cls, http: McpHttpServer) -> Raw:
+        reader, writer = await asyncio.open_connection("127.0.0.1", http.port)
+        return cls(reader, writer)
+
+    async def send(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def response(self) -> tuple[int, dict[str, str], bytes]:
+        """One response with a Content-Length: status, headers, body."""
+        async with asyncio.timeout(WAIT):
+            head = await self.reader.readuntil(b"\r\n\r\n")
+            lines = head.decode("latin-1").split("\r\n")
+            headers = dict(line.lower().split(": ", 1) for line in lines[1:] if line)
+            body = await self.reader.readexactly(int(headers["content-length"]))
+        return int(lines[0].split()[1]), headers, body
+
+    async def closed(self, within: float = WAIT) -> bytes:
+        """Everything the server still sends until it closes the connection (fails if it does not)."""
+        async with asyncio.timeout(within):
+            return await self.reader.read()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+def post_head(http: McpHttpServer, extra: str = "", length: int | None = None) -> bytes:
+    lines = [
+        "POST /mcp HTTP/1.1",
+        f"host: 127.0.0.1:{http.port}",
+        f"accept: {ACCEPT_BOTH}",
+        "content-type: application/json",
+    ]
+    if length is not None:
+        lines.append(f"content-length: {length}")
+    return ("\r\n".join(lines) + "\r\n" + extra).encode()
+
+
+def initialize_bytes(http: McpHttpServer) -> bytes:
+    body = orjson.dumps(initialize_message())
+    return post_head(http, length=len(body)) + b"\r\n" + body
+
+
+def json_rpc_error(body: bytes) -> dict[str, Any]:
+    message = orjson.loads(body)
+    assert message["jsonrpc"] == "2.0" and message["id"] is None
+    error: dict[str, Any] = message["error"]
+    assert error["message"] and "Traceback" not in error["message"]
+    return error
+
+
+async def initialize_over_http(http: McpHttpServer) -> int:
+    async with httpx.AsyncClient(timeout=WAIT) as client:
+        reply = await client.post(http.endpoint, json=initialize_message(), headers=HEADERS)
+        return reply.status_code
+
+
+# --- the request head ------------------------------------------------------------------------
+
+
+async def test_a_huge_header_is_refused_within_the_limit_while_others_are_served() -> None:
+    async with serving() as http:
+        limit = HttpLimits().max_header_bytes
+        attacker = await Raw.open(http)
+        try:
+            # Just past the limit, and the header line is not even finished: the server must not wait for more.
+            await attacker.send(post_head(http, "x-flood: ") + b"a" * limit)
+            assert await initialize_over_http(http) == 200  # another connection is served meanwhile
+            status, headers, body = await attacker.response()
+            assert status == 431 and headers["connection"] == "close"
+            assert headers["content-type"] == "application/json"
+            assert str(limit) in json_rpc_error(body)["message"]
+            assert await attacker.closed() == b""
+        finally:
+            attacker.close()
+
+
+async def test_a_streamed_header_flood_is_cut_off_early() -> None:
+    async with serving(max_header_bytes=16 * 1024) as http:
+        attacker = await Raw.open(http)
+        sent = 0
+        try:
+            await attacker.send(post_head(http, "x-flood: "))
+            with pytest.raises(ConnectionError):
+                async with asyncio.timeout(4 * WAIT):
+                    while sent < 64 * 1024 * 1024:  # far more than the kernel buffers between us
+                        await attacker.send(b"a" * 65536)
+                        sent += 65536
+            assert sent < 64 * 1024 * 1024
+            assert await initialize_over_http(http) == 200
+        finally:
+            attacker.close()
+
+
+async def test_a_large_head_within_the_limit_is_served() -> None:
+    async with serving(max_header_bytes=16 * 1024) as http:
+        client = await Raw.open(http)
+        try:
+            body = orjson.dumps(initialize_message())
+            padded = post_head(http, "x-pad: " + "a" * 12_000 + "\r\n", length=len(body)) + b"\r\n" + body
+            await client.send(padded + padded)  # pipelined, in one read
+            assert (await client.response())[0] == 200
+            assert (await client.response())[0] == 200
+        finally:
+            client.close()
+
+
+async def test_too_many_headers_are_refused() -> None:
+    async with serving(max_header_count=20) as http:
+        fine = await Raw.open(http)
+        crowded = await Raw.open(http)
+        try:
+            body = orjson.dumps(initialize_message())
+            extra = "".join(f"x-h{n}: {n}\r\n" for n in range(16))  # 20 with the four of post_head
+            await fine.send(post_head(http, extra, length=len(body)) + b"\r\n" + body)
+            assert (await fine.response())[0] == 200
+            extra = "".join(f"x-h{n}: {n}\r\n" for n in range(17))
+            await crowded.send(post_head(http, extra, length=len(body)) + b"\r\n" + body)
+            status, _, reply = await crowded.response()
+            assert status == 431
+            assert "20" in json_rpc_error(reply)["message"]
+            assert await crowded.closed() == b""
+        finally:
+            fine.close()
+            crowded.close()
+
+
+async def test_an_unparseable_request_gets_a_json_rpc_400() -> None:
+    async with serving() as http:
+        client = await Raw.open(http)
+        try:
+            await client.send(b"NOT HTTP AT ALL\x00\r\n\r\n")
+            status, _, body = await client.response()
+            assert status == 400
+            json_rpc_error(body)
+            assert await client.closed() == b""
+        finally:
+            client.close()
+
+
+# --- timeouts --------------------------------------------------------------------------------
+
+
+async def test_a_new_connection_that_sends_nothing_is_closed_after_the_idle_timeout() -> None:
+    async with serving(connection_idle_timeout=SHORT) as http:
+        silent = await Raw.open(http)
+        try:
+            assert await silent.closed() == b""  # closed without an answer
+        finally:
+            silent.close()
+
+
+async def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout() -> None:
+    async with serving(connection_idle_timeout=SHORT) as http:
+        client = await Raw.open(http)
+        try:
+            await client.send(initialize_bytes(http))
+            status, headers, _ = await client.response()
+            assert status == 200 and headers.get("connection") != "close"
+            assert await client.closed(within=3.0) == b""  # uvicorn's own timer would take 5 s
+        finally:
+            client.close()
+
+
+async def test_a_half_sent_head_gets_408_after_the_header_timeout() -> None:
+    async with serving(header_timeout=SHORT) as http:
+        slow = await Raw.open(http)
+        try:
+            await slow.send(post_head(http, "x-partial: never fini"))
+            status, headers, body = await slow.response()
+            assert status == 408 and headers["connection"] == "close"
+            json_rpc_error(body)
+            assert await slow.closed() == b""
+        finally:
+            slow.close()
+
+
+async def test_a_trickled_head_does_not_reset_the_header_timeout() -> None:
+    async with serving(header_timeout=SHORT, connection_idle_timeout=60.0) as http:
+        slow = await Raw.open(http)
+
+        async def trickle() -> None:
+            await slow.send(b"POST /mcp HTTP/1.1\r\n")
+            for n in range(1000):
+                await slow.send(b"x-%d: 1\r\n" % n)
+                await asyncio.sleep(0.05)
+
+        trickling = asyncio.create_task(trickle())
+        try:
+            assert (await slow.response())[0] == 408  # although a header line arrives every 50 ms
+        finally:
+            trickling.cancel()
+            await asyncio.gather(trickling, return_exceptions=True)
+            slow.close()
+
+
+async def test_a_stalled_body_gets_408_after_the_body_timeout() -> None:
+    async with serving(body_timeout=SHORT) as http:
+        stalled = await Raw.open(http)
+        try:
+            await stalled.send(post_head(http, length=1000) + b"\r\n" + b'{"jsonrpc": "2.0", ')
+            status, headers, body = await stalled.response()
+            assert status == 408 and headers["connection"] == "close"
+            json_rpc_error(body)
+            assert await stalled.closed() == b""
+            assert await initialize_over_http(http) == 200
+        finally:
+            stalled.close()
+
+
+async def test_a_slow_body_that_keeps_arriving_is_served() -> None:
+    async with serving(body_timeout=1.0) as http:
+        client = await Raw.open(http)
+        try:
+            body = orjson.dumps(initialize_message())
+            await client.send(post_head(http, length=len(body)) + b"\r\n")
+            for start in range(0, len(body), 20):  # the body takes longer than the timeout, never silent that long
+                await client.send(body[start : start + 20])
+                await asyncio.sleep(0.2)
+            assert (await client.response())[0] == 200
+        finally:
+            client.close()
+
+
+async def test_an_open_sse_stream_outlives_every_timeout() -> None:
+    short = {"connection_idle_timeout": 0.1, "header_timeout": 0.1, "body_timeout": 0.1}
+    async with serving(keepalive_interval=60.0, **short) as http, httpx.AsyncClient(timeout=WAIT) as client:
+        reply = await client.post(http.endpoint, json=initialize_message(), headers=HEADERS)
+        session = {**HEADERS, "mcp-session-id": reply.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+        await client.post(http.endpoint, json=notification("notifications/initialized"), headers=session)
+        async with client.stream("GET", http.endpoint, headers=session) as stream:
+            assert stream.status_code == 200
+            await asyncio.sleep(1.0)  # ten idle timeouts without a byte either way
+            # Ending the session ends the stream cleanly; a connection cut meanwhile would fail the read.
+            assert (await client.delete(http.endpoint, headers=session)).status_code == 204
+            async with asyncio.timeout(WAIT):
+                assert b"".join([chunk async for chunk in stream.aiter_bytes()]) == b""
+
+
+# --- the connection cap ----------------------------------------------------------------------
+
+
+def test_the_cap_is_lowered_to_fit_the_file_descriptor_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    import resource
+
+    from mcp_sse_server.transport.http.connections import effective_max_connections
+
+    monkeypatch.setattr(resource, "getrlimit", lambda which: (1024, 4096))
+    assert effective_max_connections(HttpLimits()) == 1024 - 64
+    assert effective_max_connections(HttpLimits(max_connections=500)) == 500
+
+
+async def test_beyond_the_connection_cap_a_client_is_refused_then_served_again() -> None:
+    async with serving(max_connections=3, connection_idle_timeout=60.0) as http:
+        holders = [await Raw.open(http) for _ in range(3)]
+        try:
+            for holder in holders:  # each is accepted and served, then stays open
+                await holder.send(initialize_bytes(http))
+                assert (await holder.response())[0] == 200
+            extra = await Raw.open(http)
+            status, headers, body = await extra.response()
+            assert status == 503 and headers["connection"] == "close" and headers["retry-after"] == "1"
+            assert json_rpc_error(body)["code"] == -32000
+            assert await extra.closed() == b""
+            extra.close()
+        finally:
+            for holder in holders:
+                holder.close()
+        async with asyncio.timeout(WAIT):
+            while (status := await initialize_over_http(http)) == 503:  # noqa: ASYNC110 - the refused linger
+                await asyncio.sleep(0.05)
+        assert status == 200
