@@ -246,62 +246,34 @@ def _ssl_context(certfile: str, keyfile: str) -> Any:
 def _serve_forever(label: str, served: McpServer | Callable[[], McpServer], options: dict[str, Any]) -> None:
     """Serve ``served`` (one server for every session, or a factory called per session) until a signal."""
     import asyncio
-    import signal
 
-    async def run() -> None:
-        from ..server import McpServer
+    from ..server import McpServer
 
-        try:
-            from ..transport.http import McpHttpServer
-        except ImportError as error:
-            raise Failure(f"the HTTP transport is not available: {error}") from error
-        try:
-            if isinstance(served, McpServer):
-                http = await McpHttpServer.bind(served, **options)
-            else:
-                http = await McpHttpServer.bind(on_session=served, **options)
-        except OSError as error:
-            raise Failure(f"cannot listen on {options['host']}:{options['port']}: {describe_error(error)}") from error
-        except ValueError as error:
-            raise click.UsageError(str(error)) from error
+    try:
+        from ..transport.http.server import serve
+    except ImportError as error:
+        raise Failure(f"the HTTP transport is not available: {error}") from error
+
+    def on_listening(http: Any) -> None:
         click.echo(f"Serving {label} at {http.endpoint}")
         sys.stdout.flush()
         click.echo("Press Ctrl-C to stop.", err=True)
-        loop = asyncio.get_running_loop()
-        stop = asyncio.Event()
-        main_task = asyncio.current_task()
-        signals = (signal.SIGINT, signal.SIGTERM)
 
-        def on_signal() -> None:
-            if stop.is_set() and main_task is not None:
-                main_task.cancel()  # a second signal: stop waiting for the graceful close
-            stop.set()
-
-        installed: list[signal.Signals] = []
-        for number in signals:
-            try:
-                loop.add_signal_handler(number, on_signal)
-                installed.append(number)
-            except (NotImplementedError, RuntimeError):  # Windows: KeyboardInterrupt still works
-                pass
-        try:
-            await stop.wait()
-            click.echo("Shutting down...", err=True)
-        finally:
-            try:
-                await http.close()
-            finally:
-                for number in installed:
-                    loop.remove_signal_handler(number)
-
+    if isinstance(served, McpServer):
+        target: Any = served
+    else:
+        options = {**options, "on_session": served}
+        target = None
     try:
-        import uvloop
-
-        loop_factory: Callable[[], asyncio.AbstractEventLoop] | None = uvloop.new_event_loop
-    except ImportError:
-        loop_factory = None
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        try:
-            runner.run(run())
-        except asyncio.CancelledError:
-            raise SystemExit(EXIT_INTERRUPTED) from None
+        serve(
+            target,
+            on_listening=on_listening,
+            on_stopping=lambda: click.echo("Shutting down...", err=True),
+            **options,
+        )
+    except OSError as error:
+        raise Failure(f"cannot listen on {options['host']}:{options['port']}: {describe_error(error)}") from error
+    except ValueError as error:
+        raise click.UsageError(str(error)) from error
+    except asyncio.CancelledError:
+        raise SystemExit(EXIT_INTERRUPTED) from None

@@ -17,9 +17,11 @@ import asyncio
 import ipaddress
 import logging
 import math
+import signal
 import socket
 import ssl
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from .app import McpHttpApp, SessionFactory
@@ -33,7 +35,7 @@ if TYPE_CHECKING:
     from ...server import McpServer
     from ...stores.base import EventLog, SessionStore
 
-__all__ = ["McpHttpServer"]
+__all__ = ["McpHttpServer", "serve"]
 
 logger = logging.getLogger("mcp_sse_server.http")
 
@@ -189,6 +191,40 @@ class McpHttpServer:
             await listener.wait_closed()
         self._socket.close()
 
+    async def serve_forever(self, *, on_stopping: Callable[[], Any] | None = None) -> None:
+        """Serve until SIGINT or SIGTERM (or until this task is cancelled), then ``close()``.
+
+        ``on_stopping`` runs when the first signal arrives; a second signal stops
+        waiting for the graceful close. Where the loop cannot take signal handlers
+        (Windows), Ctrl-C arrives as KeyboardInterrupt instead.
+        """
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        main_task = asyncio.current_task()
+
+        def on_signal() -> None:
+            if stop.is_set() and main_task is not None:
+                main_task.cancel()  # a second signal: stop waiting for the graceful close
+            stop.set()
+
+        installed: list[signal.Signals] = []
+        for number in (signal.SIGINT, signal.SIGTERM):
+            try:
+                loop.add_signal_handler(number, on_signal)
+                installed.append(number)
+            except (NotImplementedError, RuntimeError):
+                pass
+        try:
+            await stop.wait()
+            if on_stopping is not None:
+                on_stopping()
+        finally:
+            try:
+                await self.close()
+            finally:
+                for number in installed:
+                    loop.remove_signal_handler(number)
+
     async def __aenter__(self) -> McpHttpServer:
         return self
 
@@ -238,3 +274,42 @@ def _listen(host: str, port: int) -> socket.socket:
         sock.close()
         raise
     return sock
+
+
+def serve(
+    server: McpServer | SessionFactory | None = None,
+    *,
+    on_listening: Callable[[McpHttpServer], Any] | None = None,
+    on_stopping: Callable[[], Any] | None = None,
+    **bind_options: Any,
+) -> None:
+    """Serve ``server`` over HTTP from a script, in one call: a new event loop (uvloop when it
+    is installed), ``McpHttpServer.bind(server, **bind_options)``, then ``serve_forever()``.
+
+    >>> serve(server, port=8080, on_listening=lambda http: print(http.endpoint))  # doctest: +SKIP
+
+    ``on_listening`` runs once the socket is bound, ``on_stopping`` when the first
+    signal arrives. Errors from ``bind`` (OSError,
+    ValueError) propagate; a second signal during the graceful close raises
+    ``asyncio.CancelledError``.
+    """
+
+    async def main() -> None:
+        http = await McpHttpServer.bind(server, **bind_options)
+        if on_listening is not None:
+            on_listening(http)
+        await http.serve_forever(on_stopping=on_stopping)
+
+    _run(main())
+
+
+def _run(main: Awaitable[None]) -> None:
+    loop_factory: Callable[[], asyncio.AbstractEventLoop] | None
+    try:
+        import uvloop
+
+        loop_factory = uvloop.new_event_loop
+    except ImportError:
+        loop_factory = None
+    with asyncio.Runner(loop_factory=loop_factory) as runner:
+        runner.run(main)  # type: ignore[arg-type]
