@@ -73,7 +73,7 @@ async def test_a_fallback_that_fails_keeps_the_hint_and_says_why() -> None:
         finally:
             await client.close()
     message = failed.value.message
-    assert 'legacy HTTP+SSE endpoint (protocol 2024-11-05): a POST got HTTP 405' in message
+    assert "legacy HTTP+SSE endpoint (protocol 2024-11-05): a POST got HTTP 405" in message
     assert "the fallback to that transport failed" in message and "HTTP 405" in message  # POST /messages: none
     assert failed.value.data == {"status": 405, "transport": "sse"}
     assert not client.legacy
