@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -21,7 +25,7 @@ from mcp_sse_server.client.elicitation import UrlElicitationRequiredError
 from mcp_sse_server.jsonrpc import JsonRpcNotification, McpError
 
 from .asgi_server import serve
-from .conftest import WAIT
+from .conftest import WAIT, python_env
 
 Handler = Callable[[dict[str, Any], Request], Awaitable[Response]]
 
@@ -430,3 +434,31 @@ async def test_url_elicitation_required_is_a_distinct_error(scripted: tuple[Scri
         with pytest.raises(UrlElicitationRequiredError) as raised:
             await client.call_tool("t", timeout=WAIT)
     assert raised.value.code == -32042 and raised.value.elicitations == needed
+
+
+async def test_the_cli_shows_the_urls_a_request_waits_for(scripted: tuple[Scripted, str], tmp_path: Path) -> None:
+    server, url = scripted
+    needed = [{"mode": "url", "elicitationId": "e1", "url": "https://auth.example/connect?e=e1", "message": "Log in"}]
+
+    async def handle(message: dict[str, Any], request: Request) -> Response:
+        if message["method"] == "tools/list":
+            tool = {"name": "t", "inputSchema": {"type": "object", "properties": {}}}
+            return JSONResponse(result(message["id"], {"tools": [tool]}))
+        error = {"code": -32042, "message": "Authorization required.", "data": {"elicitations": needed}}
+        return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "error": error})
+
+    server.handle = handle
+    env = {**os.environ, **python_env(), "MCP_SSE_SERVER_CONFIG": str(tmp_path / "registry.json")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "mcp_sse_server", "call", url, "t"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "Authorization required." in done.stderr and "https://auth.example/connect?e=e1" in done.stderr
+    assert "-32042" in done.stderr
