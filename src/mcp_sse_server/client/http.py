@@ -224,11 +224,12 @@ class StreamableHttpTransport(HttpClientTransport):
     def _backoff(self, failures: int, stream: _StreamState) -> float:
         """Seconds to wait before reconnecting ``stream``: the server's ``retry`` (else
         ``reconnect_delay``), doubled for each reconnect in a row that brought nothing,
-        capped at ``max_reconnect_delay`` (but never below the server's ``retry``)."""
+        capped at ``max_reconnect_delay`` (but never below the server's ``retry``); at
+        least 10 ms, so a server that says ``retry: 0`` cannot make the client spin."""
         retry_ms = stream.retry if stream.retry is not None else self.retry
         base = retry_ms / 1000 if retry_ms is not None else self.reconnect_delay
         delay: float = base * 2**failures
-        return max(0.0, min(max(self.max_reconnect_delay, base), delay))
+        return max(0.01, min(max(self.max_reconnect_delay, base), delay))
 
     # --- Transport ---------------------------------------------------------------------
 
