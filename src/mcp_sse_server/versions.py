@@ -28,6 +28,7 @@ from typing import Final
 
 __all__ = [
     "CLIENT_ACCEPTED",
+    "CLIENT_OFFERS",
     "HEADER_DEFAULT",
     "KNOWN_REVISIONS",
     "LATEST",
@@ -100,8 +101,9 @@ REVISION_2025_11_25: Final = Revision("2025-11-25", _BASE_METHODS, resumable_str
 SERVED: Final[tuple[Revision, ...]] = (REVISION_2025_06_18, REVISION_2025_11_25)
 LATEST: Final = SERVED[-1]
 
-# The revision a client of this package offers in initialize.
-PROTOCOL_VERSION: Final = REVISION_2025_06_18.name
+# The latest revision this package serves (kept for compatibility: what a
+# server built here answers by default). Clients offer ``CLIENT_OFFERS``.
+PROTOCOL_VERSION: Final = LATEST.name
 
 _BY_NAME: Final = {revision.name: revision for revision in SERVED}
 _RESUMABLE: Final = frozenset(revision.name for revision in SERVED if revision.resumable_streams)
@@ -120,10 +122,15 @@ _HEADER_ACCEPTED: Final = frozenset(
 HEADER_DEFAULT: Final = REVISION_2025_06_18
 
 
+# The revision a client of this package offers in ``initialize``: the client
+# side (SSE resumption, elicitation modes and defaults, sampling tools) speaks
+# 2025-11-25 whatever this package serves.
+CLIENT_OFFERS: Final = REVISION_2025_11_25.name
+
 # What a client of this package accepts in an initialize answer: every
 # session-based revision up to the one it offers (older servers answer older
 # revisions; the legacy HTTP+SSE transport speaks 2024-11-05).
-CLIENT_ACCEPTED: Final = tuple(name for name in KNOWN_REVISIONS if name <= PROTOCOL_VERSION)
+CLIENT_ACCEPTED: Final = tuple(name for name in KNOWN_REVISIONS if name <= CLIENT_OFFERS)
 
 
 def client_accepts(name: str) -> bool:

@@ -97,6 +97,13 @@ def sdk_http_json() -> Iterator[Peer]:
 
 
 @pytest.fixture(scope="session")
+def sdk_http_resumable() -> Iterator[Peer]:
+    """The SDK's Streamable HTTP server with an event store: priming events, ``retry: 100``,
+    streams a tool may close (``interrupted``) and Last-Event-ID replay."""
+    yield from _peer("http", "--resumable")
+
+
+@pytest.fixture(scope="session")
 def sdk_sse() -> Iterator[Peer]:
     """The SDK's legacy HTTP+SSE server."""
     yield from _peer("sse")

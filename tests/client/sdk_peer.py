@@ -4,6 +4,7 @@ interop tests of our clients. Nobody here wrote its transports.
     python sdk_peer.py stdio
     python sdk_peer.py sse                 # legacy HTTP+SSE at /sse
     python sdk_peer.py http [--json]       # Streamable HTTP at /mcp
+    python sdk_peer.py http --resumable    # ... with an event store: priming events, retry, replay
 
 The HTTP modes bind 127.0.0.1 on a free port and print ``PORT <n>`` first.
 The ``add`` and ``divide`` tools answer exactly like our math server does for
@@ -19,6 +20,8 @@ import warnings
 
 import mcp.types as types
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
+from mcp.types import JSONRPCMessage
 from pydantic import BaseModel
 
 warnings.simplefilter("ignore")  # the SDK flags sampling and logging as deprecated for a later revision
@@ -95,6 +98,56 @@ async def ask_user(ctx: Context) -> str:
     return f"{answer.action}: {answer.data.colour if answer.data else '-'}"
 
 
+class Profile(BaseModel):
+    name: str = "John Doe"
+    age: int = 30
+    verified: bool = True
+
+
+@server.tool()
+async def ask_profile(ctx: Context) -> str:
+    """Elicits a profile whose every field has a default; answers with what came back."""
+    answer = await ctx.elicit("Your profile?", Profile)
+    return f"{answer.action}: {answer.data.model_dump_json() if answer.data else '-'}"
+
+
+@server.tool()
+async def interrupted(steps: int, ctx: Context) -> str:
+    """Reports progress, closes its SSE stream half way (the client must resume with
+    Last-Event-ID), reports the rest and answers. Needs ``--resumable``."""
+    for step in range(1, steps + 1):
+        await ctx.report_progress(step, steps, f"step {step}")
+        if step == steps // 2:
+            await ctx.close_sse_stream()
+            print("STREAM-CLOSED", file=sys.stderr, flush=True)
+        await asyncio.sleep(0.05)
+    return f"survived {steps}"
+
+
+class MemoryEventStore(EventStore):
+    """The smallest event store: every event of every stream, in order.
+    Replays say on stderr which id the client resumed from."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, JSONRPCMessage | None]] = []
+
+    async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
+        event_id = str(len(self.events) + 1)
+        self.events.append((stream_id, event_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
+        print(f"REPLAY-AFTER {last_event_id}", file=sys.stderr, flush=True)
+        found = [index for index, (_, event_id, _) in enumerate(self.events) if event_id == last_event_id]
+        if not found:
+            return None
+        stream_id = self.events[found[0]][0]
+        for stream, event_id, message in self.events[found[0] + 1 :]:
+            if stream == stream_id and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream_id
+
+
 def main() -> None:
     mode = sys.argv[1]
     if mode == "stdio":
@@ -102,7 +155,12 @@ def main() -> None:
         return
     import uvicorn
 
-    app = server.sse_app() if mode == "sse" else server.streamable_http_app(json_response="--json" in sys.argv)
+    if mode == "sse":
+        app = server.sse_app()
+    elif "--resumable" in sys.argv:
+        app = server.streamable_http_app(event_store=MemoryEventStore(), retry_interval=100)
+    else:
+        app = server.streamable_http_app(json_response="--json" in sys.argv)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)  # connections wait in the backlog until uvicorn is up, instead of being refused

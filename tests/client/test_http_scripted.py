@@ -6,7 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -17,10 +21,11 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response, Strea
 from starlette.routing import Route
 
 from mcp_sse_server.client import McpConnectionError, StreamableHttpClient
+from mcp_sse_server.client.elicitation import UrlElicitationRequiredError
 from mcp_sse_server.jsonrpc import JsonRpcNotification, McpError
 
 from .asgi_server import serve
-from .conftest import WAIT
+from .conftest import WAIT, python_env
 
 Handler = Callable[[dict[str, Any], Request], Awaitable[Response]]
 
@@ -62,6 +67,7 @@ class Scripted:
         self.sessions = (f"s{n}" for n in itertools.count(1))
         self.live: set[str] = set()
         self.handle: Handler = self._default
+        self.revision = "2025-06-18"  # what initialize answers
         self.get: Callable[[Request], Awaitable[Response]] = self._no_stream
         self.app = Starlette(routes=[Route("/mcp", self._endpoint, methods=["POST", "GET", "DELETE"])])
 
@@ -89,7 +95,7 @@ class Scripted:
             self.live.add(issued)
             reply = result(
                 body["id"],
-                {"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}},
+                {"protocolVersion": self.revision, "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}},
             )
             return JSONResponse(reply, headers={"mcp-session-id": issued})
         if session not in self.live:
@@ -113,10 +119,14 @@ def fast_client(url: str, **options: Any) -> StreamableHttpClient:
 
 
 async def test_headers_session_and_delete(scripted: tuple[Scripted, str]) -> None:
+    """A server that only speaks 2025-06-18 answers our 2025-11-25 offer with it: the
+    client goes on and sends the negotiated revision in MCP-Protocol-Version."""
     server, url = scripted
     async with fast_client(url, headers={"Authorization": "Bearer t"}) as client:
         await client.ping()
-    ((init_headers, _),) = server.posted("initialize")
+        assert client.protocol_version == "2025-06-18"
+    ((init_headers, init),) = server.posted("initialize")
+    assert init["params"]["protocolVersion"] == "2025-11-25"
     assert init_headers["accept"] == "application/json, text/event-stream"
     assert init_headers["content-type"] == "application/json"
     assert "mcp-session-id" not in init_headers and "mcp-protocol-version" not in init_headers
@@ -315,3 +325,140 @@ async def test_a_404_on_the_standalone_stream_leads_to_a_new_session(scripted: t
         server.get = server._no_stream
         await client.ping()
         assert client.session_id == "s2"
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2025-03-26"])
+async def test_the_negotiated_revision_goes_in_the_header(scripted: tuple[Scripted, str], revision: str) -> None:
+    server, url = scripted
+    server.revision = revision
+    async with fast_client(url) as client:
+        await client.ping()
+        assert client.protocol_version == revision
+    ((ping_headers, _),) = server.posted("ping")
+    assert ping_headers["mcp-protocol-version"] == revision
+
+
+async def test_a_revision_the_client_does_not_speak_is_refused(scripted: tuple[Scripted, str]) -> None:
+    server, url = scripted
+    server.revision = "2026-07-28"
+    with pytest.raises(McpError, match="answered protocol revision '2026-07-28'"):
+        async with fast_client(url):
+            pass
+
+
+async def test_priming_events_are_cursors_and_a_graceful_close_is_resumed_after_retry(
+    scripted: tuple[Scripted, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The SEP-1699 exchange: a priming event (id, retry, empty data), one progress
+    event, then the server ends the POST stream without answering. The client must
+    not parse the priming event, must wait the server's retry (not its own 30 s
+    default) and GET with the last event id; the answer comes on that GET."""
+    server, url = scripted
+    calls: list[dict[str, Any]] = []
+
+    async def handle(message: dict[str, Any], request: Request) -> Response:
+        calls.append(message)
+        token = message["params"]["_meta"]["progressToken"]
+        progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": token}}
+        return sse_response(
+            b"id: p1.0\nretry: 20\ndata: \n\n",  # literally what the spec's priming frame is
+            event({**progress, "params": {**progress["params"], "progress": 1}}, id="p1.1"),
+        )
+
+    async def resume(request: Request) -> Response:
+        if "last-event-id" not in request.headers:
+            return Response(status_code=405)
+        return sse_response(
+            b"id: p1.2\ndata:\n\n",
+            event(result(calls[0]["id"], {"content": [{"type": "text", "text": "after the cut"}]}), id="p1.3"),
+        )
+
+    server.handle = handle
+    server.get = resume
+    seen: list[float] = []
+    client = StreamableHttpClient(url, reconnect_delay=30.0, max_reconnect_attempts=2)
+    with caplog.at_level("WARNING", logger="mcp_sse_server.client"):
+        async with client:
+            answer = await client.call_tool("t", on_progress=lambda p, total, text: seen.append(p), timeout=WAIT)
+            assert client.transport is not None and client.transport.retry == 20
+    assert answer.content[0].text == "after the cut"  # type: ignore[union-attr]
+    assert seen == [1]
+    resumes = [
+        headers["last-event-id"] for verb, headers, _ in server.log if verb == "GET" and "last-event-id" in headers
+    ]
+    assert resumes == ["p1.1"]
+    assert not [record for record in caplog.records if "malformed" in record.getMessage()]
+    assert not server.posted("notifications/cancelled")  # a disconnect is not a cancellation
+
+
+async def test_reconnects_that_bring_something_new_do_not_count_against_the_limit(
+    scripted: tuple[Scripted, str],
+) -> None:
+    """A polling server: each GET carries one new cursor and closes; the answer comes
+    on the fifth. Bounded attempts only count reconnects that bring nothing."""
+    server, url = scripted
+    calls: list[dict[str, Any]] = []
+    gets = 0
+
+    async def handle(message: dict[str, Any], request: Request) -> Response:
+        calls.append(message)
+        return sse_response(b"id: c0\nretry: 1\ndata:\n\n")
+
+    async def poll(request: Request) -> Response:
+        nonlocal gets
+        if "last-event-id" not in request.headers:
+            return Response(status_code=405)
+        gets += 1
+        assert request.headers["last-event-id"] == f"c{gets - 1}"
+        if gets < 5:
+            return sse_response(f"id: c{gets}\ndata:\n\n".encode())
+        return sse_response(event(result(calls[0]["id"], {"content": []}), id=f"c{gets}"))
+
+    server.handle = handle
+    server.get = poll
+    async with fast_client(url) as client:  # max_reconnect_attempts=2
+        assert (await client.call_tool("t", timeout=WAIT)).content == []
+    assert gets == 5
+
+
+async def test_url_elicitation_required_is_a_distinct_error(scripted: tuple[Scripted, str]) -> None:
+    server, url = scripted
+    needed = [{"mode": "url", "elicitationId": "e1", "url": "https://auth.example/connect?e=e1", "message": "Log in"}]
+
+    async def handle(message: dict[str, Any], request: Request) -> Response:
+        error = {"code": -32042, "message": "This request requires more information.", "data": {"elicitations": needed}}
+        return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "error": error})
+
+    server.handle = handle
+    async with fast_client(url) as client:
+        with pytest.raises(UrlElicitationRequiredError) as raised:
+            await client.call_tool("t", timeout=WAIT)
+    assert raised.value.code == -32042 and raised.value.elicitations == needed
+
+
+async def test_the_cli_shows_the_urls_a_request_waits_for(scripted: tuple[Scripted, str], tmp_path: Path) -> None:
+    server, url = scripted
+    needed = [{"mode": "url", "elicitationId": "e1", "url": "https://auth.example/connect?e=e1", "message": "Log in"}]
+
+    async def handle(message: dict[str, Any], request: Request) -> Response:
+        if message["method"] == "tools/list":
+            tool = {"name": "t", "inputSchema": {"type": "object", "properties": {}}}
+            return JSONResponse(result(message["id"], {"tools": [tool]}))
+        error = {"code": -32042, "message": "Authorization required.", "data": {"elicitations": needed}}
+        return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "error": error})
+
+    server.handle = handle
+    env = {**os.environ, **python_env(), "MCP_SSE_SERVER_CONFIG": str(tmp_path / "registry.json")}
+    env["XDG_CONFIG_HOME"] = str(tmp_path / "xdg")
+    done = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, "-m", "mcp_sse_server", "call", url, "t"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "Authorization required." in done.stderr and "https://auth.example/connect?e=e1" in done.stderr
+    assert "-32042" in done.stderr

@@ -30,7 +30,7 @@ async def test_sse_replies_session_progress_logs_and_delete_on_close(sdk_http: P
     async with client:
         session = client.session_id
         assert session
-        assert client.transport is not None and client.transport.protocol_version == "2025-06-18"
+        assert client.transport is not None and client.transport.protocol_version == "2025-11-25"
         assert {"add", "divide", "slow"} <= {tool.name for tool in await client.list_tools()}
         assert (await client.call_tool("add", {"a": 2, "b": 3})).structured_content == {"result": 5}
         progress: list[Any] = []
@@ -129,3 +129,18 @@ async def test_a_server_killed_mid_call_fails_the_call(fresh_sdk_http: Peer) -> 
         assert fresh_sdk_http.base in raised.value.message
         with pytest.raises(McpConnectionError, match="Cannot reach"):
             await client.ping()
+
+
+async def test_a_call_survives_the_server_closing_its_stream(sdk_http_resumable: Peer) -> None:
+    """The SDK server (event store, ``retry: 100``) closes the tool's POST stream half way
+    (``Context.close_sse_stream``); the client waits ``retry`` and resumes with a GET
+    carrying Last-Event-ID, and the call completes with every progress notification."""
+    progress: list[Any] = []
+    async with StreamableHttpClient(f"{sdk_http_resumable.base}/mcp", reconnect_delay=5.0) as client:
+        assert client.transport is not None and client.transport.protocol_version == "2025-11-25"
+        result = await client.call_tool("interrupted", {"steps": 4}, on_progress=lambda *p: progress.append(p))
+        assert result.content[0].text == "survived 4"  # type: ignore[union-attr]
+        assert client.transport.retry == 100  # the server's retry, not our 5 s default, set the wait
+    assert [step for step, _, _ in progress] == [1, 2, 3, 4]
+    await wait_for_stderr(sdk_http_resumable, "STREAM-CLOSED")
+    await wait_for_stderr(sdk_http_resumable, "REPLAY-AFTER ")

@@ -9,8 +9,11 @@ ours.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
+from mcp_sse_server import versions
 from mcp_sse_server.client import InMemoryClient, SseClient, StdioClient, StreamableHttpClient
 from mcp_sse_server.servers.factory import MemoryServerFactory
 from mcp_sse_server.transport.http import McpHttpServer
@@ -18,14 +21,25 @@ from mcp_sse_server.transport.http import McpHttpServer
 from .conftest import MATH_STDIO, PYTHON, TS_PEER, Peer, node_peer, python_env
 from .scenario import run_scenario
 
+# The official SDKs serve 2025-11-25, the revision our clients offer; our own server
+# answers what it serves (2025-06-18 until its side of 2025-11-25 lands).
+SDK_REVISION = "2025-11-25"
+OURS = versions.negotiate(versions.CLIENT_OFFERS).name
 
-async def reference() -> dict[str, object]:
+
+async def reference() -> dict[str, Any]:
     return await run_scenario(InMemoryClient(MemoryServerFactory.create_memory_server("math")))
+
+
+def same_as_reference(record: dict[str, Any], expected: dict[str, Any], revision: str) -> bool:
+    """``record`` equals ``expected`` except for the negotiated revision, which is ``revision``."""
+    assert record["protocolVersion"] == revision
+    return {**record, "protocolVersion": None} == {**expected, "protocolVersion": None}
 
 
 async def test_in_memory_reference_is_what_we_expect() -> None:
     record = await reference()
-    assert record["protocolVersion"] == "2025-06-18"
+    assert record["protocolVersion"] == OURS
     assert record["add[('a', 2), ('b', 3)]"] == {"text": ["5"], "structured": {"result": 5}, "isError": False}
     assert record["divide[('a', 1), ('b', 0)]"] == {
         "text": ["Cannot divide by zero: 'b' must not be 0"],
@@ -39,11 +53,13 @@ async def test_stdio_client_over_our_stdio_transport() -> None:
 
 
 async def test_streamable_http_client_against_the_sdk_server(sdk_http: Peer) -> None:
-    assert await run_scenario(StreamableHttpClient(f"{sdk_http.base}/mcp")) == await reference()
+    record = await run_scenario(StreamableHttpClient(f"{sdk_http.base}/mcp"))
+    assert same_as_reference(record, await reference(), SDK_REVISION)
 
 
 async def test_sse_client_against_the_sdk_legacy_server(sdk_sse: Peer) -> None:
-    assert await run_scenario(SseClient(f"{sdk_sse.base}/sse")) == await reference()
+    record = await run_scenario(SseClient(f"{sdk_sse.base}/sse"))
+    assert same_as_reference(record, await reference(), SDK_REVISION)
 
 
 async def test_streamable_http_client_against_our_http_server() -> None:
@@ -58,4 +74,4 @@ async def test_streamable_http_client_against_our_http_server() -> None:
 async def test_stdio_client_against_the_typescript_sdk_server() -> None:
     node, env = node_peer()  # type: ignore[misc]
     client = StdioClient(node, [TS_PEER], env=env, on_stderr=lambda line: None)
-    assert await run_scenario(client) == await reference()
+    assert same_as_reference(await run_scenario(client), await reference(), SDK_REVISION)

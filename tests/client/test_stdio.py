@@ -24,7 +24,7 @@ async def test_sdk_server_tools_progress_and_logs() -> None:
     logs: list[dict[str, Any]] = []
     async with sdk_client(on_log=logs.append, on_stderr=lambda line: None) as client:
         assert client.server_info is not None and client.server_info["name"] == "sdk-peer"
-        assert client.protocol_version == "2025-06-18"
+        assert client.protocol_version == "2025-11-25"  # the SDK serves what we offer
         names = {tool.name for tool in await client.list_tools()}
         assert {"add", "divide", "slow", "chatty", "ask_model", "ask_user"} <= names
 

@@ -70,7 +70,7 @@ async def test_sessions_share_the_servers_registry_and_hold_only_their_own_state
         "log_level",
         "subscriptions",
     }
-    assert record.revision == "2025-06-18"
+    assert record.revision == "2025-11-25"  # what the raw client offers: the latest served
 
 
 async def test_a_tool_registered_at_run_time_reaches_every_ready_session(connect: Connect) -> None:

@@ -39,7 +39,7 @@ def _prompt(name: str = "p", completer: Any = None) -> Prompt:
 async def test_initialize_result_carries_server_info_and_instructions(connect: Connect) -> None:
     server = McpServer("srv", "2.0.0", title="Server Title", instructions="Use it well.")
     client = await connect(server, initialize=False)
-    result = await client.initialize()
+    result = await client.initialize(protocol_version="2025-06-18")
     assert result == {
         "protocolVersion": "2025-06-18",
         "capabilities": {"logging": {}},

@@ -50,7 +50,8 @@ def describe_error(error: BaseException) -> str:
     if isinstance(error, McpError):
         if error.code == CONNECTION_CLOSED:  # the clients' connection failures: the code adds nothing
             return error.message
-        return f"{error.message} (JSON-RPC error {error.code})"
+        # str(): subclasses may say more than the message (UrlElicitationRequiredError adds its URLs).
+        return f"{error} (JSON-RPC error {error.code})"
     if isinstance(error, TimeoutError):
         return str(error) or "timed out"
     if isinstance(error, FileNotFoundError) and error.filename:

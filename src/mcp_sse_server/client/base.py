@@ -47,8 +47,14 @@ from ..types import (
     resource_info_from_dict,
     tool_from_dict,
 )
+from .elicitation import (
+    URL_ELICITATION_REQUIRED,
+    UrlElicitationRequiredError,
+    check_mode,
+    complete_answer,
+)
 
-__all__ = ["McpClient", "SessionExpiredError"]
+__all__ = ["McpClient", "SessionExpiredError", "UrlElicitationRequiredError"]
 
 logger = logging.getLogger("mcp_sse_server.client")
 
@@ -58,6 +64,7 @@ MAX_PAGES: Final = 1000  # a server that never stops paging must not hang the cl
 SamplingHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 ElicitationHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 LogHandler = Callable[[dict[str, Any]], Any]
+ElicitationCompleteHandler = Callable[[dict[str, Any]], Any]
 NotificationHandler = Callable[[JsonRpcNotification], Any]
 
 
@@ -74,8 +81,21 @@ class McpClient(ABC):
     - ``elicitation_handler(params) -> result`` answers elicitation/create;
     - ``roots`` (a list of ``Root``) answers roots/list;
     - ``on_log(params)`` receives notifications/message;
+    - ``on_elicitation_complete(params)`` receives notifications/elicitation/complete
+      (else ``on_notification`` does);
     - ``on_notification(notification)`` receives every other notification.
-    Capabilities are declared from which of these are set.
+    Capabilities are declared from which of these are set: an elicitation
+    handler declares form mode, and URL mode too with ``elicitation_url=True``
+    (the handler then also gets ``{"mode": "url", "url", "elicitationId",
+    "message"}``); a sampling handler declares ``sampling.tools`` with
+    ``sampling_tools=True`` (it then gets ``tools``/``toolChoice`` and may answer
+    with an array of content blocks, passed through as it is).
+
+    An elicitation in a mode the client did not declare is refused with
+    -32602 without asking the handler. An accepted form answer gets the
+    schema's ``default`` for every field the handler left out. A request the
+    server refuses until a URL elicitation is done raises
+    ``UrlElicitationRequiredError`` (code -32042) listing them.
     """
 
     def __init__(
@@ -89,6 +109,9 @@ class McpClient(ABC):
         on_log: LogHandler | None = None,
         on_notification: NotificationHandler | None = None,
         request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
+        elicitation_url: bool = False,
+        sampling_tools: bool = False,
+        on_elicitation_complete: ElicitationCompleteHandler | None = None,
     ) -> None:
         self.client_info = {"name": client_name, "version": client_version}
         self.sampling_handler = sampling_handler
@@ -97,6 +120,9 @@ class McpClient(ABC):
         self.on_log = on_log
         self.on_notification = on_notification
         self.request_timeout = request_timeout
+        self.elicitation_url = elicitation_url
+        self.sampling_tools = sampling_tools
+        self.on_elicitation_complete = on_elicitation_complete
         self.server_info: dict[str, Any] | None = None
         self.server_capabilities: dict[str, Any] | None = None
         self.instructions: str | None = None
@@ -117,12 +143,19 @@ class McpClient(ABC):
     def capabilities(self) -> dict[str, Any]:
         capabilities: dict[str, Any] = {}
         if self.sampling_handler is not None:
-            capabilities["sampling"] = {}
+            capabilities["sampling"] = {"tools": {}} if self.sampling_tools else {}
         if self.elicitation_handler is not None:
-            capabilities["elicitation"] = {}
+            capabilities["elicitation"] = {mode: {} for mode in self.elicitation_modes}
         if self.roots is not None:
             capabilities["roots"] = {"listChanged": True}
         return capabilities
+
+    @property
+    def elicitation_modes(self) -> tuple[str, ...]:
+        """The elicitation modes this client declares (none without a handler)."""
+        if self.elicitation_handler is None:
+            return ()
+        return ("form", "url") if self.elicitation_url else ("form",)
 
     async def initialize(self) -> dict[str, Any]:
         """Open the transport and perform the handshake; returns the InitializeResult.
@@ -139,7 +172,7 @@ class McpClient(ABC):
             self.connection = Connection(await self._open(), self)
         self._initialize_result = None
         offer = {
-            "protocolVersion": versions.PROTOCOL_VERSION,
+            "protocolVersion": versions.CLIENT_OFFERS,
             "capabilities": self.capabilities,
             "clientInfo": self.client_info,
         }
@@ -198,13 +231,18 @@ class McpClient(ABC):
         """
         limit = self.request_timeout if timeout is True else (None if timeout is False else timeout)
         try:
-            return await self._send_request(method, params, limit, on_progress)
-        except SessionExpiredError:
-            if not retry_expired:
-                raise
-            logger.info("session expired; initializing a new one")
-            await self._reinitialize()
-            return await self._send_request(method, params, limit, on_progress)
+            try:
+                return await self._send_request(method, params, limit, on_progress)
+            except SessionExpiredError:
+                if not retry_expired:
+                    raise
+                logger.info("session expired; initializing a new one")
+                await self._reinitialize()
+                return await self._send_request(method, params, limit, on_progress)
+        except McpError as error:
+            if error.code == URL_ELICITATION_REQUIRED and not isinstance(error, UrlElicitationRequiredError):
+                raise UrlElicitationRequiredError(error.message, error.data) from None
+            raise
 
     async def _send_request(
         self, method: str, params: dict[str, Any] | None, timeout: float | None, on_progress: ProgressCallback | None
@@ -329,7 +367,8 @@ class McpClient(ABC):
         if method == "sampling/createMessage" and self.sampling_handler is not None:
             return await self.sampling_handler(params)
         if method == "elicitation/create" and self.elicitation_handler is not None:
-            return await self.elicitation_handler(params)
+            mode = check_mode(params, self.elicitation_modes)
+            return complete_answer(params, mode, await self.elicitation_handler(params))
         if method == "roots/list" and self.roots is not None:
             return {"roots": [{"uri": r.uri, **({"name": r.name} if r.name else {})} for r in self.roots]}
         raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
@@ -337,6 +376,8 @@ class McpClient(ABC):
     def handle_notification(self, notification: JsonRpcNotification) -> None:
         if notification.method == "notifications/message" and self.on_log is not None:
             self.on_log(notification.params or {})
+        elif notification.method == "notifications/elicitation/complete" and self.on_elicitation_complete is not None:
+            self.on_elicitation_complete(notification.params or {})
         elif self.on_notification is not None:
             self.on_notification(notification)
 

@@ -1,16 +1,32 @@
-"""StreamableHttpClient: MCP over Streamable HTTP (revision 2025-06-18).
+"""StreamableHttpClient: MCP over Streamable HTTP (revisions 2025-03-26 to 2025-11-25).
 
 Every client message is a POST. A request's answer comes back either as one
 JSON body or as an SSE stream carrying the server's notifications and
 requests for it, then the response; everything on it reaches the engine. The
-session id from the initialize response goes on every later request, and a
-standalone GET stream carries what the server sends on its own.
+session id from the initialize response goes on every later request, with
+the negotiated ``MCP-Protocol-Version``, and a standalone GET stream carries
+what the server sends on its own.
+
+SSE streams (SEP-1699): an event with empty ``data`` is a cursor (a priming
+event): its id is recorded, it is never parsed. Each stream remembers its last
+event id and the last ``retry``. When a reply stream (or the GET stream) ends
+or drops before the answer, the client waits ``retry`` ms (``reconnect_delay``
+when the server sent none, doubling only after reconnects that brought
+nothing new) and GETs with ``Last-Event-ID``, until the answer arrives or
+``max_reconnect_attempts`` reconnects in a row bring nothing. A disconnect is
+never a cancellation: only the caller's timeout or cancellation sends
+``notifications/cancelled``.
 
 Failures never hang a caller: a server that cannot be reached, a stream that
-ends without the answer, or a server that dies mid-call fails that request
-with a one-line ``McpConnectionError`` naming the URL. Dropped streams that
-carried event ids are resumed with ``Last-Event-ID`` (bounded retries with
-backoff). A 404 for our session makes ``McpClient`` open a new one and retry.
+ends without the answer (and without an event id to resume from), or a
+server that dies mid-call fails that request with a one-line
+``McpConnectionError`` naming the URL. A 404 for our session makes
+``McpClient`` open a new one and retry.
+
+A URL that answers the ``initialize`` POST with 400, 404 or 405 but opens an
+event stream on GET is a legacy HTTP+SSE (2024-11-05) endpoint: the client
+falls back to that transport (``SseClientTransport``), as the 2025-11-25
+transport specification says, unless ``fallback_to_sse=False``.
 
 >>> async def demo() -> None:  # doctest: +SKIP
 ...     async with StreamableHttpClient("http://127.0.0.1:8080/mcp") as client:
@@ -45,13 +61,37 @@ from ..transport.base import Transport
 from ._common import McpConnectionError, RemoteClient, SessionExpiredMcpError
 from ._http_common import EVENT_STREAM, HttpClientTransport, first_line, http_url, media_type, reason
 from ._sse import SseParser
+from .sse import SseClientTransport
 
-__all__ = ["StreamableHttpClient", "StreamableHttpTransport"]
+__all__ = ["LegacySseEndpointError", "StreamableHttpClient", "StreamableHttpTransport"]
 
 logger = logging.getLogger("mcp_sse_server.client")
 
 _POST_ACCEPT: Final = f"application/json, {EVENT_STREAM}"
 _ERROR_BODY_LIMIT: Final = 64 * 1024
+# Statuses of an initialize POST after which a GET may find a legacy HTTP+SSE endpoint (2025-11-25 transports).
+_LEGACY_STATUSES: Final = frozenset({400, 404, 405})
+
+
+class LegacySseEndpointError(McpError):
+    """The URL is a legacy HTTP+SSE endpoint (protocol 2024-11-05), not Streamable HTTP.
+
+    ``StreamableHttpClient`` falls back to that transport on it; it reaches the
+    caller when the fallback is off or fails. ``data`` is ``{"status": <the
+    initialize POST's status>, "transport": "sse"}``.
+    """
+
+    def __init__(self, url: str, status: int, failure: str | None = None) -> None:
+        message = (
+            f"MCP server at {url} looks like a legacy HTTP+SSE endpoint (protocol 2024-11-05): "
+            f'a POST got HTTP {status} but a GET opens an event stream; configure it with type "sse" '
+            "(SseClient) instead of Streamable HTTP"
+        )
+        if failure is not None:
+            message += f" (the fallback to that transport failed: {failure})"
+        super().__init__(CONNECTION_CLOSED, message, {"status": status, "transport": "sse"})
+        self.url = url
+        self.status = status
 
 
 async def _read_capped(response: httpx.Response, limit: int) -> bytes:
@@ -74,7 +114,7 @@ def _messages_from_json(body: bytes) -> list[JsonRpcMessage]:
 
 
 class _StreamState:
-    """What survives a reconnect of one logical SSE stream."""
+    """What survives a reconnect of one logical SSE stream: its last event id and ``retry``."""
 
     __slots__ = ("last_event_id", "opened", "retry")
 
@@ -117,6 +157,8 @@ class StreamableHttpTransport(HttpClientTransport):
         self.max_reconnect_attempts = max_reconnect_attempts
         self._streams: dict[RequestId, asyncio.Task[None]] = {}
         self._listener: asyncio.Task[None] | None = None
+        # The last ``retry`` any stream of this connection sent, for streams that send none.
+        self.retry: int | None = None
 
     # --- headers and errors ---------------------------------------------------------
 
@@ -154,8 +196,8 @@ class StreamableHttpTransport(HttpClientTransport):
     async def _is_legacy_sse(self) -> bool:
         """True when a GET of the URL opens an event stream without a session: the 2024-11-05 transport.
 
-        Only asked after an ``initialize`` POST got 404 or 405, to say what the URL is;
-        a Streamable HTTP server answers such a GET with 400 or 405.
+        Only asked after an ``initialize`` POST got 400, 404 or 405, to say what the URL is;
+        a Streamable HTTP server answers such a GET (it carries no session) with 400 or 405.
         """
         headers = {**self.headers, "accept": EVENT_STREAM}
         try:
@@ -179,10 +221,15 @@ class StreamableHttpTransport(HttpClientTransport):
             self.expired = True
         return SessionExpiredMcpError(f"MCP server at {self.url} no longer knows session {session_id}")
 
-    def _backoff(self, attempt: int, retry_ms: int | None) -> float:
+    def _backoff(self, failures: int, stream: _StreamState) -> float:
+        """Seconds to wait before reconnecting ``stream``: the server's ``retry`` (else
+        ``reconnect_delay``), doubled for each reconnect in a row that brought nothing,
+        capped at ``max_reconnect_delay`` (but never below the server's ``retry``); at
+        least 10 ms, so a server that says ``retry: 0`` cannot make the client spin."""
+        retry_ms = stream.retry if stream.retry is not None else self.retry
         base = retry_ms / 1000 if retry_ms is not None else self.reconnect_delay
-        delay: float = base * 2**attempt
-        return max(0.01, min(self.max_reconnect_delay, delay))
+        delay: float = base * 2**failures
+        return max(0.01, min(max(self.max_reconnect_delay, base), delay))
 
     # --- Transport ---------------------------------------------------------------------
 
@@ -285,14 +332,8 @@ class StreamableHttpTransport(HttpClientTransport):
                 self.session_id = issued
         if status == 404 and session is not None:
             raise self._expire(session)
-        if status in (404, 405) and request.method == "initialize" and await self._is_legacy_sse():
-            raise McpError(
-                CONNECTION_CLOSED,
-                f"MCP server at {self.url} looks like a legacy HTTP+SSE endpoint (protocol 2024-11-05): "
-                f'a POST got HTTP {status} but a GET opens an event stream; configure it with type "sse" '
-                "(SseClient) instead of Streamable HTTP",
-                {"status": status, "transport": "sse"},
-            )
+        if status in _LEGACY_STATUSES and request.method == "initialize" and await self._is_legacy_sse():
+            raise LegacySseEndpointError(self.url, status)
         if status >= 400:
             raise await self._http_error(response, request.method)
         media = media_type(response)
@@ -311,15 +352,20 @@ class StreamableHttpTransport(HttpClientTransport):
                 f"and content type {media or 'none'!r} instead of JSON or an event stream",
             )
 
-    async def _consume(self, response: httpx.Response, stream: _StreamState, until: RequestId | None) -> int:
-        """Deliver the stream's messages until it ends (or ``until`` is answered); returns how many."""
+    async def _consume(self, response: httpx.Response, stream: _StreamState, until: RequestId | None) -> bool:
+        """Deliver the stream's messages until it ends (or ``until`` is answered).
+
+        True when it brought something new: a message, or a new event id (a
+        cursor counts: the server moved the stream on).
+        """
         parser = SseParser()
         parser.last_event_id, parser.retry = stream.last_event_id, stream.retry
+        started_at = stream.last_event_id
         count = 0
         async for chunk in response.aiter_bytes():
             for event in parser.feed(chunk):
-                if event.event != "message":
-                    continue
+                if event.event != "message" or not event.data.strip():
+                    continue  # empty data: a cursor (priming) event, its id is all it says
                 try:
                     message = parse_message(event.data)
                 except McpError as error:
@@ -327,14 +373,20 @@ class StreamableHttpTransport(HttpClientTransport):
                     continue
                 count += 1
                 self._deliver(message)
-            stream.last_event_id, stream.retry = parser.last_event_id, parser.retry
+            stream.last_event_id = parser.last_event_id
+            if parser.retry is not None and parser.retry != stream.retry:
+                stream.retry = self.retry = parser.retry
             if until is not None and not self._is_outstanding(until):
                 break  # the answer is in; the server closes the stream now anyway
-        return count
+        return count > 0 or stream.last_event_id != started_at
 
     async def _resume(self, request: JsonRpcRequest, stream: _StreamState) -> None:
-        """GET with Last-Event-ID until the answer arrives, with bounded, backed-off retries."""
-        attempt = 0
+        """GET with Last-Event-ID until the answer arrives.
+
+        Each wait is the server's ``retry``; at most ``max_reconnect_attempts``
+        reconnects in a row may bring nothing new (each such one doubles the wait).
+        """
+        attempt = 0  # reconnects in a row that brought nothing new
         last = "the stream ended"
         while self._is_outstanding(request.id) and not self._closed:
             if attempt >= self.max_reconnect_attempts:
@@ -346,7 +398,7 @@ class StreamableHttpTransport(HttpClientTransport):
                     ),
                 )
                 return
-            await asyncio.sleep(self._backoff(attempt, stream.retry))
+            await asyncio.sleep(self._backoff(attempt, stream))
             attempt += 1
             session = self.session_id
             try:
@@ -415,7 +467,7 @@ class StreamableHttpTransport(HttpClientTransport):
             if failures >= self.max_reconnect_attempts:
                 logger.warning("giving up on the event stream from %s after %d attempts", self.url, failures)
                 return
-            await asyncio.sleep(self._backoff(failures, stream.retry))
+            await asyncio.sleep(self._backoff(failures, stream))
             failures += 1
 
     # --- shutdown --------------------------------------------------------------------
@@ -452,10 +504,13 @@ class StreamableHttpClient(RemoteClient):
 
     ``headers`` go on every request (authorization, say). ``http_client`` lets
     you bring a configured ``httpx.AsyncClient`` (TLS, proxies); it is then
-    yours to close. Reconnection of dropped streams waits ``reconnect_delay``
-    seconds (or the server's ``retry``), doubling up to ``max_reconnect_delay``,
-    at most ``max_reconnect_attempts`` times in a row. Other keyword options
-    are McpClient's.
+    yours to close. Reconnection of dropped streams waits the server's ``retry``
+    (else ``reconnect_delay`` seconds), doubling up to ``max_reconnect_delay``
+    after reconnects that brought nothing new, at most ``max_reconnect_attempts``
+    such times in a row. With ``fallback_to_sse`` (the default) a legacy
+    HTTP+SSE endpoint is spoken to with that transport (``legacy`` is then
+    True and ``transport`` None); otherwise it raises ``LegacySseEndpointError``.
+    Other keyword options are McpClient's.
     """
 
     def __init__(
@@ -469,11 +524,14 @@ class StreamableHttpClient(RemoteClient):
         reconnect_delay: float = 1.0,
         max_reconnect_delay: float = 30.0,
         max_reconnect_attempts: int = 5,
+        fallback_to_sse: bool = True,
         **options: Any,
     ) -> None:
         super().__init__(**options)
         self.url = url
         self.headers = dict(headers or {})
+        self.fallback_to_sse = fallback_to_sse
+        self.legacy = False  # True once the URL turned out to be a legacy HTTP+SSE endpoint
         self._transport_options: dict[str, Any] = {
             "http_client": http_client,
             "connect_timeout": connect_timeout,
@@ -484,6 +542,7 @@ class StreamableHttpClient(RemoteClient):
         }
         httpx.URL(url)  # a malformed URL fails here, not at the first call
         self.transport: StreamableHttpTransport | None = None
+        self.legacy_transport: SseClientTransport | None = None
         self._reinitializing = asyncio.Lock()
 
     @property
@@ -491,8 +550,31 @@ class StreamableHttpClient(RemoteClient):
         return self.transport.session_id if self.transport is not None else None
 
     async def _open(self) -> Transport:
+        if self.legacy:
+            options = {key: self._transport_options[key] for key in ("http_client", "connect_timeout", "post_timeout")}
+            legacy = SseClientTransport(self.url, self.headers, **options)
+            await legacy.start()
+            self.legacy_transport = legacy
+            return legacy
         self.transport = StreamableHttpTransport(self.url, self.headers, **self._transport_options)
         return self.transport
+
+    async def _handshake(self) -> dict[str, Any]:
+        try:
+            return await super()._handshake()
+        except LegacySseEndpointError as legacy:
+            if not self.fallback_to_sse:
+                raise
+            status = legacy.status
+        # RemoteClient closed the Streamable HTTP transport; open the legacy one.
+        logger.info("MCP server at %s speaks the legacy HTTP+SSE transport; falling back to it", self.url)
+        self.legacy, self.transport = True, None
+        try:
+            return await super()._handshake()
+        except Exception as error:
+            self.legacy = False
+            detail = error.message if isinstance(error, McpError) else str(error) or type(error).__name__
+            raise LegacySseEndpointError(self.url, status, detail) from error
 
     async def _reinitialize(self) -> None:
         # Concurrent calls that all met the 404 share one new session.

@@ -1,0 +1,54 @@
+"""The client the official conformance suite launches for its client scenarios:
+
+    node .../@modelcontextprotocol/conformance/dist/index.js client \\
+        --command "<python> tests/client/conformance_client.py" --scenario sse-retry
+
+The runner appends the server URL as the last argument and names the scenario
+in ``MCP_CONFORMANCE_SCENARIO``. This script connects a StreamableHttpClient,
+does what the scenario asks and exits 0 (1 with the error on stderr).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from typing import Any
+
+from mcp_sse_server.client import StreamableHttpClient
+
+# Bounds only a broken run reaches: the runner's own timeout is 30 s.
+CALL_TIMEOUT = 20.0
+
+
+async def accept_defaults(params: dict[str, Any]) -> dict[str, Any]:
+    """A user who accepts the form as presented: every field keeps its default."""
+    return {"action": "accept", "content": {}}
+
+
+async def run(url: str, scenario: str) -> None:
+    client = StreamableHttpClient(url, elicitation_handler=accept_defaults, request_timeout=CALL_TIMEOUT)
+    async with client:
+        tools = {tool.name: tool for tool in await client.list_tools()}
+        if scenario == "sse-retry":
+            await client.call_tool("test_reconnection")
+        elif scenario == "elicitation-sep1034-client-defaults":
+            await client.call_tool("test_client_elicitation_defaults")
+        elif scenario == "tools_call":
+            await client.call_tool("add_numbers", {"a": 2, "b": 3})
+        elif scenario != "initialize":
+            raise SystemExit(f"unknown scenario {scenario!r} (tools: {', '.join(tools)})")
+
+
+def main() -> None:
+    url = sys.argv[-1]
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "")
+    try:
+        asyncio.run(run(url, scenario))
+    except Exception as error:
+        print(f"conformance client failed in {scenario}: {type(error).__name__}: {error}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+if __name__ == "__main__":
+    main()
