@@ -23,11 +23,17 @@ from .conftest import require_node
 SPEC_SCENARIOS = 26
 
 
-async def run_suite(endpoint: str, output: Path, *arguments: str) -> tuple[int, str]:
+# The two suite versions, side by side through an npm alias (tests/node/package.json);
+# only the second has the 2026-07-28 scenarios and --spec-version 2025-11-25 runs.
+SUITE = "@modelcontextprotocol/conformance"  # 0.1.16
+SUITE_NEXT = "conformance-next"  # 0.2.0-alpha.12
+
+
+async def run_suite(endpoint: str, output: Path, *arguments: str, suite: str = SUITE) -> tuple[int, str]:
     node, modules = require_node()
     process = await asyncio.create_subprocess_exec(
         node,
-        os.path.join(modules, ".bin", "conformance"),
+        os.path.join(modules, suite, "dist", "index.js"),
         "server",
         "--url",
         endpoint,
@@ -64,7 +70,7 @@ def failures(results: dict[str, list[dict[str, Any]]]) -> list[str]:
 
 @pytest.fixture
 async def server() -> Any:
-    http = await McpHttpServer.bind(on_session=build_server, port=0)
+    http = await McpHttpServer.bind(build_server(), port=0)  # one server for every session
     try:
         yield http
     finally:
@@ -89,3 +95,34 @@ async def test_active_suite_scenario_passes(server: McpHttpServer, tmp_path: Pat
     assert not failures(results), failures(results)
     assert status == 0, log
     assert results[scenario] and all(c.get("status") == "SUCCESS" for c in results[scenario]), log
+
+
+def warnings_and_failures(results: dict[str, list[dict[str, Any]]]) -> list[str]:
+    return [
+        f"{scenario}: {check.get('id')} {check.get('status')} {check.get('errorMessage', '')}"
+        for scenario, checks in results.items()
+        for check in checks
+        if check.get("status") not in ("SUCCESS", "INFO")
+    ]
+
+
+async def test_every_scenario_of_the_0_1_16_suite_passes_pending_ones_included(
+    server: McpHttpServer, tmp_path: Path
+) -> None:
+    status, log = await run_suite(server.endpoint, tmp_path, "--suite", "all")
+    results = checks_by_scenario(tmp_path)
+    assert not warnings_and_failures(results), warnings_and_failures(results)
+    assert status == 0, log
+    # the pending scenarios run too: JSON Schema 2020-12 and SSE polling (resumable streams)
+    assert {"json-schema-2020-12", "server-sse-polling", "elicitation-sep1034-defaults"} <= set(results)
+
+
+@pytest.mark.parametrize("revision", ["2025-11-25", "2025-06-18"])
+async def test_the_0_2_0_suite_passes_for_each_handshake_revision(
+    server: McpHttpServer, tmp_path: Path, revision: str
+) -> None:
+    status, log = await run_suite(server.endpoint, tmp_path, "--spec-version", revision, suite=SUITE_NEXT)
+    results = checks_by_scenario(tmp_path)
+    assert not warnings_and_failures(results), warnings_and_failures(results)
+    assert status == 0, log
+    assert "server-session-lifecycle" in results and len(results) >= 27

@@ -176,3 +176,21 @@ async def test_cancelling_a_detached_request_ends_its_stream(app: McpHttpApp, ga
     await session.post(notification("notifications/cancelled", {"requestId": 13})).finish()
     await asyncio.wait_for(gate.cancelled.wait(), 5)
     assert app.live_sessions[session.id].transport.inflight == 0
+
+
+async def test_a_stream_open_too_long_is_closed_for_the_client_to_resume(
+    make_app: object, gate: Gate
+) -> None:
+    app = make_app(stream_reconnect_after=0.05)  # type: ignore[operator]
+    session = await resumable(app)
+    call = session.post(request(14, "tools/call", {"name": "wait", "arguments": {}}))
+    await call.wait_until(lambda: call.complete)  # closed by the server while the request goes on
+    events = parse_sse(call.body)
+    assert events[0].get("priming") and any("retry" in event and "priming" not in event for event in events)
+    assert not gate.cancelled.is_set()
+    resumed = session.get({"last-event-id": str(events[0]["id"])})
+    await resumed.wait_until(lambda: b"waiting" in resumed.body)  # the log event replayed
+    gate.release.set()
+    await resumed.wait_until(lambda: b"released" in resumed.body)
+    resumed.disconnect()
+    await resumed.finish()

@@ -99,6 +99,12 @@ class HttpLimits:
         How long a request stream's logged events are kept after its
         response, for a client resuming late; each stream keeps at most
         ``replay_buffer_size`` events.
+    ``stream_reconnect_after`` (5 min)
+        A request stream open this long is closed with its ``retry`` hint
+        while the request goes on; the client resumes it with GET +
+        ``Last-Event-ID``. Keeps one response from outliving the limits of
+        proxies on the way (handlers can also call
+        ``context.close_sse_stream()``).
     """
 
     allowed_origins: frozenset[str] = field(
@@ -163,6 +169,10 @@ class HttpLimits:
     stream_log_grace: float = field(
         default=30.0, metadata=_about("seconds", "How long a request stream's events are kept after its response.")
     )
+    stream_reconnect_after: float = field(
+        default=300.0,
+        metadata=_about("seconds", "Close a resumable request stream open this long; the client resumes it."),
+    )
 
     def __post_init__(self) -> None:
         # Accept any iterable of strings (a set or list from a caller) but store frozensets.
@@ -190,6 +200,7 @@ class HttpLimits:
             "shutdown_deadline",
             "reap_interval",
             "retry_interval",
+            "stream_reconnect_after",
             "header_timeout",
             "body_timeout",
             "connection_idle_timeout",

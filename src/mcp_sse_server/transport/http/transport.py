@@ -346,6 +346,8 @@ class SseTransport(Transport):
             self._stream_count += 1
             stream_id = f"r{self._stream_count}"
         pending = _PendingReply(send, receive, headers, initialize, stream_id, self.limits.retry_interval)
+        if stream_id is not None:
+            pending.on_open = self._stream_opened
         streams[request_id] = pending
         if not self.keepalive_watched:
             self._keepalive().watch(self)
@@ -375,6 +377,8 @@ class SseTransport(Transport):
 
     def _forget(self, request_id: RequestId, pending: _PendingReply) -> None:
         """A request is over: its stream (if one was made) takes no more, and it leaves the table."""
+        if pending.timer is not None:
+            pending.timer.cancel()
         stream = pending.stream
         if stream is not None:
             stream.done = True
@@ -463,12 +467,28 @@ class SseTransport(Transport):
         pending = streams.get(related_request_id) if streams is not None and related_request_id is not None else None
         if pending is None or pending.stream_id is None or pending.detached:
             return False
+        await self._hang_up(pending)
+        return True
+
+    async def _hang_up(self, pending: _PendingReply) -> None:
         stream = pending.open()  # made now if need be, so the client has the priming event's id
         pending.detach()
         if stream is not None:
             await stream.write(b"retry: %d\n\n" % pending.retry_ms)
             await stream.end()
-        return True
+
+    def _stream_opened(self, pending: _PendingReply) -> None:
+        """A resumable stream went live: it is closed for the client to resume after ``stream_reconnect_after``."""
+        if pending.timer is not None:
+            pending.timer.cancel()
+        pending.timer = asyncio.get_running_loop().call_later(
+            self.limits.stream_reconnect_after, self._overdue, pending
+        )
+
+    def _overdue(self, pending: _PendingReply) -> None:
+        pending.timer = None
+        if pending.stream is not None and not pending.detached and not self._closed:
+            _in_background(self._hang_up(pending))
 
     def _in_flight(self, stream_id: str) -> _PendingReply | None:
         for pending in (self._streams or {}).values():
@@ -493,6 +513,7 @@ class SseTransport(Transport):
             await stream.end()
             return
         previous = pending.attach(stream)
+        self._stream_opened(pending)
         if previous is not None:
             await previous.end()
         ticker = self._keepalive()
@@ -646,6 +667,15 @@ class SseTransport(Transport):
             self._on_end(self)
 
 
+_background: set[asyncio.Task[Any]] = set()
+
+
+def _in_background(work: Any) -> None:
+    task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(work)
+    _background.add(task)
+    task.add_done_callback(_background.discard)
+
+
 def _data(message: JsonRpcMessage) -> bytes:
     """One message as an SSE event without an id (POST streams are not replayed)."""
     return b"data: " + encode_message(message) + b"\n\n"
@@ -670,7 +700,18 @@ class _PendingReply:
     left it or the server closed it (until a GET resumes it: ``attach``).
     """
 
-    __slots__ = ("detached", "headers", "initialize", "receive", "retry_ms", "send", "stream", "stream_id")
+    __slots__ = (
+        "detached",
+        "headers",
+        "initialize",
+        "on_open",
+        "receive",
+        "retry_ms",
+        "send",
+        "stream",
+        "stream_id",
+        "timer",
+    )
 
     def __init__(
         self,
@@ -689,6 +730,8 @@ class _PendingReply:
         self.stream_id = stream_id
         self.retry_ms = round(retry_interval * 1000)
         self.detached = False
+        self.on_open: Callable[[_PendingReply], None] | None = None  # a resumable stream went live
+        self.timer: asyncio.TimerHandle | None = None
 
     def open(self) -> _PostStream | None:
         """The request's live SSE stream, made on first use; None while detached.
@@ -701,6 +744,8 @@ class _PendingReply:
             stream = self.stream = _PostStream(self.send, self.headers, self.receive)
             if self.stream_id is not None:
                 stream.pending.append(priming(f"0/{self.stream_id}", self.retry_ms / 1000))
+            if self.on_open is not None:
+                self.on_open(self)
         return stream
 
     def detach(self) -> None:
