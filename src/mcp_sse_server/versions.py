@@ -13,8 +13,12 @@ Rules, kept here and nowhere else:
 
 >>> negotiate("2025-06-18").name
 '2025-06-18'
+>>> negotiate("2025-11-25").name
+'2025-11-25'
 >>> negotiate("1999-01-01") is LATEST
 True
+>>> REVISION_2025_11_25.icons, REVISION_2025_06_18.icons
+(True, False)
 >>> REVISION_2025_06_18.at_least("2025-03-26")
 True
 """
@@ -31,6 +35,7 @@ __all__ = [
     "LATEST",
     "PROTOCOL_VERSION",
     "REVISION_2025_06_18",
+    "REVISION_2025_11_25",
     "SERVED",
     "Revision",
     "client_accepts",
@@ -43,6 +48,8 @@ __all__ = [
 
 # Every revision published so far, oldest first. Dates compare as strings.
 KNOWN_REVISIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
+
+_NOVEMBER_2025: Final = "2025-11-25"
 
 # Client-to-server requests of the session-based revisions (2024-11-05 to 2025-06-18 share them).
 _BASE_METHODS: Final = frozenset(
@@ -81,18 +88,40 @@ class Revision:
         """True when this revision is ``other`` or newer."""
         return self.name >= other
 
+    # What differs between the served revisions, named so no other module needs a date.
+
+    @property
+    def icons(self) -> bool:
+        """Icons on tools, prompts, resources, templates, links and serverInfo (SEP-973), and
+        serverInfo's ``description`` and ``websiteUrl``."""
+        return self.name >= _NOVEMBER_2025
+
+    @property
+    def elicitation_modes(self) -> bool:
+        """Elicitation ``mode`` (form and url, SEP-1036), multi-select enums (SEP-1330)."""
+        return self.name >= _NOVEMBER_2025
+
+    @property
+    def sampling_tools(self) -> bool:
+        """``tools``/``toolChoice`` in sampling/createMessage and tool-use content (SEP-1577)."""
+        return self.name >= _NOVEMBER_2025
+
     def __str__(self) -> str:
         return self.name
 
 
 REVISION_2025_06_18: Final = Revision("2025-06-18", _BASE_METHODS)
+# 2025-11-25 adds no client-to-server request this package serves (tasks/* is not implemented,
+# so the tasks capability is never declared and a request's "task" member is ignored).
+REVISION_2025_11_25: Final = Revision(_NOVEMBER_2025, _BASE_METHODS)
 
-# What this package serves, oldest first; the last one is offered and preferred.
-SERVED: Final[tuple[Revision, ...]] = (REVISION_2025_06_18,)
+# What this package serves, oldest first; the last one is preferred (answered to unknown requests).
+SERVED: Final[tuple[Revision, ...]] = (REVISION_2025_06_18, REVISION_2025_11_25)
 LATEST: Final = SERVED[-1]
 
-# The revision a client of this package offers first.
-PROTOCOL_VERSION: Final = LATEST.name
+# The revision a client of this package offers first. It stays at 2025-06-18 until the
+# client speaks 2025-11-25 (SSE priming and resumption, elicitation modes, sampling tools).
+PROTOCOL_VERSION: Final = REVISION_2025_06_18.name
 
 _BY_NAME: Final = {revision.name: revision for revision in SERVED}
 
@@ -113,7 +142,7 @@ HEADER_DEFAULT: Final = REVISION_2025_06_18
 # What a client of this package accepts in an initialize answer: every
 # session-based revision up to the one it offers (older servers answer older
 # revisions; the legacy HTTP+SSE transport speaks 2024-11-05).
-CLIENT_ACCEPTED: Final = tuple(name for name in KNOWN_REVISIONS if name <= LATEST.name)
+CLIENT_ACCEPTED: Final = tuple(name for name in KNOWN_REVISIONS if name <= PROTOCOL_VERSION)
 
 
 def client_accepts(name: str) -> bool:

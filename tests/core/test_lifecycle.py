@@ -55,14 +55,24 @@ async def test_initialize_result_omits_absent_title_and_instructions(server: Mcp
     assert "instructions" not in result
 
 
-@pytest.mark.parametrize("requested", ["2025-06-18", "2024-11-05", "2025-03-26", "2099-01-01", "garbage"])
-async def test_any_requested_revision_is_answered_with_2025_06_18(
-    server: McpServer, connect: Connect, requested: str
+@pytest.mark.parametrize(
+    ("requested", "answered"),
+    [
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2024-11-05", "2025-11-25"),
+        ("2025-03-26", "2025-11-25"),
+        ("2099-01-01", "2025-11-25"),
+        ("garbage", "2025-11-25"),
+    ],
+)
+async def test_a_served_revision_is_answered_as_asked_any_other_with_the_latest(
+    server: McpServer, connect: Connect, requested: str, answered: str
 ) -> None:
     client = await connect(server, initialize=False)
     result = await client.initialize(protocol_version=requested)
-    assert result["protocolVersion"] == "2025-06-18"
-    assert server.protocol_version == "2025-06-18"
+    assert result["protocolVersion"] == answered
+    assert server.protocol_version == answered
 
 
 async def test_client_info_and_capabilities_are_recorded(server: McpServer, connect: Connect) -> None:
