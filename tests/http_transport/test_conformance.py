@@ -89,3 +89,16 @@ async def test_active_suite_scenario_passes(server: McpHttpServer, tmp_path: Pat
     assert not failures(results), failures(results)
     assert status == 0, log
     assert results[scenario] and all(c.get("status") == "SUCCESS" for c in results[scenario]), log
+
+
+# Revision 2025-11-25 server features (json-schema-2020-12 is in the pending suite: named explicitly).
+@pytest.mark.parametrize(
+    "scenario", ["json-schema-2020-12", "elicitation-sep1034-defaults", "elicitation-sep1330-enums"]
+)
+async def test_2025_11_25_feature_scenario_passes(server: McpHttpServer, tmp_path: Path, scenario: str) -> None:
+    status, log = await run_suite(server.endpoint, tmp_path, "--scenario", scenario)
+    results = checks_by_scenario(tmp_path)
+    assert list(results) == [scenario], log
+    assert not failures(results), failures(results)
+    assert status == 0, log
+    assert results[scenario] and all(c.get("status") == "SUCCESS" for c in results[scenario]), log
