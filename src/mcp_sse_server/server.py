@@ -86,8 +86,8 @@ def check_tool_name(name: str) -> str | None:
 
     >>> check_tool_name("admin.tools.list") is None
     True
-    >>> check_tool_name("get user")
-    'tool name \'get user\' should be 1-128 characters of A-Z, a-z, 0-9, _, - and . (SEP-986)'
+    >>> print(check_tool_name("get user"))
+    tool name 'get user' should be 1-128 characters of A-Z, a-z, 0-9, _, - and . (SEP-986)
     """
     if _TOOL_NAME.fullmatch(name):
         return None
