@@ -1,10 +1,14 @@
 """JSON Schema validation, compiled once per schema, with one-line messages.
 
-Validators come from ``jsonschema_rs`` (Rust, Draft 2020-12 by default): a
-tool's schemas are compiled once, when it is registered on the server (which
-serves every session), and each call only runs the compiled validator.
-Messages name the field and never dump the schema, so they are fit to show a
-model.
+Validators come from ``jsonschema_rs`` (Rust). A schema without ``$schema``
+is JSON Schema 2020-12 (MCP's default dialect since revision 2025-11-25);
+``$schema`` may name 2020-12, 2019-09, draft-07, draft-06 or draft-04, and
+validation follows the named dialect; any other ``$schema`` is a ValueError
+naming it (never a network fetch). Local ``$ref`` (``#/$defs/...``) resolves.
+Schemas are kept as given: the server lists them verbatim. A tool's schemas
+are compiled once, when it is registered on the server (which serves every
+session), and each call only runs the compiled validator. Messages name the
+field and never dump the schema, so they are fit to show a model.
 
 >>> v = SchemaValidator({"type": "object", "properties": {"a": {"type": "number"}}, "required": ["a"]})
 >>> v.first_error({})
@@ -21,7 +25,16 @@ from typing import Any, Final
 import jsonschema_rs
 import orjson
 
-__all__ = ["SchemaValidator"]
+__all__ = ["DIALECTS", "SchemaValidator", "dialect_of"]
+
+DIALECTS: Final = {
+    "json-schema.org/draft/2020-12/schema": "2020-12",
+    "json-schema.org/draft/2019-09/schema": "2019-09",
+    "json-schema.org/draft-07/schema": "draft-07",
+    "json-schema.org/draft-06/schema": "draft-06",
+    "json-schema.org/draft-04/schema": "draft-04",
+}
+"""The supported ``$schema`` URIs (without scheme and trailing ``#``) and their dialects."""
 
 ENUM_LISTED: Final = 20
 """An ``enum`` violation names every allowed value when there are at most this many."""
@@ -72,6 +85,28 @@ def _enum_message(instance: Any, options: Any) -> str | None:
     return f"{_json(instance, 60)} is not one of {allowed}"
 
 
+def dialect_of(schema: dict[str, Any]) -> str:
+    """The dialect ``schema`` declares ("2020-12" without ``$schema``); ValueError when unsupported.
+
+    >>> dialect_of({"type": "object"})
+    '2020-12'
+    >>> dialect_of({"$schema": "http://json-schema.org/draft-07/schema#"})
+    'draft-07'
+    """
+    uri = schema.get("$schema")
+    if uri is None:
+        return "2020-12"
+    if isinstance(uri, str):
+        key = uri.removesuffix("#")
+        for scheme in ("https://", "http://"):
+            if key.startswith(scheme):
+                dialect = DIALECTS.get(key.removeprefix(scheme))
+                if dialect is not None:
+                    return dialect
+    supported = ", ".join(DIALECTS.values())
+    raise ValueError(f"unsupported JSON Schema dialect {_json(uri, 200)} in $schema (supported: {supported})")
+
+
 class SchemaValidator:
     """A compiled JSON Schema. Raises ValueError at construction for an invalid schema."""
 
@@ -85,6 +120,7 @@ class SchemaValidator:
     def __init__(self, schema: dict[str, Any]) -> None:
         if not isinstance(schema, dict):
             raise ValueError("a JSON Schema must be an object")
+        dialect_of(schema)
         try:
             jsonschema_rs.meta.validate(schema)
             self._validator = jsonschema_rs.validator_for(schema)

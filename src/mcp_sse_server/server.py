@@ -23,6 +23,7 @@ import base64
 import binascii
 import inspect
 import logging
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Final
 
@@ -55,11 +56,13 @@ from .types import (
     CreateMessageResult,
     ElicitResult,
     GetPromptResult,
+    Icon,
     Prompt,
     PromptMessage,
     ReadResourceResult,
     Resource,
     ResourceContents,
+    ResourceLink,
     ResourceTemplate,
     Root,
     TextResourceContents,
@@ -68,11 +71,28 @@ from .types import (
 from .uri_template import UriTemplate
 from .versions import Revision
 
-__all__ = ["McpServer", "check_elicitation_schema"]
+__all__ = ["McpServer", "check_elicitation_schema", "check_tool_name"]
 
 logger = logging.getLogger("mcp_sse_server")
 
 Handler = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
+
+# SEP-986 (revision 2025-11-25): tool names SHOULD be 1-128 of these characters.
+_TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+
+
+def check_tool_name(name: str) -> str | None:
+    """Why ``name`` breaks the SEP-986 tool-name rules, or None when it keeps them.
+
+    >>> check_tool_name("admin.tools.list") is None
+    True
+    >>> print(check_tool_name("get user"))
+    tool name 'get user' should be 1-128 characters of A-Z, a-z, 0-9, _, - and . (SEP-986)
+    """
+    if _TOOL_NAME.fullmatch(name):
+        return None
+    return f"tool name {name!r} should be 1-128 characters of A-Z, a-z, 0-9, _, - and . (SEP-986)"
+
 
 # JSON-RPC method -> the McpServer method serving it (looked up on the instance, so overrides count).
 _METHOD_NAMES: Final = {
@@ -108,9 +128,13 @@ def _is_async(function: Callable[..., Any]) -> bool:
 
 
 class _RegisteredTool:
-    """A tool as registered: its validators compiled and its tools/list entry built, once."""
+    """A tool as registered: its validators compiled and its tools/list entries built, once.
 
-    __slots__ = ("in_thread", "input", "is_async", "output", "tool", "wire")
+    ``wire`` is the entry for sessions before 2025-11-25, ``wire_icons`` the one
+    with icons (the same object when the tool has none).
+    """
+
+    __slots__ = ("in_thread", "input", "is_async", "output", "tool", "wire", "wire_icons")
 
     def __init__(self, tool: Tool) -> None:
         if tool.input_schema.get("type") != "object":
@@ -125,7 +149,8 @@ class _RegisteredTool:
         self.is_async = handler is not None and _is_async(handler)
         # A sync handler declared cheap (run_in_thread=False) is called on the loop, like an async one.
         self.in_thread = handler is not None and not self.is_async and tool.run_in_thread
-        self.wire = tool.to_dict()
+        self.wire = tool.to_dict(icons=False)
+        self.wire_icons = tool.to_dict() if tool.icons else self.wire
 
 
 def _params_str(params: dict[str, Any], key: str) -> str:
@@ -159,6 +184,10 @@ class McpServer:
         title: str | None = None,
         instructions: str | None = None,
         page_size: int | None = None,
+        icons: Sequence[Icon] | None = None,
+        description: str | None = None,
+        website_url: str | None = None,
+        strict_tool_names: bool = False,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -167,6 +196,11 @@ class McpServer:
         self.title = title
         self.instructions = instructions
         self.page_size = page_size
+        # serverInfo members of revision 2025-11-25, sent only to sessions at it or later
+        self.icons = list(icons) if icons is not None else None
+        self.description = description
+        self.website_url = website_url
+        self.strict_tool_names = strict_tool_names
         self.on_roots_list_changed: Callable[[], Any] | None = None
         self._sessions: set[ServerSession] = set()
         self._tables: dict[str | None, dict[str, Handler]] = {}
@@ -174,7 +208,8 @@ class McpServer:
         self._resources: dict[str, Resource] = {}
         self._templates: dict[str, tuple[UriTemplate, ResourceTemplate]] = {}
         self._prompts: dict[str, Prompt] = {}
-        self._tool_list: list[dict[str, Any]] | None = None
+        # Wire lists built once per revision (name) and collection; dropped when the collection changes.
+        self._lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
 
     # --- sessions ------------------------------------------------------------------
 
@@ -257,18 +292,51 @@ class McpServer:
     # --- registration ------------------------------------------------------------
 
     def add_tool(self, tool: Tool) -> None:
-        """Register (or replace) a tool; its schemas are compiled now. ValueError if invalid."""
+        """Register (or replace) a tool; its schemas are compiled now. ValueError if invalid.
+
+        A name outside the SEP-986 rules (1-128 of ``A-Za-z0-9_-.``) is logged
+        as a warning, or refused with ValueError when the server was built with
+        ``strict_tool_names=True``.
+        """
+        problem = check_tool_name(tool.name)
+        if problem is not None:
+            if self.strict_tool_names:
+                raise ValueError(f"Tool {tool.name!r}: {problem}")
+            logger.warning("%s: clients may refuse or rename it", problem)
         self._tools[tool.name] = _RegisteredTool(tool)
-        self._tool_list = None
+        self._forget("tools")
         self._list_changed("notifications/tools/list_changed")
 
     def remove_tool(self, name: str) -> bool:
         """Remove a tool; True when it existed."""
         removed = self._tools.pop(name, None) is not None
         if removed:
-            self._tool_list = None
+            self._forget("tools")
             self._list_changed("notifications/tools/list_changed")
         return removed
+
+    def _forget(self, collection: str) -> None:
+        """Drop the cached wire lists of ``collection`` (every revision)."""
+        for key in [key for key in self._lists if key[0] == collection]:
+            del self._lists[key]
+
+    def _listing(self, collection: str, revision: Revision | None) -> list[dict[str, Any]]:
+        """``collection``'s wire list for sessions of ``revision``, built on first use."""
+        protocol = revision if revision is not None else versions.LATEST
+        key = (collection, protocol.name)
+        items = self._lists.get(key)
+        if items is None:
+            icons = protocol.icons
+            if collection == "tools":
+                items = [entry.wire_icons if icons else entry.wire for entry in self._tools.values()]
+            elif collection == "resources":
+                items = [resource.info().to_dict(icons) for resource in self._resources.values()]
+            elif collection == "resourceTemplates":
+                items = [template.to_dict(icons) for _, template in self._templates.values()]
+            else:
+                items = [prompt.to_dict(icons) for prompt in self._prompts.values()]
+            self._lists[key] = items
+        return items
 
     @property
     def tools(self) -> list[Tool]:
@@ -278,32 +346,38 @@ class McpServer:
         if resource.reader is None and resource.contents is None:
             raise ValueError(f"Resource {resource.uri!r} needs a reader or fixed contents")
         self._resources[resource.uri] = resource
+        self._forget("resources")
         self._list_changed("notifications/resources/list_changed")
 
     def remove_resource(self, uri: str) -> bool:
         removed = self._resources.pop(uri, None) is not None
         if removed:
+            self._forget("resources")
             self._list_changed("notifications/resources/list_changed")
         return removed
 
     def add_resource_template(self, template: ResourceTemplate) -> None:
         """Register a template; ValueError if its URI template is outside {var}/{+var}."""
         self._templates[template.uri_template] = (UriTemplate(template.uri_template), template)
+        self._forget("resourceTemplates")
         self._list_changed("notifications/resources/list_changed")
 
     def remove_resource_template(self, uri_template: str) -> bool:
         removed = self._templates.pop(uri_template, None) is not None
         if removed:
+            self._forget("resourceTemplates")
             self._list_changed("notifications/resources/list_changed")
         return removed
 
     def add_prompt(self, prompt: Prompt) -> None:
         self._prompts[prompt.name] = prompt
+        self._forget("prompts")
         self._list_changed("notifications/prompts/list_changed")
 
     def remove_prompt(self, name: str) -> bool:
         removed = self._prompts.pop(name, None) is not None
         if removed:
+            self._forget("prompts")
             self._list_changed("notifications/prompts/list_changed")
         return removed
 
@@ -345,6 +419,13 @@ class McpServer:
         server_info: dict[str, Any] = {"name": self.name, "version": self.version}
         if self.title is not None:
             server_info["title"] = self.title
+        if revision.icons:
+            if self.description is not None:
+                server_info["description"] = self.description
+            if self.icons:
+                server_info["icons"] = [icon.to_dict() for icon in self.icons]
+            if self.website_url is not None:
+                server_info["websiteUrl"] = self.website_url
         result: dict[str, Any] = {
             "protocolVersion": revision.name,
             "capabilities": self.capabilities,
@@ -410,9 +491,7 @@ class McpServer:
 
     async def _list_tools(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         self._require("tools")
-        if self._tool_list is None:
-            self._tool_list = [entry.wire for entry in self._tools.values()]
-        return self._page("tools", "tools", self._tool_list, params)
+        return self._page("tools", "tools", self._listing("tools", context.session.protocol), params)
 
     async def _call_tool(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         name = params.get("name")
@@ -454,7 +533,10 @@ class McpServer:
         result = value if type(value) is CallToolResult else _as_tool_result(value)
         if entry.output is not None:
             result = self._check_output(entry, result)
-        return result.to_dict()
+        out = result.to_dict()
+        if _has_link_icons(result.content):
+            _drop_link_icons(out["content"], context)
+        return out
 
     async def on_tool_call(self, name: str, arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
         """Called for tools registered without a handler; MemoryServer overrides it."""
@@ -479,14 +561,18 @@ class McpServer:
 
     async def _list_resources(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         self._require("resources")
-        items = [resource.info().to_dict() for resource in self._resources.values()]
+        protocol = context.session.protocol
+        items = self._listing("resources", protocol)
+        listers = [template for _, template in self._templates.values() if template.lister is not None]
+        if listers:
+            items = list(items)  # listed entries are added to a copy: the cached fixed entries stay as they are
+        icons = protocol is None or protocol.icons
         failed: list[str] = []
-        for _, template in self._templates.values():
-            if template.lister is None:
-                continue
+        for template in listers:
+            assert template.lister is not None
             try:
                 listed = await _call(template.lister, _is_async(template.lister))
-                items.extend(info.to_dict() for info in listed)
+                items.extend(info.to_dict(icons) for info in listed)
             except Exception:
                 logger.exception("lister of resource template %s failed", template.name)
                 failed.append(template.name)
@@ -497,7 +583,7 @@ class McpServer:
 
     async def _list_templates(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         self._require("resources")
-        items = [template.to_dict() for _, template in self._templates.values()]
+        items = self._listing("resourceTemplates", context.session.protocol)
         return self._page("resourceTemplates", "resourceTemplates", items, params)
 
     async def _read_resource(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
@@ -542,7 +628,7 @@ class McpServer:
 
     async def _list_prompts(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         self._require("prompts")
-        return self._page("prompts", "prompts", [p.to_dict() for p in self._prompts.values()], params)
+        return self._page("prompts", "prompts", self._listing("prompts", context.session.protocol), params)
 
     async def _get_prompt(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         name = _params_str(params, "name")
@@ -566,7 +652,11 @@ class McpServer:
             result = GetPromptResult(list(value))
         if result.description is None and prompt.description is not None:
             result.description = prompt.description
-        return result.to_dict()
+        out = result.to_dict()
+        if _has_link_icons([message.content for message in result.messages]):
+            for message in out["messages"]:
+                _drop_link_icons([message["content"]], context)
+        return out
 
     # --- completion and logging ----------------------------------------------------
 
@@ -637,9 +727,38 @@ class McpServer:
         """Ask the current session's user for structured input (elicitation/create)."""
         return await self._session().elicit(message, requested_schema, timeout=timeout)
 
+    async def elicit_url(
+        self,
+        message: str,
+        url: str,
+        elicitation_id: str | None = None,
+        *,
+        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
+    ) -> ElicitResult:
+        """Ask the current session's user to open ``url`` (URL-mode elicitation, 2025-11-25)."""
+        return await self._session().elicit_url(message, url, elicitation_id, timeout=timeout)
+
     async def ping(self, *, timeout: float | None = DEFAULT_PING_TIMEOUT) -> None:
         """Ping the current session's client."""
         await self._session().ping(timeout=timeout)
+
+
+def _has_link_icons(blocks: Sequence[Any]) -> bool:
+    """True when a resource link among ``blocks`` carries icons (rare: checked before any revision lookup)."""
+    for block in blocks:  # noqa: SIM110 - a loop, no generator frame: every tool call passes here
+        if type(block) is ResourceLink and block.icons:
+            return True
+    return False
+
+
+def _drop_link_icons(blocks: list[dict[str, Any]], context: RequestContext) -> None:
+    """Remove resource links' icons from wire ``blocks`` for sessions before 2025-11-25."""
+    protocol = context.session.protocol
+    if protocol is not None and protocol.icons:
+        return
+    for block in blocks:
+        if block.get("type") == "resource_link":
+            block.pop("icons", None)
 
 
 def _as_tool_result(value: Any) -> CallToolResult:

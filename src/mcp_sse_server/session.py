@@ -25,14 +25,15 @@ Lifecycle rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
+from . import versions
 from .context import RequestContext, current_context, log_rank
 from .jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, JsonRpcNotification, JsonRpcRequest, McpError, RequestId
 from .protocol import Connection
-from .types import CreateMessageRequest, CreateMessageResult, ElicitResult, Root
+from .types import CreateMessageRequest, CreateMessageResult, ElicitResult, Root, UrlElicitation
 from .versions import Revision
 
 if TYPE_CHECKING:
@@ -44,8 +45,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_CLIENT_TIMEOUT",
     "DEFAULT_PING_TIMEOUT",
+    "URL_ELICITATION_REQUIRED",
     "ServerSession",
     "SessionRecord",
+    "UrlElicitationRequired",
     "check_elicitation_schema",
 ]
 
@@ -53,6 +56,29 @@ DEFAULT_CLIENT_TIMEOUT: Final = 300.0
 DEFAULT_PING_TIMEOUT: Final = 30.0
 
 _BEFORE_INITIALIZE: Final = frozenset({"initialize", "ping"})
+
+URL_ELICITATION_REQUIRED: Final = -32042
+"""The error code of a request that cannot go on until a URL elicitation completes (2025-11-25)."""
+
+
+class UrlElicitationRequired(McpError):
+    """The -32042 error: this request needs the user to complete URL elicitations first (SEP-1036).
+
+    ``data.elicitations`` lists them. Raise it from a handler through
+    ``context.session.require_url_elicitation(...)``, which first checks that
+    the session may receive URL elicitations (revision 2025-11-25 and the
+    client's ``elicitation.url`` capability); raising it directly skips that check.
+    """
+
+    def __init__(
+        self, elicitations: Sequence[UrlElicitation], message: str = "This request requires more information."
+    ) -> None:
+        if not elicitations:
+            raise ValueError("UrlElicitationRequired needs at least one elicitation")
+        self.elicitations = list(elicitations)
+        super().__init__(
+            URL_ELICITATION_REQUIRED, message, {"elicitations": [item.to_dict() for item in self.elicitations]}
+        )
 
 
 @dataclass(slots=True)
@@ -86,7 +112,7 @@ class ServerSession:
     client (``create_message``, ``elicit``, ``list_roots``, ``ping``, ``log``).
     """
 
-    __slots__ = ("_handlers", "_log_rank", "allow_reinitialize", "connection", "ready", "record", "server")
+    __slots__ = ("_handlers", "_log_rank", "_protocol", "allow_reinitialize", "connection", "ready", "record", "server")
 
     def __init__(
         self,
@@ -101,6 +127,7 @@ class ServerSession:
         self.allow_reinitialize = reinitialize
         self.ready = False  # notifications/initialized received
         self._log_rank = 0
+        self._protocol: Revision | None = None
         # Before initialize: the server's full table, of which only initialize and ping are served.
         self._handlers: dict[str, Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]] | None = None
         self.connection = Connection(transport, self)
@@ -116,6 +143,30 @@ class ServerSession:
     def revision(self) -> str | None:
         """The negotiated protocol revision (None before initialize)."""
         return self.record.revision
+
+    @property
+    def protocol(self) -> Revision | None:
+        """The negotiated revision as a ``Revision`` (what it allows), None before initialize."""
+        protocol = self._protocol
+        if protocol is None or protocol.name != self.record.revision:  # a record restored from a store
+            name = self.record.revision
+            protocol = self._protocol = versions.served(name) if name is not None else None
+        return protocol
+
+    @property
+    def elicitation_modes(self) -> frozenset[str]:
+        """The elicitation modes the client declared: ``elicitation: {}`` means form only; empty when none.
+
+        Before 2025-11-25 there are no modes: a client with the capability takes form requests.
+        """
+        declared = (self.record.client_capabilities or {}).get("elicitation")
+        if declared is None:
+            return frozenset()
+        protocol = self.protocol
+        if not isinstance(declared, dict) or protocol is None or not protocol.elicitation_modes:
+            return frozenset({"form"})
+        modes = frozenset(mode for mode in ("form", "url") if mode in declared)
+        return modes or frozenset({"form"})
 
     @property
     def client_info(self) -> dict[str, Any] | None:
@@ -167,6 +218,7 @@ class ServerSession:
         """Record a successful ``initialize``: the revision's method table is served from now on."""
         record = self.record
         record.revision = revision.name
+        self._protocol = revision
         record.client_info = client_info
         record.client_capabilities = capabilities
         self.ready = False
@@ -235,7 +287,25 @@ class ServerSession:
     async def create_message(
         self, request: CreateMessageRequest, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT
     ) -> CreateMessageResult:
-        """Ask the client's model for a completion (sampling/createMessage)."""
+        """Ask the client's model for a completion (sampling/createMessage).
+
+        With ``tools``, ``tool_choice`` or tool_use/tool_result messages the
+        session must be at 2025-11-25 and the client must have declared
+        ``sampling.tools``: RuntimeError otherwise, and nothing is sent.
+        """
+        if request.uses_tools:
+            protocol = self.protocol
+            if protocol is None or not protocol.sampling_tools:
+                raise RuntimeError(
+                    "Cannot send sampling/createMessage with tools: the session negotiated "
+                    f"{self.record.revision}, tool use in sampling needs {versions.REVISION_2025_11_25}"
+                )
+            sampling = (self.record.client_capabilities or {}).get("sampling")
+            if not isinstance(sampling, dict) or "tools" not in sampling:
+                raise RuntimeError(
+                    "Cannot send sampling/createMessage with tools: the client did not declare the sampling.tools "
+                    "capability"
+                )
         result = await self.request("sampling/createMessage", request.to_dict(), "sampling", timeout)
         return CreateMessageResult.from_dict(result)
 
@@ -247,18 +317,95 @@ class ServerSession:
             raise ValueError("malformed roots/list result: roots must be a list")
         return [Root.from_dict(root) for root in roots]
 
+    def _require_elicitation_mode(self, mode: str, what: str = "elicitation/create") -> Revision | None:
+        """The session's revision when it may receive ``what`` in ``mode``, else RuntimeError saying why."""
+        if self.connection.closed:
+            raise RuntimeError(f"Cannot send {what}: the session is closed")
+        if not self.ready:
+            raise RuntimeError(f"Cannot send {what} before the client sent notifications/initialized")
+        protocol = self.protocol
+        if mode == "url" and (protocol is None or not protocol.elicitation_modes):
+            raise RuntimeError(
+                f"Cannot send a URL elicitation: the session negotiated {self.record.revision}, "
+                f"URL mode needs {versions.REVISION_2025_11_25}"
+            )
+        modes = self.elicitation_modes
+        if mode not in modes:
+            if not modes:
+                raise RuntimeError(f"Cannot send {what}: the client did not declare the elicitation capability")
+            raise RuntimeError(
+                f"Cannot send {what} in {mode} mode: the client declared only "
+                f"{', '.join(sorted(modes))} mode (elicitation.{mode} is missing from its capabilities)"
+            )
+        return protocol
+
     async def elicit(
         self, message: str, requested_schema: dict[str, Any], *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT
     ) -> ElicitResult:
-        """Ask the user for structured input (elicitation/create).
+        """Ask the user for structured input (elicitation/create, form mode).
 
-        ``requested_schema`` must be a flat object of primitive properties.
+        ``requested_schema`` must be a flat object of primitive properties
+        (``check_elicitation_schema``: defaults and the enum shapes; multi-select
+        arrays need 2025-11-25). RuntimeError when the client did not declare
+        form mode (``elicitation: {}`` declares it). ``mode`` is sent from 2025-11-25 on.
         """
-        check_elicitation_schema(requested_schema)
-        result = await self.request(
-            "elicitation/create", {"message": message, "requestedSchema": requested_schema}, "elicitation", timeout
-        )
+        protocol = self._require_elicitation_mode("form")
+        check_elicitation_schema(requested_schema, multi_select=protocol is None or protocol.elicitation_modes)
+        params: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
+        if protocol is not None and protocol.elicitation_modes:
+            params = {"mode": "form", **params}
+        result = await self.request("elicitation/create", params, "elicitation", timeout)
         return ElicitResult.from_dict(result)
+
+    async def elicit_url(
+        self,
+        message: str,
+        url: str,
+        elicitation_id: str | None = None,
+        *,
+        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
+    ) -> ElicitResult:
+        """Ask the user to open ``url`` (elicitation/create in URL mode, 2025-11-25).
+
+        ``accept`` means the user agreed to open it, not that the interaction
+        is over: call ``complete_elicitation`` when it is. ``elicitation_id``
+        is generated when not given; the result carries it. RuntimeError when
+        the session is older or the client did not declare ``elicitation.url``.
+        Never put secrets or pre-authenticated links in ``url``.
+        """
+        self._require_elicitation_mode("url")
+        elicitation = (
+            UrlElicitation(message, url) if elicitation_id is None else UrlElicitation(message, url, elicitation_id)
+        )
+        result = ElicitResult.from_dict(
+            await self.request("elicitation/create", elicitation.to_dict(), "elicitation", timeout)
+        )
+        result.content = None  # URL mode carries no content
+        result.elicitation_id = elicitation.elicitation_id
+        return result
+
+    async def complete_elicitation(self, elicitation_id: str) -> None:
+        """Tell the client a URL elicitation finished (notifications/elicitation/complete)."""
+        self._require_elicitation_mode("url", "notifications/elicitation/complete")
+        await self.notify("notifications/elicitation/complete", {"elicitationId": elicitation_id})
+
+    def require_url_elicitation(
+        self,
+        message: str,
+        url: str,
+        elicitation_id: str | None = None,
+        *,
+        error_message: str = "This request requires more information.",
+    ) -> NoReturn:
+        """Raise the -32042 ``UrlElicitationRequired`` error for one URL elicitation.
+
+        RuntimeError instead when this session may not receive URL elicitations.
+        """
+        self._require_elicitation_mode("url")
+        elicitation = (
+            UrlElicitation(message, url) if elicitation_id is None else UrlElicitation(message, url, elicitation_id)
+        )
+        raise UrlElicitationRequired([elicitation], error_message)
 
     async def ping(self, *, timeout: float | None = DEFAULT_PING_TIMEOUT) -> None:
         await self.request("ping", None, None, timeout)
@@ -272,25 +419,123 @@ class ServerSession:
         return f"<ServerSession of {self.server.name!r}, {self.record.revision or 'not initialized'}, {state}>"
 
 
-
 _ELICIT_TYPES: Final = {"string", "number", "integer", "boolean"}
 
 
-def check_elicitation_schema(schema: dict[str, Any]) -> None:
-    """ValueError unless ``schema`` is a flat object of primitives, as elicitation allows."""
+def _is_str_list(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(item, str) for item in value)
+
+
+def _titled_options(options: Any) -> list[str] | None:
+    """The consts of ``[{"const": str, "title": str}, ...]``, else None."""
+    if not isinstance(options, list) or not options:
+        return None
+    consts: list[str] = []
+    for option in options:
+        if not isinstance(option, dict) or not isinstance(option.get("const"), str):
+            return None
+        if "title" in option and not isinstance(option["title"], str):
+            return None
+        consts.append(option["const"])
+    return consts
+
+
+def _check_default(name: str, prop: dict[str, Any], choices: list[str] | None) -> None:
+    if "default" not in prop:
+        return
+    default = prop["default"]
+    kind = prop["type"]
+    if kind == "array":
+        fits = isinstance(default, list) and all(
+            isinstance(v, str) and (choices is None or v in choices) for v in default
+        )
+    elif kind == "string":
+        fits = isinstance(default, str) and (choices is None or default in choices)
+    elif kind == "boolean":
+        fits = isinstance(default, bool)
+    elif kind == "integer":
+        fits = isinstance(default, int) and not isinstance(default, bool)
+    else:
+        fits = isinstance(default, int | float) and not isinstance(default, bool)
+    if not fits:
+        allowed = " (it must be one of the allowed values)" if choices is not None else ""
+        raise ValueError(f"requested_schema property {name!r}: default {default!r} does not fit type {kind}{allowed}")
+
+
+def _check_string(name: str, prop: dict[str, Any]) -> list[str] | None:
+    """The allowed values of a string property (None: free text); ValueError for a malformed enum."""
+    choices: list[str] | None = None
+    if "enum" in prop:
+        if not _is_str_list(prop["enum"]):
+            raise ValueError(f"requested_schema property {name!r}: enum must be a non-empty list of strings")
+        choices = list(prop["enum"])
+        names = prop.get("enumNames")
+        if names is not None and (not _is_str_list(names) or len(names) != len(choices)):
+            raise ValueError(f"requested_schema property {name!r}: enumNames must be strings, one per enum value")
+    elif "enumNames" in prop:
+        raise ValueError(f"requested_schema property {name!r}: enumNames needs enum")
+    if "oneOf" in prop:
+        if choices is not None:
+            raise ValueError(f"requested_schema property {name!r}: use enum or oneOf, not both")
+        choices = _titled_options(prop["oneOf"])
+        if choices is None:
+            raise ValueError(
+                f'requested_schema property {name!r}: oneOf must list {{"const": string, "title": string}} options'
+            )
+    return choices
+
+
+def _check_multi_select(name: str, prop: dict[str, Any]) -> list[str]:
+    items = prop.get("items")
+    choices: list[str] | None = None
+    if isinstance(items, dict):
+        if items.get("type") == "string" and "enum" in items and "anyOf" not in items:
+            choices = list(items["enum"]) if _is_str_list(items["enum"]) else None
+        elif "anyOf" in items and "enum" not in items:
+            choices = _titled_options(items["anyOf"])
+    if choices is None:
+        raise ValueError(
+            f"requested_schema property {name!r}: an array must be a multi-select enum, with items "
+            '{"type": "string", "enum": [...]} or {"anyOf": [{"const": ..., "title": ...}, ...]}'
+        )
+    for bound in ("minItems", "maxItems"):
+        if bound in prop and (type(prop[bound]) is not int or prop[bound] < 0):
+            raise ValueError(f"requested_schema property {name!r}: {bound} must be a non-negative integer")
+    return choices
+
+
+def check_elicitation_schema(schema: dict[str, Any], *, multi_select: bool = True) -> None:
+    """ValueError unless ``schema`` is a flat object of primitives, as form elicitation allows.
+
+    Every primitive may carry a ``default`` of its type (SEP-1034). Enums take
+    the five shapes of SEP-1330: ``enum`` (untitled), ``oneOf`` of
+    ``{const, title}`` (titled), ``enum`` + ``enumNames`` (legacy), and, with
+    ``multi_select`` (sessions at 2025-11-25), arrays whose ``items`` are
+    ``{"type": "string", "enum": [...]}`` or ``{"anyOf": [{const, title}, ...]}``.
+    """
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise ValueError('requested_schema must be an object schema ("type": "object")')
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         raise ValueError('requested_schema needs a "properties" object')
     for name, prop in properties.items():
-        if not isinstance(prop, dict) or prop.get("type") not in _ELICIT_TYPES:
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        if kind == "array" and isinstance(prop, dict):
+            if not multi_select:
+                raise ValueError(
+                    f"requested_schema property {name!r}: multi-select arrays need protocol revision "
+                    f"{versions.REVISION_2025_11_25}; this session negotiated an older one"
+                )
+            _check_default(name, prop, _check_multi_select(name, prop))
+            continue
+        if not isinstance(prop, dict) or kind not in _ELICIT_TYPES:
             raise ValueError(
                 f"requested_schema property {name!r} must be a string, number, integer or boolean "
-                "(nested objects and arrays are not allowed)"
+                "(or a multi-select array of strings; nested objects are not allowed)"
             )
-        if "enum" in prop and prop.get("type") != "string":
+        if kind != "string" and ("enum" in prop or "oneOf" in prop):
             raise ValueError(f"requested_schema property {name!r}: enum is only allowed on strings")
+        _check_default(name, prop, _check_string(name, prop) if kind == "string" else None)
     required = schema.get("required", [])
     if not isinstance(required, list) or any(r not in properties for r in required):
         raise ValueError("requested_schema required must list declared properties")

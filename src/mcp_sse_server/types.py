@@ -12,6 +12,7 @@ shortcuts so handlers stay short:
 from __future__ import annotations
 
 import base64
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeAlias
@@ -34,6 +35,7 @@ __all__ = [
     "ElicitResult",
     "EmbeddedResource",
     "GetPromptResult",
+    "Icon",
     "ImageContent",
     "ModelHint",
     "ModelPreferences",
@@ -52,6 +54,10 @@ __all__ = [
     "TextResourceContents",
     "Tool",
     "ToolAnnotations",
+    "ToolChoice",
+    "ToolResultContent",
+    "ToolUseContent",
+    "UrlElicitation",
 ]
 
 Role: TypeAlias = Literal["user", "assistant"]
@@ -60,6 +66,57 @@ Role: TypeAlias = Literal["user", "assistant"]
 def _put(out: dict[str, Any], key: str, value: Any) -> None:
     if value is not None:
         out[key] = value
+
+
+@dataclass(slots=True)
+class Icon:
+    """An icon a client may show for a tool, prompt, resource, template or the server (SEP-973).
+
+    ``src`` is an ``https:`` or ``data:`` URI; ``sizes`` like ``["48x48"]`` or
+    ``["any"]``; ``theme`` is ``"light"`` or ``"dark"``. Sent only to sessions
+    at revision 2025-11-25 or later.
+
+    >>> Icon("https://example.com/i.png", "image/png", ["48x48"]).to_dict()
+    {'src': 'https://example.com/i.png', 'mimeType': 'image/png', 'sizes': ['48x48']}
+    """
+
+    src: str
+    mime_type: str | None = None
+    sizes: list[str] | None = None
+    theme: Literal["light", "dark"] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"src": self.src}
+        _put(out, "mimeType", self.mime_type)
+        _put(out, "sizes", self.sizes)
+        _put(out, "theme", self.theme)
+        return out
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Icon:
+        src = data.get("src")
+        if not isinstance(src, str):
+            raise ValueError("malformed icon: src must be a string")
+        sizes = data.get("sizes")
+        theme = data.get("theme")
+        return cls(
+            src,
+            data.get("mimeType") if isinstance(data.get("mimeType"), str) else None,
+            list(sizes) if isinstance(sizes, list) else None,
+            theme if theme in ("light", "dark") else None,
+        )
+
+
+def _put_icons(out: dict[str, Any], icons: Sequence[Icon] | None, wanted: bool) -> None:
+    if wanted and icons:
+        out["icons"] = [icon.to_dict() for icon in icons]
+
+
+def _icons_from(data: Mapping[str, Any]) -> list[Icon] | None:
+    raw = data.get("icons")
+    if not isinstance(raw, list):
+        return None
+    return [Icon.from_dict(item) for item in raw if isinstance(item, dict) and isinstance(item.get("src"), str)]
 
 
 @dataclass(slots=True)
@@ -152,7 +209,10 @@ class AudioContent(_MediaContent):
 
 @dataclass(slots=True)
 class ResourceLink:
-    """A pointer to a resource the client may read, without its contents."""
+    """A pointer to a resource the client may read, without its contents.
+
+    ``icons`` reach sessions at 2025-11-25 or later only (the server drops them for older ones).
+    """
 
     uri: str
     name: str
@@ -162,9 +222,11 @@ class ResourceLink:
     size: int | None = None
     annotations: Annotations | None = None
     meta: dict[str, Any] | None = None
+    icons: list[Icon] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, icons: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {"type": "resource_link", "uri": self.uri, "name": self.name}
+        _put_icons(out, self.icons, icons)
         return _describe(out, self.title, self.description, self.mime_type, self.size, self.annotations, self.meta)
 
 
@@ -318,8 +380,10 @@ class Tool:
     annotations: ToolAnnotations | None = None
     meta: dict[str, Any] | None = None
     run_in_thread: bool = True
+    icons: list[Icon] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, icons: bool = True) -> dict[str, Any]:
+        """The tools/list entry; schemas are passed through verbatim. ``icons=False``: without icons."""
         out: dict[str, Any] = {"name": self.name}
         _put(out, "title", self.title)
         _put(out, "description", self.description)
@@ -327,6 +391,7 @@ class Tool:
         _put(out, "outputSchema", self.output_schema)
         if self.annotations is not None:
             out["annotations"] = self.annotations.to_dict()
+        _put_icons(out, self.icons, icons)
         _put(out, "_meta", self.meta)
         return out
 
@@ -361,9 +426,11 @@ class ResourceInfo:
     size: int | None = None
     annotations: Annotations | None = None
     meta: dict[str, Any] | None = None
+    icons: list[Icon] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, icons: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {"uri": self.uri, "name": self.name}
+        _put_icons(out, self.icons, icons)
         return _describe(out, self.title, self.description, self.mime_type, self.size, self.annotations, self.meta)
 
 
@@ -388,6 +455,7 @@ class Resource:
     annotations: Annotations | None = None
     meta: dict[str, Any] | None = None
     contents: ResourceContents | None = None
+    icons: list[Icon] | None = None
 
     @classmethod
     def text(
@@ -400,6 +468,7 @@ class Resource:
         title: str | None = None,
         description: str | None = None,
         annotations: Annotations | None = None,
+        icons: list[Icon] | None = None,
     ) -> Resource:
         return cls(
             uri,
@@ -410,6 +479,7 @@ class Resource:
             size=len(text.encode()),
             annotations=annotations,
             contents=TextResourceContents(uri, text, mime_type),
+            icons=icons,
         )
 
     @classmethod
@@ -423,6 +493,7 @@ class Resource:
         title: str | None = None,
         description: str | None = None,
         annotations: Annotations | None = None,
+        icons: list[Icon] | None = None,
     ) -> Resource:
         return cls(
             uri,
@@ -433,11 +504,20 @@ class Resource:
             size=len(data),
             annotations=annotations,
             contents=BlobResourceContents.from_bytes(uri, data, mime_type),
+            icons=icons,
         )
 
     def info(self) -> ResourceInfo:
         return ResourceInfo(
-            self.uri, self.name, self.title, self.description, self.mime_type, self.size, self.annotations, self.meta
+            self.uri,
+            self.name,
+            self.title,
+            self.description,
+            self.mime_type,
+            self.size,
+            self.annotations,
+            self.meta,
+            self.icons,
         )
 
 
@@ -469,9 +549,11 @@ class ResourceTemplate:
     mime_type: str | None = None
     annotations: Annotations | None = None
     meta: dict[str, Any] | None = None
+    icons: list[Icon] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, icons: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {"uriTemplate": self.uri_template, "name": self.name}
+        _put_icons(out, self.icons, icons)
         return _describe(out, self.title, self.description, self.mime_type, None, self.annotations, self.meta)
 
 
@@ -540,13 +622,15 @@ class Prompt:
     arguments: list[PromptArgument] = field(default_factory=list)
     completer: Completer | None = None
     meta: dict[str, Any] | None = None
+    icons: list[Icon] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, icons: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
         _put(out, "title", self.title)
         _put(out, "description", self.description)
         if self.arguments:
             out["arguments"] = [a.to_dict() for a in self.arguments]
+        _put_icons(out, self.icons, icons)
         _put(out, "_meta", self.meta)
         return out
 
@@ -595,9 +679,51 @@ class CompleteResult:
 
 
 @dataclass(slots=True)
+class ToolUseContent:
+    """The model asks to call a tool (sampling with tools, SEP-1577; revision 2025-11-25)."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+    meta: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": "tool_use", "id": self.id, "name": self.name, "input": self.input}
+        _put(out, "_meta", self.meta)
+        return out
+
+
+@dataclass(slots=True)
+class ToolResultContent:
+    """The result of a ``tool_use``, sent back in a user message (SEP-1577; revision 2025-11-25)."""
+
+    tool_use_id: str
+    content: list[ContentBlock] = field(default_factory=list)
+    structured_content: dict[str, Any] | None = None
+    is_error: bool | None = None
+    meta: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "tool_result",
+            "toolUseId": self.tool_use_id,
+            "content": [block.to_dict() for block in self.content],
+        }
+        _put(out, "structuredContent", self.structured_content)
+        _put(out, "isError", self.is_error)
+        _put(out, "_meta", self.meta)
+        return out
+
+
+SamplingContent: TypeAlias = TextContent | ImageContent | AudioContent | ToolUseContent | ToolResultContent
+
+
+@dataclass(slots=True)
 class SamplingMessage:
+    """One message of a sampling conversation: a content block, or a list of them (2025-11-25)."""
+
     role: Role
-    content: TextContent | ImageContent | AudioContent
+    content: SamplingContent | list[SamplingContent]
 
     @classmethod
     def user(cls, text: str) -> SamplingMessage:
@@ -607,8 +733,17 @@ class SamplingMessage:
     def assistant(cls, text: str) -> SamplingMessage:
         return cls("assistant", TextContent(text))
 
+    @property
+    def uses_tools(self) -> bool:
+        """True when the message holds ``tool_use`` or ``tool_result`` blocks."""
+        blocks = self.content if isinstance(self.content, list) else [self.content]
+        return any(isinstance(block, ToolUseContent | ToolResultContent) for block in blocks)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"role": self.role, "content": self.content.to_dict()}
+        content = self.content
+        if isinstance(content, list):
+            return {"role": self.role, "content": [block.to_dict() for block in content]}
+        return {"role": self.role, "content": content.to_dict()}
 
 
 @dataclass(slots=True)
@@ -633,9 +768,17 @@ class ModelPreferences:
         return out
 
 
+ToolChoice: TypeAlias = Literal["auto", "required", "none"]
+
+
 @dataclass(slots=True)
 class CreateMessageRequest:
-    """Parameters of sampling/createMessage."""
+    """Parameters of sampling/createMessage.
+
+    ``tools`` (their name, description and schemas are sent) and ``tool_choice``
+    need a session at 2025-11-25 whose client declared ``sampling.tools``
+    (SEP-1577); the session refuses to send them otherwise.
+    """
 
     messages: list[SamplingMessage]
     max_tokens: int
@@ -645,6 +788,13 @@ class CreateMessageRequest:
     temperature: float | None = None
     stop_sequences: list[str] | None = None
     metadata: dict[str, Any] | None = None
+    tools: list[Tool] | None = None
+    tool_choice: ToolChoice | None = None
+
+    @property
+    def uses_tools(self) -> bool:
+        """True when sending this needs the client's ``sampling.tools`` capability."""
+        return bool(self.tools) or self.tool_choice is not None or any(m.uses_tools for m in self.messages)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"messages": [m.to_dict() for m in self.messages], "maxTokens": self.max_tokens}
@@ -655,40 +805,94 @@ class CreateMessageRequest:
         _put(out, "temperature", self.temperature)
         _put(out, "stopSequences", self.stop_sequences)
         _put(out, "metadata", self.metadata)
+        if self.tools is not None:
+            out["tools"] = [tool.to_dict() for tool in self.tools]
+        if self.tool_choice is not None:
+            out["toolChoice"] = {"mode": self.tool_choice}
         return out
 
 
 @dataclass(slots=True)
 class CreateMessageResult:
-    """The client's sampling answer. ``text`` is the text of a text reply, else None."""
+    """The client's sampling answer, content as sent (one block, or a list of them at 2025-11-25).
+
+    ``text`` is the text of a text reply, else None; ``tool_uses`` are the
+    ``tool_use`` blocks (``stop_reason`` is then ``"toolUse"``).
+    """
 
     role: Role
-    content: dict[str, Any]
+    content: dict[str, Any] | list[dict[str, Any]]
     model: str
     stop_reason: str | None = None
 
     @property
+    def blocks(self) -> list[dict[str, Any]]:
+        """The content as a list of blocks."""
+        return self.content if isinstance(self.content, list) else [self.content]
+
+    @property
     def text(self) -> str | None:
-        value = self.content.get("text") if self.content.get("type") == "text" else None
-        return value if isinstance(value, str) else None
+        texts = [block.get("text") for block in self.blocks if block.get("type") == "text"]
+        strings = [text for text in texts if isinstance(text, str)]
+        return "".join(strings) if strings and len(strings) == len(texts) else None
+
+    @property
+    def tool_uses(self) -> list[ToolUseContent]:
+        return [
+            ToolUseContent(block["id"], block["name"], block["input"], block.get("_meta"))
+            for block in self.blocks
+            if block.get("type") == "tool_use"
+        ]
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CreateMessageResult:
         content = data.get("content")
         role = data.get("role")
         model = data.get("model")
-        if not isinstance(content, dict) or role not in ("user", "assistant") or not isinstance(model, str):
+        blocks_ok = isinstance(content, dict) or (
+            isinstance(content, list) and bool(content) and all(isinstance(block, dict) for block in content)
+        )
+        if not blocks_ok or role not in ("user", "assistant") or not isinstance(model, str):
             raise ValueError("malformed sampling/createMessage result: needs role, content and model")
+        assert isinstance(content, dict | list)
+        for block in content if isinstance(content, list) else [content]:
+            if block.get("type") == "tool_use" and not (
+                isinstance(block.get("id"), str)
+                and isinstance(block.get("name"), str)
+                and isinstance(block.get("input"), dict)
+            ):
+                raise ValueError("malformed sampling/createMessage result: a tool_use needs id, name and input")
         stop = data.get("stopReason")
         return cls(role, content, model, stop if isinstance(stop, str) else None)
 
 
 @dataclass(slots=True)
+class UrlElicitation:
+    """A URL-mode elicitation (SEP-1036, revision 2025-11-25): the user opens ``url`` out of band.
+
+    ``elicitation_id`` is generated (a UUID) when not given.
+    """
+
+    message: str
+    url: str
+    elicitation_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"mode": "url", "elicitationId": self.elicitation_id, "url": self.url, "message": self.message}
+
+
+@dataclass(slots=True)
 class ElicitResult:
-    """The user's answer to an elicitation: accept (with content), decline or cancel."""
+    """The user's answer to an elicitation: accept (with content), decline or cancel.
+
+    Form content values are strings, numbers, booleans or lists of strings
+    (multi-select). For a URL elicitation ``accept`` means the user agreed to
+    open the URL; ``elicitation_id`` is then the id it was sent with.
+    """
 
     action: Literal["accept", "decline", "cancel"]
     content: dict[str, Any] | None = None
+    elicitation_id: str | None = None
 
     @property
     def accepted(self) -> bool:
@@ -760,6 +964,7 @@ def content_from_dict(data: Mapping[str, Any]) -> ContentBlock:
             data.get("size"),
             annotations,
             meta,
+            _icons_from(data),
         )
     if kind == "resource" and isinstance(data.get("resource"), dict):
         return EmbeddedResource(resource_contents_from_dict(data["resource"]), annotations, meta)
@@ -804,6 +1009,7 @@ def tool_from_dict(data: Mapping[str, Any]) -> Tool:
         data.get("outputSchema"),
         annotations,
         data.get("_meta"),
+        icons=_icons_from(data),
     )
 
 
@@ -820,6 +1026,7 @@ def resource_info_from_dict(data: Mapping[str, Any]) -> ResourceInfo:
         data.get("size"),
         _annotations_from(data),
         data.get("_meta"),
+        _icons_from(data),
     )
 
 

@@ -13,10 +13,14 @@ Rules, kept here and nowhere else:
 
 >>> negotiate("2025-06-18").name
 '2025-06-18'
+>>> negotiate("2025-11-25").name
+'2025-11-25'
 >>> negotiate("1999-01-01") is LATEST
 True
 >>> LATEST.name
 '2025-11-25'
+>>> REVISION_2025_11_25.icons, REVISION_2025_06_18.icons
+(True, False)
 >>> REVISION_2025_06_18.at_least("2025-03-26")
 True
 """
@@ -48,6 +52,8 @@ __all__ = [
 
 # Every revision published so far, oldest first. Dates compare as strings.
 KNOWN_REVISIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
+
+_NOVEMBER_2025: Final = "2025-11-25"
 
 # Client-to-server requests of the session-based revisions (2024-11-05 to 2025-06-18 share them).
 _BASE_METHODS: Final = frozenset(
@@ -81,28 +87,50 @@ class Revision:
     name: str
     methods: frozenset[str]
     handshake: bool = True
-    resumable_streams: bool = False
-    """Every SSE stream starts with a priming event and can be resumed with GET + Last-Event-ID (SEP-1699)."""
 
     def at_least(self, other: str) -> bool:
         """True when this revision is ``other`` or newer."""
         return self.name >= other
+
+    # What differs between the served revisions, named so no other module needs a date.
+
+    @property
+    def resumable_streams(self) -> bool:
+        """SSE streams start with a priming event, every event has an id, and a stream can be
+        resumed with GET + Last-Event-ID (SEP-1699)."""
+        return self.name >= _NOVEMBER_2025
+
+    @property
+    def icons(self) -> bool:
+        """Icons on tools, prompts, resources, templates, links and serverInfo (SEP-973), and
+        serverInfo's ``description`` and ``websiteUrl``."""
+        return self.name >= _NOVEMBER_2025
+
+    @property
+    def elicitation_modes(self) -> bool:
+        """Elicitation ``mode`` (form and url, SEP-1036), multi-select enums (SEP-1330)."""
+        return self.name >= _NOVEMBER_2025
+
+    @property
+    def sampling_tools(self) -> bool:
+        """``tools``/``toolChoice`` in sampling/createMessage and tool-use content (SEP-1577)."""
+        return self.name >= _NOVEMBER_2025
 
     def __str__(self) -> str:
         return self.name
 
 
 REVISION_2025_06_18: Final = Revision("2025-06-18", _BASE_METHODS)
-# 2025-11-25 adds no client-to-server method this package serves (tasks are not declared);
-# what differs is gated on the session's revision: resumable streams, icons, elicitation modes.
-REVISION_2025_11_25: Final = Revision("2025-11-25", _BASE_METHODS, resumable_streams=True)
+# 2025-11-25 adds no client-to-server request this package serves (tasks/* is not implemented,
+# so the tasks capability is never declared and a request's "task" member is ignored).
+REVISION_2025_11_25: Final = Revision(_NOVEMBER_2025, _BASE_METHODS)
 
-# What this package serves, oldest first; the last one is preferred.
+# What this package serves, oldest first; the last one is preferred (answered to unknown requests).
 SERVED: Final[tuple[Revision, ...]] = (REVISION_2025_06_18, REVISION_2025_11_25)
 LATEST: Final = SERVED[-1]
 
-# The latest revision this package serves (kept for compatibility: what a
-# server built here answers by default). Clients offer ``CLIENT_OFFERS``.
+# The latest revision this package serves (what a server built here answers by default).
+# Clients offer ``CLIENT_OFFERS``.
 PROTOCOL_VERSION: Final = LATEST.name
 
 _BY_NAME: Final = {revision.name: revision for revision in SERVED}

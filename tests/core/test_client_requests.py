@@ -120,7 +120,8 @@ async def test_elicit(server: McpServer, connect: Connect) -> None:
     client = await connect(server, capabilities=ALL_CAPABILITIES)
     task = asyncio.create_task(server.elicit("Which environment?", FLAT_SCHEMA))
     request = await client.server_request("elicitation/create")
-    assert request.params == {"message": "Which environment?", "requestedSchema": FLAT_SCHEMA}
+    # the raw client negotiates the latest revision, 2025-11-25: form mode is named
+    assert request.params == {"mode": "form", "message": "Which environment?", "requestedSchema": FLAT_SCHEMA}
     await client.send(JsonRpcResponse(request.id, {"action": "accept", "content": {"environment": "prod"}}))
     answer = await task
     assert answer.accepted

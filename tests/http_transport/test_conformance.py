@@ -87,16 +87,6 @@ async def test_every_2025_06_18_scenario_passes(server: McpHttpServer, tmp_path:
     assert all(checks and all(c.get("status") == "SUCCESS" for c in checks) for checks in results.values()), log
 
 
-@pytest.mark.parametrize("scenario", ["dns-rebinding-protection", "server-sse-multiple-streams"])
-async def test_active_suite_scenario_passes(server: McpHttpServer, tmp_path: Path, scenario: str) -> None:
-    status, log = await run_suite(server.endpoint, tmp_path, "--scenario", scenario)
-    results = checks_by_scenario(tmp_path)
-    assert list(results) == [scenario], log
-    assert not failures(results), failures(results)
-    assert status == 0, log
-    assert results[scenario] and all(c.get("status") == "SUCCESS" for c in results[scenario]), log
-
-
 def warnings_and_failures(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     return [
         f"{scenario}: {check.get('id')} {check.get('status')} {check.get('errorMessage', '')}"

@@ -15,11 +15,12 @@ be served over HTTP like any other server.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..context import RequestContext
 from ..server import McpServer
-from ..types import CallToolResult, Tool
+from ..types import CallToolResult, Icon, Tool
 
 __all__ = ["MemoryServer"]
 
@@ -57,6 +58,10 @@ class MemoryServer(McpServer):
         title: str | None = None,
         instructions: str | None = None,
         page_size: int | None = None,
+        icons: Sequence[Icon] | None = None,
+        description: str | None = None,
+        website_url: str | None = None,
+        strict_tool_names: bool = False,
     ) -> None:
         super().__init__(
             name or self.server_name,
@@ -64,6 +69,10 @@ class MemoryServer(McpServer):
             title=title or self.server_title,
             instructions=instructions or self.server_instructions,
             page_size=page_size,
+            icons=icons,
+            description=description,
+            website_url=website_url,
+            strict_tool_names=strict_tool_names,
         )
         declared = type(self)._declared_tools
         if hasattr(declared, "__get__"):  # a property or another descriptor: ask this instance
