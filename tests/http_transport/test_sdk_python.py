@@ -62,6 +62,7 @@ async def connect(bound: McpHttpServer) -> AsyncIterator[tuple[Client, Recorder]
 async def test_tools(bound: McpHttpServer) -> None:
     async with connect(bound) as client:
         sdk, _ = client
+        assert sdk.protocol_version == "2025-11-25"  # the SDK's latest, which we serve
         names = [tool.name for tool in (await sdk.list_tools()).tools]
         assert names[:3] == ["add", "wait", "chatty"]
         result = await sdk.call_tool("add", {"a": 20, "b": 22})

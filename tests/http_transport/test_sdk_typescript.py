@@ -34,6 +34,7 @@ async def run_client(endpoint: str) -> dict[str, Any]:
 async def test_the_typescript_client_does_everything(bound: McpHttpServer, gate: Gate) -> None:
     out = await run_client(bound.endpoint)
     assert out["sessionId"] and out["serverVersion"]["name"] == "http-test"
+    assert out["protocolVersion"] == "2025-11-25"  # the SDK's latest, which we serve
     assert out["tools"][:3] == ["add", "wait", "chatty"]
     assert out["add"]["content"] == [{"type": "text", "text": "42"}]
     assert out["resources"] == ["test://hello"]

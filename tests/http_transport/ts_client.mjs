@@ -33,6 +33,7 @@ client.setNotificationHandler(LoggingMessageNotificationSchema, async (note) => 
 const transport = new StreamableHTTPClientTransport(url);
 await client.connect(transport);
 out.sessionId = transport.sessionId;
+out.protocolVersion = transport.protocolVersion;
 out.serverVersion = client.getServerVersion();
 out.tools = (await client.listTools()).tools.map((tool) => tool.name);
 out.add = await client.callTool({ name: "add", arguments: { a: 20, b: 22 } });
