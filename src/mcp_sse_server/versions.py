@@ -33,12 +33,15 @@ from typing import Final
 __all__ = [
     "CLIENT_ACCEPTED",
     "CLIENT_OFFERS",
+    "HANDSHAKE",
     "HEADER_DEFAULT",
     "KNOWN_REVISIONS",
     "LATEST",
+    "MODERN",
     "PROTOCOL_VERSION",
     "REVISION_2025_06_18",
     "REVISION_2025_11_25",
+    "REVISION_2026_07_28",
     "SERVED",
     "Revision",
     "client_accepts",
@@ -125,9 +128,23 @@ REVISION_2025_06_18: Final = Revision("2025-06-18", _BASE_METHODS)
 # so the tasks capability is never declared and a request's "task" member is ignored).
 REVISION_2025_11_25: Final = Revision(_NOVEMBER_2025, _BASE_METHODS)
 
-# What this package serves, oldest first; the last one is preferred (answered to unknown requests).
+# 2026-07-28, the stateless revision: no handshake and no session; every request carries its
+# protocol version and client capabilities in params._meta (the "modern" era; the handshake
+# revisions are the "legacy" era). server/discover and subscriptions/listen are new; initialize,
+# ping, logging/setLevel and resources/(un)subscribe are gone.
+REVISION_2026_07_28: Final = Revision(
+    "2026-07-28",
+    (_BASE_METHODS - {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+    | {"server/discover", "subscriptions/listen"},
+    handshake=False,
+)
+
+# What this package serves, oldest first. Handshake revisions are negotiated by initialize (the
+# last is preferred, and answered to an unknown request); modern ones are named per request.
 SERVED: Final[tuple[Revision, ...]] = (REVISION_2025_06_18, REVISION_2025_11_25)
-LATEST: Final = SERVED[-1]
+HANDSHAKE: Final = tuple(revision for revision in SERVED if revision.handshake)
+MODERN: Final = tuple(revision for revision in SERVED if not revision.handshake)
+LATEST: Final = HANDSHAKE[-1]
 
 # The latest revision this package serves (what a server built here answers by default).
 # Clients offer ``CLIENT_OFFERS``.
@@ -142,7 +159,7 @@ _RESUMABLE: Final = frozenset(revision.name for revision in SERVED if revision.r
 # it on sessions negotiated at 2025-06-18).
 _HEADER_COMPATIBLE: Final = frozenset({"2025-03-26"})
 _HEADER_ACCEPTED: Final = frozenset(
-    [revision.name.encode("ascii") for revision in SERVED] + [name.encode("ascii") for name in _HEADER_COMPATIBLE]
+    [revision.name.encode("ascii") for revision in HANDSHAKE] + [name.encode("ascii") for name in _HEADER_COMPATIBLE]
 )
 
 # A request without MCP-Protocol-Version is read as this revision (the
@@ -182,8 +199,9 @@ def is_known(name: str) -> bool:
 
 
 def negotiate(requested: str) -> Revision:
-    """The revision to answer an ``initialize`` that asked for ``requested``."""
-    return _BY_NAME.get(requested, LATEST)
+    """The revision to answer an ``initialize`` that asked for ``requested`` (a handshake revision)."""
+    revision = _BY_NAME.get(requested)
+    return revision if revision is not None and revision.handshake else LATEST
 
 
 def for_header(value: bytes) -> bool:
@@ -192,5 +210,5 @@ def for_header(value: bytes) -> bool:
 
 
 def served_names() -> str:
-    """The served revisions as a human-readable list, for error messages."""
-    return ", ".join(revision.name for revision in SERVED)
+    """The revisions a session may use, as a human-readable list, for error messages."""
+    return ", ".join(revision.name for revision in HANDSHAKE)
