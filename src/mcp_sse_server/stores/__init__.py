@@ -5,7 +5,15 @@ async methods, so an implementation may live in another process (a shared
 store for several workers adds a module here beside ``memory.py``).
 """
 
-from .base import EventLog, SessionStore, StoredEvent
-from .memory import MemoryEventLog, MemorySessionStore
+from .base import EventBus, EventLog, SessionStore, StoredEvent
+from .memory import MemoryEventBus, MemoryEventLog, MemorySessionStore
 
-__all__ = ["EventLog", "MemoryEventLog", "MemorySessionStore", "SessionStore", "StoredEvent"]
+__all__ = [
+    "EventBus",
+    "EventLog",
+    "MemoryEventBus",
+    "MemoryEventLog",
+    "MemorySessionStore",
+    "SessionStore",
+    "StoredEvent",
+]

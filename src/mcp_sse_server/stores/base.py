@@ -17,12 +17,14 @@ Rules every implementation keeps:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 from ..jsonrpc import RequestId
 from ..session import SessionRecord
 
-__all__ = ["STANDALONE_STREAM", "EventLog", "SessionStore", "StoredEvent", "stream_of"]
+__all__ = ["STANDALONE_STREAM", "EventBus", "EventLog", "SessionStore", "StoredEvent", "stream_of"]
 
 STANDALONE_STREAM = ""
 """The stream id of a session's standalone (GET) stream."""
@@ -115,3 +117,23 @@ class EventLog(ABC):
     @abstractmethod
     async def forget(self, session_id: str) -> list[StoredEvent]:
         """Drop everything of a session; returns the events never delivered."""
+
+
+class EventBus(ABC):
+    """Server events every listener hears (``subscriptions/listen``): list changes and resource updates.
+
+    Events are plain JSON objects: ``{"kind": "tools" | "prompts" | "resources"}`` for a
+    list change, ``{"kind": "resource", "uri": ...}`` for an updated resource. A bus
+    shared by several workers delivers an event published on one to listeners on all.
+    """
+
+    __slots__ = ()
+
+    @abstractmethod
+    async def publish(self, event: dict[str, Any]) -> None:
+        """Deliver ``event`` to every current subscriber."""
+
+    @abstractmethod
+    def subscribe(self) -> AsyncIterator[dict[str, Any]]:
+        """The events published from now on (from this call, not from the first iteration),
+        until the iterator's ``aclose()``."""

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Final
 
 from ..jsonrpc import RequestId
 from ..session import SessionRecord
-from .base import STANDALONE_STREAM, EventLog, SessionStore, StoredEvent, stream_of
+from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StoredEvent, stream_of
 
-__all__ = ["MemoryEventLog", "MemorySessionStore"]
+__all__ = ["MemoryEventBus", "MemoryEventLog", "MemorySessionStore"]
 
 
 class MemorySessionStore(SessionStore):
@@ -173,3 +176,55 @@ def _sequence(event_id: str) -> int | None:
     if not number.isascii() or not number.isdigit() or len(number) > 19:
         return None
     return int(number)
+
+
+class MemoryEventBus(EventBus):
+    """Subscribers in this process, each with a bounded queue: a listener that falls
+    ``queue_size`` events behind loses the oldest (it re-fetches lists on a gap)."""
+
+    __slots__ = ("_queues", "queue_size")
+
+    def __init__(self, queue_size: int = 1000) -> None:
+        self.queue_size = queue_size
+        self._queues: set[asyncio.Queue[dict[str, Any]]] = set()
+
+    async def publish(self, event: dict[str, Any]) -> None:
+        for queue in list(self._queues):
+            if queue.full():
+                queue.get_nowait()
+                logger.warning("a subscriber fell %d events behind: the oldest was dropped", self.queue_size)
+            queue.put_nowait(event)
+
+    def subscribe(self) -> AsyncIterator[dict[str, Any]]:
+        # Registered now, not at the first iteration: nothing published after this call is missed.
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(self.queue_size)
+        self._queues.add(queue)
+        return _Subscription(queue, self._queues)
+
+    @property
+    def subscribers(self) -> int:
+        return len(self._queues)
+
+
+class _Subscription:
+    """One subscriber's events; ``aclose()`` (or garbage collection of the bus) ends it."""
+
+    __slots__ = ("_queue", "_queues")
+
+    def __init__(self, queue: asyncio.Queue[dict[str, Any]], queues: set[asyncio.Queue[dict[str, Any]]]) -> None:
+        self._queue = queue
+        self._queues = queues
+
+    def __aiter__(self) -> _Subscription:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        if self._queue not in self._queues:
+            raise StopAsyncIteration
+        return await self._queue.get()
+
+    async def aclose(self) -> None:
+        self._queues.discard(self._queue)
+
+
+logger: Final = logging.getLogger("mcp_sse_server")
