@@ -38,6 +38,8 @@ from .jsonrpc import (
     RESOURCE_NOT_FOUND,
     McpError,
 )
+from .modern import SUBSCRIPTION_ID, CachePolicy, MirroredHeader, mirrored_headers
+from .request_state import RequestStateSealer
 from .schema import SchemaValidator
 from .session import (
     DEFAULT_CLIENT_TIMEOUT,
@@ -46,6 +48,8 @@ from .session import (
     SessionRecord,
     check_elicitation_schema,
 )
+from .stores.base import EventBus
+from .stores.memory import MemoryEventBus
 from .transport.base import Transport
 from .types import (
     BlobResourceContents,
@@ -109,7 +113,17 @@ _METHOD_NAMES: Final = {
     "prompts/get": "_get_prompt",
     "completion/complete": "_complete",
     "logging/setLevel": "_set_level",
+    "server/discover": "_discover",
+    "subscriptions/listen": "_listen",
 }
+
+# subscriptions/listen: the kind of a list-changed event -> the filter flag that asks for it.
+_LISTEN_FLAGS: Final = {
+    "tools": "toolsListChanged",
+    "prompts": "promptsListChanged",
+    "resources": "resourcesListChanged",
+}
+_background: set[asyncio.Task[Any]] = set()
 
 
 async def _call(function: Callable[..., Any], is_async: bool, *args: Any) -> Any:
@@ -134,7 +148,7 @@ class _RegisteredTool:
     with icons (the same object when the tool has none).
     """
 
-    __slots__ = ("in_thread", "input", "is_async", "output", "tool", "wire", "wire_icons")
+    __slots__ = ("headers", "in_thread", "input", "is_async", "output", "tool", "wire", "wire_icons")
 
     def __init__(self, tool: Tool) -> None:
         if tool.input_schema.get("type") != "object":
@@ -151,6 +165,10 @@ class _RegisteredTool:
         self.in_thread = handler is not None and not self.is_async and tool.run_in_thread
         self.wire = tool.to_dict(icons=False)
         self.wire_icons = tool.to_dict() if tool.icons else self.wire
+        try:
+            self.headers = mirrored_headers(tool.input_schema)
+        except ValueError as error:
+            raise ValueError(f"Tool {tool.name!r}: {error}") from None
 
 
 def _params_str(params: dict[str, Any], key: str) -> str:
@@ -188,6 +206,9 @@ class McpServer:
         description: str | None = None,
         website_url: str | None = None,
         strict_tool_names: bool = False,
+        request_state: RequestStateSealer | None = None,
+        event_bus: EventBus | None = None,
+        cache: CachePolicy = CachePolicy(),
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -201,6 +222,10 @@ class McpServer:
         self.description = description
         self.website_url = website_url
         self.strict_tool_names = strict_tool_names
+        # The stateless revision (modern.py): requestState sealing, listen fan-out, caching hints.
+        self._request_state = request_state
+        self._event_bus = event_bus
+        self.cache = cache
         self.on_roots_list_changed: Callable[[], Any] | None = None
         self._sessions: set[ServerSession] = set()
         self._tables: dict[str | None, dict[str, Handler]] = {}
@@ -257,7 +282,7 @@ class McpServer:
         """The session of the request being served, else the only one."""
         context = current_context.get()
         if context is not None:
-            owner = context.connection.owner
+            owner = context.session
             if isinstance(owner, ServerSession) and owner.server is self:
                 return owner
         if len(self._sessions) == 1:
@@ -338,6 +363,11 @@ class McpServer:
             self._lists[key] = items
         return items
 
+    def mirrored_headers(self, tool_name: str) -> tuple[MirroredHeader, ...]:
+        """The arguments of a tool that 2026-07-28 clients also send as ``Mcp-Param-*`` headers."""
+        entry = self._tools.get(tool_name)
+        return entry.headers if entry is not None else ()
+
     @property
     def tools(self) -> list[Tool]:
         return [entry.tool for entry in self._tools.values()]
@@ -384,6 +414,37 @@ class McpServer:
     def _list_changed(self, method: str) -> None:
         for session in self._sessions:
             session.notify_soon(method)
+        bus = self._event_bus
+        if bus is not None:  # someone listens (subscriptions/listen made it)
+            kind = method.split("/")[1]  # notifications/<kind>/list_changed
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return  # registration before serving: nobody can be listening yet
+            task = loop.create_task(bus.publish({"kind": kind}))
+            _background.add(task)
+            task.add_done_callback(_background.discard)
+
+    @property
+    def request_state(self) -> RequestStateSealer:
+        """Seals the ``requestState`` of 2026-07-28 input_required rounds (a per-process key unless given)."""
+        sealer = self._request_state
+        if sealer is None:
+            sealer = self._request_state = RequestStateSealer()
+        return sealer
+
+    @property
+    def event_bus(self) -> EventBus:
+        """Where list changes and resource updates reach ``subscriptions/listen`` (in process unless given)."""
+        bus = self._event_bus
+        if bus is None:
+            bus = self._event_bus = MemoryEventBus()
+        return bus
+
+    @property
+    def implementation(self) -> dict[str, str]:
+        """The server's name and version, as results of 2026-07-28 requests are stamped with."""
+        return {"name": self.name, "version": self.version}
 
     @property
     def capabilities(self) -> dict[str, Any]:
@@ -613,16 +674,72 @@ class McpServer:
         return {}
 
     async def notify_resource_updated(self, uri: str) -> None:
-        """Tell every session subscribed to ``uri`` that it changed."""
+        """Tell every session subscribed to ``uri``, and every listener watching it, that it changed."""
         for session in list(self._sessions):
             if session.is_subscribed(uri):
                 await session.connection.notify("notifications/resources/updated", {"uri": uri})
+        if self._event_bus is not None:
+            await self._event_bus.publish({"kind": "resource", "uri": uri})
 
     async def notify_resource_list_changed(self) -> None:
-        """Tell every ready session that the resource list changed."""
+        """Tell every ready session, and every listener, that the resource list changed."""
         for session in list(self._sessions):
             if session.ready:
                 await session.connection.notify("notifications/resources/list_changed")
+        if self._event_bus is not None:
+            await self._event_bus.publish({"kind": "resources"})
+
+    # --- the stateless revision's own methods ----------------------------------------
+
+    async def _discover(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "supportedVersions": [revision.name for revision in versions.MODERN],
+            "capabilities": self.capabilities,
+        }
+        if self.instructions is not None:
+            result["instructions"] = self.instructions
+        return result
+
+    async def _listen(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """subscriptions/listen: the acknowledgement, then the requested notifications until the
+        client goes away (the request is cancelled); each carries the subscription id."""
+        wanted = params.get("notifications", {})
+        if type(wanted) is not dict:
+            raise McpError(INVALID_PARAMS, 'Invalid "notifications": expected an object of filters')
+        capabilities = self.capabilities
+        honoured: dict[str, Any] = {}
+        for capability, flag in _LISTEN_FLAGS.items():
+            value = wanted.get(flag)
+            if value is not None and type(value) is not bool:
+                raise McpError(INVALID_PARAMS, f'Invalid "notifications.{flag}": expected a boolean')
+            if value and capability in capabilities:
+                honoured[flag] = True
+        uris = wanted.get("resourceSubscriptions")
+        if uris is not None:
+            if type(uris) is not list or not all(isinstance(uri, str) for uri in uris):
+                raise McpError(INVALID_PARAMS, 'Invalid "notifications.resourceSubscriptions": expected URIs')
+            if "resources" in capabilities:
+                honoured["resourceSubscriptions"] = list(uris)
+        subscription = {SUBSCRIPTION_ID: context.request_id}
+        events = self.event_bus.subscribe()  # before the acknowledgement: nothing after it is missed
+        try:
+            await context.session.notify(
+                "notifications/subscriptions/acknowledged", {"_meta": subscription, "notifications": honoured}
+            )
+            kinds = {kind for kind, flag in _LISTEN_FLAGS.items() if honoured.get(flag)}
+            watched = set(honoured.get("resourceSubscriptions", ()))
+            async for event in events:
+                kind = event.get("kind")
+                if kind == "resource":
+                    if event.get("uri") in watched:
+                        await context.session.notify(
+                            "notifications/resources/updated", {"_meta": subscription, "uri": event["uri"]}
+                        )
+                elif kind in kinds:
+                    await context.session.notify(f"notifications/{kind}/list_changed", {"_meta": subscription})
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]
+        return {"_meta": subscription}
 
     # --- prompts -----------------------------------------------------------------
 
@@ -702,7 +819,7 @@ class McpServer:
         every session (on the standalone stream over HTTP); each drops what is below its level."""
         context = current_context.get()
         if context is not None:
-            owner = context.connection.owner
+            owner = context.session
             if isinstance(owner, ServerSession) and owner.server is self:
                 await owner.log(level, data, logger)
                 return

@@ -55,12 +55,12 @@ class MemorySessionStore(SessionStore):
 
 
 class _StreamLog:
-    __slots__ = ("backlog", "drop_at", "history")
+    __slots__ = ("backlog", "ended", "history")
 
     def __init__(self, replay_size: int) -> None:
         self.backlog: deque[StoredEvent] = deque()
         self.history: deque[StoredEvent] = deque(maxlen=replay_size)
-        self.drop_at: float | None = None  # set when the stream ended
+        self.ended = False
 
 
 class _SessionLog:
@@ -69,16 +69,16 @@ class _SessionLog:
     def __init__(self) -> None:
         self.last = 0
         self.streams: dict[str, _StreamLog] = {}
-        self.ended = 0  # how many streams wait to be dropped
+        # Ended streams waiting out their grace, in the order they ended: with one grace
+        # period for all, that is also the order they expire in, so pruning looks at the front only.
+        self.ended: deque[tuple[float, str]] = deque()
 
     def prune(self, now: float) -> None:
         """Drop the ended streams whose grace period is over."""
-        if not self.ended:
-            return
-        for stream_id, stream in list(self.streams.items()):
-            if stream.drop_at is not None and stream.drop_at <= now:
-                del self.streams[stream_id]
-                self.ended -= 1
+        ended = self.ended
+        while ended and ended[0][0] <= now:
+            _, stream_id = ended.popleft()
+            self.streams.pop(stream_id, None)
 
 
 class MemoryEventLog(EventLog):
@@ -108,7 +108,8 @@ class MemoryEventLog(EventLog):
         session, stream = self._stream(session_id, stream_id)
         session.last += 1
         event_id = str(session.last) if stream_id == STANDALONE_STREAM else f"{session.last}/{stream_id}"
-        event = StoredEvent(event_id, message, request_id)
+        # A copy of exactly its size: the encoder's buffer may be much larger than the message it holds.
+        event = StoredEvent(event_id, bytes(bytearray(message)), request_id)
         if delivered:
             stream.history.append(event)
             return event, None
@@ -149,13 +150,13 @@ class MemoryEventLog(EventLog):
         now = self.clock()
         session.prune(now)
         stream = session.streams.get(stream_id)
-        if stream is None or stream.drop_at is not None:
+        if stream is None or stream.ended:
             return
         if keep_for <= 0:
             del session.streams[stream_id]
             return
-        stream.drop_at = now + keep_for
-        session.ended += 1
+        stream.ended = True
+        session.ended.append((now + keep_for, stream_id))
 
     async def forget(self, session_id: str) -> list[StoredEvent]:
         session = self._sessions.pop(session_id, None)

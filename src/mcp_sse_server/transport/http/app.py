@@ -26,7 +26,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, TypeAlias
 
 from ... import versions
-from ...jsonrpc import JsonRpcRequest, McpError, parse_message
+from ...jsonrpc import HEADER_MISMATCH, JsonRpcNotification, JsonRpcRequest, McpError, parse_message
+from ...modern import ModernEndpoint, has_envelope, unsupported_version
+from ...protocol import Connection
 from ...server import McpServer
 from ...session import ServerSession, SessionRecord
 from ...stores.base import EventLog, SessionStore
@@ -37,6 +39,7 @@ from .errors import INTERNAL_ERROR, SERVER_BUSY, HttpError, write_json_rpc_error
 from .limits import DEFAULT_LIMITS, HttpLimits
 from .security import OriginHostMiddleware, OriginPolicy
 from .sessions import Clock, new_session_id
+from .stateless import check_routing_headers, refuse_non_request
 from .streams import KeepaliveTicker
 from .transport import (
     ClientDisconnected,
@@ -144,6 +147,8 @@ class McpHttpApp:
         self.policy = OriginPolicy(limits.allowed_origins, limits.allowed_hosts, bind_host)
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
         self._live: dict[str, LiveSession] = {}
+        self._modern = ModernEndpoint(server) if server is not None else None
+        self._stateless_inflight = 0
         self._creating = 0
         self._closing = False
         self._closed = False
@@ -172,6 +177,11 @@ class McpHttpApp:
                 raise HttpError(404, f"Not found: the MCP endpoint is {self.path}")
             values = _read_headers(scope["headers"])
             method = scope["method"]
+            version = values[_VERSION]
+            if version is not None and not versions.for_header(version):
+                # No handshake revision named: the stateless revision's rules, and no session.
+                await self._stateless(scope, receive, send, values, version)
+                return
             if method != "POST":
                 if method == "GET":
                     await self._get(scope, receive, send, values)
@@ -217,6 +227,48 @@ class McpHttpApp:
                 await write_json_rpc_error(send, 500, INTERNAL_ERROR, "Internal error")
             except Exception:
                 pass  # the response had started; the server closes the connection
+
+    async def _stateless(
+        self, scope: Scope, receive: Receive, send: Send, values: list[bytes | None], version: bytes
+    ) -> None:
+        """One 2026-07-28 request (``stateless.py`` states the rules): served alone, never stored."""
+        if scope["method"] != "POST":
+            raise HttpError(
+                405,
+                f"Method not allowed: {scope['method']}; at revision {version.decode('latin-1')} the MCP endpoint "
+                "takes POST only",
+                headers=[(b"allow", b"POST")],
+            )
+        accept = values[_ACCEPT]
+        if accept != _USUAL_ACCEPT and not all(accepts_json_and_sse(accept)):
+            raise HttpError(406, _NOT_ACCEPTABLE_POST)
+        content_type = values[_CTYPE]
+        if content_type != b"application/json" and not is_json_content_type(content_type):
+            raise HttpError(415, "Unsupported media type: the body must be application/json")
+        if self._closing:
+            raise _shutting_down()
+        message = parse_body(await read_body(receive, self.limits.max_request_bytes, values[_CLEN]))
+        if type(message) is JsonRpcNotification:
+            await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        if type(message) is not JsonRpcRequest:
+            raise refuse_non_request()
+        served = versions.served(version.decode("latin-1"))
+        if (served is None or served.handshake) and not has_envelope(message.params):
+            # The header is the only version the request names, and it is not served.
+            error = unsupported_version(version.decode("latin-1"))
+            raise HttpError(400, error.message, error.code, request_id=message.id, data=error.data)
+        server = self.server if self.server is not None else await self._new_server()
+        check_routing_headers(message, scope["headers"], server)
+        endpoint = self._modern if self._modern is not None else ModernEndpoint(server)
+        transport = SseTransport(limits=self.limits, keepalive=self.keepalive, stateless=True)
+        Connection(transport, endpoint)
+        self._stateless_inflight += 1
+        try:
+            await transport.serve_request(message, receive, send)
+        finally:
+            self._stateless_inflight -= 1
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -271,6 +323,16 @@ class McpHttpApp:
     async def _open_session(self, scope: Scope, receive: Receive, send: Send, content_length: bytes | None) -> None:
         message = parse_body(await read_body(receive, self.limits.max_request_bytes, content_length))
         if type(message) is not JsonRpcRequest or message.method != "initialize":
+            if type(message) is JsonRpcRequest and has_envelope(message.params):
+                # A 2026-07-28 request without its version header: a recognised modern error, so a
+                # probing client learns this server speaks the revision instead of falling back.
+                raise HttpError(
+                    400,
+                    "Bad request: the MCP-Protocol-Version header is missing (a 2026-07-28 request names its "
+                    "revision in the header as well as in _meta)",
+                    HEADER_MISMATCH,
+                    request_id=message.id,
+                )
             raise HttpError(400, _MISSING_SESSION)
         if self._closing:
             raise _shutting_down()
@@ -378,7 +440,7 @@ class McpHttpApp:
     @property
     def inflight(self) -> int:
         """Requests in flight across all sessions of this process."""
-        return sum(live.transport.inflight for live in self._live.values())
+        return self._stateless_inflight + sum(live.transport.inflight for live in self._live.values())
 
     # --- shutdown --------------------------------------------------------------------
 

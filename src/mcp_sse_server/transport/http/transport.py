@@ -62,9 +62,9 @@ from ...stores.base import STANDALONE_STREAM, EventLog, stream_of
 from ...stores.memory import MemoryEventLog
 from ..base import Transport
 from .asgi import Message, Receive, Scope, Send
-from .errors import HttpError, error_body
+from .errors import HttpError, error_body, write_json_rpc_error
 from .limits import DEFAULT_LIMITS, HttpLimits
-from .sse import POST_SSE_HEADERS, SSE_HEADERS, frame, parse_event_id, priming
+from .sse import POST_SSE_HEADERS, SSE_HEADERS, STATELESS_SSE_HEADERS, frame, parse_event_id, priming, status_for
 from .streams import KeepaliveTicker, SseStream, send_whole
 
 __all__ = ["ClientDisconnected", "SseTransport", "read_body", "read_json_rpc_post"]
@@ -193,6 +193,7 @@ class SseTransport(Transport):
         "limits",
         "record",
         "session_id",
+        "stateless",
     )
 
     def __init__(
@@ -204,6 +205,7 @@ class SseTransport(Transport):
         keepalive: KeepaliveTicker | None = None,
         on_end: Callable[[SseTransport], None] | None = None,
         record: SessionRecord | None = None,
+        stateless: bool = False,
     ) -> None:
         if session_id is not None and not _is_visible_ascii(session_id):
             raise ValueError("session_id must be non-empty visible ASCII (0x21-0x7E)")
@@ -220,6 +222,9 @@ class SseTransport(Transport):
         self._initialized = False
         self.record = record
         self._stream_count = 0
+        # One 2026-07-28 request: an error before anything was streamed is an HTTP error with its
+        # status, SSE responses are not buffered by proxies, and a client that leaves cancels it.
+        self.stateless = stateless
 
     # --- state -------------------------------------------------------------------
 
@@ -335,7 +340,7 @@ class SseTransport(Transport):
             ).write(send)
             return
         initialize = request.method == "initialize"
-        headers = POST_SSE_HEADERS
+        headers = STATELESS_SSE_HEADERS if self.stateless else POST_SSE_HEADERS
         if initialize and self.session_id is not None:
             headers = [*POST_SSE_HEADERS, (SESSION_HEADER, self.session_id.encode("ascii"))]
         # Served inline in this request's own task: no extra task, no hand-over. A
@@ -363,6 +368,10 @@ class SseTransport(Transport):
                 self._forget(request_id, pending)
                 if reply is None:
                     await send_whole(send, POST_SSE_HEADERS, b"")
+                elif self.stateless and type(reply) is JsonRpcError:
+                    await write_json_rpc_error(
+                        send, status_for(reply.code), reply.code, reply.message, request_id=reply.id, data=reply.data
+                    )
                 else:
                     await send_whole(send, self._reply_headers(pending, reply), _data(reply))
                 return
@@ -417,6 +426,15 @@ class SseTransport(Transport):
         if pending.stream_id is not None:
             # Resumable: the request goes on, logging what it sends, until a GET resumes it.
             pending.detach()
+            return
+        if self.stateless and self.dispatcher is not None:
+            # 2026-07-28: closing the response stream is the cancellation.
+            del streams[request_id]  # type: ignore[union-attr]
+            self.dispatcher.on_message(
+                JsonRpcNotification(
+                    "notifications/cancelled", {"requestId": request_id, "reason": "the client closed the stream"}
+                )
+            )
             return
         # The client left mid-call: later messages go to the standalone stream, and
         # requests it can no longer answer fail now instead of at their timeout.
