@@ -197,6 +197,7 @@ class RequestSession(ServerSession):
         self._protocol = revision
         self._log_rank = LOG_LEVELS[envelope.log_level] if envelope.log_level is not None else _NO_LOGS
         self._handlers = None
+        self._modern = None
         self.answers: dict[str, Any] = {}
         self.questions: dict[str, dict[str, Any]] = {}
         self.asked = 0

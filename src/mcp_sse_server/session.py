@@ -39,6 +39,7 @@ from .versions import Revision
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
+    from .modern import ModernEndpoint
     from .server import McpServer
     from .transport.base import Transport
 
@@ -112,7 +113,17 @@ class ServerSession:
     client (``create_message``, ``elicit``, ``list_roots``, ``ping``, ``log``).
     """
 
-    __slots__ = ("_handlers", "_log_rank", "_protocol", "allow_reinitialize", "connection", "ready", "record", "server")
+    __slots__ = (
+        "_handlers",
+        "_log_rank",
+        "_modern",
+        "_protocol",
+        "allow_reinitialize",
+        "connection",
+        "ready",
+        "record",
+        "server",
+    )
 
     def __init__(
         self,
@@ -130,6 +141,8 @@ class ServerSession:
         self._protocol: Revision | None = None
         # Before initialize: the server's full table, of which only initialize and ping are served.
         self._handlers: dict[str, Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]] | None = None
+        # Set when the connection's first request was a 2026-07-28 one: it serves that era only.
+        self._modern: ModernEndpoint | None = None
         self.connection = Connection(transport, self)
 
     # --- state ---------------------------------------------------------------------
@@ -196,11 +209,24 @@ class ServerSession:
                     raise McpError(INVALID_REQUEST, "The session is already initialized")
                 return handler(request.params or {}, context)
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        from .modern import ModernEndpoint, has_envelope, unsupported_version  # modern.py builds on this module
+
+        modern = self._modern
+        if modern is None and method != "initialize" and has_envelope(request.params):
+            # The first request decides the connection's era (stdio, in process): this one is stateless.
+            modern = self._modern = ModernEndpoint(self.server)
+        if modern is not None:
+            if method == "initialize":
+                params = request.params or {}
+                raise unsupported_version(str(params.get("protocolVersion")))
+            return modern.serve(request, context)
         if method not in _BEFORE_INITIALIZE:
             raise McpError(INVALID_REQUEST, f"Received {method} before initialize: initialize the session first")
         return self.server.handlers_for(None)[method](request.params or {}, context)
 
     def handle_notification(self, notification: JsonRpcNotification) -> None:
+        if self._modern is not None:
+            return  # a stateless connection acts on no notification (cancellation is the engine's)
         if notification.method == "notifications/initialized":
             if self.initialized:
                 self.ready = True
@@ -539,3 +565,4 @@ def check_elicitation_schema(schema: dict[str, Any], *, multi_select: bool = Tru
     required = schema.get("required", [])
     if not isinstance(required, list) or any(r not in properties for r in required):
         raise ValueError("requested_schema required must list declared properties")
+
