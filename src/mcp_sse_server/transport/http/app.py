@@ -260,7 +260,11 @@ class McpHttpApp:
             error = unsupported_version(version.decode("latin-1"))
             raise HttpError(400, error.message, error.code, request_id=message.id, data=error.data)
         server = self.server if self.server is not None else await self._new_server()
-        check_routing_headers(message, scope["headers"], server)
+        try:
+            check_routing_headers(message, scope["headers"], server)
+        except HttpError as error:
+            error.request_id = message.id
+            raise
         endpoint = self._modern if self._modern is not None else ModernEndpoint(server)
         transport = SseTransport(limits=self.limits, keepalive=self.keepalive, stateless=True)
         Connection(transport, endpoint)

@@ -353,6 +353,9 @@ class SseTransport(Transport):
         pending = _PendingReply(send, receive, headers, initialize, stream_id, self.limits.retry_interval)
         if stream_id is not None:
             pending.on_open = self._stream_opened
+        elif self.stateless:
+            # A stream, once open, is watched: the client closing it cancels the request.
+            pending.on_open = lambda opened: self._watch(request_id, opened.stream)  # type: ignore[arg-type]
         streams[request_id] = pending
         if not self.keepalive_watched:
             self._keepalive().watch(self)
