@@ -38,7 +38,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
 
 from . import versions
 from .context import LOG_LEVELS, RequestContext
@@ -113,9 +113,11 @@ class CachePolicy:
             raise ValueError(f'scope must be "private" or "public", not {self.scope!r}')
 
 
-@dataclass(frozen=True, slots=True)
-class Envelope:
-    """A modern request's ``_meta``: who asks, at which revision, able to answer what."""
+class Envelope(NamedTuple):
+    """A modern request's ``_meta``: who asks, at which revision, able to answer what.
+
+    (A NamedTuple: one is read on every modern request, and a frozen dataclass builds slower.)
+    """
 
     protocol_version: str
     client_capabilities: dict[str, Any]

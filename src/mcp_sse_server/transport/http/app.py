@@ -40,7 +40,7 @@ from .limits import DEFAULT_LIMITS, HttpLimits
 from .security import OriginHostMiddleware, OriginPolicy
 from .sessions import Clock, new_session_id
 from .stateless import check_routing_headers, refuse_non_request
-from .streams import KeepaliveTicker
+from .streams import KeepaliveTicker, SseStream
 from .transport import (
     ClientDisconnected,
     SseTransport,
@@ -87,6 +87,19 @@ def _read_headers(raw: list[tuple[bytes, bytes]]) -> list[bytes | None]:
                 raise HttpError(400, "Bad request: several Mcp-Session-Id headers; send exactly one")
             values[slot] = value
     return values
+
+
+class _StatelessRequests:
+    """The 2026-07-28 requests in flight (a transport each), as one owner for the keep-alive ticker."""
+
+    __slots__ = ("keepalive_watched", "transports")
+
+    def __init__(self) -> None:
+        self.transports: set[SseTransport] = set()
+        self.keepalive_watched = False
+
+    def live_streams(self) -> list[SseStream]:
+        return [stream for transport in list(self.transports) for stream in transport.live_streams()]
 
 
 class LiveSession:
@@ -148,7 +161,7 @@ class McpHttpApp:
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
         self._live: dict[str, LiveSession] = {}
         self._modern = ModernEndpoint(server) if server is not None else None
-        self._stateless_inflight = 0
+        self._stateless = _StatelessRequests()
         self._creating = 0
         self._closing = False
         self._closed = False
@@ -180,7 +193,7 @@ class McpHttpApp:
             version = values[_VERSION]
             if version is not None and not versions.for_header(version):
                 # No handshake revision named: the stateless revision's rules, and no session.
-                await self._stateless(scope, receive, send, values, version)
+                await self._serve_stateless(scope, receive, send, values, version)
                 return
             if method != "POST":
                 if method == "GET":
@@ -204,7 +217,7 @@ class McpHttpApp:
             if session_id is None:
                 await self._open_session(scope, receive, send, values[_CLEN])
                 return
-            live = await self._session(session_id, values[_VERSION])
+            live = await self._session(session_id)
             body = await read_body(receive, self.limits.max_request_bytes, values[_CLEN])
             try:
                 message = parse_message(body)
@@ -228,7 +241,7 @@ class McpHttpApp:
             except Exception:
                 pass  # the response had started; the server closes the connection
 
-    async def _stateless(
+    async def _serve_stateless(
         self, scope: Scope, receive: Receive, send: Send, values: list[bytes | None], version: bytes
     ) -> None:
         """One 2026-07-28 request (``stateless.py`` states the rules): served alone, never stored."""
@@ -267,12 +280,18 @@ class McpHttpApp:
             raise
         endpoint = self._modern if self._modern is not None else ModernEndpoint(server)
         transport = SseTransport(limits=self.limits, keepalive=self.keepalive, stateless=True)
+        # The keep-alive ticker looks after every stateless request through one owner, so a
+        # request registers nothing with it (a transport per request would pile up between ticks).
+        transport.keepalive_watched = True
         Connection(transport, endpoint)
-        self._stateless_inflight += 1
+        stateless = self._stateless
+        stateless.transports.add(transport)
+        if not stateless.keepalive_watched:
+            self.keepalive.watch(stateless)
         try:
             await transport.serve_request(message, receive, send)
         finally:
-            self._stateless_inflight -= 1
+            stateless.transports.discard(transport)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -292,7 +311,7 @@ class McpHttpApp:
         session_id = values[_SESSION]
         if session_id is None:
             raise HttpError(400, "Bad request: a GET stream needs the Mcp-Session-Id header of an initialized session")
-        live = await self._session(session_id, values[_VERSION])
+        live = await self._session(session_id)
         if self._closing:
             raise _shutting_down()
         await live.transport.handle_get(scope, receive, send, values[_LAST_ID])
@@ -301,15 +320,18 @@ class McpHttpApp:
         session_id = values[_SESSION]
         if session_id is None:
             raise HttpError(400, "Bad request: DELETE needs the Mcp-Session-Id header of the session to end")
-        live = await self._session(session_id, values[_VERSION])
+        live = await self._session(session_id)
         await self._end(live)
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     # --- sessions ------------------------------------------------------------------
 
-    async def _session(self, session_id: bytes, version: bytes | None) -> LiveSession:
-        """The live session for a request (refreshing its idle clock), or HttpError 404/400."""
+    async def _session(self, session_id: bytes) -> LiveSession:
+        """The live session for a request (refreshing its idle clock), or HttpError 404.
+
+        A version header naming no handshake revision never gets here: the router sends it to
+        the stateless rules."""
         key = session_id.decode("latin-1")
         record = await self.sessions.get(key)
         live = self._live.get(key)
@@ -319,8 +341,6 @@ class McpHttpApp:
         if record.expired(now, self.limits.session_idle_timeout, self.limits.session_max_lifetime):
             self._end_soon(live)
             raise HttpError(404, _UNKNOWN_SESSION)
-        if version is not None and not versions.for_header(version):
-            raise _bad_version(version)
         await self.sessions.touch(record, now)
         return live
 
@@ -444,7 +464,7 @@ class McpHttpApp:
     @property
     def inflight(self) -> int:
         """Requests in flight across all sessions of this process."""
-        return self._stateless_inflight + sum(live.transport.inflight for live in self._live.values())
+        return len(self._stateless.transports) + sum(live.transport.inflight for live in self._live.values())
 
     # --- shutdown --------------------------------------------------------------------
 
@@ -477,14 +497,6 @@ def _in_background(work: Awaitable[Any]) -> None:
     task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(work)  # type: ignore[arg-type]
     _background.add(task)
     task.add_done_callback(_background.discard)
-
-
-def _bad_version(version: bytes) -> HttpError:
-    return HttpError(
-        400,
-        f"Bad request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}; "
-        f"this server speaks {versions.served_names()}",
-    )
 
 
 def _shutting_down() -> HttpError:

@@ -4,8 +4,8 @@ Which requests come here is the router's business (``app.py``): a POST whose
 ``MCP-Protocol-Version`` names no handshake revision. Rules, in order:
 
 1. The body is one JSON-RPC request (a notification is accepted with 202 and
-   dropped; anything else is 400 -32600). Its ``_meta`` envelope must be
-   complete (400 -32602).
+   dropped; anything else is 400 -32600). An incomplete ``_meta`` envelope is
+   the engine's 400 -32602, before any header is compared.
 2. Routing headers mirror the body and appear once each, else 400 -32020:
    ``MCP-Protocol-Version`` = the envelope's version, ``Mcp-Method`` = the
    method, ``Mcp-Name`` = the tool or prompt name (``tools/call``,
@@ -27,8 +27,8 @@ import base64
 import binascii
 from typing import Any, Final
 
-from ...jsonrpc import HEADER_MISMATCH, INVALID_REQUEST, JsonRpcRequest, McpError
-from ...modern import read_envelope
+from ...jsonrpc import HEADER_MISMATCH, INVALID_REQUEST, JsonRpcRequest
+from ...modern import PROTOCOL_VERSION_KEY
 from ...server import McpServer
 from .errors import HttpError
 
@@ -48,7 +48,8 @@ def decode_header_value(raw: bytes) -> str | None:
             return base64.b64decode(text[9:-2], validate=True).decode("utf-8")
         except (binascii.Error, ValueError, UnicodeDecodeError):
             return None
-    if not text or not all(" " <= c <= "~" for c in text):
+    # Visible ASCII and spaces only: isprintable() refuses tabs and other control characters.
+    if not text or not text.isascii() or not text.isprintable():
         return None
     return text
 
@@ -69,22 +70,24 @@ def _as_header(value: Any, kind: str) -> str | None:
 def check_routing_headers(
     request: JsonRpcRequest, headers: list[tuple[bytes, bytes]], server: McpServer | None
 ) -> None:
-    """HttpError (400 -32602 or -32020) unless the request's envelope and routing headers agree."""
-    try:
-        envelope = read_envelope(request.params)
-    except McpError as error:
-        raise HttpError(400, error.message, error.code, request_id=request.id) from None
+    """HttpError (400 -32020) unless the request's routing headers agree with its body.
+
+    A body without a complete envelope is left to the engine (-32602 comes first).
+    """
+    meta = request.params.get("_meta") if request.params is not None else None
+    if type(meta) is not dict or not isinstance(meta.get(PROTOCOL_VERSION_KEY), str):
+        return
     seen: dict[bytes, bytes] = {}
     params: dict[str, bytes] = {}
     for name, value in headers:
-        if name in _ROUTING or name.startswith(_PARAM_PREFIX):
+        if name[:4] == b"mcp-" and (name in _ROUTING or name.startswith(_PARAM_PREFIX)):
             if name in seen:
                 raise _mismatch(f"Bad request: the {name.decode()} header appears more than once")
             seen[name] = value
             if name.startswith(_PARAM_PREFIX):
                 params[name[len(_PARAM_PREFIX) :].decode("latin-1").lower()] = value
     version = seen.get(b"mcp-protocol-version")
-    if version is None or version.decode("latin-1") != envelope.protocol_version:
+    if version is None or version.decode("latin-1") != meta[PROTOCOL_VERSION_KEY]:
         raise _mismatch("Bad request: the MCP-Protocol-Version header does not match the request's _meta")
     method = seen.get(b"mcp-method")
     if method is None or decode_header_value(method) != request.method:
@@ -103,6 +106,8 @@ def check_routing_headers(
 
 def _check_param_headers(server: McpServer, body: dict[str, Any], params: dict[str, bytes]) -> None:
     mirrored = server.mirrored_headers(body["name"])
+    if not mirrored and not params:
+        return  # the usual tool: no argument travels in a header
     arguments = body.get("arguments")
     expected = {header.name.lower(): header for header in mirrored}
     for name in params:
