@@ -182,7 +182,7 @@ class RequestSession(ServerSession):
     ``inputRequests``; capabilities are the ones this request declared.
     """
 
-    __slots__ = ("answers", "asked", "questions")
+    __slots__ = ("answers", "asked", "questions", "responses", "used")
 
     def __init__(self, server: McpServer, connection: Connection, envelope: Envelope, revision: versions.Revision):
         # Not ServerSession.__init__: a request session has no connection of its own and no handshake.
@@ -200,8 +200,10 @@ class RequestSession(ServerSession):
         self._log_rank = LOG_LEVELS[envelope.log_level] if envelope.log_level is not None else _NO_LOGS
         self._handlers = None
         self._modern = None
-        self.answers: dict[str, Any] = {}
+        self.answers: dict[str, Any] = {}  # earlier rounds' (from the sealed state) and this retry's, once used
+        self.responses: dict[str, Any] = {}  # this retry's inputResponses
         self.questions: dict[str, dict[str, Any]] = {}
+        self.used: set[str] = set()
         self.asked = 0
 
     def _require_elicitation_mode(self, mode: str, what: str = "elicitation/create") -> versions.Revision | None:
@@ -210,17 +212,34 @@ class RequestSession(ServerSession):
         return self._protocol
 
     async def request(
-        self, method: str, params: dict[str, Any] | None, capability: str | None, timeout: float | None
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        capability: str | None,
+        timeout: float | None,
+        key: str | None = None,
     ) -> dict[str, Any]:
-        """Answered from an earlier round, else a question for this round (InputRequired)."""
+        """Answered by this retry or an earlier round, else a question for this round (InputRequired).
+
+        ``key`` names the question (``q1``, ``q2``... in the order asked when not given).
+        """
         if method == "ping":
             return {}
         if capability is not None and capability not in self.record.client_capabilities:  # type: ignore[operator]
             raise _missing({capability: {}}, method)
         self.asked += 1
-        key = f"q{self.asked}"
+        if key is None:
+            key = f"q{self.asked}"
+        elif key in self.used:
+            raise ValueError(f"question key {key!r} is used twice in one request")
+        self.used.add(key)
         answer = self.answers.get(key)
+        if answer is None:
+            answer = self.responses.get(key)
+            if answer is not None and type(answer) is not dict:
+                raise McpError(INVALID_PARAMS, f'Invalid "inputResponses.{key}": expected a result object')
         if answer is not None:
+            self.answers[key] = answer
             return answer  # type: ignore[no-any-return]
         self.questions[key] = {"method": method, "params": params or {}}
         raise InputRequired
@@ -275,7 +294,7 @@ class ModernEndpoint:
                 raise McpError(INTERNAL_ERROR, "Internal error") from None
             sealer = self.server.request_state
             state = sealer.seal(
-                {"answers": session.answers, "asked": sorted(session.questions)},
+                {"answers": session.answers},
                 method=method,
                 target=target if isinstance(target, str) else None,
                 arguments=arguments,
@@ -300,6 +319,11 @@ class ModernEndpoint:
         self, session: RequestSession, method: str, target: Any, arguments: Any, params: dict[str, Any]
     ) -> None:
         """Load the answers of earlier rounds (from the sealed state) and of this retry."""
+        responses = params.get("inputResponses")
+        if responses is not None:
+            if type(responses) is not dict:
+                raise McpError(INVALID_PARAMS, 'Invalid "inputResponses": expected an object of results by key')
+            session.responses = responses  # a question takes its answer from here when asked; others are ignored
         state = params.get("requestState")
         if state is None:
             return
@@ -313,20 +337,9 @@ class ModernEndpoint:
                 INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"}
             ) from None
         answers = payload.get("answers")
-        asked = payload.get("asked")
-        if not isinstance(answers, dict) or not isinstance(asked, list):
+        if not isinstance(answers, dict):
             raise McpError(INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"})
         session.answers.update(answers)
-        responses = params.get("inputResponses")
-        if responses is not None and type(responses) is not dict:
-            raise McpError(INVALID_PARAMS, 'Invalid "inputResponses": expected an object of results by key')
-        for key in asked:
-            answer = responses.get(key) if responses else None
-            if answer is None:
-                continue  # unanswered: asked again
-            if type(answer) is not dict:
-                raise McpError(INVALID_PARAMS, f'Invalid "inputResponses.{key}": expected a result object')
-            session.answers[key] = answer
 
     def _stamp(self, method: str, result: dict[str, Any], *, cacheable: bool = True) -> dict[str, Any]:
         """The result with ``resultType``, the server's identity and (when cacheable) caching hints."""

@@ -223,6 +223,7 @@ class McpServer:
         self.website_url = website_url
         self.strict_tool_names = strict_tool_names
         # The stateless revision (modern.py): requestState sealing, listen fan-out, caching hints.
+        self._loop: asyncio.AbstractEventLoop | None = None  # where sessions and listeners are served
         self._request_state = request_state
         self._event_bus = event_bus
         self.cache = cache
@@ -247,6 +248,7 @@ class McpServer:
         keeps it; ``reinitialize`` lets the client repeat ``initialize`` on the
         live session (stdio clients do).
         """
+        self._loop = asyncio.get_running_loop()
         session = ServerSession(self, transport, record, reinitialize=reinitialize)
         self._sessions.add(session)
         return session
@@ -412,15 +414,19 @@ class McpServer:
         return removed
 
     def _list_changed(self, method: str) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            home = self._loop
+            if home is not None and not home.is_closed():
+                # A change made from a worker thread (a sync handler): announced on the server's loop.
+                home.call_soon_threadsafe(self._list_changed, method)
+            return  # else registration before serving: nobody can be told yet
         for session in self._sessions:
             session.notify_soon(method)
         bus = self._event_bus
         if bus is not None:  # someone listens (subscriptions/listen made it)
             kind = method.split("/")[1]  # notifications/<kind>/list_changed
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                return  # registration before serving: nobody can be listening yet
             task = loop.create_task(bus.publish({"kind": kind}))
             _background.add(task)
             task.add_done_callback(_background.discard)
@@ -721,6 +727,7 @@ class McpServer:
             if "resources" in capabilities:
                 honoured["resourceSubscriptions"] = list(uris)
         subscription = {SUBSCRIPTION_ID: context.request_id}
+        self._loop = asyncio.get_running_loop()
         events = self.event_bus.subscribe()  # before the acknowledgement: nothing after it is missed
         try:
             await context.session.notify(
@@ -829,20 +836,29 @@ class McpServer:
     # --- calling back into the client (the current session) -----------------------------
 
     async def create_message(
-        self, request: CreateMessageRequest, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT
+        self,
+        request: CreateMessageRequest,
+        *,
+        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
+        key: str | None = None,
     ) -> CreateMessageResult:
         """Ask the current session's client for a completion (sampling/createMessage)."""
-        return await self._session().create_message(request, timeout=timeout)
+        return await self._session().create_message(request, timeout=timeout, key=key)
 
-    async def list_roots(self, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT) -> list[Root]:
+    async def list_roots(self, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT, key: str | None = None) -> list[Root]:
         """The current session's client roots (roots/list)."""
-        return await self._session().list_roots(timeout=timeout)
+        return await self._session().list_roots(timeout=timeout, key=key)
 
     async def elicit(
-        self, message: str, requested_schema: dict[str, Any], *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT
+        self,
+        message: str,
+        requested_schema: dict[str, Any],
+        *,
+        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
+        key: str | None = None,
     ) -> ElicitResult:
         """Ask the current session's user for structured input (elicitation/create)."""
-        return await self._session().elicit(message, requested_schema, timeout=timeout)
+        return await self._session().elicit(message, requested_schema, timeout=timeout, key=key)
 
     async def elicit_url(
         self,

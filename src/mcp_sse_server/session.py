@@ -295,12 +295,18 @@ class ServerSession:
         await self.connection.notify("notifications/message", params, related_request_id=related_request_id)
 
     async def request(
-        self, method: str, params: dict[str, Any] | None, capability: str | None, timeout: float | None
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        capability: str | None,
+        timeout: float | None,
+        key: str | None = None,
     ) -> dict[str, Any]:
         """A request to this client, belonging to the current request when inside one.
 
         RuntimeError when the session is closed, not ready, or the client did
-        not declare ``capability``.
+        not declare ``capability``. ``key`` names the question on a 2026-07-28
+        request (its ``inputRequests`` key); a session ignores it.
         """
         if self.connection.closed:
             raise RuntimeError(f"Cannot send {method}: the session is closed")
@@ -311,7 +317,11 @@ class ServerSession:
         return await self.connection.request(method, params, timeout=timeout, related_request_id=self._related())
 
     async def create_message(
-        self, request: CreateMessageRequest, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT
+        self,
+        request: CreateMessageRequest,
+        *,
+        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
+        key: str | None = None,
     ) -> CreateMessageResult:
         """Ask the client's model for a completion (sampling/createMessage).
 
@@ -332,12 +342,12 @@ class ServerSession:
                     "Cannot send sampling/createMessage with tools: the client did not declare the sampling.tools "
                     "capability"
                 )
-        result = await self.request("sampling/createMessage", request.to_dict(), "sampling", timeout)
+        result = await self.request("sampling/createMessage", request.to_dict(), "sampling", timeout, key)
         return CreateMessageResult.from_dict(result)
 
-    async def list_roots(self, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT) -> list[Root]:
+    async def list_roots(self, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT, key: str | None = None) -> list[Root]:
         """The client's roots (roots/list)."""
-        result = await self.request("roots/list", None, "roots", timeout)
+        result = await self.request("roots/list", None, "roots", timeout, key)
         roots = result.get("roots")
         if not isinstance(roots, list):
             raise ValueError("malformed roots/list result: roots must be a list")
@@ -366,7 +376,12 @@ class ServerSession:
         return protocol
 
     async def elicit(
-        self, message: str, requested_schema: dict[str, Any], *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT
+        self,
+        message: str,
+        requested_schema: dict[str, Any],
+        *,
+        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
+        key: str | None = None,
     ) -> ElicitResult:
         """Ask the user for structured input (elicitation/create, form mode).
 
@@ -380,7 +395,7 @@ class ServerSession:
         params: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
         if protocol is not None and protocol.elicitation_modes:
             params = {"mode": "form", **params}
-        result = await self.request("elicitation/create", params, "elicitation", timeout)
+        result = await self.request("elicitation/create", params, "elicitation", timeout, key)
         return ElicitResult.from_dict(result)
 
     async def elicit_url(

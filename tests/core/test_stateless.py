@@ -158,3 +158,35 @@ async def test_a_legacy_connection_stays_legacy(connect: Connect) -> None:
     client = await connect(server)  # initialize first
     listed = await client.result("tools/list", envelope())
     assert "resultType" not in listed  # served as the session's revision says
+
+
+async def test_a_tool_added_from_a_worker_thread_is_announced_on_the_loop(connect: Connect) -> None:
+    server = build()
+
+    def grow(arguments: dict[str, Any], context: RequestContext) -> str:  # sync: runs in a worker thread
+        server.add_tool(Tool("grown", {"type": "object"}, grow))
+        return "grown"
+
+    server.add_tool(Tool("grow", {"type": "object"}, grow))
+    client = await connect(server)
+    await client.result("tools/call", {"name": "grow", "arguments": {}})
+    await client.notification("notifications/tools/list_changed")
+
+
+async def test_questions_may_name_their_keys_and_take_answers_from_the_retry(connect: Connect) -> None:
+    server = McpServer("keys", "1")
+
+    async def ask(arguments: dict[str, Any], context: RequestContext) -> str:
+        answer = await context.session.elicit("Name?", NAME_SCHEMA, key="user_name")
+        return str((answer.content or {}).get("name"))
+
+    server.add_tool(Tool("ask", {"type": "object"}, ask))
+    client = await modern_client(connect, server)
+    call = {**envelope({"elicitation": {}}), "name": "ask", "arguments": {}}
+    first = await client.result("tools/call", call)
+    assert list(first["inputRequests"]) == ["user_name"]
+    answered = {"user_name": {"action": "accept", "content": {"name": "Alice"}}, "unknown": {}}
+    done = await client.result("tools/call", {**call, "inputResponses": answered})  # no state needed for it
+    assert done["content"][0]["text"] == "Alice"
+    bad = await client.error("tools/call", {**call, "inputResponses": {"user_name": 12345}})
+    assert bad.code == -32602
