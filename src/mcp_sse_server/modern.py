@@ -54,7 +54,6 @@ from .jsonrpc import (
     JsonRpcRequest,
     McpError,
 )
-from .request_state import InvalidRequestState
 from .session import ServerSession, SessionRecord
 
 if TYPE_CHECKING:
@@ -327,6 +326,8 @@ class ModernEndpoint:
         state = params.get("requestState")
         if state is None:
             return
+        from .request_state import InvalidRequestState  # cryptography loads when first needed
+
         try:
             payload = self.server.request_state.open(
                 state, method=method, target=target if isinstance(target, str) else None, arguments=arguments

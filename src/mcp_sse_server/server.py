@@ -25,7 +25,7 @@ import inspect
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
@@ -39,7 +39,6 @@ from .jsonrpc import (
     McpError,
 )
 from .modern import SUBSCRIPTION_ID, CachePolicy, MirroredHeader, mirrored_headers
-from .request_state import RequestStateSealer
 from .schema import SchemaValidator
 from .session import (
     DEFAULT_CLIENT_TIMEOUT,
@@ -73,6 +72,9 @@ from .types import (
     Tool,
 )
 from .uri_template import UriTemplate
+
+if TYPE_CHECKING:
+    from .request_state import RequestStateSealer
 from .versions import Revision
 
 __all__ = ["McpServer", "check_elicitation_schema", "check_tool_name"]
@@ -436,6 +438,8 @@ class McpServer:
         """Seals the ``requestState`` of 2026-07-28 input_required rounds (a per-process key unless given)."""
         sealer = self._request_state
         if sealer is None:
+            from .request_state import RequestStateSealer  # cryptography loads when first needed
+
             sealer = self._request_state = RequestStateSealer()
         return sealer
 
