@@ -537,6 +537,14 @@ class SseTransport(Transport):
         self._stream_opened(pending)
         if previous is not None:
             await previous.end()
+        try:
+            await self._hold(stream, receive)
+        finally:
+            if pending.stream is stream:
+                pending.detach()
+
+    async def _hold(self, stream: SseStream, receive: Receive) -> None:
+        """Send a GET stream's queued frames, then keep it alive until the client leaves."""
         ticker = self._keepalive()
         ticker.add(stream)
         try:
@@ -546,8 +554,6 @@ class SseTransport(Transport):
         finally:
             stream.done = True
             ticker.discard(stream)
-            if pending.stream is stream:
-                pending.detach()
 
     async def handle_get(
         self, scope: Scope, receive: Receive, send: Send, last_event_id: bytes | str | None = None
@@ -589,15 +595,9 @@ class SseTransport(Transport):
                 frames.append(priming(await log.mark(self._log_key, STANDALONE_STREAM), retry))
         stream.pending = frames
         stream.done = self._standalone is not stream or self._closed
-        ticker = self._keepalive()
-        ticker.add(stream)
         try:
-            await stream.flush()
-            while (await receive())["type"] != "http.disconnect":
-                pass
+            await self._hold(stream, receive)
         finally:
-            stream.done = True
-            ticker.discard(stream)
             if self._standalone is stream:
                 self._standalone = None
 
