@@ -199,6 +199,7 @@ class RequestSession(ServerSession):
         self._log_rank = LOG_LEVELS[envelope.log_level] if envelope.log_level is not None else _NO_LOGS
         self._handlers = None
         self._modern = None
+        self.on_record_change = None
         self.answers: dict[str, Any] = {}  # earlier rounds' (from the sealed state) and this retry's, once used
         self.responses: dict[str, Any] = {}  # this retry's inputResponses
         self.questions: dict[str, dict[str, Any]] = {}

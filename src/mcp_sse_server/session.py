@@ -120,6 +120,7 @@ class ServerSession:
         "_protocol",
         "allow_reinitialize",
         "connection",
+        "on_record_change",
         "ready",
         "record",
         "server",
@@ -143,6 +144,9 @@ class ServerSession:
         self._handlers: dict[str, Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]] | None = None
         # Set when the connection's first request was a 2026-07-28 one: it serves that era only.
         self._modern: ModernEndpoint | None = None
+        # Called after the record changes past initialize (log level, subscriptions): a shared
+        # store writes it back.
+        self.on_record_change: Callable[[SessionRecord], Any] | None = None
         self.connection = Connection(transport, self)
 
     # --- state ---------------------------------------------------------------------
@@ -250,17 +254,39 @@ class ServerSession:
         self.ready = False
         self._handlers = self.server.handlers_for(revision)
 
+    def resume(self) -> None:
+        """Serve a session whose ``initialize`` another worker answered, from its record alone.
+
+        The record names the negotiated revision, the client and its log level;
+        the session is taken as ready (its client is past the handshake).
+        """
+        record = self.record
+        revision = versions.served(record.revision) if record.revision is not None else None
+        if revision is None or not revision.handshake:
+            raise ValueError(f"a session record with revision {record.revision!r} cannot be resumed")
+        self._protocol = revision
+        self._handlers = self.server.handlers_for(revision)
+        self._log_rank = log_rank(record.log_level) if record.log_level is not None else 0
+        self.ready = True
+
     def set_log_level(self, level: str) -> None:
         self._log_rank = log_rank(level)
         self.record.log_level = level
+        self._record_changed()
 
     def subscribe(self, uri: str) -> None:
         if uri not in self.record.subscriptions:
             self.record.subscriptions.append(uri)
+            self._record_changed()
 
     def unsubscribe(self, uri: str) -> None:
         if uri in self.record.subscriptions:
             self.record.subscriptions.remove(uri)
+            self._record_changed()
+
+    def _record_changed(self) -> None:
+        if self.on_record_change is not None:
+            self.on_record_change(self.record)
 
     def is_subscribed(self, uri: str) -> bool:
         return uri in self.record.subscriptions

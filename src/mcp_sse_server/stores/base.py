@@ -47,9 +47,14 @@ class StoredEvent:
 
 
 class SessionStore(ABC):
-    """Session records by id. ``now`` values are the caller's clock (monotonic seconds in process)."""
+    """Session records by id. ``now`` values are the caller's clock (monotonic seconds in process;
+    a shared store needs a clock every worker agrees on, such as wall-clock seconds)."""
 
     __slots__ = ()
+
+    shared: bool = False
+    """True when other workers see these records: a worker then serves sessions other workers
+    opened, and a worker that shuts down leaves its sessions to the others."""
 
     @abstractmethod
     async def create(self, record: SessionRecord) -> None:

@@ -335,7 +335,15 @@ class McpHttpApp:
         key = session_id.decode("latin-1")
         record = await self.sessions.get(key)
         live = self._live.get(key)
-        if record is None or live is None or live.closing:
+        if record is None:
+            if live is not None and not live.closing:
+                self._end_soon(live)  # ended by another worker (DELETE, expiry): this copy goes too
+            raise HttpError(404, _UNKNOWN_SESSION)
+        if live is None:
+            if record.revision is None:  # still being initialized, on another worker
+                raise HttpError(404, _UNKNOWN_SESSION)
+            live = await self._adopt(record)
+        elif live.closing:
             raise HttpError(404, _UNKNOWN_SESSION)
         now = self.clock()
         if record.expired(now, self.limits.session_idle_timeout, self.limits.session_max_lifetime):
@@ -391,6 +399,8 @@ class McpHttpApp:
         finally:
             self._creating -= 1
         await self.sessions.create(record)
+        if self.sessions.shared:
+            session.on_record_change = self._save_soon
         live = LiveSession(record, transport, session)
         self._live[session_id] = live
         self._start_reaper()
@@ -403,6 +413,35 @@ class McpHttpApp:
             else:
                 await self.sessions.save(record)
 
+    async def _adopt(self, record: SessionRecord) -> LiveSession:
+        """Serve here a session another worker opened (the store is shared): a local transport
+        and session resumed from the record, without a visible handshake."""
+        transport = SseTransport(
+            record.id,
+            limits=self.limits,
+            event_log=self.events,
+            keepalive=self.keepalive,
+            on_end=self._transport_ended,
+            record=record,
+        )
+        try:
+            server = self.server if self.server is not None else await self._new_server()
+            session = await server.connect(transport, record=record)
+            session.resume()
+            session.on_record_change = self._save_soon
+        except Exception:
+            logger.exception("could not resume session %s on this worker", record.id[:8])
+            raise HttpError(500, "Internal error: the server could not resume the session") from None
+        live = self._live.get(record.id)
+        if live is None:  # (another request of the session may have adopted it meanwhile)
+            live = self._live[record.id] = LiveSession(record, transport, session)
+            self._start_reaper()
+        return live
+
+    def _save_soon(self, record: SessionRecord) -> None:
+        """Write a changed record back to the shared store (log level, subscriptions)."""
+        _in_background(self.sessions.save(record))
+
     async def _new_server(self) -> McpServer:
         assert self.on_session is not None
         server = self.on_session()
@@ -414,7 +453,7 @@ class McpHttpApp:
 
     def _transport_ended(self, transport: SseTransport) -> None:
         # The server side closed the session (ServerSession.close(), say): forget it.
-        if transport.session_id is not None:
+        if transport.session_id is not None and transport.on_end_session:
             live = self._live.pop(transport.session_id, None)
             if live is not None and not live.closing:
                 live.closing = True
@@ -430,6 +469,17 @@ class McpHttpApp:
             await live.transport.close()
         except Exception:
             logger.exception("closing session %s failed", session_id[:8])
+
+    async def _release(self, live: LiveSession) -> None:
+        """Stop serving a session here without ending it (its record stays in the shared store)."""
+        live.closing = True
+        if self._live.get(live.record.id) is live:
+            del self._live[live.record.id]
+        live.transport.on_end_session = False
+        try:
+            await live.transport.close()
+        except Exception:
+            logger.exception("releasing session %s failed", live.record.id[:8])
 
     def _end_soon(self, live: LiveSession) -> None:
         live.closing = True
@@ -483,7 +533,10 @@ class McpHttpApp:
             await asyncio.sleep(0.005)
         self._closed = True
         for live in list(self._live.values()):
-            await self._end(live)
+            if self.sessions.shared:
+                await self._release(live)  # the session lives on: other workers serve it
+            else:
+                await self._end(live)
         self.keepalive.close()
         if self._reaper is not None:
             self._reaper.cancel()

@@ -191,6 +191,7 @@ class SseTransport(Transport):
         "dispatcher",
         "keepalive_watched",
         "limits",
+        "on_end_session",
         "record",
         "session_id",
         "stateless",
@@ -222,6 +223,7 @@ class SseTransport(Transport):
         self._initialized = False
         self.record = record
         self._stream_count = 0
+        self.on_end_session = True  # closing ends the session (False: only this worker's copy of it)
         # One 2026-07-28 request: an error before anything was streamed is an HTTP error with its
         # status, SSE responses are not buffered by proxies, and a client that leaves cancels it.
         self.stateless = stateless
@@ -670,7 +672,7 @@ class SseTransport(Transport):
         self._closed = True
         streams, self._streams = self._streams, None
         standalone, self._standalone = self._standalone, None
-        if self._event_log is not None:
+        if self._event_log is not None and self.on_end_session:
             await self._event_log.forget(self._log_key)
         if self.dispatcher is not None:
             self.dispatcher.on_close()
