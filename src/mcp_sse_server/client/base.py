@@ -474,6 +474,8 @@ class McpClient(ABC):
         except McpError as error:
             if error.code == URL_ELICITATION_REQUIRED and not isinstance(error, UrlElicitationRequiredError):
                 raise UrlElicitationRequiredError(error.message, error.data) from None
+            if error.code == UNSUPPORTED_PROTOCOL_VERSION and not isinstance(error, UnsupportedProtocolVersionError):
+                raise UnsupportedProtocolVersionError(error.message, error.data) from None
             raise
 
     async def _send_request(
