@@ -487,3 +487,81 @@ async def test_list_results_are_cached_for_their_ttl_until_a_list_changed(script
             await client.list_tools()
             await client.list_tools()
         assert len(server.posted("tools/list")) == 4
+
+
+# --- subscriptions/listen ---------------------------------------------------------------------------
+
+
+def sse(*messages: dict[str, Any]) -> bytes:
+    return b"".join(b"event: message\ndata: " + orjson.dumps(message) + b"\n\n" for message in messages)
+
+
+async def test_listen_acks_demuxes_and_listens_again_after_an_unexpected_close() -> None:
+    """The first stream is acknowledged then drops without the closing result: the client
+    listens again (a new subscription id); the second ends gracefully and ends the iteration.
+    A notification for another subscription id is not delivered."""
+    listens: list[dict[str, Any]] = []
+
+    async def endpoint(request: Request) -> Response:
+        message = orjson.loads(await request.body())
+        if message["method"] == "server/discover":
+            return JSONResponse(ok(message, DISCOVERED)[1])
+        listens.append(message)
+        sid = message["id"]
+        meta = {"io.modelcontextprotocol/subscriptionId": sid}
+        ack = {
+            "jsonrpc": "2.0",
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {"_meta": meta, "notifications": {"toolsListChanged": True}},
+        }
+        changed = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": meta}}
+        stray = {
+            "jsonrpc": "2.0",
+            "method": "notifications/tools/list_changed",
+            "params": {"_meta": {**meta, "io.modelcontextprotocol/subscriptionId": "other"}},
+        }
+        if len(listens) == 1:
+            body = sse(ack, changed)  # then the stream ends without the result
+        else:
+            body = sse(
+                ack, stray, changed, {"jsonrpc": "2.0", "id": sid, "result": {"resultType": "complete", "_meta": meta}}
+            )
+        return Response(body, media_type="text/event-stream")
+
+    app = Starlette(routes=[Route("/mcp", endpoint, methods=["POST"])])
+    async with serve(app) as base, StreamableHttpClient(f"{base}/mcp") as client:
+        async with client.listen(tools_list_changed=True) as subscription:
+            received = [notification async for notification in subscription]
+        assert subscription.acknowledged == {"toolsListChanged": True}
+    assert [notification.method for notification in received] == ["notifications/tools/list_changed"] * 2
+    assert len(listens) == 2 and listens[0]["id"] != listens[1]["id"]
+    assert listens[0]["params"]["notifications"] == {"toolsListChanged": True}
+    assert listens[0]["params"]["_meta"][META_VERSION] == MODERN
+
+
+async def test_listen_gives_up_after_max_relistens() -> None:
+    posts: list[str] = []
+
+    async def endpoint(request: Request) -> Response:
+        message = orjson.loads(await request.body())
+        posts.append(message["method"])
+        if message["method"] == "server/discover":
+            return JSONResponse(ok(message, DISCOVERED)[1])
+        meta = {"io.modelcontextprotocol/subscriptionId": message["id"]}
+        ack = {"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged", "params": {"_meta": meta}}
+        return Response(sse(ack), media_type="text/event-stream")
+
+    app = Starlette(routes=[Route("/mcp", endpoint, methods=["POST"])])
+    failure: BaseException | None = None
+    async with (
+        serve(app) as base,
+        StreamableHttpClient(f"{base}/mcp") as client,
+        client.listen(resource_subscriptions=["file:///a"], max_relistens=2) as subscription,
+    ):
+        try:
+            async for _ in subscription:
+                pass
+        except McpError as error:
+            failure = error
+    assert failure is not None and "without answering" in str(failure)
+    assert posts.count("subscriptions/listen") == 3
