@@ -565,3 +565,24 @@ async def test_listen_gives_up_after_max_relistens() -> None:
             failure = error
     assert failure is not None and "without answering" in str(failure)
     assert posts.count("subscriptions/listen") == 3
+
+
+async def test_a_handshake_refused_for_a_modern_revision_probes_again() -> None:
+    """The first discover gets no answer in time; the fallback initialize is refused with
+    -32022 naming 2026-07-28, so the client asks discover once more and speaks it."""
+    methods: list[str] = []
+
+    async def endpoint(request: Request) -> Response:
+        message = orjson.loads(await request.body())
+        methods.append(message["method"])
+        if message["method"] == "server/discover":
+            if methods.count("server/discover") == 1:
+                await asyncio.sleep(2)
+            return JSONResponse(ok(message, DISCOVERED)[1])
+        status, body = error(message, -32022, "Unsupported protocol version", {"supported": [MODERN]})
+        return JSONResponse(body, status_code=status)
+
+    app = Starlette(routes=[Route("/mcp", endpoint, methods=["POST"])])
+    async with serve(app) as base, StreamableHttpClient(f"{base}/mcp", probe_timeout=0.2) as client:
+        assert client.protocol_version == MODERN
+    assert methods == ["server/discover", "initialize", "server/discover"]

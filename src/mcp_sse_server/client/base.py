@@ -270,6 +270,19 @@ class McpClient(ABC):
             if adopted is not None:
                 return adopted
             logger.debug("the server does not speak %s; falling back to initialize", ", ".join(versions.CLIENT_MODERN))
+            try:
+                return await self._initialize()
+            except UnsupportedProtocolVersionError as refusal:
+                # The probe got no usable answer (a timeout, say) but the server turns the
+                # handshake down naming a revision both speak: ask once more.
+                if not any(name in versions.CLIENT_MODERN for name in refusal.supported):
+                    raise
+                if self.connection is None or self.connection.closed:
+                    self.connection = Connection(await self._open(), self)
+                adopted = await self._probe()
+                if adopted is None:
+                    raise
+                return adopted
         return await self._initialize()
 
     # --- the stateless revision (2026-07-28) ---------------------------------------------
