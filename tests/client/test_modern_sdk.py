@@ -6,6 +6,7 @@ through input_required rounds (the peer's resolver tools)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from mcp_sse_server.client import StdioClient, StreamableHttpClient
 from mcp_sse_server.client.base import McpClient
 from mcp_sse_server.types import Root
 
-from .conftest import PYTHON, SDK_PEER, Peer
+from .conftest import PYTHON, SDK_PEER, WAIT, Peer
 
 MODERN = "2026-07-28"
 
@@ -102,3 +103,18 @@ async def test_a_missing_handler_is_a_missing_capability(sdk_http: Peer) -> None
         with pytest.raises(Exception, match="elicitation") as caught:
             await client.call_tool("resolve_user")
     assert getattr(caught.value, "code", None) == -32021
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+async def test_listen_is_acknowledged_and_ends_cleanly(sdk_http: Peer, transport: str) -> None:
+    """The SDK acknowledges the filter first; leaving the block ends the listen (HTTP: its
+    stream is closed; stdio: notifications/cancelled) and the connection goes on serving."""
+    if transport == "http":
+        client: McpClient = StreamableHttpClient(f"{sdk_http.base}/mcp")
+    else:
+        client = StdioClient(PYTHON, [SDK_PEER, "stdio"], on_stderr=lambda line: None)
+    async with client:
+        async with client.listen(tools_list_changed=True, resource_subscriptions=["memo://note"]) as subscription:
+            honoured = await asyncio.wait_for(subscription.ready(), WAIT)
+        assert honoured["toolsListChanged"] is True
+        assert text(await client.call_tool("add", {"a": 1, "b": 1})) == "2"
