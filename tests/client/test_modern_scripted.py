@@ -586,3 +586,28 @@ async def test_a_handshake_refused_for_a_modern_revision_probes_again() -> None:
     async with serve(app) as base, StreamableHttpClient(f"{base}/mcp", probe_timeout=0.2) as client:
         assert client.protocol_version == MODERN
     assert methods == ["server/discover", "initialize", "server/discover"]
+
+
+async def test_a_broken_stream_is_reissued_once_except_for_tools_call() -> None:
+    """No resumption at 2026-07-28: a list whose stream ends without the answer is sent again
+    with a new id; a tools/call is not (it may have side effects), it fails."""
+    posts: list[dict[str, Any]] = []
+
+    async def endpoint(request: Request) -> Response:
+        message = orjson.loads(await request.body())
+        posts.append(message)
+        if message["method"] == "server/discover":
+            return JSONResponse(ok(message, DISCOVERED)[1])
+        progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}}
+        if len([post for post in posts if post["method"] == message["method"]]) == 1:
+            return Response(sse(progress), media_type="text/event-stream")  # ends without the answer
+        return JSONResponse(ok(message, {"resultType": "complete", "tools": [], "content": []})[1])
+
+    app = Starlette(routes=[Route("/mcp", endpoint, methods=["POST"])])
+    async with serve(app) as base, StreamableHttpClient(f"{base}/mcp") as client:
+        assert await client.list_tools() == []
+        with pytest.raises(McpError, match="without answering"):
+            await client.call_tool("add")
+    lists = [post for post in posts if post["method"] == "tools/list"]
+    assert len(lists) == 2 and lists[0]["id"] != lists[1]["id"]
+    assert len([post for post in posts if post["method"] == "tools/call"]) == 1

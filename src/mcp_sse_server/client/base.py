@@ -67,6 +67,7 @@ from .modern import (
     SUBSCRIPTION_ID_KEY,
     UNSUPPORTED_PROTOCOL_VERSION,
     InputRoundsExceededError,
+    StreamLostError,
     UnsupportedProtocolVersionError,
     invalid_x_mcp_header,
     is_modern_error,
@@ -501,12 +502,22 @@ class McpClient(ABC):
     ) -> dict[str, Any]:
         """One request of the stateless revision: stamped, retried once at a revision the server
         names in -32022, retried once after re-listing tools on -32020 for tools/call, and driven
-        through ``input_required`` rounds to its complete result."""
-        retried_version = retried_headers = False
+        through ``input_required`` rounds to its complete result. A request whose stream broke
+        before its answer is sent again once, except tools/call (it may have side effects: the
+        caller decides)."""
+        retried_version = retried_headers = reissued = False
         while True:
             try:
                 result = await self._send_request(method, self._stamp(params), timeout, on_progress)
                 return await self._complete(method, params, result, timeout, on_progress)
+            except StreamLostError:
+                # The stream broke before the answer and nothing resumes it: send the request
+                # again (new id), once, unless it may have side effects (tools/call).
+                if reissued or method == "tools/call":
+                    raise
+                reissued = True
+                logger.info("the stream of %s broke before its answer; sending it again", method)
+                continue
             except McpError as error:
                 if error.code == UNSUPPORTED_PROTOCOL_VERSION:
                     refusal = UnsupportedProtocolVersionError(error.message, error.data)

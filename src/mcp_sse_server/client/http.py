@@ -69,7 +69,7 @@ from ..transport.base import Transport
 from ._common import McpConnectionError, RemoteClient, SessionExpiredMcpError
 from ._http_common import EVENT_STREAM, HttpClientTransport, first_line, http_url, media_type, reason
 from ._sse import SseParser
-from .modern import PROTOCOL_VERSION_KEY, param_headers, routing_headers
+from .modern import PROTOCOL_VERSION_KEY, StreamLostError, param_headers, routing_headers
 from .sse import SseClientTransport
 
 __all__ = ["LegacySseEndpointError", "StreamableHttpClient", "StreamableHttpTransport"]
@@ -128,6 +128,10 @@ def _messages_from_json(body: bytes) -> list[JsonRpcMessage]:
     # Batches left the protocol in 2025-06-18, but an older server may still answer with one.
     items = data if isinstance(data, list) else [data]
     return [message_from_dict(item) for item in items]
+
+
+class _LostStream(McpConnectionError, StreamLostError):
+    """A stateless-revision request whose stream broke before the answer (McpClient may re-issue it)."""
 
 
 class _StreamState:
@@ -363,8 +367,10 @@ class StreamableHttpTransport(HttpClientTransport):
             if stream.last_event_id is None:
                 if stream.opened:
                     message = f"Lost the connection to MCP server at {self.url} during {request.method}"
-                else:
-                    message = f"Cannot reach MCP server at {self.url}"
+                    lost = _LostStream if request.id in self._modern_requests else McpConnectionError
+                    self._fail(request.id, lost(f"{message}: {reason(error)}"))
+                    return
+                message = f"Cannot reach MCP server at {self.url}"
                 self._fail(request.id, McpConnectionError(f"{message}: {reason(error)}"))
                 return
             logger.debug("the stream for %s dropped: %s; resuming", request.method, reason(error))
@@ -373,9 +379,9 @@ class StreamableHttpTransport(HttpClientTransport):
         if stream.last_event_id is not None and request.id not in self._modern_requests:
             await self._resume(request, stream)  # the stateless revision has no resumable streams
         else:
+            lost = _LostStream if request.id in self._modern_requests else McpConnectionError
             self._fail(
-                request.id,
-                McpConnectionError(f"MCP server at {self.url} ended the stream for {request.method} without answering"),
+                request.id, lost(f"MCP server at {self.url} ended the stream for {request.method} without answering")
             )
 
     async def _read_post_response(

@@ -36,6 +36,7 @@ __all__ = [
     "SUBSCRIPTION_ID_KEY",
     "UNSUPPORTED_PROTOCOL_VERSION",
     "InputRoundsExceededError",
+    "StreamLostError",
     "UnsupportedProtocolVersionError",
     "encode_header_value",
     "invalid_x_mcp_header",
@@ -83,6 +84,11 @@ class UnsupportedProtocolVersionError(McpError):
         supported = ", ".join(self.supported) or "none named"
         asked = f" (asked for {self.requested})" if self.requested else ""
         return f"{self.message}{asked}; the server supports: {supported}"
+
+
+class StreamLostError(Exception):
+    """Marks a connection error of the stateless revision where the request's stream broke
+    before its answer: the request is lost (there is no resumption) and may be sent again."""
 
 
 class InputRoundsExceededError(McpError):
