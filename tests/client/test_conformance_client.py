@@ -122,3 +122,19 @@ async def test_modern_client_scenario_passes(scenario: str, tmp_path: Path) -> N
     assert verdicts == dict.fromkeys(MODERN_SCENARIOS[scenario], "SUCCESS"), log
     assert status == 0, log
     assert "OVERALL: PASSED" in log
+
+
+@pytest.mark.parametrize("suite", SUITES, ids=["0.1.16", "0.2.0-alpha.12"])
+@pytest.mark.parametrize(
+    ("scenario", "check"), [("initialize", "mcp-client-initialization"), ("tools_call", "tool-add-numbers")]
+)
+async def test_handshake_scenarios_pass_after_the_probe_falls_back(
+    suite: str, scenario: str, check: str, tmp_path: Path
+) -> None:
+    """At the handshake revisions the suite's servers answer server/discover with an error
+    (or an empty result): the client falls back to initialize and passes as before."""
+    status, log, checks = await run_client_scenario(suite, scenario, tmp_path)
+    verdicts = {check["id"]: check["status"] for check in checks if check["status"] != "INFO"}
+    assert verdicts.get(check) == "SUCCESS", log
+    assert set(verdicts.values()) == {"SUCCESS"}, log
+    assert status == 0 and "OVERALL: PASSED" in log, log
