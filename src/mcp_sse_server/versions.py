@@ -32,6 +32,7 @@ from typing import Final
 
 __all__ = [
     "CLIENT_ACCEPTED",
+    "CLIENT_MODERN",
     "CLIENT_OFFERS",
     "HANDSHAKE",
     "HEADER_DEFAULT",
@@ -176,6 +177,11 @@ CLIENT_OFFERS: Final = REVISION_2025_11_25.name
 # session-based revision up to the one it offers (older servers answer older
 # revisions; the legacy HTTP+SSE transport speaks 2024-11-05).
 CLIENT_ACCEPTED: Final = tuple(name for name in KNOWN_REVISIONS if name <= CLIENT_OFFERS)
+
+
+# The stateless revisions a client of this package speaks (it stamps every request with one),
+# preferred last. A client probes for them first and falls back to the handshake (CLIENT_OFFERS).
+CLIENT_MODERN: Final = (REVISION_2026_07_28.name,)
 
 
 def client_accepts(name: str) -> bool:

@@ -93,3 +93,22 @@ def test_a_legacy_server_registered_by_name(cli: Cli, sdk_sse: str) -> None:
     assert cli("servers", "add", "legacy", "--url", f"{sdk_sse}/sse", "--type", "sse").returncode == 0
     done = cli("call", "legacy", "add", "a=1", "b=1")
     assert (done.returncode, done.stdout) == (0, "2\n"), done.stderr
+
+
+def test_tools_verbose_names_the_revision_spoken(cli: Cli, sdk_http: str) -> None:
+    """The SDK server speaks 2026-07-28, which the CLI prefers; --mode legacy keeps the handshake."""
+    url = f"{sdk_http}/mcp"
+    modern = cli("tools", "--verbose", url)
+    assert modern.returncode == 0, modern.stderr
+    assert "Protocol revision 2026-07-28 (stateless) with sdk-peer\n" in modern.stderr
+    assert modern.stdout.startswith("add(")
+    legacy = cli("tools", "-v", "--mode", "legacy", url)
+    assert "Protocol revision 2025-11-25 (handshake) with sdk-peer" in legacy.stderr
+    assert legacy.stdout == modern.stdout
+
+
+def test_call_answers_input_required_rounds_need_a_handler(cli: Cli, sdk_http: str) -> None:
+    """The CLI has no elicitation handler: it declares none, and the server says what is missing."""
+    result = cli("call", f"{sdk_http}/mcp", "resolve_user")
+    assert result.returncode == 1
+    assert "(JSON-RPC error -32021)" in result.stderr

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from mcp_sse_server.client import StreamableHttpClient
+from mcp_sse_server.types import Root
 
 # Bounds only a broken run reaches: the runner's own timeout is 30 s.
 CALL_TIMEOUT = 20.0
@@ -26,9 +27,25 @@ async def accept_defaults(params: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": {}}
 
 
+async def sample(params: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "none", "stopReason": "endTurn"}
+
+
 async def run(url: str, scenario: str) -> None:
-    client = StreamableHttpClient(url, elicitation_handler=accept_defaults, request_timeout=CALL_TIMEOUT)
+    # The runner names the revision under test (MCP_CONFORMANCE_PROTOCOL_VERSION); the client
+    # probes and must land on it by itself, so it stays in mode "auto". It declares every
+    # capability it has a handler for (request-metadata checks each one's shape).
+    client = StreamableHttpClient(
+        url,
+        elicitation_handler=accept_defaults,
+        sampling_handler=sample,
+        roots=[Root("file:///tmp", "tmp")],
+        request_timeout=CALL_TIMEOUT,
+    )
     async with client:
+        expected = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")
+        if expected == "2026-07-28" and client.protocol_version != expected:
+            raise SystemExit(f"negotiated {client.protocol_version}, the scenario runs at {expected}")
         tools = {tool.name: tool for tool in await client.list_tools()}
         if scenario == "sse-retry":
             await client.call_tool("test_reconnection")
@@ -36,7 +53,7 @@ async def run(url: str, scenario: str) -> None:
             await client.call_tool("test_client_elicitation_defaults")
         elif scenario == "tools_call":
             await client.call_tool("add_numbers", {"a": 2, "b": 3})
-        elif scenario != "initialize":
+        elif scenario not in ("initialize", "request-metadata"):
             raise SystemExit(f"unknown scenario {scenario!r} (tools: {', '.join(tools)})")
 
 

@@ -17,9 +17,11 @@ import asyncio
 import socket
 import sys
 import warnings
+from typing import Annotated
 
 import mcp.types as types
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.resolve import Elicit, ListRoots, Resolve, Sample
 from mcp.server.streamable_http import EventCallback, EventMessage, EventStore
 from mcp.types import JSONRPCMessage
 from pydantic import BaseModel
@@ -122,6 +124,70 @@ async def interrupted(steps: int, ctx: Context) -> str:
             print("STREAM-CLOSED", file=sys.stderr, flush=True)
         await asyncio.sleep(0.05)
     return f"survived {steps}"
+
+
+# Tools that ask the client through resolvers: real server-to-client requests on a handshake
+# session, input_required rounds (MRTR) at 2026-07-28.
+
+
+def _favourite() -> Elicit[Favourite]:
+    return Elicit("Favourite colour?", Favourite)
+
+
+def _profile() -> Elicit[Profile]:
+    return Elicit("Your profile?", Profile)
+
+
+def _model(question: str) -> Sample:
+    return Sample(
+        [types.SamplingMessage(role="user", content=types.TextContent(type="text", text=question))], max_tokens=50
+    )
+
+
+def _roots() -> ListRoots:
+    return ListRoots()
+
+
+@server.tool()
+async def resolve_user(favourite: Annotated[Favourite, Resolve(_favourite)]) -> str:
+    """Elicits a colour through a resolver."""
+    return f"accept: {favourite.colour}"
+
+
+@server.tool()
+async def resolve_profile(profile: Annotated[Profile, Resolve(_profile)]) -> str:
+    """Elicits a profile whose every field has a default, through a resolver."""
+    return f"accept: {profile.model_dump_json()}"
+
+
+@server.tool()
+async def resolve_model(question: str, answer: Annotated[types.CreateMessageResult, Resolve(_model)]) -> str:
+    """Samples the client's model through a resolver."""
+    return f"model said: {answer.content.text}"  # type: ignore[union-attr]
+
+
+@server.tool()
+async def resolve_all(
+    question: str,
+    favourite: Annotated[Favourite, Resolve(_favourite)],
+    answer: Annotated[types.CreateMessageResult, Resolve(_model)],
+    roots: Annotated[types.ListRootsResult, Resolve(_roots)],
+) -> str:
+    """Asks for a colour, a model answer and the roots in one round."""
+    text = answer.content.text  # type: ignore[union-attr]
+    return f"{favourite.colour} / {text} / {','.join(str(root.uri) for root in roots.roots)}"
+
+
+@server.prompt()
+def greet(name: str) -> str:
+    """A greeting prompt."""
+    return f"Hello, {name}!"
+
+
+@server.resource("memo://note", mime_type="text/plain")
+def note() -> str:
+    """A short note."""
+    return "a note"
 
 
 class MemoryEventStore(EventStore):

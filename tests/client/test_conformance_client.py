@@ -30,6 +30,22 @@ SCENARIOS: dict[str, set[str]] = {
     },
 }
 
+# The 2026-07-28 client scenarios (only conformance-next has them), run with --spec-version
+# 2026-07-28: the suite's server then speaks the stateless revision only.
+MODERN_SCENARIOS: dict[str, set[str]] = {
+    "request-metadata": {
+        "sep-2575-http-client-sends-version-header",
+        "sep-2575-client-populates-meta",
+        "sep-2575-client-sends-client-info",
+        "sep-2575-http-version-header-matches-meta",
+        "sep-2575-client-declares-roots-capability",
+        "sep-2575-client-declares-sampling-capability",
+        "sep-2575-client-declares-elicitation-capability",
+        "sep-2575-client-retry-supported-version",
+    },
+    "tools_call": {"tool-add-numbers", "wire-schema-valid"},
+}
+
 
 def suite_entry(suite: str) -> tuple[str, str]:
     """The node binary and the suite's CLI script; the test is skipped when either is missing."""
@@ -49,7 +65,9 @@ def read_checks(output: Path, scenario: str) -> list[dict[str, Any]]:
     return checks
 
 
-async def run_client_scenario(suite: str, scenario: str, output: Path) -> tuple[int, str, list[dict[str, Any]]]:
+async def run_client_scenario(
+    suite: str, scenario: str, output: Path, spec_version: str | None = None
+) -> tuple[int, str, list[dict[str, Any]]]:
     node, entry = suite_entry(suite)
     process = await asyncio.create_subprocess_exec(
         node,
@@ -61,6 +79,7 @@ async def run_client_scenario(suite: str, scenario: str, output: Path) -> tuple[
         scenario,
         "-o",
         str(output),
+        *(["--spec-version", spec_version] if spec_version else []),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, **python_env(), "NO_COLOR": "1"},
@@ -91,3 +110,31 @@ async def test_client_scenario_passes(suite: str, scenario: str, tmp_path: Path)
     if not late:
         assert status == 0, log
         assert "OVERALL: PASSED" in log
+
+
+@pytest.mark.parametrize("scenario", sorted(MODERN_SCENARIOS))
+async def test_modern_client_scenario_passes(scenario: str, tmp_path: Path) -> None:
+    """At 2026-07-28 the suite's server knows no initialize: the client must probe, stay in
+    the stateless revision (retrying once at the revision a -32022 names) and stamp every
+    request with _meta and the version header."""
+    status, log, checks = await run_client_scenario("conformance-next", scenario, tmp_path, "2026-07-28")
+    verdicts = {check["id"]: check["status"] for check in checks if check["status"] != "INFO"}
+    assert verdicts == dict.fromkeys(MODERN_SCENARIOS[scenario], "SUCCESS"), log
+    assert status == 0, log
+    assert "OVERALL: PASSED" in log
+
+
+@pytest.mark.parametrize("suite", SUITES, ids=["0.1.16", "0.2.0-alpha.12"])
+@pytest.mark.parametrize(
+    ("scenario", "check"), [("initialize", "mcp-client-initialization"), ("tools_call", "tool-add-numbers")]
+)
+async def test_handshake_scenarios_pass_after_the_probe_falls_back(
+    suite: str, scenario: str, check: str, tmp_path: Path
+) -> None:
+    """At the handshake revisions the suite's servers answer server/discover with an error
+    (or an empty result): the client falls back to initialize and passes as before."""
+    status, log, checks = await run_client_scenario(suite, scenario, tmp_path)
+    verdicts = {check["id"]: check["status"] for check in checks if check["status"] != "INFO"}
+    assert verdicts.get(check) == "SUCCESS", log
+    assert set(verdicts.values()) == {"SUCCESS"}, log
+    assert status == 0 and "OVERALL: PASSED" in log, log

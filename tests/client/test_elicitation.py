@@ -181,7 +181,20 @@ async def test_the_sdk_server_gets_the_defaults_of_an_empty_accept() -> None:
     async def accept_nothing(params: dict[str, Any]) -> dict[str, Any]:
         return {"action": "accept", "content": {"name": "Ada"}}
 
-    client = StdioClient(PYTHON, [SDK_PEER, "stdio"], elicitation_handler=accept_nothing, on_stderr=lambda line: None)
+    client = StdioClient(
+        PYTHON, [SDK_PEER, "stdio"], elicitation_handler=accept_nothing, on_stderr=lambda line: None, mode="legacy"
+    )
     async with client:
         result = await client.call_tool("ask_profile")
+    assert result.content[0].text == 'accept: {"name":"Ada","age":30,"verified":true}'  # type: ignore[union-attr]
+
+
+async def test_the_defaults_are_filled_in_input_required_rounds_too() -> None:
+    async def accept_nothing(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    client = StdioClient(PYTHON, [SDK_PEER, "stdio"], elicitation_handler=accept_nothing, on_stderr=lambda line: None)
+    async with client:
+        assert client.protocol_version == "2026-07-28"
+        result = await client.call_tool("resolve_profile")
     assert result.content[0].text == 'accept: {"name":"Ada","age":30,"verified":true}'  # type: ignore[union-attr]

@@ -21,9 +21,10 @@ from mcp_sse_server.transport.http import McpHttpServer
 from .conftest import MATH_STDIO, PYTHON, TS_PEER, Peer, node_peer, python_env
 from .scenario import run_scenario
 
-# The official SDKs serve 2025-11-25, the revision our clients offer; our own server
-# answers what it serves (2025-06-18 until its side of 2025-11-25 lands).
+# The official SDKs serve 2025-11-25, the revision our clients offer in a handshake, and the
+# Python SDK 2026-07-28 too, which our clients prefer; our own server answers what it serves.
 SDK_REVISION = "2025-11-25"
+MODERN_REVISION = "2026-07-28"
 OURS = versions.negotiate(versions.CLIENT_OFFERS).name
 
 
@@ -54,6 +55,11 @@ async def test_stdio_client_over_our_stdio_transport() -> None:
 
 async def test_streamable_http_client_against_the_sdk_server(sdk_http: Peer) -> None:
     record = await run_scenario(StreamableHttpClient(f"{sdk_http.base}/mcp"))
+    assert same_as_reference(record, await reference(), MODERN_REVISION)
+
+
+async def test_streamable_http_client_against_the_sdk_server_by_handshake(sdk_http: Peer) -> None:
+    record = await run_scenario(StreamableHttpClient(f"{sdk_http.base}/mcp", mode="legacy"))
     assert same_as_reference(record, await reference(), SDK_REVISION)
 
 

@@ -34,6 +34,7 @@ class _Spec:
     def __init__(self, label: str, make: Callable[[], McpClient]) -> None:
         self.label = label
         self.make = make
+        self.mode: str | None = None  # the client's mode= when not "auto"
 
 
 def _resolve_server(
@@ -101,6 +102,12 @@ async def _open(spec: _Spec, reporter: ProgressReporter) -> McpClient:
     except (ValueError, OSError) as error:
         raise _connect_failure(spec.label, error) from error
     client.on_log = reporter.log
+    if spec.mode is not None:
+        client.mode = spec.mode
+    if client.log_level is None:
+        # The stateless revision sends logs only for requests that name a level; a handshake
+        # server sends them unasked. Ask for all of them, as a handshake server would send.
+        client.log_level = "debug"
     try:
         await client.initialize()
     except BaseException as error:
@@ -148,6 +155,13 @@ _connection_options: Final[list[Callable[[Callable[..., Any]], Callable[..., Any
     click.option("--header", "headers", multiple=True, metavar="KEY=VALUE", help="An HTTP header for a URL server."),
     click.option("--env", "env", multiple=True, metavar="KEY=VALUE", help="An environment variable for a command."),
     click.option("--sse", is_flag=True, help="The URL speaks the legacy HTTP+SSE transport (2024-11-05)."),
+    click.option(
+        "--mode",
+        type=click.Choice(["auto", "legacy", "2026-07-28"]),
+        default="auto",
+        show_default=True,
+        help="Protocol revisions: try 2026-07-28 and fall back to the handshake, or only one of them.",
+    ),
 ]
 
 
@@ -158,10 +172,20 @@ def _with_connection_options(function: Callable[..., Any]) -> Callable[..., Any]
 
 
 def _server_from_options(
-    ctx: click.Context, server: str, headers: tuple[str, ...], env: tuple[str, ...], sse: bool
+    ctx: click.Context, server: str, headers: tuple[str, ...], env: tuple[str, ...], sse: bool, mode: str = "auto"
 ) -> _Spec:
     """SERVER resolved with the registry and the connection options the command was given."""
-    return _resolve_server(server, config=registry_option(ctx), headers=pairs(headers), env=pairs(env), sse=sse)
+    spec = _resolve_server(server, config=registry_option(ctx), headers=pairs(headers), env=pairs(env), sse=sse)
+    spec.mode = None if mode == "auto" else mode
+    return spec
+
+
+def describe_revision(client: McpClient) -> str:
+    """One line: the protocol revision the client speaks with its server, and the server."""
+    era = "stateless" if client.modern else "handshake"
+    info = client.server_info or {}
+    server = " ".join(str(info[key]) for key in ("name", "version") if info.get(key)) or "unnamed server"
+    return f"Protocol revision {client.protocol_version} ({era}) with {server}"
 
 
 def _first_line(text: str | None) -> str:
@@ -173,6 +197,7 @@ def _first_line(text: str | None) -> str:
 @_with_connection_options
 @click.option("--json", "as_json", is_flag=True, help="Print the tools as JSON, with their schemas.")
 @click.option("-l", "--long", "long", is_flag=True, help="Print whole descriptions.")
+@click.option("-v", "--verbose", is_flag=True, help="Also say which protocol revision the server speaks (on stderr).")
 @click.pass_context
 def tools(
     ctx: click.Context,
@@ -180,15 +205,19 @@ def tools(
     headers: tuple[str, ...],
     env: tuple[str, ...],
     sse: bool,
+    mode: str,
     as_json: bool,
     long: bool,
+    verbose: bool,
 ) -> None:
     """List the tools of SERVER: a registry name, a built-in (math, ...), a URL, or a command line."""
-    spec = _server_from_options(ctx, server, headers, env, sse)
+    spec = _server_from_options(ctx, server, headers, env, sse, mode)
     reporter = ProgressReporter(sys.stderr)
 
     async def run() -> list[Tool]:
         client = await _open(spec, reporter)
+        if verbose:
+            click.echo(describe_revision(client), err=True)
         try:
             return await client.list_tools()
         except Exception as error:
@@ -243,6 +272,7 @@ def call(
     headers: tuple[str, ...],
     env: tuple[str, ...],
     sse: bool,
+    mode: str,
 ) -> None:
     """Call TOOL on SERVER with KEY=VALUE arguments.
 
@@ -256,7 +286,7 @@ def call(
       mcp-sse-server call demo slow_count steps=5
       mcp-sse-server call http://127.0.0.1:8080/mcp get_artifact_instructions type=svg
     """
-    spec = _server_from_options(ctx, server, headers, env, sse)
+    spec = _server_from_options(ctx, server, headers, env, sse, mode)
     reporter = ProgressReporter(sys.stderr)
 
     async def run() -> CallToolResult:

@@ -1,4 +1,5 @@
-"""Clients: one McpClient interface over in-memory, Streamable HTTP, stdio and legacy SSE transports.
+"""Clients: one McpClient interface over in-memory, Streamable HTTP, stdio and legacy SSE transports,
+speaking revision 2026-07-28 where the server does and the handshake revisions otherwise.
 
 Each client's module (and so httpx) is imported only when that client is used.
 """
@@ -31,6 +32,10 @@ if TYPE_CHECKING:
     from .memory import (
         InMemoryClient,
     )
+    from .modern import (
+        InputRoundsExceededError,
+        UnsupportedProtocolVersionError,
+    )
     from .provider import (
         ConfigFileError,
         McpServerProvider,
@@ -42,6 +47,9 @@ if TYPE_CHECKING:
     )
     from .stdio import (
         StdioClient,
+    )
+    from .subscription import (
+        Subscription,
     )
 
 _EXPORTS = {
@@ -62,6 +70,9 @@ _EXPORTS = {
     "McpServerProvider": ".provider",
     "StartedServers": ".provider",
     "default_config_path": ".provider",
+    "InputRoundsExceededError": ".modern",
+    "UnsupportedProtocolVersionError": ".modern",
+    "Subscription": ".subscription",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -70,6 +81,7 @@ __all__ = [
     "ConfigError",
     "ConfigFileError",
     "InMemoryClient",
+    "InputRoundsExceededError",
     "McpClient",
     "McpConnectionError",
     "McpServerProvider",
@@ -81,6 +93,8 @@ __all__ = [
     "StartedServers",
     "StdioClient",
     "StreamableHttpClient",
+    "Subscription",
+    "UnsupportedProtocolVersionError",
     "create_client",
     "default_config_path",
     "initialize_mcp_server",

@@ -14,9 +14,13 @@ uses.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Final
 
@@ -53,13 +57,53 @@ from .elicitation import (
     check_mode,
     complete_answer,
 )
+from .modern import (
+    CLIENT_CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
+    HEADER_MISMATCH,
+    LOG_LEVEL_KEY,
+    PROTOCOL_VERSION_KEY,
+    SERVER_INFO_KEY,
+    SUBSCRIPTION_ID_KEY,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    InputRoundsExceededError,
+    StreamLostError,
+    UnsupportedProtocolVersionError,
+    invalid_x_mcp_header,
+    is_modern_error,
+)
+from .subscription import Subscription
 
-__all__ = ["McpClient", "SessionExpiredError", "UrlElicitationRequiredError"]
+__all__ = [
+    "MODES",
+    "InputRoundsExceededError",
+    "McpClient",
+    "SessionExpiredError",
+    "Subscription",
+    "UnsupportedProtocolVersionError",
+    "UrlElicitationRequiredError",
+]
 
 logger = logging.getLogger("mcp_sse_server.client")
 
 DEFAULT_REQUEST_TIMEOUT: Final = 300.0
 MAX_PAGES: Final = 1000  # a server that never stops paging must not hang the client
+DEFAULT_MAX_INPUT_ROUNDS: Final = 10
+DEFAULT_PROBE_TIMEOUT: Final = 10.0
+# mode=: probe for the stateless revision and fall back to the handshake, only the handshake, or
+# only the stateless revision.
+MODE_AUTO: Final = "auto"
+MODE_LEGACY: Final = "legacy"
+MODES: Final = (MODE_AUTO, MODE_LEGACY, *versions.CLIENT_MODERN)
+# Requests that may answer input_required (MRTR); the inputs a server may ask for in one.
+_INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+_STATE_ONLY_DELAYS: Final = (0.05, 0.1, 0.2, 0.25)
+# Cacheable list results, and the notification that makes each stale.
+_LIST_CHANGED: Final = {
+    "notifications/tools/list_changed": ("tools/list",),
+    "notifications/prompts/list_changed": ("prompts/list",),
+    "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
+}
 
 SamplingHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 ElicitationHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
@@ -96,6 +140,21 @@ class McpClient(ABC):
     schema's ``default`` for every field the handler left out. A request the
     server refuses until a URL elicitation is done raises
     ``UrlElicitationRequiredError`` (code -32042) listing them.
+
+    Protocol revisions (``mode``): ``"auto"`` (the default) first asks
+    ``server/discover`` at 2026-07-28, the stateless revision, and speaks it
+    when the server lists it (or answers with an error only such a server
+    sends: -32020, -32021, -32022 naming a revision both speak); on anything
+    else it performs the ``initialize`` handshake as before. ``"legacy"``
+    only does the handshake; ``"2026-07-28"`` only speaks that revision.
+    ``era`` says which came out (``"modern"`` or ``"legacy"``) and
+    ``protocol_version`` the revision. In the stateless revision every
+    request carries the version, the capabilities above, ``client_info`` and
+    the ``log_level`` (``set_log_level`` keeps it client-side) in ``_meta``;
+    what the server asks of the client comes as ``input_required`` results,
+    answered through the same handlers, at most ``max_input_rounds`` (10)
+    rounds per call; ``listen()`` receives change notifications; list results
+    and discover are cached for the ``ttlMs`` the server allows (``cache``).
     """
 
     def __init__(
@@ -112,7 +171,25 @@ class McpClient(ABC):
         elicitation_url: bool = False,
         sampling_tools: bool = False,
         on_elicitation_complete: ElicitationCompleteHandler | None = None,
+        mode: str = MODE_AUTO,
+        max_input_rounds: int = DEFAULT_MAX_INPUT_ROUNDS,
+        log_level: str | None = None,
+        probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
+        cache: bool = True,
     ) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        if max_input_rounds < 1:
+            raise ValueError("max_input_rounds must be at least 1")
+        self.mode = mode
+        self.max_input_rounds = max_input_rounds
+        self.log_level = log_level
+        self.probe_timeout = probe_timeout
+        self.cache = cache
+        self.era: str | None = None  # "modern" or "legacy" once known; kept across reconnects
+        self.discover_result: dict[str, Any] | None = None
+        self._cached: dict[tuple[str, str], tuple[float, Any]] = {}
+        self._subscriptions: dict[Any, Subscription] = {}
         self.client_info = {"name": client_name, "version": client_version}
         self.sampling_handler = sampling_handler
         self.elicitation_handler = elicitation_handler
@@ -151,6 +228,20 @@ class McpClient(ABC):
         return capabilities
 
     @property
+    def modern_capabilities(self) -> dict[str, Any]:
+        """The capabilities stamped on every request of the stateless revision (same handlers,
+        that revision's shape: roots has no listChanged there)."""
+        capabilities = self.capabilities
+        if "roots" in capabilities:
+            capabilities["roots"] = {}
+        return capabilities
+
+    @property
+    def modern(self) -> bool:
+        """True when this client speaks the stateless revision (2026-07-28) to its server."""
+        return self.era == "modern"
+
+    @property
     def elicitation_modes(self) -> tuple[str, ...]:
         """The elicitation modes this client declares (none without a handler)."""
         if self.elicitation_handler is None:
@@ -167,10 +258,162 @@ class McpClient(ABC):
             return self._initialize_result
         return await self._handshake()
 
+    def _may_probe(self) -> bool:
+        """True when this client should ask for the stateless revision before the handshake."""
+        return self.mode != MODE_LEGACY and self.era != "legacy"
+
     async def _handshake(self) -> dict[str, Any]:
         if self.connection is None or self.connection.closed:
             self.connection = Connection(await self._open(), self)
         self._initialize_result = None
+        if self._may_probe():
+            adopted = await self._probe()
+            if adopted is not None:
+                return adopted
+            logger.debug("the server does not speak %s; falling back to initialize", ", ".join(versions.CLIENT_MODERN))
+            try:
+                return await self._initialize()
+            except UnsupportedProtocolVersionError as refusal:
+                # The probe got no usable answer (a timeout, say) but the server turns the
+                # handshake down naming a revision both speak: ask once more.
+                if not any(name in versions.CLIENT_MODERN for name in refusal.supported):
+                    raise
+                if self.connection is None or self.connection.closed:
+                    self.connection = Connection(await self._open(), self)
+                adopted = await self._probe()
+                if adopted is None:
+                    raise
+                return adopted
+        return await self._initialize()
+
+    # --- the stateless revision (2026-07-28) ---------------------------------------------
+
+    def _stamp(self, params: dict[str, Any] | None, version: str | None = None) -> dict[str, Any]:
+        """``params`` with the stateless revision's ``_meta`` envelope (a new dict)."""
+        stamped = dict(params or {})
+        meta = dict(stamped.get("_meta") or {})
+        meta[PROTOCOL_VERSION_KEY] = version or self.protocol_version or versions.CLIENT_MODERN[-1]
+        meta[CLIENT_CAPABILITIES_KEY] = self.modern_capabilities
+        meta[CLIENT_INFO_KEY] = self.client_info
+        if self.log_level is not None:
+            meta[LOG_LEVEL_KEY] = self.log_level
+        stamped["_meta"] = meta
+        return stamped
+
+    async def _probe(self) -> dict[str, Any] | None:
+        """Ask ``server/discover``; the adopted result when the server speaks the stateless
+        revision, None when the handshake should follow (never on a recognised modern error)."""
+        forced = self.mode != MODE_AUTO
+        version = self.mode if forced else versions.CLIENT_MODERN[-1]
+        for attempt in range(2):
+            try:
+                result = await self._live().request(
+                    "server/discover", self._stamp(None, version), timeout=self.probe_timeout
+                )
+            except TimeoutError:
+                if forced:
+                    raise
+                logger.info("server/discover got no answer within %g s; using the handshake", self.probe_timeout)
+                return None
+            except McpError as error:
+                if isinstance(error, ConnectionError):
+                    raise  # the server cannot be reached: no revision question to settle
+                if error.code == UNSUPPORTED_PROTOCOL_VERSION:
+                    refusal = UnsupportedProtocolVersionError(error.message, error.data)
+                    mutual = [name for name in refusal.supported if name in versions.CLIENT_MODERN]
+                    if mutual and attempt == 0:
+                        version = mutual[-1]
+                        continue
+                    if not forced and any(versions.client_accepts(name) for name in refusal.supported):
+                        return None
+                    await self.close()
+                    raise refusal from None
+                if is_modern_error(error):
+                    logger.info("server/discover failed with %s; the server speaks %s", error.code, version)
+                    return self._adopt({}, version)
+                if forced:
+                    raise
+                return None
+            listed = result.get("supportedVersions")
+            names = [name for name in listed if isinstance(name, str)] if isinstance(listed, list) else []
+            mutual = [name for name in names if name in versions.CLIENT_MODERN]
+            if not mutual:
+                if forced:
+                    await self.close()
+                    raise UnsupportedProtocolVersionError(
+                        "The server does not list this client's protocol revision in server/discover",
+                        {"supported": names, "requested": version},
+                    )
+                return None
+            if version not in mutual:
+                version = mutual[-1]
+            self._remember("server/discover", "", result)
+            return self._adopt(result, version)
+        return None
+
+    def _adopt(self, discovered: dict[str, Any], version: str) -> dict[str, Any]:
+        """Speak the stateless revision ``version`` with a server that answered ``discovered``."""
+        self.era = "modern"
+        self.protocol_version = version
+        self.discover_result = discovered or None
+        meta = discovered.get("_meta")
+        info = meta.get(SERVER_INFO_KEY) if isinstance(meta, dict) else None
+        if not isinstance(info, dict):
+            info = discovered.get("serverInfo")  # some early servers put it in the result
+        self.server_info = info if isinstance(info, dict) else None
+        capabilities = discovered.get("capabilities")
+        self.server_capabilities = capabilities if isinstance(capabilities, dict) else {}
+        instructions = discovered.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        # What initialize() returns: the handshake's shape, so callers of either era read it alike.
+        self._initialize_result = {
+            "protocolVersion": version,
+            "capabilities": self.server_capabilities,
+            "serverInfo": self.server_info or {},
+            **({"instructions": self.instructions} if self.instructions is not None else {}),
+        }
+        return self._initialize_result
+
+    async def discover(self) -> dict[str, Any]:
+        """The server's DiscoverResult (stateless revision only), from the cache while its
+        ``ttlMs`` lasts."""
+        if not self.modern:
+            raise McpError(METHOD_NOT_FOUND, f"server/discover is not a method of revision {self.protocol_version}")
+        cached = self._recall("server/discover", "")
+        if cached is not None:
+            return dict(cached)
+        result = await self.request("server/discover")
+        self._adopt(result, self.protocol_version or versions.CLIENT_MODERN[-1])
+        self._remember("server/discover", "", result)
+        return result
+
+    # --- the ttlMs cache ------------------------------------------------------------------
+
+    def _recall(self, method: str, key: str) -> Any:
+        entry = self._cached.get((method, key))
+        if entry is None:
+            return None
+        if entry[0] <= time.monotonic():
+            del self._cached[(method, key)]
+            return None
+        return entry[1]
+
+    def _remember(self, method: str, key: str, result: dict[str, Any], value: Any = None) -> None:
+        """Cache ``value`` (else ``result``) for the ``ttlMs`` the server gave ``result``."""
+        ttl = result.get("ttlMs")
+        if not self.cache or type(ttl) is not int or ttl <= 0:
+            return
+        self._cached[(method, key)] = (time.monotonic() + ttl / 1000, result if value is None else value)
+
+    def invalidate_cache(self, *methods: str) -> None:
+        """Forget cached results (of ``methods``, or all)."""
+        if not methods:
+            self._cached.clear()
+            return
+        for entry in [entry for entry in self._cached if entry[0] in methods]:
+            del self._cached[entry]
+
+    async def _initialize(self) -> dict[str, Any]:
         offer = {
             "protocolVersion": versions.CLIENT_OFFERS,
             "capabilities": self.capabilities,
@@ -186,6 +429,7 @@ class McpClient(ABC):
                 f"(it speaks {', '.join(versions.CLIENT_ACCEPTED)})",
             )
         self.protocol_version = answered
+        self.era = "legacy"
         self.server_info = result.get("serverInfo")
         self.server_capabilities = result.get("capabilities") or {}
         self.instructions = result.get("instructions")
@@ -230,6 +474,8 @@ class McpClient(ABC):
         retries once.
         """
         limit = self.request_timeout if timeout is True else (None if timeout is False else timeout)
+        if self.modern:
+            return await self._modern_request(method, params, limit, on_progress)
         try:
             try:
                 return await self._send_request(method, params, limit, on_progress)
@@ -242,12 +488,109 @@ class McpClient(ABC):
         except McpError as error:
             if error.code == URL_ELICITATION_REQUIRED and not isinstance(error, UrlElicitationRequiredError):
                 raise UrlElicitationRequiredError(error.message, error.data) from None
+            if error.code == UNSUPPORTED_PROTOCOL_VERSION and not isinstance(error, UnsupportedProtocolVersionError):
+                raise UnsupportedProtocolVersionError(error.message, error.data) from None
             raise
 
     async def _send_request(
         self, method: str, params: dict[str, Any] | None, timeout: float | None, on_progress: ProgressCallback | None
     ) -> dict[str, Any]:
         return await self._live().request(method, params, timeout=timeout, on_progress=on_progress)
+
+    async def _modern_request(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None, on_progress: ProgressCallback | None
+    ) -> dict[str, Any]:
+        """One request of the stateless revision: stamped, retried once at a revision the server
+        names in -32022, retried once after re-listing tools on -32020 for tools/call, and driven
+        through ``input_required`` rounds to its complete result. A request whose stream broke
+        before its answer is sent again once, except tools/call (it may have side effects: the
+        caller decides)."""
+        retried_version = retried_headers = reissued = False
+        while True:
+            try:
+                result = await self._send_request(method, self._stamp(params), timeout, on_progress)
+                return await self._complete(method, params, result, timeout, on_progress)
+            except StreamLostError:
+                # The stream broke before the answer and nothing resumes it: send the request
+                # again (new id), once, unless it may have side effects (tools/call).
+                if reissued or method == "tools/call":
+                    raise
+                reissued = True
+                logger.info("the stream of %s broke before its answer; sending it again", method)
+                continue
+            except McpError as error:
+                if error.code == UNSUPPORTED_PROTOCOL_VERSION:
+                    refusal = UnsupportedProtocolVersionError(error.message, error.data)
+                    mutual = [name for name in refusal.supported if name in versions.CLIENT_MODERN]
+                    if mutual and not retried_version:
+                        retried_version = True
+                        self.protocol_version = mutual[-1]
+                        continue
+                    raise refusal from None
+                if error.code == HEADER_MISMATCH and method == "tools/call" and not retried_headers:
+                    # Our Mcp-Param-* headers came from a stale tools/list: refresh it and retry.
+                    retried_headers = True
+                    self.invalidate_cache("tools/list")
+                    await self.list_tools()
+                    continue
+                raise
+
+    async def _complete(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        result: dict[str, Any],
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+    ) -> dict[str, Any]:
+        """Drive ``input_required`` results (MRTR) until the result is complete.
+
+        Each round answers every ``inputRequests`` entry concurrently through the
+        client's handlers, then retries the same method and params (a new request id)
+        with ``inputResponses`` and the ``requestState`` echoed exactly as received.
+        """
+        rounds = 0
+        while True:
+            kind = result.get("resultType", "complete")
+            if kind == "complete":
+                return result
+            if kind != "input_required" or method not in _INPUT_METHODS:
+                raise McpError(INTERNAL_ERROR, f"The server answered {method} with an unrecognised resultType {kind!r}")
+            if rounds >= self.max_input_rounds:
+                raise InputRoundsExceededError(method, self.max_input_rounds)
+            requests = result.get("inputRequests")
+            if requests is not None and not isinstance(requests, dict):
+                raise McpError(INTERNAL_ERROR, f"The server answered {method} with malformed inputRequests")
+            retry = {
+                key: value for key, value in (params or {}).items() if key not in ("inputResponses", "requestState")
+            }
+            if requests:
+                retry["inputResponses"] = await self._answer_inputs(requests)
+            else:  # only state: the server is still working; give it a moment
+                await asyncio.sleep(_STATE_ONLY_DELAYS[min(rounds, len(_STATE_ONLY_DELAYS) - 1)])
+            if "requestState" in result:
+                retry["requestState"] = result["requestState"]
+            rounds += 1
+            result = await self._send_request(method, self._stamp(retry), timeout, on_progress)
+
+    async def _answer_inputs(self, requests: dict[str, Any]) -> dict[str, Any]:
+        """Every input request answered by the client's handlers, concurrently; the first
+        failure cancels the rest and is raised."""
+        answers: dict[str, Any] = {}
+
+        async def answer(key: str, request: Any) -> None:
+            if not isinstance(request, dict) or not isinstance(request.get("method"), str):
+                raise McpError(INTERNAL_ERROR, f"The server sent a malformed input request {key!r}")
+            params = request.get("params")
+            answers[key] = await self._serve(request["method"], params if isinstance(params, dict) else {})
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for key, request in requests.items():
+                    group.create_task(answer(str(key), request))
+        except BaseExceptionGroup as failures:
+            raise failures.exceptions[0] from None
+        return answers
 
     async def _reinitialize(self) -> None:
         await self._handshake()
@@ -270,28 +613,56 @@ class McpClient(ABC):
         return None
 
     async def ping(self) -> None:
-        await self.request("ping")
+        """ping; the stateless revision has none, so there it asks server/discover instead."""
+        await self.request("server/discover" if self.modern else "ping")
 
     async def _all_pages(self, method: str, key: str) -> list[dict[str, Any]]:
+        """Every item of a paginated list; cached (stateless revision) for the shortest ``ttlMs``
+        of its pages, until a list_changed notification says otherwise."""
+        cached = self._recall(method, "")
+        if cached is not None:
+            return list(cached)
         items: list[dict[str, Any]] = []
         cursor: str | None = None
+        ttls: list[Any] = []
         for _ in range(MAX_PAGES):
             result = await self.request(method, {"cursor": cursor} if cursor is not None else None)
             page = result.get(key)
             if not isinstance(page, list):
                 raise McpError(METHOD_NOT_FOUND if page is None else INTERNAL_ERROR, f"malformed {method} result")
             items.extend(page)
+            ttls.append(result.get("ttlMs"))
             next_cursor = result.get("nextCursor")
             if not isinstance(next_cursor, str) or not next_cursor:
+                if all(type(ttl) is int for ttl in ttls):
+                    self._remember(method, "", {"ttlMs": min(ttls)}, list(items))
                 return items
             cursor = next_cursor
         raise RuntimeError(f"{method} returned more than {MAX_PAGES} pages")
 
     async def list_tools(self) -> list[Tool]:
         """Every tool, across all pages."""
-        tools = [tool_from_dict(item) for item in await self._all_pages("tools/list", "tools")]
+        items = await self._all_pages("tools/list", "tools")
+        if self.modern:
+            kept = []
+            for item in items:
+                problem = invalid_x_mcp_header(item.get("inputSchema")) if isinstance(item, dict) else None
+                if problem is None:
+                    kept.append(item)
+                else:
+                    logger.warning("dropping tool %r from tools/list: %s", item.get("name"), problem)
+            items = kept
+        tools = [tool_from_dict(item) for item in items]
         self._tools_cache = tools
         return tools
+
+    def tool_schema(self, name: str) -> dict[str, Any] | None:
+        """The ``inputSchema`` of tool ``name`` from the last ``list_tools()`` (for Mcp-Param-* headers)."""
+        for tool in self._tools_cache or ():
+            if tool.name == name:
+                schema = getattr(tool, "input_schema", None)
+                return schema if isinstance(schema, dict) else None
+        return None
 
     @property
     def tools(self) -> list[Tool] | None:
@@ -319,13 +690,28 @@ class McpClient(ABC):
         return await self._all_pages("resources/templates/list", "resourceTemplates")
 
     async def read_resource(self, uri: str) -> ReadResourceResult:
-        return read_resource_result_from_dict(await self.request("resources/read", {"uri": uri}))
+        """resources/read; cached (stateless revision) for its ``ttlMs`` until the resource
+        is reported updated."""
+        result = self._recall("resources/read", uri)
+        if result is None:
+            result = await self.request("resources/read", {"uri": uri})
+            self._remember("resources/read", uri, result)
+        return read_resource_result_from_dict(result)
 
     async def subscribe_resource(self, uri: str) -> None:
+        """resources/subscribe (handshake revisions; the stateless one has ``listen()`` instead)."""
+        self._legacy_only("resources/subscribe", "listen(resource_subscriptions=[...])")
         await self.request("resources/subscribe", {"uri": uri})
 
     async def unsubscribe_resource(self, uri: str) -> None:
+        self._legacy_only("resources/unsubscribe", "the end of a listen() block")
         await self.request("resources/unsubscribe", {"uri": uri})
+
+    def _legacy_only(self, method: str, instead: str) -> None:
+        if self.modern:
+            raise McpError(
+                METHOD_NOT_FOUND, f"{method} does not exist in protocol revision {self.protocol_version}: use {instead}"
+            )
 
     async def list_prompts(self) -> list[dict[str, Any]]:
         return await self._all_pages("prompts/list", "prompts")
@@ -352,16 +738,143 @@ class McpClient(ABC):
         return complete_result_from_dict(await self.request("completion/complete", params))
 
     async def set_log_level(self, level: str) -> None:
-        await self.request("logging/setLevel", {"level": level})
+        """logging/setLevel; in the stateless revision the level is kept here and stamped on
+        every request instead (the server sends logs only for requests that carry one)."""
+        self.log_level = level
+        if not self.modern:
+            await self.request("logging/setLevel", {"level": level})
 
     async def notify_roots_changed(self) -> None:
-        await self.notify("notifications/roots/list_changed")
+        """notifications/roots/list_changed (the stateless revision has none: the server asks for
+        roots when it needs them)."""
+        if not self.modern:
+            await self.notify("notifications/roots/list_changed")
+
+    # --- subscriptions ---------------------------------------------------------------
+
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools_list_changed: bool = False,
+        prompts_list_changed: bool = False,
+        resources_list_changed: bool = False,
+        resource_subscriptions: Sequence[str] = (),
+        max_relistens: int = 3,
+    ) -> AsyncIterator[Subscription]:
+        """Receive change notifications: ``async with client.listen(tools_list_changed=True) as
+        subscription: async for notification in subscription: ...``.
+
+        Stateless revision: one ``subscriptions/listen`` request whose stream stays open;
+        ``subscription.acknowledged`` is the filter the server honours (known once
+        ``await subscription.ready()`` returns). A stream that ends without the server's
+        closing result is listened to again, at most ``max_relistens`` times in a row.
+        Handshake revisions: the named resources are subscribed with resources/subscribe
+        (and unsubscribed at the end) and the session's notifications of the asked kinds
+        are delivered.
+        """
+        wanted: dict[str, Any] = {}
+        if tools_list_changed:
+            wanted["toolsListChanged"] = True
+        if prompts_list_changed:
+            wanted["promptsListChanged"] = True
+        if resources_list_changed:
+            wanted["resourcesListChanged"] = True
+        if resource_subscriptions:
+            wanted["resourceSubscriptions"] = list(resource_subscriptions)
+        subscription = Subscription(wanted)
+        if not self.modern:
+            async with self._legacy_listen(subscription):
+                yield subscription
+            return
+        runner = asyncio.get_running_loop().create_task(self._run_listen(subscription, max_relistens))
+        try:
+            yield subscription
+        finally:
+            runner.cancel()
+            await asyncio.gather(runner, return_exceptions=True)
+            subscription.finish(None)
+
+    async def _run_listen(self, subscription: Subscription, max_relistens: int) -> None:
+        failures = 0
+        try:
+            while True:
+                connection = self._live()
+                request_id = connection.next_request_id()
+                self._subscriptions[request_id] = subscription
+                subscription.listening(request_id)
+                try:
+                    await self._request_with_id(
+                        connection,
+                        request_id,
+                        "subscriptions/listen",
+                        self._stamp({"notifications": subscription.wanted}),
+                    )
+                    subscription.finish(None)  # the server ended it gracefully
+                    return
+                except McpError as error:
+                    if not subscription.was_acknowledged or failures >= max_relistens or connection.closed:
+                        subscription.finish(error)
+                        return
+                    failures += 1
+                    logger.info("the subscription stream closed unexpectedly (%s); listening again", error.message)
+                finally:
+                    self._subscriptions.pop(request_id, None)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            subscription.finish(error)
+
+    async def _request_with_id(
+        self, connection: Connection, request_id: int, method: str, params: dict[str, Any]
+    ) -> dict[str, Any]:
+        """A request whose id the caller chose (``next_request_id``): the subscription id of a
+        listen is its request id. Cancelling it cancels the request (HTTP: closes its stream)."""
+        future: asyncio.Future[JsonRpcMessage] = asyncio.get_running_loop().create_future()
+        connection._pending[request_id] = future
+        try:
+            await connection.transport.send(JsonRpcRequest(request_id, method, params))
+            reply = await future
+        except asyncio.CancelledError:
+            if not connection.closed:
+                with contextlib.suppress(Exception):
+                    await connection.transport.send(
+                        JsonRpcNotification("notifications/cancelled", {"requestId": request_id, "reason": "closed"})
+                    )
+            raise
+        finally:
+            connection._pending.pop(request_id, None)
+        if type(reply) is JsonRpcResponse:
+            return reply.result
+        raise reply.to_exception()  # type: ignore[union-attr]
+
+    @asynccontextmanager
+    async def _legacy_listen(self, subscription: Subscription) -> AsyncIterator[None]:
+        uris = list(subscription.wanted.get("resourceSubscriptions", ()))
+        subscribed: list[str] = []
+        key = object()
+        self._subscriptions[key] = subscription
+        try:
+            for uri in uris:
+                await self.subscribe_resource(uri)
+                subscribed.append(uri)
+            subscription.acknowledge(dict(subscription.wanted))
+            yield
+        finally:
+            self._subscriptions.pop(key, None)
+            subscription.finish(None)
+            for uri in subscribed:
+                with contextlib.suppress(Exception):
+                    await self.unsubscribe_resource(uri)
 
     # --- what the server asks of the client (ConnectionOwner) ---------------------------
 
     async def handle_request(self, request: JsonRpcRequest, context: RequestContext) -> dict[str, Any]:
-        method = request.method
-        params = request.params or {}
+        return await self._serve(request.method, request.params or {})
+
+    async def _serve(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        """What the server asks of the client, by request (handshake revisions) or as an
+        ``input_required`` entry (stateless revision): the same handlers answer both."""
         if method == "ping":
             return {}
         if method == "sampling/createMessage" and self.sampling_handler is not None:
@@ -374,6 +887,23 @@ class McpClient(ABC):
         raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def handle_notification(self, notification: JsonRpcNotification) -> None:
+        method = notification.method
+        params = notification.params or {}
+        for stale in _LIST_CHANGED.get(method, ()):
+            self.invalidate_cache(stale)
+        if method == "notifications/resources/updated" and isinstance(params.get("uri"), str):
+            self._cached.pop(("resources/read", params["uri"]), None)
+        meta = params.get("_meta")
+        if isinstance(meta, dict) and SUBSCRIPTION_ID_KEY in meta:
+            subscription = self._subscriptions.get(meta[SUBSCRIPTION_ID_KEY])
+            if subscription is not None:
+                subscription.deliver(notification)
+            else:
+                logger.debug("dropping %s for unknown subscription %r", method, meta[SUBSCRIPTION_ID_KEY])
+            return
+        if not self.modern:
+            for subscription in list(self._subscriptions.values()):
+                subscription.offer(notification)
         if notification.method == "notifications/message" and self.on_log is not None:
             self.on_log(notification.params or {})
         elif notification.method == "notifications/elicitation/complete" and self.on_elicitation_complete is not None:

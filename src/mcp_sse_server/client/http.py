@@ -1,4 +1,12 @@
-"""StreamableHttpClient: MCP over Streamable HTTP (revisions 2025-03-26 to 2025-11-25).
+"""StreamableHttpClient: MCP over Streamable HTTP (revisions 2025-03-26 to 2026-07-28).
+
+The stateless revision (2026-07-28), which the client probes for first (see
+``McpClient``'s ``mode``): every request is a POST of its own with
+``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` (tools/call,
+prompts/get, resources/read) and ``Mcp-Param-*`` headers (from the tool's
+``x-mcp-header`` annotations), never a session id, a GET stream or a DELETE;
+cancelling a request closes its stream. What follows is the handshake
+revisions' transport.
 
 Every client message is a POST. A request's answer comes back either as one
 JSON body or as an SSE stream carrying the server's notifications and
@@ -38,7 +46,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import httpx
@@ -61,6 +69,7 @@ from ..transport.base import Transport
 from ._common import McpConnectionError, RemoteClient, SessionExpiredMcpError
 from ._http_common import EVENT_STREAM, HttpClientTransport, first_line, http_url, media_type, reason
 from ._sse import SseParser
+from .modern import PROTOCOL_VERSION_KEY, StreamLostError, param_headers, routing_headers
 from .sse import SseClientTransport
 
 __all__ = ["LegacySseEndpointError", "StreamableHttpClient", "StreamableHttpTransport"]
@@ -103,6 +112,14 @@ async def _read_capped(response: httpx.Response, limit: int) -> bytes:
     return bytes(body[:limit])
 
 
+def _modern_version(request: JsonRpcRequest | None) -> str | None:
+    """The stateless revision a request is stamped with (its ``_meta`` protocolVersion), else None."""
+    params = request.params if request is not None else None
+    meta = params.get("_meta") if params else None
+    version = meta.get(PROTOCOL_VERSION_KEY) if isinstance(meta, dict) else None
+    return version if isinstance(version, str) else None
+
+
 def _messages_from_json(body: bytes) -> list[JsonRpcMessage]:
     try:
         data = orjson.loads(body)
@@ -111,6 +128,10 @@ def _messages_from_json(body: bytes) -> list[JsonRpcMessage]:
     # Batches left the protocol in 2025-06-18, but an older server may still answer with one.
     items = data if isinstance(data, list) else [data]
     return [message_from_dict(item) for item in items]
+
+
+class _LostStream(McpConnectionError, StreamLostError):
+    """A stateless-revision request whose stream broke before the answer (McpClient may re-issue it)."""
 
 
 class _StreamState:
@@ -159,14 +180,36 @@ class StreamableHttpTransport(HttpClientTransport):
         self._listener: asyncio.Task[None] | None = None
         # The last ``retry`` any stream of this connection sent, for streams that send none.
         self.retry: int | None = None
+        # A tool's inputSchema by name, for the Mcp-Param-* headers of the stateless revision.
+        self.tool_schema: Callable[[str], dict[str, Any] | None] | None = None
+        self._modern_requests: set[RequestId] = set()
 
     # --- headers and errors ---------------------------------------------------------
 
-    def _headers(self, accept: str, *, body: bool = False, last_event_id: str | None = None) -> dict[str, str]:
+    def _headers(
+        self,
+        accept: str,
+        *,
+        body: bool = False,
+        last_event_id: str | None = None,
+        request: JsonRpcRequest | None = None,
+    ) -> dict[str, str]:
         headers = dict(self.headers)
         headers["accept"] = accept
         if body:
             headers["content-type"] = "application/json"
+        version = _modern_version(request)
+        if version is not None:
+            # The stateless revision: no session; the version, method and target in headers.
+            assert request is not None
+            headers["mcp-protocol-version"] = version
+            headers.update(routing_headers(request.method, request.params))
+            if request.method == "tools/call" and self.tool_schema is not None and request.params:
+                name, arguments = request.params.get("name"), request.params.get("arguments")
+                schema = self.tool_schema(name) if isinstance(name, str) else None
+                if schema is not None and isinstance(arguments, dict):
+                    headers.update(param_headers(schema, arguments))
+            return headers
         if self.session_id is not None:
             headers["mcp-session-id"] = self.session_id
         if self.protocol_version is not None:
@@ -242,10 +285,23 @@ class StreamableHttpTransport(HttpClientTransport):
             raise SessionExpiredMcpError(f"The session with MCP server at {self.url} has expired")
         if isinstance(message, JsonRpcRequest):
             self._track(message)
+            if _modern_version(message) is not None:
+                self._modern_requests.add(message.id)
             # The reply is read in its own task, so the engine's timeout and
             # cancellation govern the call even when the server is silent.
             task = asyncio.get_running_loop().create_task(self._run_request(message))
             self._streams[message.id] = task
+            return
+        if (
+            isinstance(message, JsonRpcNotification)
+            and message.method == "notifications/cancelled"
+            and message.params
+            and message.params.get("requestId") in self._modern_requests
+        ):
+            # The stateless revision cancels a request by closing its stream, nothing else.
+            stream_task = self._streams.get(message.params["requestId"])
+            if stream_task is not None:
+                stream_task.cancel()
             return
         await self._post_one_way(message)
         if isinstance(message, JsonRpcNotification):
@@ -291,13 +347,17 @@ class StreamableHttpTransport(HttpClientTransport):
             self._fail(request.id, McpConnectionError(f"Reading the reply from {self.url} failed: {reason(error)}"))
         finally:
             self._streams.pop(request.id, None)
+            self._modern_requests.discard(request.id)
 
     async def _post_request(self, request: JsonRpcRequest) -> None:
         stream = _StreamState()
         session = self.session_id
         try:
             async with self._client.stream(
-                "POST", self.url, content=encode_message(request), headers=self._headers(_POST_ACCEPT, body=True)
+                "POST",
+                self.url,
+                content=encode_message(request),
+                headers=self._headers(_POST_ACCEPT, body=True, request=request),
             ) as response:
                 await self._read_post_response(request, response, stream, session)
         except McpError as error:
@@ -307,19 +367,21 @@ class StreamableHttpTransport(HttpClientTransport):
             if stream.last_event_id is None:
                 if stream.opened:
                     message = f"Lost the connection to MCP server at {self.url} during {request.method}"
-                else:
-                    message = f"Cannot reach MCP server at {self.url}"
+                    lost = _LostStream if request.id in self._modern_requests else McpConnectionError
+                    self._fail(request.id, lost(f"{message}: {reason(error)}"))
+                    return
+                message = f"Cannot reach MCP server at {self.url}"
                 self._fail(request.id, McpConnectionError(f"{message}: {reason(error)}"))
                 return
             logger.debug("the stream for %s dropped: %s; resuming", request.method, reason(error))
         if not self._is_outstanding(request.id):
             return
-        if stream.last_event_id is not None:
-            await self._resume(request, stream)
+        if stream.last_event_id is not None and request.id not in self._modern_requests:
+            await self._resume(request, stream)  # the stateless revision has no resumable streams
         else:
+            lost = _LostStream if request.id in self._modern_requests else McpConnectionError
             self._fail(
-                request.id,
-                McpConnectionError(f"MCP server at {self.url} ended the stream for {request.method} without answering"),
+                request.id, lost(f"MCP server at {self.url} ended the stream for {request.method} without answering")
             )
 
     async def _read_post_response(
@@ -557,7 +619,11 @@ class StreamableHttpClient(RemoteClient):
             self.legacy_transport = legacy
             return legacy
         self.transport = StreamableHttpTransport(self.url, self.headers, **self._transport_options)
+        self.transport.tool_schema = self.tool_schema
         return self.transport
+
+    def _may_probe(self) -> bool:
+        return not self.legacy and super()._may_probe()
 
     async def _handshake(self) -> dict[str, Any]:
         try:

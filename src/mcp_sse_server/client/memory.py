@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from .. import versions
 from ..jsonrpc import CONNECTION_CLOSED, JsonRpcRequest, JsonRpcResponse, McpError
 from ..protocol import ProgressCallback
 from ..server import McpServer
@@ -23,7 +24,7 @@ class InMemoryClient(McpClient):
     path of ``MemoryTransport.call`` and run in the caller's own task
     (cancelling it, or a timeout, cancels the handler); what the server sends
     on its own (progress, logs, sampling requests) comes back over the same
-    in-memory transport. The handshake is the real one.
+    in-memory transport. The handshake is the real one (the stateless revision once the server serves it).
 
     >>> async def demo() -> None:  # doctest: +SKIP
     ...     async with InMemoryClient(MemoryServerFactory.create_memory_server("math")) as client:
@@ -31,10 +32,18 @@ class InMemoryClient(McpClient):
     """
 
     def __init__(self, server: McpServer, **options: Any) -> None:
+        # The stateless revision only when this package's servers serve it (versions.MODERN);
+        # mode="2026-07-28" asks for it anyway, mode="legacy" never.
+        options.setdefault("mode", "auto")
         super().__init__(**options)
         self.server = server
         self.session: ServerSession | None = None
         self._transport: MemoryTransport | None = None
+
+    def _may_probe(self) -> bool:
+        if self.mode == "auto" and not versions.MODERN:
+            return False  # the server in this process cannot speak it: no need to ask
+        return super()._may_probe()
 
     async def _open(self) -> Transport:
         server_side, client_side = MemoryTransport.pair()

@@ -194,6 +194,8 @@ class SseClient(RemoteClient):
         **options: Any,
     ) -> None:
         super().__init__(**options)
+        if self.mode not in ("auto", "legacy"):
+            raise ValueError("the legacy HTTP+SSE transport only speaks the handshake revisions")
         httpx.URL(url)
         self.url = url
         self.headers = dict(headers or {})
@@ -209,3 +211,6 @@ class SseClient(RemoteClient):
         await transport.start()
         self.transport = transport
         return transport
+
+    def _may_probe(self) -> bool:
+        return False  # HTTP+SSE (2024-11-05) predates the stateless revision

@@ -1,0 +1,150 @@
+// A Streamable HTTP MCP server written with the TypeScript SDK v2 (@modelcontextprotocol/server
+// 2.4) that speaks only 2026-07-28: createMcpHandler({ legacy: "reject" }) refuses handshake
+// clients. For interop tests of StreamableHttpClient's stateless mode.
+//
+//   node ts_modern_peer.mjs      (MCP_TEST_NODE_MODULES names node_modules)
+//
+// Binds 127.0.0.1 on a free port, prints "PORT <n>", serves /mcp. Tools: add, slow (progress
+// per step), confirm (elicitation through input_required), ask_model (sampling), roots
+// (roots/list), headed (x-mcp-header: echoes the Mcp-Param-Region header it got), bump (tells
+// listeners the tool list changed); a prompt "greet" and a resource "memo://note".
+import { createServer } from "node:http";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const modules = process.env.MCP_TEST_NODE_MODULES;
+const entry = join(modules, "@modelcontextprotocol/server/dist/index.mjs");
+const { McpServer, createMcpHandler, fromJsonSchema, inputRequired, inputResponse } = await import(
+  pathToFileURL(entry).href
+);
+
+const object = (properties, required = []) => fromJsonSchema({ type: "object", properties, required });
+const text = (value) => ({ content: [{ type: "text", text: String(value) }] });
+let handler;
+
+function build() {
+  const server = new McpServer({ name: "ts-modern-peer", version: "2.4.0" }, { capabilities: { logging: {} } });
+  server.registerTool(
+    "add",
+    { description: "a + b", inputSchema: object({ a: { type: "number" }, b: { type: "number" } }, ["a", "b"]) },
+    async ({ a, b }) => ({ ...text(a + b), structuredContent: { result: a + b } }),
+  );
+  server.registerTool(
+    "slow",
+    { description: "progress per step", inputSchema: object({ steps: { type: "integer" } }, ["steps"]) },
+    async ({ steps }, ctx) => {
+      const token = ctx.mcpReq._meta?.progressToken;
+      for (let step = 1; step <= steps; step++) {
+        if (token !== undefined) {
+          await ctx.mcpReq.notify({
+            method: "notifications/progress",
+            params: { progressToken: token, progress: step, total: steps, message: `step ${step}` },
+          });
+        }
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      return text(`done ${steps}`);
+    },
+  );
+  server.registerTool("confirm", { description: "asks the user", inputSchema: object({}) }, async (_args, ctx) => {
+    const answer = inputResponse(ctx.mcpReq.inputResponses, "colour");
+    if (answer.kind !== "elicit") {
+      return inputRequired({
+        inputRequests: {
+          colour: inputRequired.elicit({
+            message: "Favourite colour?",
+            requestedSchema: {
+              type: "object",
+              properties: { colour: { type: "string" }, shade: { type: "string", default: "dark" } },
+              required: ["colour"],
+            },
+          }),
+        },
+        requestState: "round-1",
+      });
+    }
+    const state = ctx.mcpReq.requestState();
+    return text(`${answer.action}: ${JSON.stringify(answer.content ?? {})} (state ${state})`);
+  });
+  server.registerTool("ask_model", { description: "samples", inputSchema: object({}) }, async (_args, ctx) => {
+    const answer = inputResponse(ctx.mcpReq.inputResponses, "model");
+    if (answer.kind !== "sampling") {
+      return inputRequired({
+        inputRequests: {
+          model: inputRequired.createMessage({
+            messages: [{ role: "user", content: { type: "text", text: "Capital of France?" } }],
+            maxTokens: 20,
+          }),
+        },
+      });
+    }
+    return text(`model said: ${answer.result.content.text}`);
+  });
+  server.registerTool("roots", { description: "lists roots", inputSchema: object({}) }, async (_args, ctx) => {
+    const answer = inputResponse(ctx.mcpReq.inputResponses, "roots");
+    if (answer.kind !== "roots") {
+      return inputRequired({ inputRequests: { roots: inputRequired.listRoots() } });
+    }
+    return text(answer.roots.map((root) => root.uri).join(","));
+  });
+  server.registerTool(
+    "headed",
+    {
+      description: "echoes its routing header",
+      inputSchema: object({ region: { type: "string", "x-mcp-header": "Region" } }, ["region"]),
+    },
+    async ({ region }, ctx) => text(`${region} via ${ctx.http?.req?.headers.get("mcp-param-region")}`),
+  );
+  server.registerTool("bump", { description: "tool list changed", inputSchema: object({}) }, async () => {
+    handler.notify.toolsChanged();
+    return text("bumped");
+  });
+  server.registerPrompt("greet", { description: "a greeting" }, async () => ({
+    messages: [{ role: "user", content: { type: "text", text: "Hello!" } }],
+  }));
+  server.registerResource("note", "memo://note", { mimeType: "text/plain" }, async (uri) => ({
+    contents: [{ uri: uri.href, mimeType: "text/plain", text: "a note" }],
+  }));
+  return server;
+}
+
+handler = createMcpHandler(() => build(), { legacy: "reject", onerror: (error) => console.error(`ERROR ${error}`) });
+
+// node:http to the handler's web-standard fetch, streaming the response body as it comes.
+const http = createServer(async (req, res) => {
+  const chunks = [];
+  for await (const chunk of req) chunks.push(chunk);
+  const headers = new Headers();
+  for (const [name, value] of Object.entries(req.headers)) {
+    headers.set(name, Array.isArray(value) ? value.join(", ") : value);
+  }
+  const controller = new AbortController();
+  res.on("close", () => controller.abort());
+  const body = req.method === "GET" || req.method === "HEAD" ? undefined : Buffer.concat(chunks);
+  const request = new Request(`http://${req.headers.host}${req.url}`, {
+    method: req.method,
+    headers,
+    body,
+    signal: controller.signal,
+  });
+  let response;
+  try {
+    response = await handler.fetch(request);
+  } catch (error) {
+    console.error(`HANDLER-FAILED ${error}`);
+    res.writeHead(500).end();
+    return;
+  }
+  res.writeHead(response.status, Object.fromEntries(response.headers));
+  if (!response.body) {
+    res.end();
+    return;
+  }
+  try {
+    for await (const chunk of response.body) res.write(chunk);
+  } catch {
+    // the client went away
+  }
+  res.end();
+});
+http.listen(0, "127.0.0.1", () => console.log(`PORT ${http.address().port}`));
