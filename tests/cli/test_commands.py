@@ -158,7 +158,9 @@ def test_images_are_saved_in_the_output_dir(cli: Cli, tmp_path: Path) -> None:
 
 def test_raw_prints_the_result_as_received(cli: Cli) -> None:
     done = cli("call", "math", "add", "a=2", "b=3", "--raw")
-    assert json.loads(done.stdout) == {"content": [{"type": "text", "text": "5"}], "structuredContent": {"result": 5}}
+    raw = json.loads(done.stdout)
+    assert raw["content"] == [{"type": "text", "text": "5"}] and raw["structuredContent"] == {"result": 5}
+    assert raw["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "math"  # as received, stamp included
     done = cli("call", "math", "divide", "a=1", "b=0", "--raw")
     assert done.returncode == 1
     assert json.loads(done.stdout)["isError"] is True

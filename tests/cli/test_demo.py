@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from mcp_sse_server.client import InMemoryClient
-from mcp_sse_server.jsonrpc import RESOURCE_NOT_FOUND, McpError
+from mcp_sse_server.jsonrpc import INVALID_PARAMS, McpError
 from mcp_sse_server.servers.artifact_instructions import ARTIFACT_TYPES
 from mcp_sse_server.servers.demo import ARTIFACT_TEMPLATE, build_demo_server, solid_png
 from mcp_sse_server.servers.math import MATH_TOOL_SPECS
@@ -47,7 +47,8 @@ async def test_tools_are_math_artifacts_and_the_tour() -> None:
 async def test_slow_count_reports_progress_and_logs() -> None:
     progress: list[tuple[float, float | None, str | None]] = []
     logs: list[dict[str, Any]] = []
-    async with InMemoryClient(build_demo_server(), on_log=logs.append) as client:
+    # At 2026-07-28 a request gets logs only at the level it names.
+    async with InMemoryClient(build_demo_server(), on_log=logs.append, log_level="debug") as client:
         result = await client.call_tool(
             "slow_count", {"steps": 3, "interval": 0}, on_progress=lambda *update: progress.append(update)
         )
@@ -142,7 +143,7 @@ async def test_resources_and_the_template() -> None:
     assert [template["uriTemplate"] for template in templates] == [ARTIFACT_TEMPLATE]
     assert isinstance(svg.contents[0], TextResourceContents) and "viewBox" in svg.contents[0].text
     assert isinstance(png.contents[0], BlobResourceContents) and png.contents[0].mime_type == "image/png"
-    assert missing.value.code == RESOURCE_NOT_FOUND
+    assert missing.value.code == INVALID_PARAMS  # at 2026-07-28 an unknown resource is invalid params
 
 
 async def test_completion_for_the_template_and_the_prompts() -> None:

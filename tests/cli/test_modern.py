@@ -57,4 +57,7 @@ def test_an_unsupported_revision_shows_what_the_server_supports(cli: Cli, refusi
 def test_tools_verbose_on_a_built_in_server(cli: Cli) -> None:
     result = cli("tools", "--verbose", "math")
     assert result.returncode == 0, result.stderr
-    assert result.stderr.startswith("Protocol revision ") and "(handshake)" in result.stderr
+    # The built-in servers serve the stateless revision, which the CLI prefers.
+    assert result.stderr.startswith("Protocol revision 2026-07-28 (stateless)")
+    legacy = cli("tools", "--verbose", "--mode", "legacy", "math")
+    assert legacy.returncode == 0 and "(handshake)" in legacy.stderr

@@ -91,11 +91,13 @@ async def test_a_server_config_object_works_too() -> None:
 
 
 async def test_client_options_reach_the_client() -> None:
-    client = await initialize_mcp_server(MATH, client_name="my-app", client_version="9.9.9", request_timeout=12.0)
+    client = await initialize_mcp_server(
+        MATH, client_name="my-app", client_version="9.9.9", request_timeout=12.0, mode="legacy"
+    )
     try:
         assert isinstance(client, InMemoryClient)
         assert client.request_timeout == 12.0
-        assert client.server.client_info is not None
+        assert client.server.client_info is not None  # recorded by the handshake
         assert client.server.client_info["name"] == "my-app"
     finally:
         await client.close()

@@ -86,7 +86,10 @@ async def test_server_requests_logs_progress_and_the_standalone_stream(ours: tup
     async def elicit(params: dict[str, Any]) -> dict[str, Any]:
         return {"action": "accept", "content": {"name": "Ada"}}
 
-    client = StreamableHttpClient(http.endpoint, on_log=on_log, sampling_handler=sample, elicitation_handler=elicit)
+    # A session: a standalone GET stream carries what is sent outside any request.
+    client = StreamableHttpClient(
+        http.endpoint, on_log=on_log, sampling_handler=sample, elicitation_handler=elicit, mode="legacy"
+    )
     async with client:
         progress: list[Any] = []
         assert (await client.call_tool("slow", {"steps": 2}, on_progress=lambda *p: progress.append(p))).content
@@ -102,7 +105,7 @@ async def test_server_requests_logs_progress_and_the_standalone_stream(ours: tup
 
 async def test_cancellation_reaches_the_handler(ours: tuple[Sessions, McpHttpServer]) -> None:
     sessions, http = ours
-    async with StreamableHttpClient(http.endpoint) as client:
+    async with StreamableHttpClient(http.endpoint, mode="legacy") as client:
         call = asyncio.create_task(client.call_tool("slow", {"steps": 1000}, on_progress=lambda *p: None))
         await asyncio.wait_for(sessions.started.wait(), WAIT)
         call.cancel()
@@ -114,7 +117,7 @@ async def test_cancellation_reaches_the_handler(ours: tuple[Sessions, McpHttpSer
 
 async def test_a_deleted_session_is_reinitialized(ours: tuple[Sessions, McpHttpServer]) -> None:
     sessions, http = ours
-    async with StreamableHttpClient(http.endpoint) as client:
+    async with StreamableHttpClient(http.endpoint, mode="legacy") as client:
         old = client.session_id
         async with httpx.AsyncClient() as raw:
             response = await raw.delete(http.endpoint, headers={"mcp-session-id": old or ""})
@@ -151,7 +154,7 @@ async def test_a_restarted_server_gets_a_new_session_transparently() -> None:
     first = Sessions()
     http = await McpHttpServer.bind(on_session=first, port=0)
     port = http.port
-    client = StreamableHttpClient(http.endpoint, reconnect_delay=0.01)
+    client = StreamableHttpClient(http.endpoint, reconnect_delay=0.01, mode="legacy")
     try:
         await client.initialize()
         old = client.session_id

@@ -1,7 +1,6 @@
-"""InMemoryClient and the revision choice, and listen() on a handshake session: this
-package's servers do not serve 2026-07-28 yet (versions.MODERN is empty), so auto mode goes
-straight to the handshake without asking, and listen() falls back to resources/subscribe
-plus the session's notifications."""
+"""InMemoryClient and the revision choice: this package's servers serve 2026-07-28, so auto
+mode speaks it (and "legacy" keeps the handshake); listen() on a handshake session falls
+back to resources/subscribe plus the session's notifications."""
 
 from __future__ import annotations
 
@@ -18,16 +17,23 @@ from mcp_sse_server.types import Resource
 from .conftest import WAIT
 
 
-@pytest.mark.skipif(bool(versions.MODERN), reason="the server side serves 2026-07-28 now: auto mode probes")
-async def test_auto_mode_uses_the_handshake_while_the_server_cannot_speak_2026_07_28() -> None:
-    async with InMemoryClient(MemoryServerFactory.create_memory_server("math")) as client:
+async def test_auto_mode_speaks_2026_07_28_with_our_server() -> None:
+    server = MemoryServerFactory.create_memory_server("math")
+    async with InMemoryClient(server) as client:
+        assert (client.era, client.protocol_version) == ("modern", versions.MODERN[-1].name)
+        assert (await client.call_tool("add", {"a": 2, "b": 3})).structured_content == {"result": 5}
+        assert not server.sessions[0].initialized  # no handshake happened
+    async with InMemoryClient(server, mode="legacy") as client:
         assert (client.era, client.protocol_version) == ("legacy", versions.CLIENT_OFFERS)
 
 
-@pytest.mark.skipif(bool(versions.MODERN), reason="the server side serves 2026-07-28 now")
-async def test_forcing_2026_07_28_on_a_server_that_does_not_serve_it_fails() -> None:
-    with pytest.raises(McpError):
-        await InMemoryClient(MemoryServerFactory.create_memory_server("math"), mode="2026-07-28").initialize()
+async def test_forcing_2026_07_28_asks_no_handshake() -> None:
+    server = MemoryServerFactory.create_memory_server("math")
+    async with InMemoryClient(server, mode="2026-07-28") as client:
+        assert [tool.name for tool in await client.list_tools()][:2] == ["add", "subtract"]
+        with pytest.raises(McpError) as unknown:
+            await client.call_tool("nope")
+        assert unknown.value.code == -32602
 
 
 async def test_listen_on_a_handshake_session_subscribes_and_filters() -> None:
