@@ -11,6 +11,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from mcp_http import PROTOCOL_VERSION, is_modern
 from procs import LOAD_CPU
 
 LUA = Path(__file__).resolve().parent / "tools_call.lua"
@@ -48,10 +49,13 @@ def realtime_prefix() -> tuple[str, ...]:
     return ("chrt", "-f", "1") if ok else ()
 
 
-def wrk(url: str, *, connections: int, seconds: float, threads: int = 1,
-        session: str = "", sessions: list[str] | None = None) -> Load:
-    """Run wrk pinned to LOAD_CPU; any error reply makes the point invalid."""
-    env = dict(os.environ, MCP_SESSION=session, MCP_SESSIONS=",".join(sessions or []))
+def wrk(url: str, *, connections: int, seconds: float, threads: int = 1, session: str = "",
+        sessions: list[str] | None = None, revision: str = PROTOCOL_VERSION, streamed: bool = False) -> Load:
+    """Run wrk pinned to LOAD_CPU; any error reply makes the point invalid. `revision` is
+    the sessions' protocol revision, or a modern one (no session: each call carries the
+    _meta envelope and its headers); `streamed` calls carry a progress token."""
+    env = dict(os.environ, MCP_SESSION=session, MCP_SESSIONS=",".join(sessions or []), MCP_REVISION=revision,
+               MCP_ENVELOPE="1" if is_modern(revision) else "", MCP_PROGRESS="1" if streamed else "")
     cmd = [*realtime_prefix(), "taskset", "-c", str(LOAD_CPU), "wrk", f"-t{threads}", f"-c{connections}",
            f"-d{max(1, round(seconds))}s", "--timeout", "5s", "-s", str(LUA), url]
     before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()

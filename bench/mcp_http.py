@@ -1,5 +1,7 @@
 """Standard-library MCP Streamable HTTP client bits for the harness: open a
-session, open many, read a process's resident memory.
+session (at a given protocol revision), open many, make one `add` call (in a
+session, or stateless at a modern revision) and describe how its reply
+travelled, read a process's resident memory.
 
 Standard library only, so run.py works with any python3, whatever the peers'
 environments hold.
@@ -9,22 +11,39 @@ from __future__ import annotations
 
 import http.client
 import json
+import re
 import threading
 import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
-PROTOCOL_VERSION = "2025-06-18"
+PROTOCOL_VERSION = "2025-06-18"  # what sessions offer unless a point asks for another revision
+# Revisions without initialize or session: every request carries the _meta envelope and the
+# Mcp-Method / Mcp-Name headers, and every result "resultType" (tools_call.lua sends the same).
+MODERN_REVISIONS = ("2026-07-28",)
 HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+_ANSWERED = re.compile(rb'"protocolVersion"\s*:\s*"([^"]*)"')
+_ERROR_MESSAGE = re.compile(rb'"message"\s*:\s*"([^"]{0,160})')
+_COMPLETE = re.compile(rb'"resultType"\s*:\s*"complete"')
 
 
 class SessionError(RuntimeError):
     """An initialize that was refused or answered with an error."""
 
 
-def _initialize_body(client: str) -> str:
+class NotServed(SessionError):
+    """initialize was answered with another protocol revision than the one offered, or a
+    modern request with a client error or a result without resultType."""
+
+
+def is_modern(revision: str) -> bool:
+    """A revision without initialize or session (2026-07-28)."""
+    return revision in MODERN_REVISIONS
+
+
+def _initialize_body(client: str, revision: str) -> str:
     return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+        "protocolVersion": revision, "capabilities": {},
         "clientInfo": {"name": client, "version": "1.0.0"}}})
 
 
@@ -34,28 +53,89 @@ def connect(url: str, timeout: float = 10.0) -> tuple[http.client.HTTPConnection
     return http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout), parts.path or "/"
 
 
-def initialize(conn: http.client.HTTPConnection, path: str, client: str = "bench") -> str:
-    """Send initialize; return the session id ('' for a stateless server)."""
-    conn.request("POST", path, _initialize_body(client), HEADERS)
+def initialize(conn: http.client.HTTPConnection, path: str, client: str = "bench",
+               revision: str = PROTOCOL_VERSION) -> str:
+    """Send initialize offering `revision`; return the session id ('' for a stateless server).
+    NotServed when the answer names another revision (an answer naming none, the bare
+    ASGI app's, is taken as it is)."""
+    conn.request("POST", path, _initialize_body(client, revision), HEADERS)
     resp = conn.getresponse()
     body = resp.read()
     if resp.status != 200 or b'"result"' not in body:
         raise SessionError(f"initialize answered {resp.status}: {body[:200]!r}")
+    answered = _ANSWERED.search(body)
+    if answered and answered[1].decode() != revision:
+        raise NotServed(f"offered {revision}, answered {answered[1].decode()}")
     return resp.getheader("Mcp-Session-Id") or ""
 
 
-def open_session(conn: http.client.HTTPConnection, path: str, client: str = "bench") -> str:
-    """initialize + notifications/initialized, nothing else; the session id."""
-    sid = initialize(conn, path, client)
-    headers = dict(HEADERS, **{"MCP-Protocol-Version": PROTOCOL_VERSION})
+def _session_headers(sid: str, revision: str) -> dict[str, str]:
+    headers = dict(HEADERS, **{"MCP-Protocol-Version": revision})
     if sid:
         headers["Mcp-Session-Id"] = sid
+    return headers
+
+
+def open_session(conn: http.client.HTTPConnection, path: str, client: str = "bench",
+                 revision: str = PROTOCOL_VERSION) -> str:
+    """initialize (at `revision`) + notifications/initialized, nothing else; the session id."""
+    sid = initialize(conn, path, client, revision)
+    headers = _session_headers(sid, revision)
     conn.request("POST", path, json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}), headers)
     resp = conn.getresponse()
     body = resp.read()
     if resp.status not in (200, 202, 204):
         raise SessionError(f"notifications/initialized answered {resp.status}: {body[:200]!r}")
     return sid
+
+
+def _call(revision: str, streamed: bool, sid: str) -> tuple[str, dict[str, str]]:
+    """Body and headers of one `tools/call add`, as tools_call.lua sends it: with a
+    progress token when `streamed`; at a modern revision with the _meta envelope and
+    the Mcp-Method / Mcp-Name headers (and no session)."""
+    meta: dict[str, object] = {"progressToken": 7} if streamed else {}
+    headers = _session_headers(sid, revision)
+    if is_modern(revision):
+        meta.update({"io.modelcontextprotocol/protocolVersion": revision,
+                     "io.modelcontextprotocol/clientCapabilities": {},
+                     "io.modelcontextprotocol/clientInfo": {"name": "bench-wrk", "version": "1.0.0"}})
+        headers.update({"Mcp-Method": "tools/call", "Mcp-Name": "add"})
+    params: dict[str, object] = {"name": "add", "arguments": {"a": 2, "b": 3}}
+    if meta:
+        params["_meta"] = meta
+    body = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}
+    return json.dumps(body, separators=(",", ":")), headers
+
+
+def reply_shape(conn: http.client.HTTPConnection, path: str, sid: str, revision: str, streamed: bool) -> str:
+    """One `tools/call add` as tools_call.lua sends it (see _call), and how its reply
+    travelled: written whole (Content-Length) or chunked, its SSE events in order, and
+    whether they carry ids, e.g. "chunked: priming, progress, reply; all with ids".
+    At a modern revision, NotServed when the server refuses the request (4xx, as a
+    server without that revision does: no session) or answers without resultType."""
+    conn.request("POST", path, *_call(revision, streamed, sid))
+    resp = conn.getresponse()
+    body = resp.read()
+    if is_modern(revision) and 400 <= resp.status < 500:
+        error = _ERROR_MESSAGE.search(body)
+        raise NotServed(f"answered {resp.status}" + (f": {error[1].decode(errors='replace')}" if error else ""))
+    if is_modern(revision) and resp.status == 200 and b'"result"' in body and not _COMPLETE.search(body):
+        raise NotServed("answered with a result without resultType")
+    if resp.status != 200 or b'"result"' not in body:
+        raise SessionError(f"tools/call answered {resp.status}: {body[:200]!r}")
+    framing = "whole" if resp.getheader("Content-Length") else "chunked"
+    if not (resp.getheader("Content-Type") or "").startswith("text/event-stream"):
+        return f"{framing}: JSON body"
+    events = [e for e in body.replace(b"\r\n", b"\n").split(b"\n\n") if e.strip()]
+    names, with_id = [], 0
+    for event in events:
+        fields = [line.partition(b":") for line in event.split(b"\n")]
+        data = b"".join(v.strip() for k, _, v in fields if k == b"data")
+        with_id += any(k == b"id" for k, _, _ in fields)
+        names.append("priming" if not data else "progress" if b"notifications/progress" in data
+                     else "reply" if b'"result"' in data else "other")
+    ids = "no ids" if not with_id else "all with ids" if with_id == len(events) else f"{with_id} with ids"
+    return f"{framing}: {', '.join(names)}; {ids}"
 
 
 @dataclass

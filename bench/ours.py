@@ -12,7 +12,10 @@ is built once) or `on_session` (before the one-server refactor, up to
     python bench/ours.py --probe   print one JSON line: {"available": bool, "reason": str}
 
 The tool handler is async, as in the TypeScript peer: a sync handler would
-run in a worker thread, which is a different thing to measure.
+run in a worker thread, which is a different thing to measure. It reports
+one progress notification before answering when the call carries
+`params._meta.progressToken` (run.py's streamed points); without a token
+`report_progress` returns at once, so the other points measure the plain call.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ def make_factory() -> Callable[[], Any]:
     McpServer, Tool, CallToolResult = load_core()
 
     async def add(arguments: dict[str, Any], context: Any) -> Any:
+        await context.report_progress(1, 1)  # one notifications/progress when the call has a token, else a no-op
         return CallToolResult.text(str(arguments["a"] + arguments["b"]))
 
     def factory() -> Any:

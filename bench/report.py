@@ -8,6 +8,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from mcp_http import MODERN_REVISIONS, PROTOCOL_VERSION, is_modern
+
 OURS = "ours"
 BARE = "bare-asgi"
 LABELS = {
@@ -18,6 +20,36 @@ LABELS = {
     BARE: "bare ASGI (ceiling)",
 }
 START, END = "<!-- results:start -->", "<!-- results:end -->"
+DISTURBED_NOTE = ("† other work on this shared machine took part of that server's core in every try, so its "
+                  "requests/s and latency are low")
+
+# Ours' 16-connection point on one session, on each protocol revision: without
+# resumable streams, then with them (priming event, event ids, stream log).
+REVISIONS = (PROTOCOL_VERSION, "2025-11-25")
+QUICK, STREAMED = "quick", "streamed"
+CALLS = {QUICK: "quick reply", STREAMED: "streamed: progress, then the reply"}
+
+
+def revision_key(call: str, revision: str) -> str:
+    """Where a revision point is kept in results["http"][name]: quick replies on a
+    2025-06-18 session are the SSE table's point, "sse"."""
+    return "sse" if (call, revision) == (QUICK, REVISIONS[0]) else f"{call}-{revision}"
+
+
+REVISION_POINTS: dict[str, tuple[str, str]] = {revision_key(c, r): (c, r) for c in CALLS for r in REVISIONS}
+# The same call at the stateless revision (no initialize, no session), on every server that speaks
+# MCP (all but the bare ASGI app); a server that does not serve it gets "not served" rows.
+MODERN = MODERN_REVISIONS[0]
+MODERN_KEY = revision_key(QUICK, MODERN)
+# Every 16-connection point: key -> (call, revision).
+POINTS16: dict[str, tuple[str, str]] = {**REVISION_POINTS, MODERN_KEY: (QUICK, MODERN)}
+
+
+def point_label(call: str, revision: str) -> str:
+    """What a 16-connection point drives: e.g. quick calls on a 2025-06-18 session, or at 2026-07-28 (no session)."""
+    if is_modern(revision):
+        return f"{call} calls at {revision} (no session)"
+    return f"{call} calls on a {revision} session"
 
 
 def is_ours(name: str) -> bool:
@@ -65,6 +97,8 @@ def _why(point: dict[str, Any] | None, skip: str | None) -> str:
         return f"skipped: {skip}"
     if point is None:
         return "not run"
+    if point.get("not_served"):
+        return f"not served ({point['not_served']})"
     return f"invalid: {point.get('invalid')}"
 
 
@@ -89,15 +123,16 @@ def _throughput_ratio(name: str, ours: dict[str, Any] | None, peer: dict[str, An
     return _times(ratio, name) + mark
 
 
-def http_table(results: dict[str, Any], key: str, title: str) -> list[str]:
-    """One HTTP load table: rps, p50, p99 and how many times ours is faster."""
+def http_table(results: dict[str, Any], key: str, title: str, names: list[str] | None = None) -> list[str]:
+    """One HTTP load table: rps, p50, p99 and how many times ours is faster; a row for each
+    of `names` (every server by default)."""
     http = results.get("http", {})
     ours = _load(http.get(OURS, {}).get(key))
     # Ours has no JSON reply mode: JSON points are compared with our SSE figure.
     ours_ref = ours or (_load(http.get(OURS, {}).get("sse")) if key == "json" else None)
     lines = [f"**{title}**", "", "| server | requests/s | p50 ms | p99 ms | ours faster by | CPU: server / wrk |"
              " requests per server CPU-second |", "|---|---:|---:|---:|---:|---:|---:|"]
-    for name in results["order"]:
+    for name in names or results["order"]:
         entry = http.get(name, {})
         if key == "json" and not entry.get("json_offered", True):
             continue
@@ -110,9 +145,125 @@ def http_table(results: dict[str, Any], key: str, title: str) -> list[str]:
                      f"{_ms(point['p99_us'])} | {_throughput_ratio(name, ours_ref, point)} | {_cpu(point)} | "
                      f"{per_cpu} |")
     if any((_load(http.get(n, {}).get(key)) or {}).get("disturbed") for n in results["order"]):
-        lines += ["", "† other work on this shared machine took part of that server's core in every try, "
-                  "so its requests/s and latency are low; ratios involving it compare requests per server "
-                  "CPU-second instead."]
+        lines += ["", DISTURBED_NOTE + "; ratios involving it compare requests per server CPU-second instead."]
+    return lines
+
+
+def _per_cpu(point: dict[str, Any]) -> float | None:
+    return point["rps"] / point["server_cpu"] if point.get("server_cpu") else None
+
+
+def _rss_mb(point: dict[str, Any]) -> str:
+    return _num(point["rss_kb"] / 1024, 1) if point.get("rss_kb") is not None else "—"
+
+
+def revisions_table(results: dict[str, Any]) -> list[str]:
+    """Ours (and its baselines) on each revision, quick and streamed calls: one row per point."""
+    http = results.get("http", {})
+    lines = ["**HTTP `tools/call` on each protocol revision, 16 connections on one session (ours; quick replies on "
+             "2025-06-18 are the SSE table's point)**", "",
+             "| server | call | requests/s | p50 ms | p99 ms | CPU: server / wrk | requests per server CPU-second | "
+             "server RSS after MB | reply on the wire |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    disturbed = False
+    for name in (n for n in results["order"] if is_ours(n)):
+        entry = http.get(name, {})
+        for key, (call, revision) in REVISION_POINTS.items():
+            label = f"{server_label(name)}, {revision} session | {call}"
+            point = _load(entry.get(key))
+            if point is None:
+                lines.append(f"| {label} | {_why(entry.get(key), entry.get('skip'))} | | | | | | |")
+                continue
+            disturbed = disturbed or point.get("disturbed", False)
+            per_cpu = _per_cpu(point)
+            lines.append(f"| {label} | {_num(point['rps'])} | {_ms(point['p50_us'])} | {_ms(point['p99_us'])} | "
+                         f"{_cpu(point)} | {_num(per_cpu) if per_cpu else '—'} | {_rss_mb(point)} | "
+                         f"{point.get('reply', '—')} |")
+    if disturbed:
+        lines += ["", DISTURBED_NOTE + "; its requests per server CPU-second still compare."]
+    return lines
+
+
+def _versus(a_raw: dict[str, Any] | None, b_raw: dict[str, Any] | None, skip: str | None) -> tuple[str, bool]:
+    """Five cells putting point b beside point a: requests/s and requests per server
+    CPU-second as ratios b over a, p50, p99 and RSS after as a → b; or why not (the
+    point missing). And whether either point was disturbed (its ratio marked †)."""
+    a, b = _load(a_raw), _load(b_raw)
+    if a is None or b is None:
+        return f"{_why(a_raw if a is None else b_raw, skip)} | | | |", False
+    disturbed = bool(a.get("disturbed") or b.get("disturbed"))
+    cpu_a, cpu_b = _per_cpu(a), _per_cpu(b)
+    per_cpu = f"{cpu_b / cpu_a:.2f}x" if cpu_a and cpu_b else "n/a"
+    return (f"{b['rps'] / a['rps']:.2f}x{' †' if disturbed else ''} | {per_cpu} | "
+            f"{_ms(a['p50_us'])} → {_ms(b['p50_us'])} | {_ms(a['p99_us'])} → {_ms(b['p99_us'])} | "
+            f"{_rss_mb(a)} → {_rss_mb(b)}"), disturbed
+
+
+VERSUS_NOTE = ("† other work on this shared machine took part of the server's core in one of the two points: "
+               "read the requests per server CPU-second column.")
+
+
+def resumable_cost_table(results: dict[str, Any]) -> list[str]:
+    """The same point on a 2025-11-25 session against a 2025-06-18 one: what event ids,
+    priming events and stream logs cost, for quick and for streamed calls."""
+    http = results.get("http", {})
+    old, new = REVISIONS
+    lines = [f"**Cost of resumable streams: {new} session vs {old} session, same call (ratios {new} over {old}, "
+             f"below 1.00x the newer revision is slower; latency and RSS read {old} → {new})**", "",
+             "| server | call | requests/s | requests per server CPU-second | p50 ms | p99 ms | server RSS after MB |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    disturbed = False
+    for name in (n for n in results["order"] if is_ours(n)):
+        entry = http.get(name, {})
+        for call, what in CALLS.items():
+            cells, marked = _versus(*(entry.get(revision_key(call, r)) for r in REVISIONS), entry.get("skip"))
+            disturbed = disturbed or marked
+            lines.append(f"| {server_label(name)} | {what} | {cells} |")
+    if disturbed:
+        lines += ["", VERSUS_NOTE]
+    return lines
+
+
+def mcp_servers(results: dict[str, Any]) -> list[str]:
+    """Every server that speaks MCP: all but the bare ASGI app (the modern point's rows)."""
+    return [name for name in results["order"] if name != BARE]
+
+
+def modern_replies(results: dict[str, Any]) -> list[str]:
+    """How each server's reply to a modern call travelled (recorded before its point)."""
+    http = results.get("http", {})
+    shown = [f"{server_label(n)}: {http[n][MODERN_KEY]['reply']}" for n in mcp_servers(results)
+             if (http.get(n, {}).get(MODERN_KEY) or {}).get("reply")]
+    return ["", "Reply on the wire: " + "; ".join(shown) + "."] if shown else []
+
+
+def modern_vs_legacy_table(results: dict[str, Any]) -> list[str]:
+    """Ours at the stateless revision against ours on a 2025-06-18 session (quick calls, the
+    SSE table's point), and ours against each peer, both at the stateless revision."""
+    http = results.get("http", {})
+    old = REVISIONS[0]
+    lines = [f"**{MODERN} vs legacy: `tools/call add`, 16 connections (ratios the first named over the second, "
+             f"above 1.00x the first is faster; latency and RSS read second → first)**", "",
+             "| comparison | requests/s | requests per server CPU-second | p50 ms | p99 ms | server RSS after MB |",
+             "|---|---:|---:|---:|---:|---:|"]
+    # (comparison, the second named's point, the first named's point, why a server was skipped)
+    rows = []
+    for name in (n for n in results["order"] if is_ours(n)):
+        entry = http.get(name, {})
+        rows.append((f"{server_label(name)}: {MODERN} (no session) vs a {old} session, quick calls",
+                     entry.get(revision_key(QUICK, old)), entry.get(MODERN_KEY), entry.get("skip")))
+    ours = http.get(OURS, {})
+    rows += [(f"ours vs {server_label(n)}, both at {MODERN}", http.get(n, {}).get(MODERN_KEY), ours.get(MODERN_KEY),
+              ours.get("skip") or http.get(n, {}).get("skip"))
+             for n in mcp_servers(results) if not is_ours(n) and OURS in results["order"]]
+    if not rows:
+        return []
+    disturbed = False
+    for label, a_raw, b_raw, skip in rows:
+        cells, marked = _versus(a_raw, b_raw, skip)
+        disturbed = disturbed or marked
+        lines.append(f"| {label} | {cells} |")
+    if disturbed:
+        lines += ["", VERSUS_NOTE]
     return lines
 
 
@@ -245,8 +396,17 @@ def before_after_table(results: dict[str, Any], base: str) -> list[str]:
         shown = [_num(v, digits) if v is not None else "—" for v in (before, after)]
         lines.append(f"| {measure} | {shown[0]} | {shown[1]} | {change} |")
 
-    for key, what in (("sse", "16 connections on one session"), ("sessions100", "100 sessions")):
-        b, a = _load(http.get(base, {}).get(key)) or {}, _load(http.get(OURS, {}).get(key)) or {}
+    points = {"sse": "16 connections on one session", "sessions100": "100 sessions"}
+    points.update((key, f"{point_label(call, revision)}, 16 connections") for key, (call, revision)
+                  in POINTS16.items() if key != "sse")
+    for key, what in points.items():
+        raw_b = http.get(base, {}).get(key) or {}
+        if raw_b.get("not_served"):
+            a = _load(http.get(OURS, {}).get(key)) or {}
+            lines.append(f"| HTTP tools/call, {what}: requests/s | not served | "
+                         f"{_num(a['rps']) if a else '—'} | n/a |")
+            continue
+        b, a = _load(raw_b) or {}, _load(http.get(OURS, {}).get(key)) or {}
         if a and b and rps_ratio(a, b)[1]:  # compared per server CPU-second, as rps_ratio does
             normalised = True
             row(f"HTTP tools/call, {what}: requests per server CPU-second †", b["rps"] / b["server_cpu"],
@@ -311,7 +471,8 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     big = hundred[0] if hundred else None
     check("100,000 idle sessions < 1 GB", big, big is not None and big < 1024,
           f"{big:,.0f} MB" + ("" if hundred and hundred[1] else " (extrapolated)") if big is not None else "")
-    invalid = [f"{server_label(name)} {key}" for name, entry in http.items() for key in ("sse", "json", "sessions100")
+    invalid = [f"{server_label(name)} {key}" for name, entry in http.items()
+               for key in ("json", "sessions100", *POINTS16)
                if isinstance(entry.get(key), dict) and entry[key].get("invalid")]
     invalid += [key for key, row in inm.items() if row.get("invalid")]
     out.append(("no error reply in any point", "invalid: " + ", ".join(invalid) if invalid else "none",
@@ -346,6 +507,14 @@ def render(results: dict[str, Any]) -> str:
                   f"wrk thread give {_num(check['rps'])} requests/s (p99 {_ms(check['p99_us'])} ms, CPU "
                   f"{_cpu(check)}), one thread per session {_num(many['rps'])} (p99 {_ms(many['p99_us'])} ms, "
                   f"CPU {_cpu(many)})."]
+    if mcp_servers(results):
+        lines += ["", *http_table(results, MODERN_KEY, f"HTTP `tools/call` at {MODERN} (stateless: no initialize, no "
+                                  "session; the `_meta` envelope and `Mcp-Method` / `Mcp-Name` headers on every call), "
+                                  "16 connections", mcp_servers(results)), *modern_replies(results)]
+        versus = modern_vs_legacy_table(results)
+        lines += ["", *versus] if versus else []
+    if any(is_ours(name) for name in results["order"]):
+        lines += ["", *revisions_table(results), "", *resumable_cost_table(results)]
     lines.append("")
     lines += memory_table(results)
     lines.append("")

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import http.client
 import json
 import os
 import platform
@@ -36,7 +37,7 @@ from typing import Any
 
 import report
 from loadgen import Load, cpu_busy, cpu_seconds, realtime_prefix, wrk
-from mcp_http import connect, open_session, open_sessions, rss_kb
+from mcp_http import NotServed, SessionError, connect, is_modern, open_session, open_sessions, reply_shape, rss_kb
 from procs import LOAD_CPU, SERVER_CPU, Server, ServerFailed, free_port, kill_all
 
 BENCH = Path(__file__).resolve().parent
@@ -289,14 +290,7 @@ class Run:
             try:
                 with self.server(peer, json_replies) as srv:
                     self.started(peer, srv)
-                    conn, path = connect(srv.url)
-                    try:
-                        sid = open_session(conn, path, "bench-wrk")
-                    finally:
-                        conn.close()
-                    log(f"{peer.name}: 16 connections, one session, {key.upper()} replies")
-                    entry[key] = self.point(srv, connections=16, session=sid)
-                    log(f"  {self.brief(entry[key])}")
+                    self.one_session(peer, srv, entry, key)
                     if json_replies:
                         continue
                     log(f"{peer.name}: 100 sessions, 1 request each in flight")
@@ -316,6 +310,55 @@ class Run:
             except ServerFailed as exc:
                 entry.setdefault(key, {"invalid": f"server failed: {first_last(exc)}"})
                 log(f"{peer.name}: {exc}")
+        if report.is_ours(peer.name):
+            # Ours on each protocol revision, quick and streamed calls: stream logs live on 30 s
+            # after each call, so these points are kept apart from the others.
+            self.own_server(peer, entry, [key for key in report.REVISION_POINTS if key != "sse"], "-revisions")
+        if peer.name != report.BARE:  # the bare app answers a fixed body: no revision to speak
+            self.own_server(peer, entry, [report.MODERN_KEY], "-modern")
+
+    def one_session(self, peer: Peer, srv: Server, entry: dict[str, Any], key: str) -> None:
+        """The 16-connection point, into entry[key]: "sse" or "json" replies (quick calls on a
+        2025-06-18 session), or one of report.POINTS16: quick or streamed calls (the latter
+        with a progress token each) on a session of that revision, or at a modern revision
+        without a session (each call carries the _meta envelope and its headers). Also records
+        how one reply travelled and the server's RSS after the point (what a stream log holds).
+        A server that does not serve the revision gets {"not_served": why}."""
+        call, revision = report.POINTS16.get(key, report.POINTS16["sse"])
+        streamed = call == report.STREAMED
+        what = f"{key.upper()} replies" if key in ("sse", "json") else report.point_label(call, revision)
+        conn, path = connect(srv.url)
+        try:
+            sid = "" if is_modern(revision) else open_session(conn, path, "bench-wrk", revision)
+            shape = reply_shape(conn, path, sid, revision, streamed)
+        except NotServed as exc:
+            entry[key] = {"not_served": str(exc)}
+            log(f"{peer.name}: {what}: not served ({exc})")
+            return
+        except (OSError, http.client.HTTPException, SessionError) as exc:
+            before = "the first call" if is_modern(revision) else "opening the session"
+            entry[key] = {"invalid": f"{before}: {type(exc).__name__}: {exc}"}
+            log(f"{peer.name}: {what}: {entry[key]['invalid']}")
+            return
+        finally:
+            conn.close()
+        log(f"{peer.name}: 16 connections, {'' if is_modern(revision) else 'one session, '}{what}")
+        entry[key] = self.point(srv, connections=16, session=sid, revision=revision, streamed=streamed)
+        entry[key].update(reply=shape, rss_kb=rss_kb(srv.pid))
+        log(f"  {self.brief(entry[key])}; reply {shape}")
+
+    def own_server(self, peer: Peer, entry: dict[str, Any], points: list[str], tag: str) -> None:
+        """16-connection points (keys of report.POINTS16), one after the other, on a server of
+        their own, started fresh like the SSE point's."""
+        try:
+            with self.server(peer, tag=tag) as srv:
+                self.started(peer, srv)
+                for key in points:
+                    self.one_session(peer, srv, entry, key)
+        except ServerFailed as exc:
+            for key in points:
+                entry.setdefault(key, {"invalid": f"server failed: {first_last(exc)}"})
+            log(f"{peer.name}: {exc}")
 
     @staticmethod
     def brief(point: dict[str, Any]) -> str:
