@@ -17,12 +17,24 @@ Rules every implementation keeps:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from ..jsonrpc import RequestId
 from ..session import SessionRecord
 
-__all__ = ["STANDALONE_STREAM", "EventLog", "SessionStore", "StoredEvent", "stream_of"]
+__all__ = [
+    "STANDALONE_STREAM",
+    "EventBus",
+    "EventLog",
+    "SessionStore",
+    "StoreError",
+    "StoreUnavailable",
+    "StoredEvent",
+    "Subscription",
+    "stream_of",
+]
 
 STANDALONE_STREAM = ""
 """The stream id of a session's standalone (GET) stream."""
@@ -32,6 +44,17 @@ def stream_of(event_id: str) -> str:
     """The stream an event id names (``STANDALONE_STREAM`` for a bare number)."""
     _, _, stream = event_id.partition("/")
     return stream
+
+
+class StoreError(Exception):
+    """A store could not do what was asked (not a rule of the interface: those raise ValueError)."""
+
+
+class StoreUnavailable(StoreError):
+    """The store's backend cannot be reached now (a shared store's server is down or
+    unreachable). Every method of a shared store raises it instead of the client
+    library's own errors, so the app can answer 503 and retry later; the same store
+    object works again once the backend is back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,3 +138,53 @@ class EventLog(ABC):
     @abstractmethod
     async def forget(self, session_id: str) -> list[StoredEvent]:
         """Drop everything of a session; returns the events never delivered."""
+
+
+class Subscription(ABC):
+    """What ``EventBus.subscribe`` returns: the events published from then on, oldest first.
+
+    ``async for event in subscription`` ends after ``close()``. A subscriber that
+    falls ``limit`` events behind loses the oldest (delivery is best effort:
+    ``subscriptions/listen`` streams are not resumable, clients re-fetch).
+    """
+
+    __slots__ = ()
+
+    @abstractmethod
+    async def get(self) -> Mapping[str, Any] | None:
+        """The next event; None once the subscription is closed."""
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Stop receiving; idempotent."""
+
+    def __aiter__(self) -> AsyncIterator[Mapping[str, Any]]:
+        return self._iterate()
+
+    async def _iterate(self) -> AsyncIterator[Mapping[str, Any]]:
+        while (event := await self.get()) is not None:
+            yield event
+
+
+class EventBus(ABC):
+    """Fan-out of server events (``resources/updated``, ``*/list_changed``) to every
+    subscriber in every worker: the seam of ``subscriptions/listen`` (2026-07-28).
+
+    Events are plain JSON-compatible mappings (no JSON-RPC framing: the listen
+    stream adds its subscription id and filters by kind). Delivery is at most once,
+    in publication order per publisher, to subscribers that subscribed before the
+    event was published.
+    """
+
+    __slots__ = ()
+
+    @abstractmethod
+    async def publish(self, event: Mapping[str, Any]) -> None:
+        """Send ``event`` to every current subscriber (here and, for a shared bus, elsewhere)."""
+
+    @abstractmethod
+    async def subscribe(self, limit: int = 1000) -> Subscription:
+        """Start receiving: returns once events published afterwards are sure to arrive."""
+
+    async def close(self) -> None:  # noqa: B027 - optional
+        """Release what the bus holds (connections, tasks); subscriptions end."""

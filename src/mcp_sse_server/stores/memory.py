@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from ..jsonrpc import RequestId
 from ..session import SessionRecord
-from .base import STANDALONE_STREAM, EventLog, SessionStore, StoredEvent, stream_of
+from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StoredEvent, Subscription, stream_of
 
-__all__ = ["MemoryEventLog", "MemorySessionStore"]
+__all__ = ["MemoryEventBus", "MemoryEventLog", "MemorySessionStore"]
 
 
 class MemorySessionStore(SessionStore):
@@ -173,3 +175,71 @@ def _sequence(event_id: str) -> int | None:
     if not number.isascii() or not number.isdigit() or len(number) > 19:
         return None
     return int(number)
+
+
+class _QueueSubscription(Subscription):
+    """A subscriber's bounded queue: when full, the oldest event makes room."""
+
+    __slots__ = ("_closed", "_events", "_on_close", "_wakeup", "limit")
+
+    def __init__(self, limit: int, on_close: Callable[[_QueueSubscription], None]) -> None:
+        self.limit = max(1, limit)
+        self._events: deque[Mapping[str, Any]] = deque()
+        self._wakeup = asyncio.Event()
+        self._closed = False
+        self._on_close = on_close
+
+    def put(self, event: Mapping[str, Any]) -> None:
+        if self._closed:
+            return
+        if len(self._events) >= self.limit:
+            self._events.popleft()
+        self._events.append(event)
+        self._wakeup.set()
+
+    async def get(self) -> Mapping[str, Any] | None:
+        while not self._events:
+            if self._closed:
+                return None
+            self._wakeup.clear()
+            await self._wakeup.wait()
+        return self._events.popleft()
+
+    async def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._events.clear()
+            self._wakeup.set()
+            self._on_close(self)
+
+
+class MemoryEventBus(EventBus):
+    """The in-process bus: every subscriber of this process receives every event."""
+
+    __slots__ = ("_subscribers",)
+
+    def __init__(self) -> None:
+        self._subscribers: set[_QueueSubscription] = set()
+
+    def deliver(self, event: Mapping[str, Any]) -> None:
+        """Hand ``event`` to the local subscribers (what ``publish`` does; a shared bus calls it
+        for the events it receives)."""
+        for subscriber in list(self._subscribers):
+            subscriber.put(event)
+
+    async def publish(self, event: Mapping[str, Any]) -> None:
+        self.deliver(event)
+
+    async def subscribe(self, limit: int = 1000) -> Subscription:
+        subscription = _QueueSubscription(limit, self._subscribers.discard)
+        self._subscribers.add(subscription)
+        return subscription
+
+    @property
+    def subscribers(self) -> int:
+        """How many subscriptions are open in this process."""
+        return len(self._subscribers)
+
+    async def close(self) -> None:
+        for subscriber in list(self._subscribers):
+            await subscriber.close()
