@@ -1,0 +1,305 @@
+"""What several workers need to route a session's traffic among themselves, over Redis.
+
+- ``WorkerRegistry``: each worker's liveness lease (``SET PX``, renewed by a
+  heartbeat), an index of workers, and the set of things a worker owns (its
+  requests in flight), so a reaper can find a dead worker and clean up after it.
+- ``WorkerInbox``: a Redis Stream per worker; any worker ``send``s a message to
+  another (a client's answer to a server-to-client request, a cancellation,
+  "your GET stream was superseded"), the owner ``receive``s them in order. A
+  Stream, not pub/sub: a reader that reconnects goes on from its last id.
+- ``Lease``: one owner at a time for a name (``SET NX PX``), renewed and
+  released only by its owner (a Lua compare); ``take`` supersedes the holder
+  and says who it was (the standalone GET stream: a new GET wins).
+- ``reap_dead_workers``: one reaper at a time (a lease) hands each dead
+  worker's owned entries to a callback (which writes terminal errors into the
+  streams), then forgets the worker.
+
+Keys (prefix ``mcp``): ``mcp:worker:{<wid>}`` (liveness), ``mcp:worker:{<wid>}:inbox``
+(STREAM), ``mcp:worker:{<wid>}:owns`` (SET), ``mcp:{workers}`` (ZSET: worker ->
+registration time), ``mcp:{reaper}`` (the reaper's lease), and for a session's
+standalone stream ``mcp:{<sid>}:get`` (a ``Lease``: same slot as the session).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final
+
+import orjson
+from redis.asyncio import Redis
+
+from .base import StoreUnavailable
+from .redis import DEFAULT_PREFIX, logger, redis_unavailable
+
+__all__ = ["Lease", "WorkerInbox", "WorkerRegistry", "new_worker_id", "reap_dead_workers", "standalone_lease"]
+
+_RENEW: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+_RELEASE: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def new_worker_id() -> str:
+    """A worker id unique across hosts and restarts: ``<host>-<pid>-<random>``."""
+    host = "".join(c for c in socket.gethostname() if c.isalnum() or c in "-.")[:40] or "host"
+    return f"{host}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class Lease:
+    """A lease on ``key``: at most one owner (a string) at a time, for ``ttl`` seconds unless renewed."""
+
+    __slots__ = ("_release", "_renew", "key", "redis", "ttl")
+
+    def __init__(self, redis: Redis, key: str, ttl: float) -> None:
+        self.redis = redis
+        self.key = key
+        self.ttl = ttl
+        self._renew = redis.register_script(_RENEW)
+        self._release = redis.register_script(_RELEASE)
+
+    async def acquire(self, owner: str) -> bool:
+        """Become the owner unless someone holds the lease."""
+        with redis_unavailable("lease acquire"):
+            return bool(await self.redis.set(self.key, owner, nx=True, px=_ms(self.ttl)))
+
+    async def take(self, owner: str) -> str | None:
+        """Become the owner whoever held it; returns the previous owner (None: it was free)."""
+        with redis_unavailable("lease take"):
+            return _text(await self.redis.set(self.key, owner, px=_ms(self.ttl), get=True))
+
+    async def renew(self, owner: str) -> bool:
+        """Extend the lease by ``ttl``; False when ``owner`` no longer holds it."""
+        with redis_unavailable("lease renew"):
+            return bool(await self._renew(keys=[self.key], args=[owner, _ms(self.ttl)]))
+
+    async def release(self, owner: str) -> bool:
+        """Give the lease up; False (and nothing changes) when ``owner`` does not hold it."""
+        with redis_unavailable("lease release"):
+            return bool(await self._release(keys=[self.key], args=[owner]))
+
+    async def holder(self) -> str | None:
+        with redis_unavailable("lease holder"):
+            return _text(await self.redis.get(self.key))
+
+
+def standalone_lease(redis: Redis, session_id: str, ttl: float, *, prefix: str = DEFAULT_PREFIX) -> Lease:
+    """The lease of a session's standalone GET stream (its key shares the session's hash tag).
+
+    Owner values: ``"<worker id>:<connection>"``. A new GET ``take``s it and tells the previous
+    holder's worker (its inbox) to end that stream; the holder ``renew``s while the stream is open.
+    """
+    return Lease(redis, f"{prefix}:{{{session_id}}}:get", ttl)
+
+
+class WorkerRegistry:
+    """This worker's liveness lease and heartbeat, and what other workers can learn about it.
+
+    ``start()`` registers and beats every ``ttl / 3`` seconds in a task; a worker
+    whose lease lapsed (missed beats for ``ttl``) is dead (``dead()``). A clean
+    ``stop()`` deregisters at once.
+    """
+
+    __slots__ = ("_task", "index_key", "prefix", "redis", "ttl", "worker_id")
+
+    def __init__(
+        self, redis: Redis, worker_id: str | None = None, *, ttl: float = 10.0, prefix: str = DEFAULT_PREFIX
+    ) -> None:
+        self.redis = redis
+        self.worker_id = worker_id or new_worker_id()
+        self.ttl = ttl
+        self.prefix = prefix
+        self.index_key = f"{prefix}:{{workers}}"
+        self._task: asyncio.Task[None] | None = None
+
+    def key(self, worker_id: str) -> str:
+        return f"{self.prefix}:worker:{{{worker_id}}}"
+
+    def owns_key(self, worker_id: str) -> str:
+        return f"{self.prefix}:worker:{{{worker_id}}}:owns"
+
+    def inbox_key(self, worker_id: str) -> str:
+        return f"{self.prefix}:worker:{{{worker_id}}}:inbox"
+
+    async def beat(self) -> None:
+        """One heartbeat: (re)write the liveness lease and make sure the index lists this worker."""
+        with redis_unavailable("heartbeat"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.set(self.key(self.worker_id), b"1", px=_ms(self.ttl))
+                pipe.zadd(self.index_key, {self.worker_id: time.time()}, nx=True)
+                await pipe.execute()
+
+    async def start(self) -> None:
+        """Register (one beat now, so a failure shows) and keep beating in the background."""
+        await self.beat()
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._beat_forever())
+
+    async def _beat_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.ttl / 3)
+            try:
+                await self.beat()
+            except StoreUnavailable as error:
+                logger.warning("worker %s missed a heartbeat: %s", self.worker_id, error)
+
+    async def stop(self) -> None:
+        """Stop beating and deregister (a clean exit: nothing left for a reaper)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        await self.forget(self.worker_id)
+
+    async def alive(self, worker_id: str) -> bool:
+        with redis_unavailable("worker alive"):
+            return bool(await self.redis.exists(self.key(worker_id)))
+
+    async def workers(self) -> list[str]:
+        """Every registered worker, alive or not yet reaped."""
+        with redis_unavailable("workers"):
+            members: Any = await self.redis.zrange(self.index_key, 0, -1)
+        return [member.decode() for member in members]
+
+    async def dead(self) -> list[str]:
+        """Registered workers whose liveness lease lapsed."""
+        workers = await self.workers()
+        if not workers:
+            return []
+        with redis_unavailable("dead workers"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for worker_id in workers:
+                    pipe.exists(self.key(worker_id))
+                found = await pipe.execute()
+        return [worker_id for worker_id, exists in zip(workers, found, strict=True) if not exists]
+
+    async def own(self, entry: str) -> None:
+        """Note something this worker runs (``"<sid> <request id>"``, say) for a reaper to clean up."""
+        with redis_unavailable("own"):
+            await self.redis.sadd(self.owns_key(self.worker_id), entry)
+
+    async def disown(self, entry: str) -> None:
+        with redis_unavailable("disown"):
+            await self.redis.srem(self.owns_key(self.worker_id), entry)
+
+    async def owned(self, worker_id: str) -> set[str]:
+        with redis_unavailable("owned"):
+            members: Any = await self.redis.smembers(self.owns_key(worker_id))
+        return {member.decode() for member in members}
+
+    async def forget(self, worker_id: str) -> None:
+        """Remove a worker: its lease, inbox, owned set and index entry."""
+        with redis_unavailable("forget worker"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.delete(self.key(worker_id), self.owns_key(worker_id), self.inbox_key(worker_id))
+                pipe.zrem(self.index_key, worker_id)
+                await pipe.execute()
+
+
+async def reap_dead_workers(
+    registry: WorkerRegistry,
+    on_dead: Callable[[str, set[str]], Awaitable[None]],
+    *,
+    lease_ttl: float = 30.0,
+) -> list[str]:
+    """If no other reaper runs: for each dead worker, ``on_dead(worker_id, owned entries)``,
+    then forget it. Returns the workers reaped (empty when another reaper holds the lease).
+
+    ``on_dead`` writes the terminal errors (the app's job: it knows the streams); if it
+    raises, the worker is left for the next sweep.
+    """
+    lease = Lease(registry.redis, f"{registry.prefix}:{{reaper}}", lease_ttl)
+    if not await lease.acquire(registry.worker_id):
+        return []
+    reaped: list[str] = []
+    try:
+        for worker_id in await registry.dead():
+            if worker_id == registry.worker_id:
+                continue  # our own beat lapsed (Redis was away): not dead, beat again
+            await on_dead(worker_id, await registry.owned(worker_id))
+            await registry.forget(worker_id)
+            reaped.append(worker_id)
+    finally:
+        try:
+            await lease.release(registry.worker_id)
+        except StoreUnavailable:
+            pass  # it lapses by itself
+    return reaped
+
+
+class WorkerInbox:
+    """Messages to workers: a Redis Stream each (``MAXLEN ~ maxlen``), read by its owner only.
+
+    ``send(worker_id, message)`` appends a plain-data mapping; the owner's
+    ``receive()`` returns what arrived since its last call (waiting up to
+    ``block`` seconds for something), oldest first, and deletes it. Delivery
+    is at least once: a reader that fails after reading but before deleting
+    sees the messages again, so handlers must tolerate repeats (request ids).
+    """
+
+    __slots__ = ("_last", "maxlen", "prefix", "redis", "worker_id")
+
+    def __init__(self, redis: Redis, worker_id: str, *, maxlen: int = 10000, prefix: str = DEFAULT_PREFIX) -> None:
+        self.redis = redis
+        self.worker_id = worker_id
+        self.maxlen = maxlen
+        self.prefix = prefix
+        self._last = "0"  # everything sent to this worker id, even before it started reading
+
+    def key(self, worker_id: str) -> str:
+        return f"{self.prefix}:worker:{{{worker_id}}}:inbox"
+
+    async def send(self, worker_id: str, message: Mapping[str, Any]) -> str:
+        """Queue ``message`` for ``worker_id``; returns its entry id."""
+        with redis_unavailable("inbox send"):
+            entry = await self.redis.xadd(
+                self.key(worker_id), {"d": orjson.dumps(message)}, maxlen=self.maxlen, approximate=True
+            )
+        return _text(entry) or ""
+
+    async def receive(self, block: float = 5.0, count: int = 100) -> list[dict[str, Any]]:
+        """The next messages (at most ``count``), waiting up to ``block`` seconds for one; [] on timeout."""
+        key = self.key(self.worker_id)
+        with redis_unavailable("inbox receive"):
+            result: Any = await self.redis.xread({key: self._last}, count=count, block=_ms(block))
+        if not result:
+            return []
+        entries = result[0][1]
+        messages: list[dict[str, Any]] = []
+        for _, fields in entries:
+            try:
+                message = orjson.loads(fields[b"d"])
+            except (KeyError, orjson.JSONDecodeError):
+                continue
+            if isinstance(message, dict):
+                messages.append(message)
+        ids = [entry_id for entry_id, _ in entries]
+        self._last = _text(ids[-1]) or self._last
+        try:
+            with redis_unavailable("inbox ack"):
+                await self.redis.xdel(key, *ids)
+        except StoreUnavailable:
+            pass  # read again after a restart only if the reader restarts from "0"; here _last moved on
+        return messages
