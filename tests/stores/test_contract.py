@@ -319,3 +319,14 @@ async def test_a_slow_subscriber_loses_its_oldest_events(bus: EventBus) -> None:
         seen.append((await next_event(subscription))["n"])
     assert seen[-1] == "last" and len(seen) <= 2 + 1
     await subscription.close()
+
+
+def test_the_package_exports_every_store_and_imports_redis_only_on_use() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, mcp_sse_server.stores as s; assert 'redis' not in sys.modules, 'eager'; "
+        "assert all(getattr(s, name) is not None for name in s.__all__); assert 'redis' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

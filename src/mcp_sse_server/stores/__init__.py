@@ -1,11 +1,63 @@
-"""Where sessions and stream events are kept: the interfaces and the in-process default.
+"""Where sessions and stream events are kept: the interfaces, the in-process default, and Redis.
 
 A store holds plain data only (``SessionRecord``, ``StoredEvent``), behind
-async methods, so an implementation may live in another process (a shared
-store for several workers adds a module here beside ``memory.py``).
+async methods, so an implementation may live in another process. ``memory``
+is the default (one process); ``redis`` shares sessions, event logs and the
+event bus between workers and hosts, ``redis_routing`` has what they need to
+route a session's traffic among themselves, and ``keyring`` seals
+``requestState`` for all of them. The Redis names need the ``redis`` extra
+(``pip install 'mcp-sse-server[redis]'``) and are imported on first use.
 """
 
-from .base import EventLog, SessionStore, StoredEvent
-from .memory import MemoryEventLog, MemorySessionStore
+from typing import TYPE_CHECKING
 
-__all__ = ["EventLog", "MemoryEventLog", "MemorySessionStore", "SessionStore", "StoredEvent"]
+from .._lazy import lazy_exports
+from .base import EventBus, EventLog, SessionStore, StoredEvent, StoreError, StoreUnavailable, Subscription
+from .memory import MemoryEventBus, MemoryEventLog, MemorySessionStore
+
+if TYPE_CHECKING:
+    from .keyring import InvalidToken, KeyRing
+    from .redis import RedisEventBus, RedisEventLog, RedisSessionStore
+    from .redis_routing import Lease, WorkerInbox, WorkerRegistry, reap_dead_workers, standalone_lease
+
+_LAZY = {
+    "InvalidToken": ".keyring",
+    "KeyRing": ".keyring",
+    "Lease": ".redis_routing",
+    "RedisEventBus": ".redis",
+    "RedisEventLog": ".redis",
+    "RedisSessionStore": ".redis",
+    "WorkerInbox": ".redis_routing",
+    "WorkerRegistry": ".redis_routing",
+    "reap_dead_workers": ".redis_routing",
+    "standalone_lease": ".redis_routing",
+}
+
+__getattr__, _dir = lazy_exports(__name__, _LAZY)
+
+__all__ = [
+    "EventBus",
+    "EventLog",
+    "InvalidToken",
+    "KeyRing",
+    "Lease",
+    "MemoryEventBus",
+    "MemoryEventLog",
+    "MemorySessionStore",
+    "RedisEventBus",
+    "RedisEventLog",
+    "RedisSessionStore",
+    "SessionStore",
+    "StoreError",
+    "StoreUnavailable",
+    "StoredEvent",
+    "Subscription",
+    "WorkerInbox",
+    "WorkerRegistry",
+    "reap_dead_workers",
+    "standalone_lease",
+]
+
+
+def __dir__() -> list[str]:
+    return sorted({*__all__, *_dir()})
