@@ -18,7 +18,7 @@ from .memory import MemoryEventBus, MemoryEventLog, MemorySessionStore
 if TYPE_CHECKING:
     from .keyring import InvalidToken, KeyRing
     from .redis import RedisEventBus, RedisEventLog, RedisSessionStore
-    from .redis_routing import Lease, WorkerInbox, WorkerRegistry, reap_dead_workers, standalone_lease
+    from .redis_routing import Lease, RequestIndex, WorkerInbox, WorkerRegistry, reap_dead_workers, standalone_lease
 
 _LAZY = {
     "InvalidToken": ".keyring",
@@ -27,6 +27,7 @@ _LAZY = {
     "RedisEventBus": ".redis",
     "RedisEventLog": ".redis",
     "RedisSessionStore": ".redis",
+    "RequestIndex": ".redis_routing",
     "WorkerInbox": ".redis_routing",
     "WorkerRegistry": ".redis_routing",
     "reap_dead_workers": ".redis_routing",
@@ -47,6 +48,7 @@ __all__ = [
     "RedisEventBus",
     "RedisEventLog",
     "RedisSessionStore",
+    "RequestIndex",
     "SessionStore",
     "StoreError",
     "StoreUnavailable",

@@ -10,6 +10,10 @@
 - ``Lease``: one owner at a time for a name (``SET NX PX``), renewed and
   released only by its owner (a Lua compare); ``take`` supersedes the holder
   and says who it was (the standalone GET stream: a new GET wins).
+- ``RequestIndex``: which worker runs each client request of a session
+  (``claim`` is also the cross-worker duplicate-id check) and which worker
+  awaits each server-to-client request, so a cancellation or a client's answer
+  arriving at another worker is forwarded to the right inbox.
 - ``reap_dead_workers``: one reaper at a time (a lease) hands each dead
   worker's owned entries to a callback (which writes terminal errors into the
   streams), then forgets the worker.
@@ -17,7 +21,8 @@
 Keys (prefix ``mcp``): ``mcp:worker:{<wid>}`` (liveness), ``mcp:worker:{<wid>}:inbox``
 (STREAM), ``mcp:worker:{<wid>}:owns`` (SET), ``mcp:{workers}`` (ZSET: worker ->
 registration time), ``mcp:{reaper}`` (the reaper's lease), and for a session's
-standalone stream ``mcp:{<sid>}:get`` (a ``Lease``: same slot as the session).
+standalone stream ``mcp:{<sid>}:get`` (a ``Lease``: same slot as the session),
+``mcp:{<sid>}:inflight`` and ``mcp:{<sid>}:pending`` (HASHes of ``RequestIndex``).
 """
 
 from __future__ import annotations
@@ -36,7 +41,15 @@ from redis.asyncio import Redis
 from .base import StoreUnavailable
 from .redis import DEFAULT_PREFIX, logger, redis_unavailable
 
-__all__ = ["Lease", "WorkerInbox", "WorkerRegistry", "new_worker_id", "reap_dead_workers", "standalone_lease"]
+__all__ = [
+    "Lease",
+    "RequestIndex",
+    "WorkerInbox",
+    "WorkerRegistry",
+    "new_worker_id",
+    "reap_dead_workers",
+    "standalone_lease",
+]
 
 _RENEW: Final = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -109,6 +122,89 @@ def standalone_lease(redis: Redis, session_id: str, ttl: float, *, prefix: str =
     holder's worker (its inbox) to end that stream; the holder ``renew``s while the stream is open.
     """
     return Lease(redis, f"{prefix}:{{{session_id}}}:get", ttl)
+
+
+class RequestIndex:
+    """Who runs what, per session: ``mcp:{sid}:inflight`` (client request id -> ``<worker>
+    <stream>``) and ``mcp:{sid}:pending`` (server-to-client request id -> worker).
+
+    Request ids are keyed by their JSON (``7`` and ``"7"`` differ, as in JSON-RPC). Both hashes
+    expire ``ttl`` seconds after their last change (a safety net: the reaper clears a dead
+    worker's entries, and the session's end deletes them).
+    """
+
+    __slots__ = ("prefix", "redis", "ttl")
+
+    def __init__(self, redis: Redis, *, ttl: float = 43260.0, prefix: str = DEFAULT_PREFIX) -> None:
+        self.redis = redis
+        self.ttl = ttl
+        self.prefix = prefix
+
+    def inflight_key(self, session_id: str) -> str:
+        return f"{self.prefix}:{{{session_id}}}:inflight"
+
+    def pending_key(self, session_id: str) -> str:
+        return f"{self.prefix}:{{{session_id}}}:pending"
+
+    async def _set(self, key: str, field: bytes, value: str, *, only_new: bool) -> bool:
+        with redis_unavailable("request index"):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                if only_new:
+                    pipe.hsetnx(key, field, value)
+                else:
+                    pipe.hset(key, field, value)
+                pipe.pexpire(key, _ms(self.ttl))
+                added, _ = await pipe.execute()
+        return bool(added)
+
+    async def claim(self, session_id: str, request_id: str | int, worker_id: str, stream_id: str = "") -> bool:
+        """Note that ``worker_id`` serves client request ``request_id``; False when that id is
+        already in flight in this session (on any worker): the request is a duplicate."""
+        return await self._set(
+            self.inflight_key(session_id), orjson.dumps(request_id), f"{worker_id} {stream_id}", only_new=True
+        )
+
+    async def owner(self, session_id: str, request_id: str | int) -> tuple[str, str] | None:
+        """(worker, stream) serving a client request, or None when it is not in flight."""
+        with redis_unavailable("request owner"):
+            value = _text(await self.redis.hget(self.inflight_key(session_id), orjson.dumps(request_id)))
+        if value is None:
+            return None
+        worker_id, _, stream_id = value.partition(" ")
+        return worker_id, stream_id
+
+    async def finish(self, session_id: str, request_id: str | int) -> None:
+        with redis_unavailable("request finish"):
+            await self.redis.hdel(self.inflight_key(session_id), orjson.dumps(request_id))
+
+    async def inflight(self, session_id: str) -> dict[str | int, tuple[str, str]]:
+        """Every client request in flight in the session: id -> (worker, stream)."""
+        with redis_unavailable("inflight"):
+            raw: Any = await self.redis.hgetall(self.inflight_key(session_id))
+        result: dict[str | int, tuple[str, str]] = {}
+        for field, value in raw.items():
+            worker_id, _, stream_id = value.decode().partition(" ")
+            result[orjson.loads(field)] = (worker_id, stream_id)
+        return result
+
+    async def await_answer(self, session_id: str, request_id: str | int, worker_id: str) -> None:
+        """Note that ``worker_id`` awaits the client's answer to server-to-client ``request_id``."""
+        await self._set(self.pending_key(session_id), orjson.dumps(request_id), worker_id, only_new=False)
+
+    async def answer_to(self, session_id: str, request_id: str | int) -> str | None:
+        """Take the waiter of a server-to-client request (the entry goes: an answer is routed once)."""
+        key, field = self.pending_key(session_id), orjson.dumps(request_id)
+        with redis_unavailable("answer route"):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.hget(key, field)
+                pipe.hdel(key, field)
+                worker_id, _ = await pipe.execute()
+        return _text(worker_id)
+
+    async def forget(self, session_id: str) -> None:
+        """The session ended: drop both hashes."""
+        with redis_unavailable("request index forget"):
+            await self.redis.delete(self.inflight_key(session_id), self.pending_key(session_id))
 
 
 class WorkerRegistry:
