@@ -330,3 +330,64 @@ def test_the_package_exports_every_store_and_imports_redis_only_on_use() -> None
         "assert all(getattr(s, name) is not None for name in s.__all__); assert 'redis' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# --- following a stream (another worker's request) ------------------------------------------------
+
+
+async def test_follow_returns_what_is_there_at_once(events: EventLog) -> None:
+    first, _ = await events.append("s", "r1", b"a", None, delivered=True)
+    await events.append("s", "r1", b"b", None, delivered=True)
+    found, ended = await asyncio.wait_for(events.follow("s", first.event_id, timeout=WAIT), WAIT)
+    assert [e.message for e in found] == [b"b"] and ended is False
+
+
+async def test_follow_waits_for_the_next_event(events: EventLog) -> None:
+    cursor = await events.mark("s", "r1")
+
+    async def later() -> None:
+        await asyncio.sleep(0.05)
+        await events.append("s", STANDALONE_STREAM, b"elsewhere", None, delivered=True)  # another stream
+        await events.append("s", "r1", b"next", None, delivered=True)
+
+    writer = asyncio.get_running_loop().create_task(later())
+    found: list[Any] = []
+    for _ in range(10):  # a wake-up by another stream's event may return nothing: follow again
+        found, ended = await asyncio.wait_for(events.follow("s", cursor, timeout=WAIT), WAIT + 1)
+        if found:
+            break
+    await writer
+    assert [e.message for e in found] == [b"next"] and ended is False
+
+
+async def test_follow_gives_up_after_its_timeout(events: EventLog) -> None:
+    cursor = await events.mark("s", "r1")
+    assert await asyncio.wait_for(events.follow("s", cursor, timeout=0.05), WAIT) == ([], False)
+
+
+async def test_follow_says_when_the_stream_ended(events: EventLog) -> None:
+    cursor = await events.mark("s", "r1")
+    await events.append("s", "r1", b"progress", None, delivered=True)
+    last, _ = await events.append("s", "r1", b"response", None, delivered=True)
+    await events.end_stream("s", "r1", keep_for=60.0)
+    found, ended = await asyncio.wait_for(events.follow("s", cursor, timeout=WAIT), WAIT)
+    assert [e.message for e in found] == [b"progress", b"response"] and ended is True
+    assert await asyncio.wait_for(events.follow("s", last.event_id, timeout=WAIT), WAIT) == ([], True)
+    # The end mark is no event: replays do not show it.
+    assert [e.message for e in await events.replay_after("s", cursor)] == [b"progress", b"response"]
+
+
+async def test_a_follower_waiting_wakes_when_the_stream_ends(events: EventLog) -> None:
+    last, _ = await events.append("s", "r1", b"response", None, delivered=True)
+
+    async def later() -> None:
+        await asyncio.sleep(0.05)
+        await events.end_stream("s", "r1", keep_for=60.0)
+
+    ender = asyncio.get_running_loop().create_task(later())
+    assert await asyncio.wait_for(events.follow("s", last.event_id, timeout=WAIT), WAIT) == ([], True)
+    await ender
+
+
+async def test_follow_of_a_malformed_id_ends_at_once(events: EventLog) -> None:
+    assert await asyncio.wait_for(events.follow("s", "x/r1", timeout=WAIT), WAIT) == ([], True)

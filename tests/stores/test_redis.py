@@ -293,3 +293,30 @@ async def test_bus_subscriptions_end_when_redis_goes_away(own_redis_server: Redi
         assert await asyncio.wait_for(again.get(), WAIT) == {"n": 3}
         await again.close()
         await bus.close()
+
+
+async def test_a_worker_follows_a_stream_another_worker_writes(
+    redis_client: Redis, second_client: Redis, redis_prefix: str
+) -> None:
+    running_on_a = RedisEventLog(redis_client, 8, 8, prefix=redis_prefix)
+    resumed_on_b = RedisEventLog(second_client, 8, 8, prefix=redis_prefix)
+    cursor = await running_on_a.mark("s", "r1")
+
+    async def handler() -> None:
+        for n in range(3):
+            await asyncio.sleep(0.02)
+            await running_on_a.append("s", "r1", b"progress %d" % n, None, delivered=True)
+        await running_on_a.append("s", "r1", b"response", None, delivered=True)
+        await running_on_a.end_stream("s", "r1", keep_for=30.0)
+
+    task = asyncio.get_running_loop().create_task(handler())
+    seen: list[bytes] = []
+    ended = False
+    for _ in range(50):  # bounded: at most one wake-up per event
+        found, ended = await resumed_on_b.follow("s", cursor, timeout=WAIT)
+        seen += [event.message for event in found]
+        cursor = found[-1].event_id if found else cursor
+        if ended:
+            break
+    await task
+    assert ended and seen == [b"progress 0", b"progress 1", b"progress 2", b"response"]

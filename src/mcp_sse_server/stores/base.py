@@ -123,6 +123,15 @@ class EventLog(ABC):
     async def replay_after(self, session_id: str, event_id: str) -> list[StoredEvent]:
         """Delivered events of the stream ``event_id`` names that came after it, oldest first."""
 
+    async def follow(self, session_id: str, event_id: str, timeout: float) -> tuple[list[StoredEvent], bool]:
+        """Tail a stream: what ``replay_after`` returns, waiting up to ``timeout`` seconds for
+        an event when there is none yet; and True once the stream ended (``end_stream``):
+        then nothing follows the events returned. A malformed id returns ``([], True)``.
+
+        This is how a worker serves a resumed stream whose request runs in another worker.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot tail streams")
+
     @abstractmethod
     async def mark(self, session_id: str, stream_id: str) -> str:
         """A fresh event id on a stream that stores no event: a cursor (an SSE priming event's id).

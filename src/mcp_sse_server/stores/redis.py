@@ -373,6 +373,9 @@ if keep <= 0 then
   return 1
 end
 redis.call('HSET', meta, 'e:' .. stream, now + keep)
+if redis.call('EXISTS', KEYS[2]) == 1 then
+  redis.call('XADD', KEYS[2], '*', 'x', 1)  -- the end mark: wakes followers, skipped by replays
+end
 redis.call('PEXPIRE', KEYS[2], keep)
 redis.call('PEXPIRE', KEYS[3], keep)
 return 1
@@ -481,9 +484,38 @@ class RedisEventLog(EventLog):
             return []
         after, stream_id = parsed
         with redis_unavailable("replay_after"):
-            entries: Any = await self.redis.xrevrange(self.keys(session_id, stream_id)[1], count=self.replay_size)
-        events = [_event(fields, stream_id) for _, fields in reversed(entries) if int(fields[b"n"]) > after]
-        return events
+            entries = await self._newest(session_id, stream_id)
+        return self._after(entries, after, stream_id)
+
+    async def _newest(self, session_id: str, stream_id: str) -> Any:
+        # One more than the replay size: the end mark may be among them.
+        return await self.redis.xrevrange(self.keys(session_id, stream_id)[1], count=self.replay_size + 1)
+
+    def _after(self, entries: Any, after: int, stream_id: str) -> list[StoredEvent]:
+        events = [_event(fields, stream_id) for _, fields in reversed(entries) if b"n" in fields]
+        return [event for event in events[-self.replay_size :] if int(event.event_id.partition("/")[0]) > after]
+
+    async def follow(self, session_id: str, event_id: str, timeout: float) -> tuple[list[StoredEvent], bool]:
+        parsed = _parse_event_id(event_id)
+        if parsed is None or not valid_session_id(session_id):
+            return [], True
+        after, stream_id = parsed
+        key = self.keys(session_id, stream_id)[1]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            with redis_unavailable("follow"):
+                entries = await self._newest(session_id, stream_id) if self.replay_size > 0 else []
+            events = self._after(entries, after, stream_id)
+            ended = any(b"n" not in fields for _, fields in entries)
+            remaining = deadline - loop.time()
+            if events or ended or remaining <= 0:
+                return events, ended
+            newest = entries[0][0] if entries else b"0-0"
+            with redis_unavailable("follow"):
+                woken = await self.redis.xread({key: newest}, count=1, block=max(1, int(remaining * 1000)))
+            if not woken:
+                return [], False
 
     async def mark(self, session_id: str, stream_id: str) -> str:
         self._check(session_id, stream_id)
