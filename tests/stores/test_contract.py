@@ -391,3 +391,10 @@ async def test_a_follower_waiting_wakes_when_the_stream_ends(events: EventLog) -
 
 async def test_follow_of_a_malformed_id_ends_at_once(events: EventLog) -> None:
     assert await asyncio.wait_for(events.follow("s", "x/r1", timeout=WAIT), WAIT) == ([], True)
+
+
+async def test_a_stream_that_ended_without_events_is_followed_to_its_end(events: EventLog) -> None:
+    cursor = await events.mark("s", "r1")
+    await events.end_stream("s", "r1", keep_for=60.0)
+    assert await asyncio.wait_for(events.follow("s", cursor, timeout=WAIT), WAIT) == ([], True)
+    assert await events.replay_after("s", cursor) == []

@@ -373,9 +373,7 @@ if keep <= 0 then
   return 1
 end
 redis.call('HSET', meta, 'e:' .. stream, now + keep)
-if redis.call('EXISTS', KEYS[2]) == 1 then
-  redis.call('XADD', KEYS[2], '*', 'x', 1)  -- the end mark: wakes followers, skipped by replays
-end
+redis.call('XADD', KEYS[2], '*', 'x', 1)  -- the end mark: wakes followers, skipped by replays
 redis.call('PEXPIRE', KEYS[2], keep)
 redis.call('PEXPIRE', KEYS[3], keep)
 return 1
