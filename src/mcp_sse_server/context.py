@@ -48,6 +48,7 @@ class RequestContext:
     __slots__ = (
         "_callbacks",
         "_last_progress",
+        "_session",
         "cancel_reason",
         "cancelled",
         "connection",
@@ -77,11 +78,14 @@ class RequestContext:
         self.done = False
         self._callbacks: list[Callable[[], Any]] | None = None
         self.task: asyncio.Task[Any] | None = None
+        self._session: Any = None  # a stateless request's own session, set by the modern endpoint
 
     @property
     def session(self) -> Any:
-        """Whom the request came to: the ``ServerSession`` on a server, the ``McpClient`` on a client."""
-        return self.connection.owner
+        """Whom the request came to: the ``ServerSession`` on a server (for a 2026-07-28 request, the
+        request's own session, built from its ``_meta``), the ``McpClient`` on a client."""
+        session = self._session
+        return session if session is not None else self.connection.owner
 
     @property
     def server(self) -> Any:
@@ -92,7 +96,7 @@ class RequestContext:
         """
         from .session import ServerSession  # loaded by then: the server side imports it first
 
-        owner = self.connection.owner
+        owner = self.session
         return owner.server if isinstance(owner, ServerSession) else owner
 
     @property

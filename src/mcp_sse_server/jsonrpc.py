@@ -18,12 +18,15 @@ from typing import Any, Final, TypeAlias
 import orjson
 
 __all__ = [
+    "HEADER_MISMATCH",
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
     "INVALID_REQUEST",
     "METHOD_NOT_FOUND",
+    "MISSING_CLIENT_CAPABILITY",
     "PARSE_ERROR",
     "RESOURCE_NOT_FOUND",
+    "UNSUPPORTED_PROTOCOL_VERSION",
     "JsonRpcError",
     "JsonRpcMessage",
     "JsonRpcNotification",
@@ -44,6 +47,11 @@ METHOD_NOT_FOUND: Final = -32601
 INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 RESOURCE_NOT_FOUND: Final = -32002
+# The stateless revision's errors (2026-07-28): a required header missing or unlike the body,
+# a client capability the request needs but did not declare, a protocol version not served.
+HEADER_MISMATCH: Final = -32020
+MISSING_CLIENT_CAPABILITY: Final = -32021
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 # Used by transports for a request that cannot be served (closed session, timeout).
 CONNECTION_CLOSED: Final = -32000
 REQUEST_TIMEOUT: Final = -32001

@@ -25,7 +25,7 @@ import inspect
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
@@ -38,6 +38,7 @@ from .jsonrpc import (
     RESOURCE_NOT_FOUND,
     McpError,
 )
+from .modern import SUBSCRIPTION_ID, CachePolicy, MirroredHeader, mirrored_headers
 from .schema import SchemaValidator
 from .session import (
     DEFAULT_CLIENT_TIMEOUT,
@@ -46,6 +47,8 @@ from .session import (
     SessionRecord,
     check_elicitation_schema,
 )
+from .stores.base import EventBus
+from .stores.memory import MemoryEventBus
 from .transport.base import Transport
 from .types import (
     BlobResourceContents,
@@ -69,6 +72,9 @@ from .types import (
     Tool,
 )
 from .uri_template import UriTemplate
+
+if TYPE_CHECKING:
+    from .request_state import RequestStateSealer
 from .versions import Revision
 
 __all__ = ["McpServer", "check_elicitation_schema", "check_tool_name"]
@@ -109,7 +115,17 @@ _METHOD_NAMES: Final = {
     "prompts/get": "_get_prompt",
     "completion/complete": "_complete",
     "logging/setLevel": "_set_level",
+    "server/discover": "_discover",
+    "subscriptions/listen": "_listen",
 }
+
+# subscriptions/listen: the kind of a list-changed event -> the filter flag that asks for it.
+_LISTEN_FLAGS: Final = {
+    "tools": "toolsListChanged",
+    "prompts": "promptsListChanged",
+    "resources": "resourcesListChanged",
+}
+_background: set[asyncio.Task[Any]] = set()
 
 
 async def _call(function: Callable[..., Any], is_async: bool, *args: Any) -> Any:
@@ -134,7 +150,7 @@ class _RegisteredTool:
     with icons (the same object when the tool has none).
     """
 
-    __slots__ = ("in_thread", "input", "is_async", "output", "tool", "wire", "wire_icons")
+    __slots__ = ("headers", "in_thread", "input", "is_async", "output", "tool", "wire", "wire_icons")
 
     def __init__(self, tool: Tool) -> None:
         if tool.input_schema.get("type") != "object":
@@ -151,6 +167,10 @@ class _RegisteredTool:
         self.in_thread = handler is not None and not self.is_async and tool.run_in_thread
         self.wire = tool.to_dict(icons=False)
         self.wire_icons = tool.to_dict() if tool.icons else self.wire
+        try:
+            self.headers = mirrored_headers(tool.input_schema)
+        except ValueError as error:
+            raise ValueError(f"Tool {tool.name!r}: {error}") from None
 
 
 def _params_str(params: dict[str, Any], key: str) -> str:
@@ -188,6 +208,9 @@ class McpServer:
         description: str | None = None,
         website_url: str | None = None,
         strict_tool_names: bool = False,
+        request_state: RequestStateSealer | None = None,
+        event_bus: EventBus | None = None,
+        cache: CachePolicy = CachePolicy(),
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -201,6 +224,11 @@ class McpServer:
         self.description = description
         self.website_url = website_url
         self.strict_tool_names = strict_tool_names
+        # The stateless revision (modern.py): requestState sealing, listen fan-out, caching hints.
+        self._loop: asyncio.AbstractEventLoop | None = None  # where sessions and listeners are served
+        self._request_state = request_state
+        self._event_bus = event_bus
+        self.cache = cache
         self.on_roots_list_changed: Callable[[], Any] | None = None
         self._sessions: set[ServerSession] = set()
         self._tables: dict[str | None, dict[str, Handler]] = {}
@@ -222,6 +250,7 @@ class McpServer:
         keeps it; ``reinitialize`` lets the client repeat ``initialize`` on the
         live session (stdio clients do).
         """
+        self._loop = asyncio.get_running_loop()
         session = ServerSession(self, transport, record, reinitialize=reinitialize)
         self._sessions.add(session)
         return session
@@ -257,7 +286,7 @@ class McpServer:
         """The session of the request being served, else the only one."""
         context = current_context.get()
         if context is not None:
-            owner = context.connection.owner
+            owner = context.session
             if isinstance(owner, ServerSession) and owner.server is self:
                 return owner
         if len(self._sessions) == 1:
@@ -338,6 +367,11 @@ class McpServer:
             self._lists[key] = items
         return items
 
+    def mirrored_headers(self, tool_name: str) -> tuple[MirroredHeader, ...]:
+        """The arguments of a tool that 2026-07-28 clients also send as ``Mcp-Param-*`` headers."""
+        entry = self._tools.get(tool_name)
+        return entry.headers if entry is not None else ()
+
     @property
     def tools(self) -> list[Tool]:
         return [entry.tool for entry in self._tools.values()]
@@ -382,8 +416,45 @@ class McpServer:
         return removed
 
     def _list_changed(self, method: str) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            home = self._loop
+            if home is not None and not home.is_closed():
+                # A change made from a worker thread (a sync handler): announced on the server's loop.
+                home.call_soon_threadsafe(self._list_changed, method)
+            return  # else registration before serving: nobody can be told yet
         for session in self._sessions:
             session.notify_soon(method)
+        bus = self._event_bus
+        if bus is not None:  # someone listens (subscriptions/listen made it)
+            kind = method.split("/")[1]  # notifications/<kind>/list_changed
+            task = loop.create_task(bus.publish({"kind": kind}))
+            _background.add(task)
+            task.add_done_callback(_background.discard)
+
+    @property
+    def request_state(self) -> RequestStateSealer:
+        """Seals the ``requestState`` of 2026-07-28 input_required rounds (a per-process key unless given)."""
+        sealer = self._request_state
+        if sealer is None:
+            from .request_state import RequestStateSealer  # cryptography loads when first needed
+
+            sealer = self._request_state = RequestStateSealer()
+        return sealer
+
+    @property
+    def event_bus(self) -> EventBus:
+        """Where list changes and resource updates reach ``subscriptions/listen`` (in process unless given)."""
+        bus = self._event_bus
+        if bus is None:
+            bus = self._event_bus = MemoryEventBus()
+        return bus
+
+    @property
+    def implementation(self) -> dict[str, str]:
+        """The server's name and version, as results of 2026-07-28 requests are stamped with."""
+        return {"name": self.name, "version": self.version}
 
     @property
     def capabilities(self) -> dict[str, Any]:
@@ -613,16 +684,73 @@ class McpServer:
         return {}
 
     async def notify_resource_updated(self, uri: str) -> None:
-        """Tell every session subscribed to ``uri`` that it changed."""
+        """Tell every session subscribed to ``uri``, and every listener watching it, that it changed."""
         for session in list(self._sessions):
             if session.is_subscribed(uri):
                 await session.connection.notify("notifications/resources/updated", {"uri": uri})
+        if self._event_bus is not None:
+            await self._event_bus.publish({"kind": "resource", "uri": uri})
 
     async def notify_resource_list_changed(self) -> None:
-        """Tell every ready session that the resource list changed."""
+        """Tell every ready session, and every listener, that the resource list changed."""
         for session in list(self._sessions):
             if session.ready:
                 await session.connection.notify("notifications/resources/list_changed")
+        if self._event_bus is not None:
+            await self._event_bus.publish({"kind": "resources"})
+
+    # --- the stateless revision's own methods ----------------------------------------
+
+    async def _discover(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        result: dict[str, Any] = {
+            "supportedVersions": [revision.name for revision in versions.MODERN],
+            "capabilities": self.capabilities,
+        }
+        if self.instructions is not None:
+            result["instructions"] = self.instructions
+        return result
+
+    async def _listen(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """subscriptions/listen: the acknowledgement, then the requested notifications until the
+        client goes away (the request is cancelled); each carries the subscription id."""
+        wanted = params.get("notifications", {})
+        if type(wanted) is not dict:
+            raise McpError(INVALID_PARAMS, 'Invalid "notifications": expected an object of filters')
+        capabilities = self.capabilities
+        honoured: dict[str, Any] = {}
+        for capability, flag in _LISTEN_FLAGS.items():
+            value = wanted.get(flag)
+            if value is not None and type(value) is not bool:
+                raise McpError(INVALID_PARAMS, f'Invalid "notifications.{flag}": expected a boolean')
+            if value and capability in capabilities:
+                honoured[flag] = True
+        uris = wanted.get("resourceSubscriptions")
+        if uris is not None:
+            if type(uris) is not list or not all(isinstance(uri, str) for uri in uris):
+                raise McpError(INVALID_PARAMS, 'Invalid "notifications.resourceSubscriptions": expected URIs')
+            if "resources" in capabilities:
+                honoured["resourceSubscriptions"] = list(uris)
+        subscription = {SUBSCRIPTION_ID: context.request_id}
+        self._loop = asyncio.get_running_loop()
+        events = self.event_bus.subscribe()  # before the acknowledgement: nothing after it is missed
+        try:
+            await context.session.notify(
+                "notifications/subscriptions/acknowledged", {"_meta": subscription, "notifications": honoured}
+            )
+            kinds = {kind for kind, flag in _LISTEN_FLAGS.items() if honoured.get(flag)}
+            watched = set(honoured.get("resourceSubscriptions", ()))
+            async for event in events:
+                kind = event.get("kind")
+                if kind == "resource":
+                    if event.get("uri") in watched:
+                        await context.session.notify(
+                            "notifications/resources/updated", {"_meta": subscription, "uri": event["uri"]}
+                        )
+                elif kind in kinds:
+                    await context.session.notify(f"notifications/{kind}/list_changed", {"_meta": subscription})
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]
+        return {"_meta": subscription}
 
     # --- prompts -----------------------------------------------------------------
 
@@ -702,7 +830,7 @@ class McpServer:
         every session (on the standalone stream over HTTP); each drops what is below its level."""
         context = current_context.get()
         if context is not None:
-            owner = context.connection.owner
+            owner = context.session
             if isinstance(owner, ServerSession) and owner.server is self:
                 await owner.log(level, data, logger)
                 return
@@ -712,20 +840,29 @@ class McpServer:
     # --- calling back into the client (the current session) -----------------------------
 
     async def create_message(
-        self, request: CreateMessageRequest, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT
+        self,
+        request: CreateMessageRequest,
+        *,
+        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
+        key: str | None = None,
     ) -> CreateMessageResult:
         """Ask the current session's client for a completion (sampling/createMessage)."""
-        return await self._session().create_message(request, timeout=timeout)
+        return await self._session().create_message(request, timeout=timeout, key=key)
 
-    async def list_roots(self, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT) -> list[Root]:
+    async def list_roots(self, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT, key: str | None = None) -> list[Root]:
         """The current session's client roots (roots/list)."""
-        return await self._session().list_roots(timeout=timeout)
+        return await self._session().list_roots(timeout=timeout, key=key)
 
     async def elicit(
-        self, message: str, requested_schema: dict[str, Any], *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT
+        self,
+        message: str,
+        requested_schema: dict[str, Any],
+        *,
+        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
+        key: str | None = None,
     ) -> ElicitResult:
         """Ask the current session's user for structured input (elicitation/create)."""
-        return await self._session().elicit(message, requested_schema, timeout=timeout)
+        return await self._session().elicit(message, requested_schema, timeout=timeout, key=key)
 
     async def elicit_url(
         self,

@@ -39,6 +39,7 @@ from .versions import Revision
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
+    from .modern import ModernEndpoint
     from .server import McpServer
     from .transport.base import Transport
 
@@ -112,7 +113,18 @@ class ServerSession:
     client (``create_message``, ``elicit``, ``list_roots``, ``ping``, ``log``).
     """
 
-    __slots__ = ("_handlers", "_log_rank", "_protocol", "allow_reinitialize", "connection", "ready", "record", "server")
+    __slots__ = (
+        "_handlers",
+        "_log_rank",
+        "_modern",
+        "_protocol",
+        "allow_reinitialize",
+        "connection",
+        "on_record_change",
+        "ready",
+        "record",
+        "server",
+    )
 
     def __init__(
         self,
@@ -130,6 +142,11 @@ class ServerSession:
         self._protocol: Revision | None = None
         # Before initialize: the server's full table, of which only initialize and ping are served.
         self._handlers: dict[str, Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]] | None = None
+        # Set when the connection's first request was a 2026-07-28 one: it serves that era only.
+        self._modern: ModernEndpoint | None = None
+        # Called after the record changes past initialize (log level, subscriptions): a shared
+        # store writes it back.
+        self.on_record_change: Callable[[SessionRecord], Any] | None = None
         self.connection = Connection(transport, self)
 
     # --- state ---------------------------------------------------------------------
@@ -196,11 +213,24 @@ class ServerSession:
                     raise McpError(INVALID_REQUEST, "The session is already initialized")
                 return handler(request.params or {}, context)
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
+        from .modern import ModernEndpoint, has_envelope, unsupported_version  # modern.py builds on this module
+
+        modern = self._modern
+        if modern is None and method != "initialize" and has_envelope(request.params):
+            # The first request decides the connection's era (stdio, in process): this one is stateless.
+            modern = self._modern = ModernEndpoint(self.server)
+        if modern is not None:
+            if method == "initialize":
+                params = request.params or {}
+                raise unsupported_version(str(params.get("protocolVersion")))
+            return modern.serve(request, context)
         if method not in _BEFORE_INITIALIZE:
             raise McpError(INVALID_REQUEST, f"Received {method} before initialize: initialize the session first")
         return self.server.handlers_for(None)[method](request.params or {}, context)
 
     def handle_notification(self, notification: JsonRpcNotification) -> None:
+        if self._modern is not None:
+            return  # a stateless connection acts on no notification (cancellation is the engine's)
         if notification.method == "notifications/initialized":
             if self.initialized:
                 self.ready = True
@@ -224,17 +254,39 @@ class ServerSession:
         self.ready = False
         self._handlers = self.server.handlers_for(revision)
 
+    def resume(self) -> None:
+        """Serve a session whose ``initialize`` another worker answered, from its record alone.
+
+        The record names the negotiated revision, the client and its log level;
+        the session is taken as ready (its client is past the handshake).
+        """
+        record = self.record
+        revision = versions.served(record.revision) if record.revision is not None else None
+        if revision is None or not revision.handshake:
+            raise ValueError(f"a session record with revision {record.revision!r} cannot be resumed")
+        self._protocol = revision
+        self._handlers = self.server.handlers_for(revision)
+        self._log_rank = log_rank(record.log_level) if record.log_level is not None else 0
+        self.ready = True
+
     def set_log_level(self, level: str) -> None:
         self._log_rank = log_rank(level)
         self.record.log_level = level
+        self._record_changed()
 
     def subscribe(self, uri: str) -> None:
         if uri not in self.record.subscriptions:
             self.record.subscriptions.append(uri)
+            self._record_changed()
 
     def unsubscribe(self, uri: str) -> None:
         if uri in self.record.subscriptions:
             self.record.subscriptions.remove(uri)
+            self._record_changed()
+
+    def _record_changed(self) -> None:
+        if self.on_record_change is not None:
+            self.on_record_change(self.record)
 
     def is_subscribed(self, uri: str) -> bool:
         return uri in self.record.subscriptions
@@ -269,12 +321,18 @@ class ServerSession:
         await self.connection.notify("notifications/message", params, related_request_id=related_request_id)
 
     async def request(
-        self, method: str, params: dict[str, Any] | None, capability: str | None, timeout: float | None
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        capability: str | None,
+        timeout: float | None,
+        key: str | None = None,
     ) -> dict[str, Any]:
         """A request to this client, belonging to the current request when inside one.
 
         RuntimeError when the session is closed, not ready, or the client did
-        not declare ``capability``.
+        not declare ``capability``. ``key`` names the question on a 2026-07-28
+        request (its ``inputRequests`` key); a session ignores it.
         """
         if self.connection.closed:
             raise RuntimeError(f"Cannot send {method}: the session is closed")
@@ -285,7 +343,11 @@ class ServerSession:
         return await self.connection.request(method, params, timeout=timeout, related_request_id=self._related())
 
     async def create_message(
-        self, request: CreateMessageRequest, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT
+        self,
+        request: CreateMessageRequest,
+        *,
+        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
+        key: str | None = None,
     ) -> CreateMessageResult:
         """Ask the client's model for a completion (sampling/createMessage).
 
@@ -306,12 +368,12 @@ class ServerSession:
                     "Cannot send sampling/createMessage with tools: the client did not declare the sampling.tools "
                     "capability"
                 )
-        result = await self.request("sampling/createMessage", request.to_dict(), "sampling", timeout)
+        result = await self.request("sampling/createMessage", request.to_dict(), "sampling", timeout, key)
         return CreateMessageResult.from_dict(result)
 
-    async def list_roots(self, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT) -> list[Root]:
+    async def list_roots(self, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT, key: str | None = None) -> list[Root]:
         """The client's roots (roots/list)."""
-        result = await self.request("roots/list", None, "roots", timeout)
+        result = await self.request("roots/list", None, "roots", timeout, key)
         roots = result.get("roots")
         if not isinstance(roots, list):
             raise ValueError("malformed roots/list result: roots must be a list")
@@ -340,7 +402,12 @@ class ServerSession:
         return protocol
 
     async def elicit(
-        self, message: str, requested_schema: dict[str, Any], *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT
+        self,
+        message: str,
+        requested_schema: dict[str, Any],
+        *,
+        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
+        key: str | None = None,
     ) -> ElicitResult:
         """Ask the user for structured input (elicitation/create, form mode).
 
@@ -354,7 +421,7 @@ class ServerSession:
         params: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
         if protocol is not None and protocol.elicitation_modes:
             params = {"mode": "form", **params}
-        result = await self.request("elicitation/create", params, "elicitation", timeout)
+        result = await self.request("elicitation/create", params, "elicitation", timeout, key)
         return ElicitResult.from_dict(result)
 
     async def elicit_url(
@@ -539,3 +606,4 @@ def check_elicitation_schema(schema: dict[str, Any], *, multi_select: bool = Tru
     required = schema.get("required", [])
     if not isinstance(required, list) or any(r not in properties for r in required):
         raise ValueError("requested_schema required must list declared properties")
+

@@ -335,10 +335,7 @@ class CallToolResult:
         return cls([TextContent(message)], is_error=True)
 
     def to_dict(self) -> dict[str, Any]:
-        content = self.content
-        # One block is the usual result: no comprehension (its own frame) for it.
-        blocks = [content[0].to_dict()] if len(content) == 1 else [block.to_dict() for block in content]
-        out: dict[str, Any] = {"content": blocks}
+        out: dict[str, Any] = {"content": [block.to_dict() for block in self.content]}
         if self.structured_content is not None:
             out["structuredContent"] = self.structured_content
         if self.is_error:

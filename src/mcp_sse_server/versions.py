@@ -141,7 +141,7 @@ REVISION_2026_07_28: Final = Revision(
 
 # What this package serves, oldest first. Handshake revisions are negotiated by initialize (the
 # last is preferred, and answered to an unknown request); modern ones are named per request.
-SERVED: Final[tuple[Revision, ...]] = (REVISION_2025_06_18, REVISION_2025_11_25)
+SERVED: Final[tuple[Revision, ...]] = (REVISION_2025_06_18, REVISION_2025_11_25, REVISION_2026_07_28)
 HANDSHAKE: Final = tuple(revision for revision in SERVED if revision.handshake)
 MODERN: Final = tuple(revision for revision in SERVED if not revision.handshake)
 LATEST: Final = HANDSHAKE[-1]

@@ -68,3 +68,32 @@ async def test_a_stdio_server_accepts_a_repeated_initialize() -> None:
     finally:
         process.stdin.close()
         await asyncio.wait_for(process.wait(), WAIT)
+
+
+async def test_a_stdio_server_speaks_2026_07_28_when_the_first_request_does() -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, MATH_STDIO, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, env=python_env()
+    )
+    assert process.stdin is not None and process.stdout is not None
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+
+    async def ask(message: dict[str, object]) -> dict[str, object]:
+        assert process.stdin is not None and process.stdout is not None
+        process.stdin.write(json.dumps(message).encode() + b"\n")
+        await process.stdin.drain()
+        reply: dict[str, object] = json.loads(await asyncio.wait_for(process.stdout.readline(), WAIT))
+        return reply
+
+    try:
+        found = await ask({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": meta}})
+        assert found["result"]["supportedVersions"] == ["2026-07-28"]  # type: ignore[index]
+        call = {"_meta": meta, "name": "add", "arguments": {"a": 2, "b": 3}}
+        added = await ask({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call})
+        assert added["result"]["structuredContent"] == {"result": 5}  # type: ignore[index]
+        assert added["result"]["resultType"] == "complete"  # type: ignore[index]
+        init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
+        refused = await ask({"jsonrpc": "2.0", "id": 3, "method": "initialize", "params": init})
+        assert refused["error"]["code"] == -32022  # type: ignore[index]  # the era is decided
+    finally:
+        process.stdin.close()
+        await asyncio.wait_for(process.wait(), WAIT)

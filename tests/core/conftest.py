@@ -120,6 +120,16 @@ class RawClient:
         reply = await self.call("ping")
         assert isinstance(reply, JsonRpcResponse)
 
+    async def sync_modern(self) -> None:
+        """``sync`` for a 2026-07-28 connection (no ping there): a server/discover round trip."""
+        for _ in range(3):
+            await asyncio.sleep(0)
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+        await self.result("server/discover", {"_meta": meta})
+
     def notifications(self, method: str) -> list[JsonRpcNotification]:
         """Received, not yet taken notifications of ``method``."""
         return [m for m in self.received if isinstance(m, JsonRpcNotification) and m.method == method]

@@ -130,7 +130,7 @@ async def test_a_timed_out_call_is_cancelled_on_the_server(bound: McpHttpServer,
 async def test_leaving_the_client_deletes_the_session(bound: McpHttpServer) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        async with Client(bound.endpoint, mode="auto") as sdk:
+        async with Client(bound.endpoint, mode="legacy") as sdk:
             await sdk.send_ping()
             assert len(bound.app.live_sessions) == 1
             session = next(iter(bound.app.live_sessions.values()))

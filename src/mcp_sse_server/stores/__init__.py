@@ -12,7 +12,7 @@ route a session's traffic among themselves, and ``keyring`` seals
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
-from .base import EventBus, EventLog, SessionStore, StoredEvent, StoreError, StoreUnavailable, Subscription
+from .base import EventBus, EventLog, SessionStore, StoredEvent, StoreError, StoreUnavailable
 from .memory import MemoryEventBus, MemoryEventLog, MemorySessionStore
 
 if TYPE_CHECKING:
@@ -53,7 +53,6 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "StoredEvent",
-    "Subscription",
     "WorkerInbox",
     "WorkerRegistry",
     "reap_dead_workers",

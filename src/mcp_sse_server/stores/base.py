@@ -17,7 +17,7 @@ Rules every implementation keeps:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +32,6 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "StoredEvent",
-    "Subscription",
     "stream_of",
 ]
 
@@ -68,9 +67,14 @@ class StoredEvent:
 
 
 class SessionStore(ABC):
-    """Session records by id. ``now`` values are the caller's clock (monotonic seconds in process)."""
+    """Session records by id. ``now`` values are the caller's clock (monotonic seconds in process;
+    a shared store needs a clock every worker agrees on, such as wall-clock seconds)."""
 
     __slots__ = ()
+
+    shared: bool = False
+    """True when other workers see these records: a worker then serves sessions other workers
+    opened, and a worker that shuts down leaves its sessions to the others."""
 
     @abstractmethod
     async def create(self, record: SessionRecord) -> None:
@@ -149,51 +153,21 @@ class EventLog(ABC):
         """Drop everything of a session; returns the events never delivered."""
 
 
-class Subscription(ABC):
-    """What ``EventBus.subscribe`` returns: the events published from then on, oldest first.
-
-    ``async for event in subscription`` ends after ``close()``. A subscriber that
-    falls ``limit`` events behind loses the oldest (delivery is best effort:
-    ``subscriptions/listen`` streams are not resumable, clients re-fetch).
-    """
-
-    __slots__ = ()
-
-    @abstractmethod
-    async def get(self) -> Mapping[str, Any] | None:
-        """The next event; None once the subscription is closed."""
-
-    @abstractmethod
-    async def close(self) -> None:
-        """Stop receiving; idempotent."""
-
-    def __aiter__(self) -> AsyncIterator[Mapping[str, Any]]:
-        return self._iterate()
-
-    async def _iterate(self) -> AsyncIterator[Mapping[str, Any]]:
-        while (event := await self.get()) is not None:
-            yield event
-
-
 class EventBus(ABC):
-    """Fan-out of server events (``resources/updated``, ``*/list_changed``) to every
-    subscriber in every worker: the seam of ``subscriptions/listen`` (2026-07-28).
+    """Server events every listener hears (``subscriptions/listen``): list changes and resource updates.
 
-    Events are plain JSON-compatible mappings (no JSON-RPC framing: the listen
-    stream adds its subscription id and filters by kind). Delivery is at most once,
-    in publication order per publisher, to subscribers that subscribed before the
-    event was published.
+    Events are plain JSON objects: ``{"kind": "tools" | "prompts" | "resources"}`` for a
+    list change, ``{"kind": "resource", "uri": ...}`` for an updated resource. A bus
+    shared by several workers delivers an event published on one to listeners on all.
     """
 
     __slots__ = ()
 
     @abstractmethod
-    async def publish(self, event: Mapping[str, Any]) -> None:
-        """Send ``event`` to every current subscriber (here and, for a shared bus, elsewhere)."""
+    async def publish(self, event: dict[str, Any]) -> None:
+        """Deliver ``event`` to every current subscriber."""
 
     @abstractmethod
-    async def subscribe(self, limit: int = 1000) -> Subscription:
-        """Start receiving: returns once events published afterwards are sure to arrive."""
-
-    async def close(self) -> None:  # noqa: B027 - optional
-        """Release what the bus holds (connections, tasks); subscriptions end."""
+    def subscribe(self) -> AsyncIterator[dict[str, Any]]:
+        """The events published from now on (from this call, not from the first iteration),
+        until the iterator's ``aclose()``."""

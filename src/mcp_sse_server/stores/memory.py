@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import Any, Final
 
 from ..jsonrpc import RequestId
 from ..session import SessionRecord
-from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StoredEvent, Subscription, stream_of
+from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StoredEvent, stream_of
 
 __all__ = ["MemoryEventBus", "MemoryEventLog", "MemorySessionStore"]
 
@@ -54,12 +55,12 @@ class MemorySessionStore(SessionStore):
 
 
 class _StreamLog:
-    __slots__ = ("backlog", "drop_at", "history")
+    __slots__ = ("backlog", "ended", "history")
 
     def __init__(self, replay_size: int) -> None:
         self.backlog: deque[StoredEvent] = deque()
         self.history: deque[StoredEvent] = deque(maxlen=replay_size)
-        self.drop_at: float | None = None  # set when the stream ended
+        self.ended = False
 
 
 class _SessionLog:
@@ -68,16 +69,16 @@ class _SessionLog:
     def __init__(self) -> None:
         self.last = 0
         self.streams: dict[str, _StreamLog] = {}
-        self.ended = 0  # how many streams wait to be dropped
+        # Ended streams waiting out their grace, in the order they ended: with one grace
+        # period for all, that is also the order they expire in, so pruning looks at the front only.
+        self.ended: deque[tuple[float, str]] = deque()
 
     def prune(self, now: float) -> None:
         """Drop the ended streams whose grace period is over."""
-        if not self.ended:
-            return
-        for stream_id, stream in list(self.streams.items()):
-            if stream.drop_at is not None and stream.drop_at <= now:
-                del self.streams[stream_id]
-                self.ended -= 1
+        ended = self.ended
+        while ended and ended[0][0] <= now:
+            _, stream_id = ended.popleft()
+            self.streams.pop(stream_id, None)
 
 
 class MemoryEventLog(EventLog):
@@ -114,7 +115,8 @@ class MemoryEventLog(EventLog):
         session, stream = self._stream(session_id, stream_id)
         session.last += 1
         event_id = str(session.last) if stream_id == STANDALONE_STREAM else f"{session.last}/{stream_id}"
-        event = StoredEvent(event_id, message, request_id)
+        # A copy of exactly its size: the encoder's buffer may be much larger than the message it holds.
+        event = StoredEvent(event_id, bytes(bytearray(message)), request_id)
         if delivered:
             stream.history.append(event)
             self._wake(session_id, stream_id)
@@ -148,7 +150,7 @@ class MemoryEventLog(EventLog):
     def _ended(self, session_id: str, stream_id: str) -> bool:
         session = self._sessions.get(session_id)
         stream = session.streams.get(stream_id) if session is not None else None
-        return stream is not None and stream.drop_at is not None
+        return stream is not None and stream.ended
 
     async def follow(self, session_id: str, event_id: str, timeout: float) -> tuple[list[StoredEvent], bool]:
         if _sequence(event_id) is None:
@@ -183,14 +185,14 @@ class MemoryEventLog(EventLog):
         now = self.clock()
         session.prune(now)
         stream = session.streams.get(stream_id)
-        if stream is None or stream.drop_at is not None:
+        if stream is None or stream.ended:
             return
         if keep_for <= 0:
             del session.streams[stream_id]
             self._wake(session_id, stream_id)
             return
-        stream.drop_at = now + keep_for
-        session.ended += 1
+        stream.ended = True
+        session.ended.append((now + keep_for, stream_id))
         self._wake(session_id, stream_id)
 
     async def forget(self, session_id: str) -> list[StoredEvent]:
@@ -216,69 +218,53 @@ def _sequence(event_id: str) -> int | None:
     return int(number)
 
 
-class _QueueSubscription(Subscription):
-    """A subscriber's bounded queue: when full, the oldest event makes room."""
-
-    __slots__ = ("_closed", "_events", "_on_close", "_wakeup", "limit")
-
-    def __init__(self, limit: int, on_close: Callable[[_QueueSubscription], None]) -> None:
-        self.limit = max(1, limit)
-        self._events: deque[Mapping[str, Any]] = deque()
-        self._wakeup = asyncio.Event()
-        self._closed = False
-        self._on_close = on_close
-
-    def put(self, event: Mapping[str, Any]) -> None:
-        if self._closed:
-            return
-        if len(self._events) >= self.limit:
-            self._events.popleft()
-        self._events.append(event)
-        self._wakeup.set()
-
-    async def get(self) -> Mapping[str, Any] | None:
-        while not self._events:
-            if self._closed:
-                return None
-            self._wakeup.clear()
-            await self._wakeup.wait()
-        return self._events.popleft()
-
-    async def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._events.clear()
-            self._wakeup.set()
-            self._on_close(self)
-
-
 class MemoryEventBus(EventBus):
-    """The in-process bus: every subscriber of this process receives every event."""
+    """Subscribers in this process, each with a bounded queue: a listener that falls
+    ``queue_size`` events behind loses the oldest (it re-fetches lists on a gap)."""
 
-    __slots__ = ("_subscribers",)
+    __slots__ = ("_queues", "queue_size")
 
-    def __init__(self) -> None:
-        self._subscribers: set[_QueueSubscription] = set()
+    def __init__(self, queue_size: int = 1000) -> None:
+        self.queue_size = queue_size
+        self._queues: set[asyncio.Queue[dict[str, Any]]] = set()
 
-    def deliver(self, event: Mapping[str, Any]) -> None:
-        """Hand ``event`` to the local subscribers (what ``publish`` does; a shared bus calls it
-        for the events it receives)."""
-        for subscriber in list(self._subscribers):
-            subscriber.put(event)
+    async def publish(self, event: dict[str, Any]) -> None:
+        for queue in list(self._queues):
+            if queue.full():
+                queue.get_nowait()
+                logger.warning("a subscriber fell %d events behind: the oldest was dropped", self.queue_size)
+            queue.put_nowait(event)
 
-    async def publish(self, event: Mapping[str, Any]) -> None:
-        self.deliver(event)
-
-    async def subscribe(self, limit: int = 1000) -> Subscription:
-        subscription = _QueueSubscription(limit, self._subscribers.discard)
-        self._subscribers.add(subscription)
-        return subscription
+    def subscribe(self) -> AsyncIterator[dict[str, Any]]:
+        # Registered now, not at the first iteration: nothing published after this call is missed.
+        queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue(self.queue_size)
+        self._queues.add(queue)
+        return _Subscription(queue, self._queues)
 
     @property
     def subscribers(self) -> int:
-        """How many subscriptions are open in this process."""
-        return len(self._subscribers)
+        return len(self._queues)
 
-    async def close(self) -> None:
-        for subscriber in list(self._subscribers):
-            await subscriber.close()
+
+class _Subscription:
+    """One subscriber's events; ``aclose()`` (or garbage collection of the bus) ends it."""
+
+    __slots__ = ("_queue", "_queues")
+
+    def __init__(self, queue: asyncio.Queue[dict[str, Any]], queues: set[asyncio.Queue[dict[str, Any]]]) -> None:
+        self._queue = queue
+        self._queues = queues
+
+    def __aiter__(self) -> _Subscription:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        if self._queue not in self._queues:
+            raise StopAsyncIteration
+        return await self._queue.get()
+
+    async def aclose(self) -> None:
+        self._queues.discard(self._queue)
+
+
+logger: Final = logging.getLogger("mcp_sse_server")

@@ -44,17 +44,16 @@ import contextlib
 import dataclasses
 import logging
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
-from redis.asyncio.client import PubSub
 
 from ..jsonrpc import RequestId
 from ..session import SessionRecord
-from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StoredEvent, StoreUnavailable, Subscription
+from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StoredEvent, StoreUnavailable
 from .memory import MemoryEventBus
 
 __all__ = [
@@ -171,6 +170,8 @@ class RedisSessionStore(SessionStore):
     ``idle_timeout`` and ``max_lifetime`` (the app's limits) set each record's
     key expiry, ``expiry_slack`` seconds after the app would reap it.
     """
+
+    shared = True  # every worker on the same Redis sees these records
 
     __slots__ = (
         "_create",
@@ -568,103 +569,106 @@ class RedisEventLog(EventLog):
 
 
 class RedisEventBus(EventBus):
-    """Server events over Redis pub/sub: ``publish`` goes to every worker's subscribers.
+    """Server events over Redis pub/sub: ``publish`` reaches the subscribers of every worker.
 
-    One pub/sub connection per bus (per worker) feeds the local subscribers;
-    it is opened by the first ``subscribe`` and closed with the last
-    subscription. Pub/sub is at most once: a worker disconnected from Redis
-    misses what was published meanwhile (listen streams are not resumable).
+    One pub/sub connection per bus (per worker) feeds this worker's subscribers
+    (a ``MemoryEventBus``). ``await start()`` at startup opens it, so that
+    ``subscribe()`` (synchronous, as the interface has it) misses nothing
+    published after it; a ``subscribe()`` before ``start()`` starts it in the
+    background and may miss what is published meanwhile. Pub/sub is at most
+    once: while the connection is down (it reconnects by itself, backing off up
+    to ``max_backoff`` seconds) events are lost, which ``subscriptions/listen``
+    tolerates (its streams are not resumable; clients re-fetch).
     """
 
-    __slots__ = ("_local", "_pubsub", "_reader", "channel", "redis")
+    __slots__ = ("_local", "_reader", "_ready", "channel", "max_backoff", "redis")
 
-    def __init__(self, redis: Redis, *, channel: str = f"{DEFAULT_PREFIX}:events") -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        *,
+        channel: str = f"{DEFAULT_PREFIX}:events",
+        queue_size: int = 1000,
+        max_backoff: float = 5.0,
+    ) -> None:
         _check_client(redis)
         self.redis = redis
         self.channel = channel
-        self._local = MemoryEventBus()
-        self._pubsub: PubSub | None = None
+        self.max_backoff = max_backoff
+        self._local = MemoryEventBus(queue_size)
         self._reader: asyncio.Task[None] | None = None
+        self._ready: asyncio.Event | None = None
 
-    async def publish(self, event: Mapping[str, Any]) -> None:
+    async def publish(self, event: dict[str, Any]) -> None:
         data = orjson.dumps(event)
         with redis_unavailable("publish"):
             await self.redis.publish(self.channel, data)
 
-    async def subscribe(self, limit: int = 1000) -> Subscription:
-        await self._listen()
-        subscription = await self._local.subscribe(limit)
-        return _BusSubscription(subscription, self)
+    def subscribe(self) -> AsyncIterator[dict[str, Any]]:
+        if self._reader is None:
+            self._begin()
+        return self._local.subscribe()
 
-    async def _listen(self) -> None:
-        if self._pubsub is not None and self._reader is not None and not self._reader.done():
-            return
-        pubsub = self.redis.pubsub()
+    @property
+    def subscribers(self) -> int:
+        """How many subscriptions are open in this worker."""
+        return self._local.subscribers
+
+    def _begin(self) -> asyncio.Event:
+        if self._reader is None or self._ready is None:
+            self._ready = asyncio.Event()
+            self._reader = asyncio.get_running_loop().create_task(self._read(self._ready))
+        return self._ready
+
+    async def start(self, timeout: float = 5.0) -> None:
+        """Open the pub/sub connection and wait until Redis confirmed the subscription;
+        ``StoreUnavailable`` when it cannot within ``timeout`` (the bus keeps trying)."""
+        ready = self._begin()
         try:
-            with redis_unavailable("subscribe"):
+            await asyncio.wait_for(ready.wait(), timeout)
+        except TimeoutError:
+            raise StoreUnavailable(f"Redis did not confirm the event bus subscription within {timeout} s") from None
+
+    async def _read(self, ready: asyncio.Event) -> None:
+        backoff = 0.05
+        while True:
+            pubsub = self.redis.pubsub()
+            try:
                 await pubsub.subscribe(self.channel)
-                # Wait for the confirmation: events published after subscribe() returns arrive.
-                for _ in range(10):
+                while True:
                     message = await pubsub.get_message(timeout=1.0)
-                    if message is not None and message.get("type") == "subscribe":
-                        break
-                else:
-                    raise StoreUnavailable("Redis did not confirm the subscription")
-        except BaseException:
-            await pubsub.aclose()  # type: ignore[no-untyped-call]
-            raise
-        self._pubsub = pubsub
-        self._reader = asyncio.get_running_loop().create_task(self._read(pubsub))
+                    if message is None:
+                        continue
+                    kind = message.get("type")
+                    if kind == "subscribe":
+                        ready.set()
+                        backoff = 0.05
+                    elif kind == "message":
+                        await self._deliver(message["data"])
+            except _UNAVAILABLE as error:
+                if ready.is_set():
+                    logger.warning(
+                        "the Redis event bus lost its connection (%s); events are lost until it is back", error
+                    )
+                ready.clear()
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, self.max_backoff)
 
-    async def _read(self, pubsub: PubSub) -> None:
+    async def _deliver(self, data: bytes) -> None:
         try:
-            while True:
-                try:
-                    message = await pubsub.get_message(timeout=1.0)
-                except _UNAVAILABLE:
-                    logger.warning("the Redis event bus lost its connection; subscriptions end")
-                    break
-                if message is None or message.get("type") != "message":
-                    continue
-                try:
-                    event = orjson.loads(message["data"])
-                except orjson.JSONDecodeError:
-                    continue
-                if isinstance(event, dict):
-                    self._local.deliver(event)
-        finally:
-            if self._pubsub is pubsub:
-                self._pubsub = None
-            await self._local.close()
-            with contextlib.suppress(Exception):
-                await pubsub.aclose()  # type: ignore[no-untyped-call]
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(event, dict):
+            await self._local.publish(event)
 
-    async def _released(self) -> None:
-        if self._local.subscribers == 0:
-            await self._stop()
-
-    async def _stop(self) -> None:
-        reader, self._reader = self._reader, None
-        if reader is not None and not reader.done():
+    async def close(self) -> None:
+        """Stop receiving (subscriptions stay open but hear nothing more)."""
+        reader, self._reader, self._ready = self._reader, None, None
+        if reader is not None:
             reader.cancel()
             with contextlib.suppress(BaseException):
                 await reader
-
-    async def close(self) -> None:
-        await self._stop()
-        await self._local.close()
-
-
-class _BusSubscription(Subscription):
-    __slots__ = ("_bus", "_inner")
-
-    def __init__(self, inner: Subscription, bus: RedisEventBus) -> None:
-        self._inner = inner
-        self._bus = bus
-
-    async def get(self) -> Mapping[str, Any] | None:
-        return await self._inner.get()
-
-    async def close(self) -> None:
-        await self._inner.close()
-        await self._bus._released()

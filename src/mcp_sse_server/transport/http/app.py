@@ -26,7 +26,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final, TypeAlias
 
 from ... import versions
-from ...jsonrpc import JsonRpcRequest, McpError, parse_message
+from ...jsonrpc import HEADER_MISMATCH, JsonRpcNotification, JsonRpcRequest, McpError, parse_message
+from ...modern import ModernEndpoint, has_envelope, unsupported_version
+from ...protocol import Connection
 from ...server import McpServer
 from ...session import ServerSession, SessionRecord
 from ...stores.base import EventLog, SessionStore
@@ -37,7 +39,8 @@ from .errors import INTERNAL_ERROR, SERVER_BUSY, HttpError, write_json_rpc_error
 from .limits import DEFAULT_LIMITS, HttpLimits
 from .security import OriginHostMiddleware, OriginPolicy
 from .sessions import Clock, new_session_id
-from .streams import KeepaliveTicker
+from .stateless import check_routing_headers, refuse_non_request
+from .streams import KeepaliveTicker, SseStream
 from .transport import (
     ClientDisconnected,
     SseTransport,
@@ -84,6 +87,19 @@ def _read_headers(raw: list[tuple[bytes, bytes]]) -> list[bytes | None]:
                 raise HttpError(400, "Bad request: several Mcp-Session-Id headers; send exactly one")
             values[slot] = value
     return values
+
+
+class _StatelessRequests:
+    """The 2026-07-28 requests in flight (a transport each), as one owner for the keep-alive ticker."""
+
+    __slots__ = ("keepalive_watched", "transports")
+
+    def __init__(self) -> None:
+        self.transports: set[SseTransport] = set()
+        self.keepalive_watched = False
+
+    def live_streams(self) -> list[SseStream]:
+        return [stream for transport in list(self.transports) for stream in transport.live_streams()]
 
 
 class LiveSession:
@@ -144,6 +160,8 @@ class McpHttpApp:
         self.policy = OriginPolicy(limits.allowed_origins, limits.allowed_hosts, bind_host)
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
         self._live: dict[str, LiveSession] = {}
+        self._modern = ModernEndpoint(server) if server is not None else None
+        self._stateless = _StatelessRequests()
         self._creating = 0
         self._closing = False
         self._closed = False
@@ -172,6 +190,11 @@ class McpHttpApp:
                 raise HttpError(404, f"Not found: the MCP endpoint is {self.path}")
             values = _read_headers(scope["headers"])
             method = scope["method"]
+            version = values[_VERSION]
+            if version is not None and not versions.for_header(version):
+                # No handshake revision named: the stateless revision's rules, and no session.
+                await self._serve_stateless(scope, receive, send, values, version)
+                return
             if method != "POST":
                 if method == "GET":
                     await self._get(scope, receive, send, values)
@@ -194,7 +217,7 @@ class McpHttpApp:
             if session_id is None:
                 await self._open_session(scope, receive, send, values[_CLEN])
                 return
-            live = await self._session(session_id, values[_VERSION])
+            live = await self._session(session_id)
             body = await read_body(receive, self.limits.max_request_bytes, values[_CLEN])
             try:
                 message = parse_message(body)
@@ -218,6 +241,58 @@ class McpHttpApp:
             except Exception:
                 pass  # the response had started; the server closes the connection
 
+    async def _serve_stateless(
+        self, scope: Scope, receive: Receive, send: Send, values: list[bytes | None], version: bytes
+    ) -> None:
+        """One 2026-07-28 request (``stateless.py`` states the rules): served alone, never stored."""
+        if scope["method"] != "POST":
+            raise HttpError(
+                405,
+                f"Method not allowed: {scope['method']}; at revision {version.decode('latin-1')} the MCP endpoint "
+                "takes POST only",
+                headers=[(b"allow", b"POST")],
+            )
+        accept = values[_ACCEPT]
+        if accept != _USUAL_ACCEPT and not all(accepts_json_and_sse(accept)):
+            raise HttpError(406, _NOT_ACCEPTABLE_POST)
+        content_type = values[_CTYPE]
+        if content_type != b"application/json" and not is_json_content_type(content_type):
+            raise HttpError(415, "Unsupported media type: the body must be application/json")
+        if self._closing:
+            raise _shutting_down()
+        message = parse_body(await read_body(receive, self.limits.max_request_bytes, values[_CLEN]))
+        if type(message) is JsonRpcNotification:
+            await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
+        if type(message) is not JsonRpcRequest:
+            raise refuse_non_request()
+        served = versions.served(version.decode("latin-1"))
+        if (served is None or served.handshake) and not has_envelope(message.params):
+            # The header is the only version the request names, and it is not served.
+            error = unsupported_version(version.decode("latin-1"))
+            raise HttpError(400, error.message, error.code, request_id=message.id, data=error.data)
+        server = self.server if self.server is not None else await self._new_server()
+        try:
+            check_routing_headers(message, scope["headers"], server)
+        except HttpError as error:
+            error.request_id = message.id
+            raise
+        endpoint = self._modern if self._modern is not None else ModernEndpoint(server)
+        transport = SseTransport(limits=self.limits, keepalive=self.keepalive, stateless=True)
+        # The keep-alive ticker looks after every stateless request through one owner, so a
+        # request registers nothing with it (a transport per request would pile up between ticks).
+        transport.keepalive_watched = True
+        Connection(transport, endpoint)
+        stateless = self._stateless
+        stateless.transports.add(transport)
+        if not stateless.keepalive_watched:
+            self.keepalive.watch(stateless)
+        try:
+            await transport.serve_request(message, receive, send)
+        finally:
+            stateless.transports.discard(transport)
+
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
             message = await receive()
@@ -236,7 +311,7 @@ class McpHttpApp:
         session_id = values[_SESSION]
         if session_id is None:
             raise HttpError(400, "Bad request: a GET stream needs the Mcp-Session-Id header of an initialized session")
-        live = await self._session(session_id, values[_VERSION])
+        live = await self._session(session_id)
         if self._closing:
             raise _shutting_down()
         await live.transport.handle_get(scope, receive, send, values[_LAST_ID])
@@ -245,32 +320,51 @@ class McpHttpApp:
         session_id = values[_SESSION]
         if session_id is None:
             raise HttpError(400, "Bad request: DELETE needs the Mcp-Session-Id header of the session to end")
-        live = await self._session(session_id, values[_VERSION])
+        live = await self._session(session_id)
         await self._end(live)
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 
     # --- sessions ------------------------------------------------------------------
 
-    async def _session(self, session_id: bytes, version: bytes | None) -> LiveSession:
-        """The live session for a request (refreshing its idle clock), or HttpError 404/400."""
+    async def _session(self, session_id: bytes) -> LiveSession:
+        """The live session for a request (refreshing its idle clock), or HttpError 404.
+
+        A version header naming no handshake revision never gets here: the router sends it to
+        the stateless rules."""
         key = session_id.decode("latin-1")
         record = await self.sessions.get(key)
         live = self._live.get(key)
-        if record is None or live is None or live.closing:
+        if record is None:
+            if live is not None and not live.closing:
+                self._end_soon(live)  # ended by another worker (DELETE, expiry): this copy goes too
+            raise HttpError(404, _UNKNOWN_SESSION)
+        if live is None:
+            if record.revision is None:  # still being initialized, on another worker
+                raise HttpError(404, _UNKNOWN_SESSION)
+            live = await self._adopt(record)
+        elif live.closing:
             raise HttpError(404, _UNKNOWN_SESSION)
         now = self.clock()
         if record.expired(now, self.limits.session_idle_timeout, self.limits.session_max_lifetime):
             self._end_soon(live)
             raise HttpError(404, _UNKNOWN_SESSION)
-        if version is not None and not versions.for_header(version):
-            raise _bad_version(version)
         await self.sessions.touch(record, now)
         return live
 
     async def _open_session(self, scope: Scope, receive: Receive, send: Send, content_length: bytes | None) -> None:
         message = parse_body(await read_body(receive, self.limits.max_request_bytes, content_length))
         if type(message) is not JsonRpcRequest or message.method != "initialize":
+            if type(message) is JsonRpcRequest and has_envelope(message.params):
+                # A 2026-07-28 request without its version header: a recognised modern error, so a
+                # probing client learns this server speaks the revision instead of falling back.
+                raise HttpError(
+                    400,
+                    "Bad request: the MCP-Protocol-Version header is missing (a 2026-07-28 request names its "
+                    "revision in the header as well as in _meta)",
+                    HEADER_MISMATCH,
+                    request_id=message.id,
+                )
             raise HttpError(400, _MISSING_SESSION)
         if self._closing:
             raise _shutting_down()
@@ -305,6 +399,8 @@ class McpHttpApp:
         finally:
             self._creating -= 1
         await self.sessions.create(record)
+        if self.sessions.shared:
+            session.on_record_change = self._save_soon
         live = LiveSession(record, transport, session)
         self._live[session_id] = live
         self._start_reaper()
@@ -317,6 +413,35 @@ class McpHttpApp:
             else:
                 await self.sessions.save(record)
 
+    async def _adopt(self, record: SessionRecord) -> LiveSession:
+        """Serve here a session another worker opened (the store is shared): a local transport
+        and session resumed from the record, without a visible handshake."""
+        transport = SseTransport(
+            record.id,
+            limits=self.limits,
+            event_log=self.events,
+            keepalive=self.keepalive,
+            on_end=self._transport_ended,
+            record=record,
+        )
+        try:
+            server = self.server if self.server is not None else await self._new_server()
+            session = await server.connect(transport, record=record)
+            session.resume()
+            session.on_record_change = self._save_soon
+        except Exception:
+            logger.exception("could not resume session %s on this worker", record.id[:8])
+            raise HttpError(500, "Internal error: the server could not resume the session") from None
+        live = self._live.get(record.id)
+        if live is None:  # (another request of the session may have adopted it meanwhile)
+            live = self._live[record.id] = LiveSession(record, transport, session)
+            self._start_reaper()
+        return live
+
+    def _save_soon(self, record: SessionRecord) -> None:
+        """Write a changed record back to the shared store (log level, subscriptions)."""
+        _in_background(self.sessions.save(record))
+
     async def _new_server(self) -> McpServer:
         assert self.on_session is not None
         server = self.on_session()
@@ -328,7 +453,7 @@ class McpHttpApp:
 
     def _transport_ended(self, transport: SseTransport) -> None:
         # The server side closed the session (ServerSession.close(), say): forget it.
-        if transport.session_id is not None:
+        if transport.session_id is not None and transport.on_end_session:
             live = self._live.pop(transport.session_id, None)
             if live is not None and not live.closing:
                 live.closing = True
@@ -344,6 +469,17 @@ class McpHttpApp:
             await live.transport.close()
         except Exception:
             logger.exception("closing session %s failed", session_id[:8])
+
+    async def _release(self, live: LiveSession) -> None:
+        """Stop serving a session here without ending it (its record stays in the shared store)."""
+        live.closing = True
+        if self._live.get(live.record.id) is live:
+            del self._live[live.record.id]
+        live.transport.on_end_session = False
+        try:
+            await live.transport.close()
+        except Exception:
+            logger.exception("releasing session %s failed", live.record.id[:8])
 
     def _end_soon(self, live: LiveSession) -> None:
         live.closing = True
@@ -378,7 +514,7 @@ class McpHttpApp:
     @property
     def inflight(self) -> int:
         """Requests in flight across all sessions of this process."""
-        return sum(live.transport.inflight for live in self._live.values())
+        return len(self._stateless.transports) + sum(live.transport.inflight for live in self._live.values())
 
     # --- shutdown --------------------------------------------------------------------
 
@@ -397,7 +533,10 @@ class McpHttpApp:
             await asyncio.sleep(0.005)
         self._closed = True
         for live in list(self._live.values()):
-            await self._end(live)
+            if self.sessions.shared:
+                await self._release(live)  # the session lives on: other workers serve it
+            else:
+                await self._end(live)
         self.keepalive.close()
         if self._reaper is not None:
             self._reaper.cancel()
@@ -411,14 +550,6 @@ def _in_background(work: Awaitable[Any]) -> None:
     task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(work)  # type: ignore[arg-type]
     _background.add(task)
     task.add_done_callback(_background.discard)
-
-
-def _bad_version(version: bytes) -> HttpError:
-    return HttpError(
-        400,
-        f"Bad request: unsupported MCP-Protocol-Version {version.decode('latin-1')!r}; "
-        f"this server speaks {versions.served_names()}",
-    )
 
 
 def _shutting_down() -> HttpError:

@@ -40,6 +40,7 @@ class HttpError(Exception):
         *,
         request_id: RequestId | None = None,
         headers: Iterable[tuple[bytes, bytes]] = (),
+        data: Any = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -47,10 +48,11 @@ class HttpError(Exception):
         self.message = message
         self.request_id = request_id
         self.headers = list(headers)
+        self.data = data
 
     async def write(self, send: Send) -> None:
         await write_json_rpc_error(
-            send, self.status, self.code, self.message, request_id=self.request_id, headers=self.headers
+            send, self.status, self.code, self.message, request_id=self.request_id, headers=self.headers, data=self.data
         )
 
 
@@ -74,12 +76,13 @@ async def write_json_rpc_error(
     *,
     request_id: RequestId | None = None,
     headers: Iterable[tuple[bytes, bytes]] = (),
+    data: Any = None,
 ) -> None:
     """Answer an ASGI HTTP request with ``status`` and a JSON-RPC error body.
 
     ``code`` defaults to -32600 for 4xx and -32603 for 5xx.
     """
-    body = error_body(_default_code(status) if code is None else code, message, request_id)
+    body = error_body(_default_code(status) if code is None else code, message, request_id, data)
     await send(
         {
             "type": "http.response.start",

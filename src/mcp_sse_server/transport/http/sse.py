@@ -16,7 +16,16 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["KEEPALIVE", "POST_SSE_HEADERS", "SSE_HEADERS", "frame", "parse_event_id", "priming"]
+__all__ = [
+    "KEEPALIVE",
+    "POST_SSE_HEADERS",
+    "SSE_HEADERS",
+    "STATELESS_SSE_HEADERS",
+    "frame",
+    "parse_event_id",
+    "priming",
+    "status_for",
+]
 
 KEEPALIVE: Final = b": keepalive\n\n"
 
@@ -28,6 +37,24 @@ SSE_HEADERS: Final[list[tuple[bytes, bytes]]] = [
 # A POST's reply stream: responses to POST are not cached without explicit
 # freshness (RFC 9111), so one header does, and every header costs on each reply.
 POST_SSE_HEADERS: Final[list[tuple[bytes, bytes]]] = [(b"content-type", b"text/event-stream")]
+# A 2026-07-28 request's stream: proxies must pass events on as they come (no buffering).
+STATELESS_SSE_HEADERS: Final[list[tuple[bytes, bytes]]] = [*POST_SSE_HEADERS, (b"x-accel-buffering", b"no")]
+
+# The HTTP status of a 2026-07-28 error answered before anything was streamed (others are 200).
+_ERROR_STATUS: Final = {
+    -32700: 400,
+    -32600: 400,
+    -32601: 404,
+    -32602: 400,
+    -32020: 400,
+    -32021: 400,
+    -32022: 400,
+}
+
+
+def status_for(code: int) -> int:
+    """The HTTP status of a 2026-07-28 JSON-RPC error (the specification's table; 200 otherwise)."""
+    return _ERROR_STATUS.get(code, 200)
 
 
 def frame(data: bytes, event_id: str | None = None) -> bytes:

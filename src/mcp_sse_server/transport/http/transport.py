@@ -62,9 +62,9 @@ from ...stores.base import STANDALONE_STREAM, EventLog, stream_of
 from ...stores.memory import MemoryEventLog
 from ..base import Transport
 from .asgi import Message, Receive, Scope, Send
-from .errors import HttpError, error_body
+from .errors import HttpError, error_body, write_json_rpc_error
 from .limits import DEFAULT_LIMITS, HttpLimits
-from .sse import POST_SSE_HEADERS, SSE_HEADERS, frame, parse_event_id, priming
+from .sse import POST_SSE_HEADERS, SSE_HEADERS, STATELESS_SSE_HEADERS, frame, parse_event_id, priming, status_for
 from .streams import KeepaliveTicker, SseStream, send_whole
 
 __all__ = ["ClientDisconnected", "SseTransport", "read_body", "read_json_rpc_post"]
@@ -191,8 +191,10 @@ class SseTransport(Transport):
         "dispatcher",
         "keepalive_watched",
         "limits",
+        "on_end_session",
         "record",
         "session_id",
+        "stateless",
     )
 
     def __init__(
@@ -204,6 +206,7 @@ class SseTransport(Transport):
         keepalive: KeepaliveTicker | None = None,
         on_end: Callable[[SseTransport], None] | None = None,
         record: SessionRecord | None = None,
+        stateless: bool = False,
     ) -> None:
         if session_id is not None and not _is_visible_ascii(session_id):
             raise ValueError("session_id must be non-empty visible ASCII (0x21-0x7E)")
@@ -220,6 +223,10 @@ class SseTransport(Transport):
         self._initialized = False
         self.record = record
         self._stream_count = 0
+        self.on_end_session = True  # closing ends the session (False: only this worker's copy of it)
+        # One 2026-07-28 request: an error before anything was streamed is an HTTP error with its
+        # status, SSE responses are not buffered by proxies, and a client that leaves cancels it.
+        self.stateless = stateless
 
     # --- state -------------------------------------------------------------------
 
@@ -335,7 +342,7 @@ class SseTransport(Transport):
             ).write(send)
             return
         initialize = request.method == "initialize"
-        headers = POST_SSE_HEADERS
+        headers = STATELESS_SSE_HEADERS if self.stateless else POST_SSE_HEADERS
         if initialize and self.session_id is not None:
             headers = [*POST_SSE_HEADERS, (SESSION_HEADER, self.session_id.encode("ascii"))]
         # Served inline in this request's own task: no extra task, no hand-over. A
@@ -348,6 +355,9 @@ class SseTransport(Transport):
         pending = _PendingReply(send, receive, headers, initialize, stream_id, self.limits.retry_interval)
         if stream_id is not None:
             pending.on_open = self._stream_opened
+        elif self.stateless:
+            # A stream, once open, is watched: the client closing it cancels the request.
+            pending.on_open = lambda opened: self._watch(request_id, opened.stream)  # type: ignore[arg-type]
         streams[request_id] = pending
         if not self.keepalive_watched:
             self._keepalive().watch(self)
@@ -363,6 +373,10 @@ class SseTransport(Transport):
                 self._forget(request_id, pending)
                 if reply is None:
                     await send_whole(send, POST_SSE_HEADERS, b"")
+                elif self.stateless and type(reply) is JsonRpcError:
+                    await write_json_rpc_error(
+                        send, status_for(reply.code), reply.code, reply.message, request_id=reply.id, data=reply.data
+                    )
                 else:
                     await send_whole(send, self._reply_headers(pending, reply), _data(reply))
                 return
@@ -417,6 +431,15 @@ class SseTransport(Transport):
         if pending.stream_id is not None:
             # Resumable: the request goes on, logging what it sends, until a GET resumes it.
             pending.detach()
+            return
+        if self.stateless and self.dispatcher is not None:
+            # 2026-07-28: closing the response stream is the cancellation.
+            del streams[request_id]  # type: ignore[union-attr]
+            self.dispatcher.on_message(
+                JsonRpcNotification(
+                    "notifications/cancelled", {"requestId": request_id, "reason": "the client closed the stream"}
+                )
+            )
             return
         # The client left mid-call: later messages go to the standalone stream, and
         # requests it can no longer answer fail now instead of at their timeout.
@@ -516,6 +539,14 @@ class SseTransport(Transport):
         self._stream_opened(pending)
         if previous is not None:
             await previous.end()
+        try:
+            await self._hold(stream, receive)
+        finally:
+            if pending.stream is stream:
+                pending.detach()
+
+    async def _hold(self, stream: SseStream, receive: Receive) -> None:
+        """Send a GET stream's queued frames, then keep it alive until the client leaves."""
         ticker = self._keepalive()
         ticker.add(stream)
         try:
@@ -525,8 +556,6 @@ class SseTransport(Transport):
         finally:
             stream.done = True
             ticker.discard(stream)
-            if pending.stream is stream:
-                pending.detach()
 
     async def handle_get(
         self, scope: Scope, receive: Receive, send: Send, last_event_id: bytes | str | None = None
@@ -568,15 +597,9 @@ class SseTransport(Transport):
                 frames.append(priming(await log.mark(self._log_key, STANDALONE_STREAM), retry))
         stream.pending = frames
         stream.done = self._standalone is not stream or self._closed
-        ticker = self._keepalive()
-        ticker.add(stream)
         try:
-            await stream.flush()
-            while (await receive())["type"] != "http.disconnect":
-                pass
+            await self._hold(stream, receive)
         finally:
-            stream.done = True
-            ticker.discard(stream)
             if self._standalone is stream:
                 self._standalone = None
 
@@ -649,7 +672,7 @@ class SseTransport(Transport):
         self._closed = True
         streams, self._streams = self._streams, None
         standalone, self._standalone = self._standalone, None
-        if self._event_log is not None:
+        if self._event_log is not None and self.on_end_session:
             await self._event_log.forget(self._log_key)
         if self.dispatcher is not None:
             self.dispatcher.on_close()

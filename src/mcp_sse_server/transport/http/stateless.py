@@ -1,0 +1,143 @@
+"""The HTTP rules of the stateless revision (2026-07-28), checked before a request is served.
+
+Which requests come here is the router's business (``app.py``): a POST whose
+``MCP-Protocol-Version`` names no handshake revision. Rules, in order:
+
+1. The body is one JSON-RPC request (a notification is accepted with 202 and
+   dropped; anything else is 400 -32600). An incomplete ``_meta`` envelope is
+   the engine's 400 -32602, before any header is compared.
+2. Routing headers mirror the body and appear once each, else 400 -32020:
+   ``MCP-Protocol-Version`` = the envelope's version, ``Mcp-Method`` = the
+   method, ``Mcp-Name`` = the tool or prompt name (``tools/call``,
+   ``prompts/get``) or the URI (``resources/read``), and for ``tools/call``
+   each ``Mcp-Param-<name>`` = the argument its tool's schema mirrors there
+   (``x-mcp-header``), present exactly when the argument is. Values that are
+   not visible ASCII travel as ``=?base64?<UTF-8 in base64>?=`` and are decoded
+   before comparing.
+3. Then the engine (``modern.py``): version served (-32022), method known
+   (-32601, 404), capabilities (-32021). An error answered before anything
+   was streamed carries its HTTP status (``sse.status_for``).
+4. No session is looked up, created or named; closing the response stream
+   cancels the request.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Any, Final
+
+from ...jsonrpc import HEADER_MISMATCH, INVALID_REQUEST, JsonRpcRequest
+from ...modern import PROTOCOL_VERSION_KEY
+from ...server import McpServer
+from .errors import HttpError
+
+__all__ = ["check_routing_headers", "decode_header_value", "refuse_non_request"]
+
+_ROUTING: Final = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
+_PARAM_PREFIX: Final = b"mcp-param-"
+_NAMED_BY: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+
+
+def decode_header_value(raw: bytes) -> str | None:
+    """A routing header's value: plain visible ASCII, or the ``=?base64?...?=`` form decoded;
+    None when it is neither (invalid characters, bad base64 or UTF-8)."""
+    text = raw.decode("latin-1").strip(" \t")  # optional whitespace around a field value is not part of it
+    if text.startswith("=?base64?") and text.endswith("?="):
+        try:
+            return base64.b64decode(text[9:-2], validate=True).decode("utf-8")
+        except (binascii.Error, ValueError, UnicodeDecodeError):
+            return None
+    # Visible ASCII and spaces only: isprintable() refuses tabs and other control characters.
+    if not text or not text.isascii() or not text.isprintable():
+        return None
+    return text
+
+
+def _mismatch(message: str) -> HttpError:
+    return HttpError(400, message, HEADER_MISMATCH)
+
+
+def _as_header(value: Any, kind: str) -> str | None:
+    """An argument's value as its mirrored header carries it (None: no header is sent)."""
+    if value is None:
+        return None
+    if kind == "boolean":
+        return "true" if value is True else ("false" if value is False else repr(value))
+    return str(value)
+
+
+def check_routing_headers(
+    request: JsonRpcRequest, headers: list[tuple[bytes, bytes]], server: McpServer | None
+) -> None:
+    """HttpError (400 -32020) unless the request's routing headers agree with its body.
+
+    A body without a complete envelope is left to the engine (-32602 comes first).
+    """
+    meta = request.params.get("_meta") if request.params is not None else None
+    if type(meta) is not dict or not isinstance(meta.get(PROTOCOL_VERSION_KEY), str):
+        return
+    seen: dict[bytes, bytes] = {}
+    params: dict[str, bytes] = {}
+    for name, value in headers:
+        if name[:4] == b"mcp-" and (name in _ROUTING or name.startswith(_PARAM_PREFIX)):
+            if name in seen:
+                raise _mismatch(f"Bad request: the {name.decode()} header appears more than once")
+            seen[name] = value
+            if name.startswith(_PARAM_PREFIX):
+                params[name[len(_PARAM_PREFIX) :].decode("latin-1").lower()] = value
+    version = seen.get(b"mcp-protocol-version")
+    if version is None or version.decode("latin-1") != meta[PROTOCOL_VERSION_KEY]:
+        raise _mismatch("Bad request: the MCP-Protocol-Version header does not match the request's _meta")
+    method = seen.get(b"mcp-method")
+    if method is None or decode_header_value(method) != request.method:
+        raise _mismatch(f"Bad request: the Mcp-Method header must be the request's method ({request.method})")
+    body = request.params or {}
+    member = _NAMED_BY.get(request.method)
+    if member is not None:
+        named = seen.get(b"mcp-name")
+        if named is None or decode_header_value(named) != body.get(member):
+            raise _mismatch(f"Bad request: the Mcp-Name header must be the request's {member}")
+    if request.method == "tools/call" and server is not None and isinstance(body.get("name"), str):
+        _check_param_headers(server, body, params)
+    elif params:
+        raise _mismatch("Bad request: Mcp-Param-* headers belong to tools/call only")
+
+
+def _check_param_headers(server: McpServer, body: dict[str, Any], params: dict[str, bytes]) -> None:
+    mirrored = server.mirrored_headers(body["name"])
+    if not mirrored and not params:
+        return  # the usual tool: no argument travels in a header
+    arguments = body.get("arguments")
+    expected = {header.name.lower(): header for header in mirrored}
+    for name in params:
+        if name not in expected:
+            raise _mismatch(f"Bad request: Mcp-Param-{name} mirrors no argument of tool {body['name']}")
+    for name, header in expected.items():
+        want = _as_header(header.value_in(arguments), header.kind)
+        raw = params.get(name)
+        if want is None:
+            if raw is not None:
+                raise _mismatch(f"Bad request: Mcp-Param-{header.name} is sent but its argument is absent")
+            continue
+        if raw is None:
+            raise _mismatch(f"Bad request: the Mcp-Param-{header.name} header is missing")
+        got = decode_header_value(raw)
+        if got is None:
+            raise _mismatch(f"Bad request: the Mcp-Param-{header.name} header has invalid characters")
+        if header.kind == "integer":
+            try:
+                same = int(got) == header.value_in(arguments)
+            except ValueError:
+                same = False
+        else:
+            same = got == want
+        if not same:
+            raise _mismatch(f"Bad request: the Mcp-Param-{header.name} header does not match its argument")
+
+
+def refuse_non_request() -> HttpError:
+    """The answer to a POST carrying a response (or anything but a request or a notification)."""
+    return HttpError(
+        400, "Bad request: a 2026-07-28 POST carries one JSON-RPC request or notification", INVALID_REQUEST
+    )
