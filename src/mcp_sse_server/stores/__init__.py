@@ -4,8 +4,7 @@ A store holds plain data only (``SessionRecord``, ``StoredEvent``), behind
 async methods, so an implementation may live in another process. ``memory``
 is the default (one process); ``redis`` shares sessions, event logs and the
 event bus between workers and hosts, ``redis_routing`` has what they need to
-route a session's traffic among themselves, and ``keyring`` seals
-``requestState`` for all of them. The Redis names need the ``redis`` extra
+route a session's traffic among themselves. The Redis names need the ``redis`` extra
 (``pip install 'mcp-sse-server[redis]'``) and are imported on first use.
 """
 
@@ -16,13 +15,10 @@ from .base import EventBus, EventLog, SessionStore, StoredEvent, StoreError, Sto
 from .memory import MemoryEventBus, MemoryEventLog, MemorySessionStore
 
 if TYPE_CHECKING:
-    from .keyring import InvalidToken, KeyRing
     from .redis import RedisEventBus, RedisEventLog, RedisSessionStore
     from .redis_routing import Lease, RequestIndex, WorkerInbox, WorkerRegistry, reap_dead_workers, standalone_lease
 
 _LAZY = {
-    "InvalidToken": ".keyring",
-    "KeyRing": ".keyring",
     "Lease": ".redis_routing",
     "RedisEventBus": ".redis",
     "RedisEventLog": ".redis",
@@ -39,8 +35,6 @@ __getattr__, _dir = lazy_exports(__name__, _LAZY)
 __all__ = [
     "EventBus",
     "EventLog",
-    "InvalidToken",
-    "KeyRing",
     "Lease",
     "MemoryEventBus",
     "MemoryEventLog",
