@@ -159,7 +159,13 @@ async def test_redis_down_is_a_503_with_a_json_rpc_error(own_redis_server: Redis
         try:
             session_id = await open_on(app)
             own_redis_server.stop()
-            reply = await Session(app, session_id, NEW).request("tools/list")
-            assert reply.status == 503 and reply.headers.get("retry-after")
+            try:
+                reply = await Session(app, session_id, NEW).request("tools/list")
+            finally:
+                own_redis_server.start()  # empty: no persistence
+            assert reply.status == 503 and reply.headers.get("retry-after") == "2"
+            assert reply.json["error"]["code"] == -32000 and "store" in reply.json["error"]["message"]
+            assert (await Session(app, session_id, NEW).request("tools/list")).status == 404  # Redis lost it
+            assert (await call(app, body=initialize_message(protocol_version=NEW))).status == 200
         finally:
             await app.shutdown(deadline=0.2)
