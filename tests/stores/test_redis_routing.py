@@ -4,6 +4,7 @@ per-worker inboxes. Two clients play two workers; a real redis-server."""
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -15,6 +16,7 @@ from mcp_sse_server.stores.redis_routing import (
     RequestIndex,
     WorkerInbox,
     WorkerRegistry,
+    WorkerRouter,
     new_worker_id,
     reap_dead_workers,
     standalone_lease,
@@ -223,3 +225,34 @@ async def test_the_request_index_routes_cancellations_and_answers_to_their_worke
     assert 0 < await redis_client.pttl(keys[0]) <= round(on_a.ttl * 1000)
     await on_a.forget("sid")
     assert await on_b.inflight("sid") == {}
+
+
+async def test_routers_deliver_inbox_messages_to_their_worker(
+    redis_client: Redis, second_client: Redis, redis_prefix: str
+) -> None:
+    a = WorkerRouter(redis_client, "A", prefix=redis_prefix)
+    b = WorkerRouter(second_client, "B", prefix=redis_prefix)
+    heard: asyncio.Queue[tuple[str, dict[str, object]]] = asyncio.Queue()
+
+    def deliver_to(name: str) -> Any:
+        async def deliver(message: dict[str, object]) -> None:
+            await heard.put((name, message))
+
+        return deliver
+
+    await a.start(deliver_to("A"))
+    await b.start(deliver_to("B"))
+    try:
+        assert sorted(await a.registry.workers()) == ["A", "B"]
+        ids = a.request_ids()
+        assert [next(ids), next(ids)] == ["A.1", "A.2"]
+        await b.index.await_answer("sid", "B.1", "B")
+        owner = await a.index.answer_to("sid", "B.1")  # an answer to B's request reached A
+        assert owner == "B"
+        await a.send(owner, {"type": "answer", "session": "sid", "message": '{"jsonrpc":"2.0","id":"B.1","result":{}}'})
+        name, message = await asyncio.wait_for(heard.get(), WAIT)
+        assert name == "B" and message["type"] == "answer" and message["session"] == "sid"
+    finally:
+        await a.stop()
+        await b.stop()
+    assert await a.registry.workers() == []

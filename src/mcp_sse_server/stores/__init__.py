@@ -16,7 +16,15 @@ from .memory import MemoryEventBus, MemoryEventLog, MemorySessionStore
 
 if TYPE_CHECKING:
     from .redis import RedisEventBus, RedisEventLog, RedisSessionStore
-    from .redis_routing import Lease, RequestIndex, WorkerInbox, WorkerRegistry, reap_dead_workers, standalone_lease
+    from .redis_routing import (
+        Lease,
+        RequestIndex,
+        WorkerInbox,
+        WorkerRegistry,
+        WorkerRouter,
+        reap_dead_workers,
+        standalone_lease,
+    )
 
 _LAZY = {
     "Lease": ".redis_routing",
@@ -26,6 +34,7 @@ _LAZY = {
     "RequestIndex": ".redis_routing",
     "WorkerInbox": ".redis_routing",
     "WorkerRegistry": ".redis_routing",
+    "WorkerRouter": ".redis_routing",
     "reap_dead_workers": ".redis_routing",
     "standalone_lease": ".redis_routing",
 }
@@ -49,6 +58,7 @@ __all__ = [
     "StoredEvent",
     "WorkerInbox",
     "WorkerRegistry",
+    "WorkerRouter",
     "reap_dead_workers",
     "standalone_lease",
 ]

@@ -14,6 +14,9 @@
   (``claim`` is also the cross-worker duplicate-id check) and which worker
   awaits each server-to-client request, so a cancellation or a client's answer
   arriving at another worker is forwarded to the right inbox.
+- ``WorkerRouter``: the three above for one worker, with the loop that hands
+  its inbox to the app and the request ids (``"<worker>.<n>"``) that make a
+  server-to-client request's id name its worker.
 - ``reap_dead_workers``: one reaper at a time (a lease) hands each dead
   worker's owned entries to a callback (which writes terminal errors into the
   streams), then forgets the worker.
@@ -28,11 +31,12 @@ standalone stream ``mcp:{<sid>}:get`` (a ``Lease``: same slot as the session),
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, Final
 
 import orjson
@@ -46,6 +50,7 @@ __all__ = [
     "RequestIndex",
     "WorkerInbox",
     "WorkerRegistry",
+    "WorkerRouter",
     "new_worker_id",
     "reap_dead_workers",
     "standalone_lease",
@@ -399,3 +404,83 @@ class WorkerInbox:
         except StoreUnavailable:
             pass  # read again after a restart only if the reader restarts from "0"; here _last moved on
         return messages
+
+
+class WorkerRouter:
+    """One worker's routing: its registry entry (heartbeats), its ``RequestIndex`` view and
+    its inbox, read by a task that hands each message to ``deliver`` (the app).
+
+    ``start(deliver)`` registers and starts reading; ``stop()`` deregisters. Messages
+    are plain mappings with a ``type``: ``"answer"`` (``session``, ``message``: a
+    client's JSON-RPC response to a server-to-client request this worker sent),
+    ``"cancel"`` (``session``, ``params`` of notifications/cancelled), ``"release"``
+    (``session``, ``holder``: a newer GET took the standalone stream), ``"wake"``
+    (``session``: the standalone stream has a backlog to take), ``"close"`` (``session``).
+    """
+
+    __slots__ = ("_deliver", "_reader", "inbox", "index", "registry", "worker_id")
+
+    def __init__(
+        self,
+        redis: Redis,
+        worker_id: str | None = None,
+        *,
+        heartbeat_ttl: float = 10.0,
+        index_ttl: float = 43260.0,
+        prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        self.registry = WorkerRegistry(redis, worker_id, ttl=heartbeat_ttl, prefix=prefix)
+        self.worker_id = self.registry.worker_id
+        self.index = RequestIndex(redis, ttl=index_ttl, prefix=prefix)
+        self.inbox = WorkerInbox(redis, self.worker_id, prefix=prefix)
+        self._reader: asyncio.Task[None] | None = None
+        self._deliver: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+
+    def request_ids(self) -> Iterator[str]:
+        """Ids for server-to-client requests: unique across workers, and naming this one."""
+        return (f"{self.worker_id}.{n}" for n in itertools.count(1))
+
+    @property
+    def started(self) -> bool:
+        return self._reader is not None
+
+    async def start(self, deliver: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        if self._reader is not None:
+            return
+        await self.registry.start()
+        self._deliver = deliver
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def send(self, worker_id: str, message: Mapping[str, Any]) -> None:
+        await self.inbox.send(worker_id, message)
+
+    async def _read(self) -> None:
+        backoff = 0.05
+        while True:
+            try:
+                messages = await self.inbox.receive(block=1.0)
+                backoff = 0.05
+            except StoreUnavailable as error:
+                logger.warning("worker %s cannot read its inbox: %s", self.worker_id, error)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            for message in messages:
+                try:
+                    assert self._deliver is not None
+                    await self._deliver(message)
+                except Exception:
+                    logger.exception("worker %s could not handle a routed %r", self.worker_id, message.get("type"))
+
+    async def stop(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.cancel()
+            try:
+                await reader
+            except asyncio.CancelledError:
+                pass
+        try:
+            await self.registry.stop()
+        except StoreUnavailable:
+            pass  # its liveness lease lapses by itself
