@@ -1,5 +1,5 @@
-"""Two workers (two apps) on one Redis, with the app as it is: what already works across
-workers through the Redis stores, and (xfail, strict) what the app does not do yet."""
+"""Two workers (two apps) on one Redis: what works across workers through the Redis stores
+(with the prototype's refresh of adopted copies, live resumption across workers and 503s)."""
 
 from __future__ import annotations
 
@@ -125,7 +125,6 @@ async def test_a_response_logged_on_one_worker_is_replayed_by_the_other(workers:
     assert resumed.messages[-1]["id"] == 7 and resumed.messages[-1]["result"]["content"][0]["text"] == "released"
 
 
-@pytest.mark.xfail(strict=True, reason="app: a copy adopted earlier keeps its record (no refresh from the store)")
 async def test_a_log_level_set_on_one_worker_reaches_a_copy_adopted_before(workers: Worker) -> None:
     a, b = workers(), workers()
     session_id = await open_on(a)
@@ -136,7 +135,6 @@ async def test_a_log_level_set_on_one_worker_reaches_a_copy_adopted_before(worke
     assert b.live_sessions[session_id].session.log_level == "error"
 
 
-@pytest.mark.xfail(strict=True, reason="app: a resumed stream whose request runs on another worker (follow)")
 async def test_a_stream_resumed_on_another_worker_gets_the_rest_live(workers: Worker, gate: Gate) -> None:
     a, b = workers(), workers()
     session_id = await open_on(a)
@@ -150,7 +148,6 @@ async def test_a_stream_resumed_on_another_worker_gets_the_rest_live(workers: Wo
     assert resumed.status == 200 and resumed.messages[-1]["id"] == 8
 
 
-@pytest.mark.xfail(strict=True, reason="app: StoreUnavailable is not answered with 503 yet")
 async def test_redis_down_is_a_503_with_a_json_rpc_error(own_redis_server: RedisServer) -> None:
     async with client_for(own_redis_server, "mcp") as client:
         app = McpHttpApp(

@@ -19,6 +19,7 @@ builds one per session.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import logging
 import time
@@ -31,7 +32,7 @@ from ...modern import ModernEndpoint, has_envelope, unsupported_version
 from ...protocol import Connection
 from ...server import McpServer
 from ...session import ServerSession, SessionRecord
-from ...stores.base import EventLog, SessionStore
+from ...stores.base import EventLog, SessionStore, StoreUnavailable
 from ...stores.memory import MemoryEventLog, MemorySessionStore
 from .accept import accepts_json_and_sse
 from .asgi import ASGIApp, Receive, Scope, Send
@@ -233,6 +234,18 @@ class McpHttpApp:
             await error.write(send)
         except ClientDisconnected:
             pass
+        except StoreUnavailable as error:
+            # PROTOTYPE: a shared store out of reach: the client retries, nothing is lost.
+            logger.warning("the session store is unavailable: %s", error)
+            try:
+                await HttpError(
+                    503,
+                    "Service unavailable: the session store cannot be reached; try again later",
+                    SERVER_BUSY,
+                    headers=[(b"retry-after", b"2")],
+                ).write(send)
+            except Exception:
+                pass  # the response had started; the server closes the connection
         except Exception:
             # A bug of ours or of a pluggable store: the detail goes to the log only.
             logger.exception("the MCP endpoint failed on %s %s", scope.get("method"), scope.get("path"))
@@ -345,11 +358,13 @@ class McpHttpApp:
             live = await self._adopt(record)
         elif live.closing:
             raise HttpError(404, _UNKNOWN_SESSION)
+        elif self.sessions.shared and live.record is not record:
+            _refresh(live, record)  # PROTOTYPE: another worker may have changed it
         now = self.clock()
         if record.expired(now, self.limits.session_idle_timeout, self.limits.session_max_lifetime):
             self._end_soon(live)
             raise HttpError(404, _UNKNOWN_SESSION)
-        await self.sessions.touch(record, now)
+        await self.sessions.touch(live.record if self.sessions.shared else record, now)
         return live
 
     async def _open_session(self, scope: Scope, receive: Receive, send: Send, content_length: bytes | None) -> None:
@@ -389,6 +404,7 @@ class McpHttpApp:
             on_end=self._transport_ended,
             record=record,
         )
+        transport.follows_other_workers = self.sessions.shared  # PROTOTYPE
         self._creating += 1
         try:
             server = self.server if self.server is not None else await self._new_server()
@@ -424,6 +440,7 @@ class McpHttpApp:
             on_end=self._transport_ended,
             record=record,
         )
+        transport.follows_other_workers = self.sessions.shared  # PROTOTYPE
         try:
             server = self.server if self.server is not None else await self._new_server()
             session = await server.connect(transport, record=record)
@@ -550,6 +567,16 @@ def _in_background(work: Awaitable[Any]) -> None:
     task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(work)  # type: ignore[arg-type]
     _background.add(task)
     task.add_done_callback(_background.discard)
+
+
+def _refresh(live: LiveSession, fresh: SessionRecord) -> None:
+    """PROTOTYPE: bring a worker's copy of a shared session up to date with the store's record,
+    in place (the transport and the ServerSession hold the same object)."""
+    level = live.record.log_level
+    for field in dataclasses.fields(SessionRecord):
+        setattr(live.record, field.name, getattr(fresh, field.name))
+    if fresh.log_level is not None and fresh.log_level != level:
+        live.session.set_log_level(fresh.log_level)
 
 
 def _shutting_down() -> HttpError:
