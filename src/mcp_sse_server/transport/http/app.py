@@ -24,10 +24,19 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from ... import versions
-from ...jsonrpc import HEADER_MISMATCH, JsonRpcNotification, JsonRpcRequest, McpError, parse_message
+from ...jsonrpc import (
+    HEADER_MISMATCH,
+    JsonRpcError,
+    JsonRpcNotification,
+    JsonRpcRequest,
+    JsonRpcResponse,
+    McpError,
+    RequestId,
+    parse_message,
+)
 from ...modern import ModernEndpoint, has_envelope, unsupported_version
 from ...protocol import Connection
 from ...server import McpServer
@@ -49,6 +58,9 @@ from .transport import (
     parse_body,
     read_body,
 )
+
+if TYPE_CHECKING:
+    from ...stores.redis_routing import WorkerRouter
 
 __all__ = ["LiveSession", "McpHttpApp", "SessionFactory"]
 
@@ -140,6 +152,7 @@ class McpHttpApp:
         session_store: SessionStore | None = None,
         event_log: EventLog | None = None,
         clock: Clock = time.monotonic,
+        router: WorkerRouter | None = None,
     ) -> None:
         if server is not None and not isinstance(server, McpServer):
             if on_session is not None or not callable(server):
@@ -158,6 +171,7 @@ class McpHttpApp:
             else MemoryEventLog(limits.backlog_limit, limits.replay_buffer_size, clock=clock)
         )
         self.clock = clock
+        self.router = router  # PROTOTYPE: answers to server-to-client requests routed between workers
         self.policy = OriginPolicy(limits.allowed_origins, limits.allowed_hosts, bind_host)
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
         self._live: dict[str, LiveSession] = {}
@@ -228,6 +242,9 @@ class McpHttpApp:
                 if self._closing:
                     raise _shutting_down()
                 await live.transport.serve_request(message, receive, send)
+            elif self.router is not None and await self._forwarded(live, message, body):
+                await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
             else:
                 await live.transport.handle_post(scope, receive, send, message)
         except HttpError as error:
@@ -419,6 +436,7 @@ class McpHttpApp:
             session.on_record_change = self._save_soon
         live = LiveSession(record, transport, session)
         self._live[session_id] = live
+        await self._wire(live)
         self._start_reaper()
         try:
             await transport.handle_post(scope, receive, send, message)
@@ -453,7 +471,45 @@ class McpHttpApp:
         if live is None:  # (another request of the session may have adopted it meanwhile)
             live = self._live[record.id] = LiveSession(record, transport, session)
             self._start_reaper()
+            await self._wire(live)
         return live
+
+    # --- PROTOTYPE: routing between workers (stores.redis_routing.WorkerRouter) ----------------
+
+    async def _wire(self, live: LiveSession) -> None:
+        """Server-to-client requests of this copy get ids naming this worker, and are noted in the
+        request index before they go out, so their answers find their way back here."""
+        router = self.router
+        if router is None:
+            return
+        await router.start(self._routed)
+        # TODO(protocol.py): a public id factory on Connection.
+        live.session.connection._ids = router.request_ids()  # type: ignore[assignment]
+        session_id = live.record.id
+
+        async def awaiting(request_id: RequestId) -> None:
+            await router.index.await_answer(session_id, request_id, router.worker_id)
+
+        live.transport.before_outbound_request = awaiting
+
+    async def _forwarded(self, live: LiveSession, message: Any, body: bytes) -> bool:
+        """A client's answer to a server-to-client request another worker sent: to its inbox."""
+        router = self.router
+        if router is None or type(message) not in (JsonRpcResponse, JsonRpcError) or message.id is None:
+            return False
+        owner = await router.index.answer_to(live.record.id, message.id)
+        if owner is None or owner == router.worker_id:
+            return False  # ours (or unknown: the local engine drops it)
+        await router.send(owner, {"type": "answer", "session": live.record.id, "message": body.decode()})
+        return True
+
+    async def _routed(self, message: dict[str, Any]) -> None:
+        """A message another worker routed to this one."""
+        live = self._live.get(str(message.get("session")))
+        if live is None or live.closing or live.transport.dispatcher is None:
+            return
+        if message.get("type") == "answer":
+            live.transport.dispatcher.on_message(parse_message(str(message["message"]).encode()))
 
     def _save_soon(self, record: SessionRecord) -> None:
         """Write a changed record back to the shared store (log level, subscriptions)."""
@@ -555,6 +611,8 @@ class McpHttpApp:
             else:
                 await self._end(live)
         self.keepalive.close()
+        if self.router is not None:
+            await self.router.stop()
         if self._reaper is not None:
             self._reaper.cancel()
             self._reaper = None

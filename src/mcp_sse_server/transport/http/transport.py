@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Final
 
 from ... import versions
@@ -188,6 +188,7 @@ class SseTransport(Transport):
         "_stream_count",
         "_streams",
         "_ticker",
+        "before_outbound_request",
         "dispatcher",
         "follows_other_workers",
         "keepalive_watched",
@@ -227,6 +228,8 @@ class SseTransport(Transport):
         self.on_end_session = True  # closing ends the session (False: only this worker's copy of it)
         # PROTOTYPE: the event log is shared: a request not in flight here may run on another worker.
         self.follows_other_workers = False
+        # PROTOTYPE: awaited before a server-to-client request goes out (a router notes who awaits it).
+        self.before_outbound_request: Callable[[RequestId], Awaitable[None]] | None = None
         # One 2026-07-28 request: an error before anything was streamed is an HTTP error with its
         # status, SSE responses are not buffered by proxies, and a client that leaves cancels it.
         self.stateless = stateless
@@ -649,6 +652,8 @@ class SseTransport(Transport):
             return
         kind = type(message)
         is_reply = kind is JsonRpcResponse or kind is JsonRpcError
+        if kind is JsonRpcRequest and self.before_outbound_request is not None:
+            await self.before_outbound_request(message.id)  # type: ignore[union-attr,arg-type]
         if related_request_id is not None and self._streams:
             pending = self._streams.get(related_request_id)
             if pending is not None:
