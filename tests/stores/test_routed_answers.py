@@ -21,8 +21,13 @@ Worker = Callable[[str], McpHttpApp]
 
 
 @pytest.fixture
-async def workers(redis_server: RedisServer, redis_prefix: str) -> AsyncIterator[Worker]:
-    gate, clock = Gate(), Clock()
+def gate() -> Gate:
+    return Gate()
+
+
+@pytest.fixture
+async def workers(gate: Gate, redis_server: RedisServer, redis_prefix: str) -> AsyncIterator[Worker]:
+    clock = Clock()
     apps: list[McpHttpApp] = []
     async with client_for(redis_server, redis_prefix) as client:
 
@@ -65,3 +70,22 @@ async def test_an_answer_posted_to_another_worker_reaches_the_waiting_handler(wo
     await asyncio.wait_for(running.finish(), WAIT)
     assert running.messages[-1]["id"] == 5
     assert running.messages[-1]["result"]["content"][0]["text"] == "model said: forty-two"
+
+
+async def test_a_cancellation_posted_to_another_worker_cancels_the_handler(workers: Worker, gate: Gate) -> None:
+    a, b = workers("A"), workers("B")
+    opened = await call(a, body=initialize_message(protocol_version=NEW))
+    session_id = opened.headers["mcp-session-id"]
+    on_a, on_b = Session(a, session_id, NEW), Session(b, session_id, NEW)
+    assert (await on_a.post(notification("notifications/initialized")).finish()).status == 202
+    running = on_a.post(request(9, "tools/call", {"name": "wait", "arguments": {}}))
+    await running.events(1)  # the handler is waiting on A
+    duplicate = await on_b.post(request(9, "tools/call", {"name": "wait", "arguments": {}})).finish()
+    assert duplicate.status == 409  # in flight on another worker: a duplicate id
+    cancel = notification("notifications/cancelled", {"requestId": 9, "reason": "changed my mind"})
+    assert (await on_b.post(cancel).finish()).status == 202
+    await asyncio.wait_for(gate.cancelled.wait(), WAIT)  # the handler on A was cancelled
+    await asyncio.wait_for(running.finish(), WAIT)  # and its stream ends without a response
+    assert all(m.get("id") != 9 for m in running.messages)
+    after = await on_b.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    assert after.status == 200

@@ -241,7 +241,10 @@ class McpHttpApp:
             if type(message) is JsonRpcRequest:
                 if self._closing:
                     raise _shutting_down()
-                await live.transport.serve_request(message, receive, send)
+                if self.router is not None:
+                    await self._serve_claimed(live, message, receive, send)
+                else:
+                    await live.transport.serve_request(message, receive, send)
             elif self.router is not None and await self._forwarded(live, message, body):
                 await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -492,10 +495,36 @@ class McpHttpApp:
 
         live.transport.before_outbound_request = awaiting
 
-    async def _forwarded(self, live: LiveSession, message: Any, body: bytes) -> bool:
-        """A client's answer to a server-to-client request another worker sent: to its inbox."""
+    async def _serve_claimed(self, live: LiveSession, request: JsonRpcRequest, receive: Receive, send: Send) -> None:
+        """Serve a request noted in the request index (which worker runs it, for cancellations);
+        an id in flight on another worker is a duplicate, as one in flight here is."""
         router = self.router
-        if router is None or type(message) not in (JsonRpcResponse, JsonRpcError) or message.id is None:
+        assert router is not None
+        session_id = live.record.id
+        if not await router.index.claim(session_id, request.id, router.worker_id):
+            raise HttpError(409, f"Conflict: request id {request.id!r} is already in flight in this session")
+        try:
+            await live.transport.serve_request(request, receive, send)
+        finally:
+            await router.index.finish(session_id, request.id)
+
+    async def _forwarded(self, live: LiveSession, message: Any, body: bytes) -> bool:
+        """A client's answer to a server-to-client request another worker sent, or a cancellation
+        of a request another worker runs: to that worker's inbox."""
+        router = self.router
+        if router is None:
+            return False
+        if type(message) is JsonRpcNotification and message.method == "notifications/cancelled":
+            params = message.params or {}
+            target = params.get("requestId")
+            if not isinstance(target, str | int):
+                return False
+            running = await router.index.owner(live.record.id, target)
+            if running is None or running[0] == router.worker_id:
+                return False
+            await router.send(running[0], {"type": "cancel", "session": live.record.id, "params": params})
+            return True
+        if type(message) not in (JsonRpcResponse, JsonRpcError) or message.id is None:
             return False
         owner = await router.index.answer_to(live.record.id, message.id)
         if owner is None or owner == router.worker_id:
@@ -510,6 +539,10 @@ class McpHttpApp:
             return
         if message.get("type") == "answer":
             live.transport.dispatcher.on_message(parse_message(str(message["message"]).encode()))
+        elif message.get("type") == "cancel" and isinstance(message.get("params"), dict):
+            params = message["params"]
+            live.transport.dispatcher.on_message(JsonRpcNotification("notifications/cancelled", params))
+            await live.transport._end_cancelled(params)  # TODO(transport.py): a public cancel(params)
 
     def _save_soon(self, record: SessionRecord) -> None:
         """Write a changed record back to the shared store (log level, subscriptions)."""
