@@ -32,3 +32,21 @@ setup_node() {
   export MCP_TEST_NODE="$PWD/$dir/node_modules/node/bin/node"
   export MCP_TEST_NODE_MODULES="$PWD/$dir/node_modules"
 }
+
+# A redis-server for the Redis store tests (tests/stores start their own, on a
+# loopback port). Debian's package, installed only when none is on PATH; needs
+# root (CI runs as root on a fresh clone) or sudo.
+setup_redis() {
+  if command -v redis-server >/dev/null 2>&1; then
+    return 0
+  fi
+  local sudo=""
+  if [ "$(id -u)" -ne 0 ]; then
+    sudo="sudo"
+  fi
+  echo "== installing redis-server (Debian package)"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends redis-server >/dev/null
+  # The package may start a system service on port 6379; the tests never use it.
+  command -v redis-server >/dev/null 2>&1
+}

@@ -1,19 +1,68 @@
-"""Where sessions and stream events are kept: the interfaces and the in-process default.
+"""Where sessions and stream events are kept: the interfaces, the in-process default, and Redis.
 
 A store holds plain data only (``SessionRecord``, ``StoredEvent``), behind
-async methods, so an implementation may live in another process (a shared
-store for several workers adds a module here beside ``memory.py``).
+async methods, so an implementation may live in another process. ``memory``
+is the default (one process); ``redis`` shares sessions, event logs and the
+event bus between workers and hosts, ``redis_routing`` has what they need to
+route a session's traffic among themselves. The Redis names need the ``redis`` extra
+(``pip install 'mcp-sse-server[redis]'``) and are imported on first use.
 """
 
-from .base import EventBus, EventLog, SessionStore, StoredEvent
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+from .base import EventBus, EventLog, SessionStore, StoredEvent, StoreError, StoreUnavailable
 from .memory import MemoryEventBus, MemoryEventLog, MemorySessionStore
+
+if TYPE_CHECKING:
+    from .redis import RedisEventBus, RedisEventLog, RedisSessionStore
+    from .redis_routing import (
+        Lease,
+        RequestIndex,
+        WorkerInbox,
+        WorkerRegistry,
+        WorkerRouter,
+        reap_dead_workers,
+        standalone_lease,
+    )
+
+_LAZY = {
+    "Lease": ".redis_routing",
+    "RedisEventBus": ".redis",
+    "RedisEventLog": ".redis",
+    "RedisSessionStore": ".redis",
+    "RequestIndex": ".redis_routing",
+    "WorkerInbox": ".redis_routing",
+    "WorkerRegistry": ".redis_routing",
+    "WorkerRouter": ".redis_routing",
+    "reap_dead_workers": ".redis_routing",
+    "standalone_lease": ".redis_routing",
+}
+
+__getattr__, _dir = lazy_exports(__name__, _LAZY)
 
 __all__ = [
     "EventBus",
     "EventLog",
+    "Lease",
     "MemoryEventBus",
     "MemoryEventLog",
     "MemorySessionStore",
+    "RedisEventBus",
+    "RedisEventLog",
+    "RedisSessionStore",
+    "RequestIndex",
     "SessionStore",
+    "StoreError",
+    "StoreUnavailable",
     "StoredEvent",
+    "WorkerInbox",
+    "WorkerRegistry",
+    "WorkerRouter",
+    "reap_dead_workers",
+    "standalone_lease",
 ]
+
+
+def __dir__() -> list[str]:
+    return sorted({*__all__, *_dir()})

@@ -24,7 +24,16 @@ from typing import Any
 from ..jsonrpc import RequestId
 from ..session import SessionRecord
 
-__all__ = ["STANDALONE_STREAM", "EventBus", "EventLog", "SessionStore", "StoredEvent", "stream_of"]
+__all__ = [
+    "STANDALONE_STREAM",
+    "EventBus",
+    "EventLog",
+    "SessionStore",
+    "StoreError",
+    "StoreUnavailable",
+    "StoredEvent",
+    "stream_of",
+]
 
 STANDALONE_STREAM = ""
 """The stream id of a session's standalone (GET) stream."""
@@ -34,6 +43,17 @@ def stream_of(event_id: str) -> str:
     """The stream an event id names (``STANDALONE_STREAM`` for a bare number)."""
     _, _, stream = event_id.partition("/")
     return stream
+
+
+class StoreError(Exception):
+    """A store could not do what was asked (not a rule of the interface: those raise ValueError)."""
+
+
+class StoreUnavailable(StoreError):
+    """The store's backend cannot be reached now (a shared store's server is down or
+    unreachable). Every method of a shared store raises it instead of the client
+    library's own errors, so the app can answer 503 and retry later; the same store
+    object works again once the backend is back."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +126,15 @@ class EventLog(ABC):
     @abstractmethod
     async def replay_after(self, session_id: str, event_id: str) -> list[StoredEvent]:
         """Delivered events of the stream ``event_id`` names that came after it, oldest first."""
+
+    async def follow(self, session_id: str, event_id: str, timeout: float) -> tuple[list[StoredEvent], bool]:
+        """Tail a stream: what ``replay_after`` returns, waiting up to ``timeout`` seconds for
+        an event when there is none yet; and True once the stream ended (``end_stream``):
+        then nothing follows the events returned. A malformed id returns ``([], True)``.
+
+        This is how a worker serves a resumed stream whose request runs in another worker.
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot tail streams")
 
     @abstractmethod
     async def mark(self, session_id: str, stream_id: str) -> str:

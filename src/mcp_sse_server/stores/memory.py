@@ -85,13 +85,20 @@ class MemoryEventLog(EventLog):
     """Per-stream backlogs (``backlog_limit`` events) and replay windows
     (``replay_size`` events), made for a session when it first logs an event."""
 
-    __slots__ = ("_sessions", "backlog_limit", "clock", "replay_size")
+    __slots__ = ("_changed", "_sessions", "backlog_limit", "clock", "replay_size")
 
     def __init__(self, backlog_limit: int, replay_size: int, *, clock: Callable[[], float] = time.monotonic) -> None:
         self.backlog_limit = backlog_limit
         self.replay_size = replay_size
         self.clock = clock
         self._sessions: dict[str, _SessionLog] = {}
+        self._changed: dict[tuple[str, str], asyncio.Event] = {}  # streams someone follows
+
+    def _wake(self, session_id: str, stream_id: str) -> None:
+        if self._changed:
+            changed = self._changed.pop((session_id, stream_id), None)
+            if changed is not None:
+                changed.set()
 
     def _stream(self, session_id: str, stream_id: str) -> tuple[_SessionLog, _StreamLog]:
         session = self._sessions.get(session_id)
@@ -112,6 +119,7 @@ class MemoryEventLog(EventLog):
         event = StoredEvent(event_id, bytes(bytearray(message)), request_id)
         if delivered:
             stream.history.append(event)
+            self._wake(session_id, stream_id)
             return event, None
         if self.backlog_limit == 0:
             return event, event
@@ -128,6 +136,7 @@ class MemoryEventLog(EventLog):
         events = list(stream.backlog)
         stream.backlog.clear()
         stream.history.extend(events)
+        self._wake(session_id, stream_id)
         return events
 
     async def replay_after(self, session_id: str, event_id: str) -> list[StoredEvent]:
@@ -137,6 +146,32 @@ class MemoryEventLog(EventLog):
         if stream is None or after is None:
             return []
         return [event for event in stream.history if (_sequence(event.event_id) or 0) > after]
+
+    def _ended(self, session_id: str, stream_id: str) -> bool:
+        session = self._sessions.get(session_id)
+        stream = session.streams.get(stream_id) if session is not None else None
+        return stream is not None and stream.ended
+
+    async def follow(self, session_id: str, event_id: str, timeout: float) -> tuple[list[StoredEvent], bool]:
+        if _sequence(event_id) is None:
+            return [], True
+        stream_id = stream_of(event_id)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            events = await self.replay_after(session_id, event_id)
+            ended = self._ended(session_id, stream_id)
+            remaining = deadline - loop.time()
+            if events or ended or remaining <= 0:
+                return events, ended
+            key = (session_id, stream_id)
+            changed = self._changed.get(key)
+            if changed is None:
+                changed = self._changed[key] = asyncio.Event()
+            try:
+                await asyncio.wait_for(changed.wait(), remaining)
+            except TimeoutError:
+                return [], self._ended(session_id, stream_id)
 
     async def mark(self, session_id: str, stream_id: str) -> str:
         session, _ = self._stream(session_id, stream_id)
@@ -154,14 +189,18 @@ class MemoryEventLog(EventLog):
             return
         if keep_for <= 0:
             del session.streams[stream_id]
+            self._wake(session_id, stream_id)
             return
         stream.ended = True
         session.ended.append((now + keep_for, stream_id))
+        self._wake(session_id, stream_id)
 
     async def forget(self, session_id: str) -> list[StoredEvent]:
         session = self._sessions.pop(session_id, None)
         if session is None:
             return []
+        for stream_id in session.streams:
+            self._wake(session_id, stream_id)
         return [event for stream in session.streams.values() for event in stream.backlog]
 
     def backlog_size(self, session_id: str, stream_id: str = STANDALONE_STREAM) -> int:

@@ -19,19 +19,29 @@ builds one per session.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 from ... import versions
-from ...jsonrpc import HEADER_MISMATCH, JsonRpcNotification, JsonRpcRequest, McpError, parse_message
+from ...jsonrpc import (
+    HEADER_MISMATCH,
+    JsonRpcError,
+    JsonRpcNotification,
+    JsonRpcRequest,
+    JsonRpcResponse,
+    McpError,
+    RequestId,
+    parse_message,
+)
 from ...modern import ModernEndpoint, has_envelope, unsupported_version
 from ...protocol import Connection
 from ...server import McpServer
 from ...session import ServerSession, SessionRecord
-from ...stores.base import EventLog, SessionStore
+from ...stores.base import EventLog, SessionStore, StoreUnavailable
 from ...stores.memory import MemoryEventLog, MemorySessionStore
 from .accept import accepts_json_and_sse
 from .asgi import ASGIApp, Receive, Scope, Send
@@ -48,6 +58,9 @@ from .transport import (
     parse_body,
     read_body,
 )
+
+if TYPE_CHECKING:
+    from ...stores.redis_routing import WorkerRouter
 
 __all__ = ["LiveSession", "McpHttpApp", "SessionFactory"]
 
@@ -139,6 +152,7 @@ class McpHttpApp:
         session_store: SessionStore | None = None,
         event_log: EventLog | None = None,
         clock: Clock = time.monotonic,
+        router: WorkerRouter | None = None,
     ) -> None:
         if server is not None and not isinstance(server, McpServer):
             if on_session is not None or not callable(server):
@@ -157,6 +171,7 @@ class McpHttpApp:
             else MemoryEventLog(limits.backlog_limit, limits.replay_buffer_size, clock=clock)
         )
         self.clock = clock
+        self.router = router  # PROTOTYPE: answers to server-to-client requests routed between workers
         self.policy = OriginPolicy(limits.allowed_origins, limits.allowed_hosts, bind_host)
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
         self._live: dict[str, LiveSession] = {}
@@ -226,13 +241,31 @@ class McpHttpApp:
             if type(message) is JsonRpcRequest:
                 if self._closing:
                     raise _shutting_down()
-                await live.transport.serve_request(message, receive, send)
+                if self.router is not None:
+                    await self._serve_claimed(live, message, receive, send)
+                else:
+                    await live.transport.serve_request(message, receive, send)
+            elif self.router is not None and await self._forwarded(live, message, body):
+                await send({"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]})
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
             else:
                 await live.transport.handle_post(scope, receive, send, message)
         except HttpError as error:
             await error.write(send)
         except ClientDisconnected:
             pass
+        except StoreUnavailable as error:
+            # PROTOTYPE: a shared store out of reach: the client retries, nothing is lost.
+            logger.warning("the session store is unavailable: %s", error)
+            try:
+                await HttpError(
+                    503,
+                    "Service unavailable: the session store cannot be reached; try again later",
+                    SERVER_BUSY,
+                    headers=[(b"retry-after", b"2")],
+                ).write(send)
+            except Exception:
+                pass  # the response had started; the server closes the connection
         except Exception:
             # A bug of ours or of a pluggable store: the detail goes to the log only.
             logger.exception("the MCP endpoint failed on %s %s", scope.get("method"), scope.get("path"))
@@ -345,11 +378,13 @@ class McpHttpApp:
             live = await self._adopt(record)
         elif live.closing:
             raise HttpError(404, _UNKNOWN_SESSION)
+        elif self.sessions.shared and live.record is not record:
+            _refresh(live, record)  # PROTOTYPE: another worker may have changed it
         now = self.clock()
         if record.expired(now, self.limits.session_idle_timeout, self.limits.session_max_lifetime):
             self._end_soon(live)
             raise HttpError(404, _UNKNOWN_SESSION)
-        await self.sessions.touch(record, now)
+        await self.sessions.touch(live.record if self.sessions.shared else record, now)
         return live
 
     async def _open_session(self, scope: Scope, receive: Receive, send: Send, content_length: bytes | None) -> None:
@@ -389,6 +424,7 @@ class McpHttpApp:
             on_end=self._transport_ended,
             record=record,
         )
+        transport.follows_other_workers = self.sessions.shared  # PROTOTYPE
         self._creating += 1
         try:
             server = self.server if self.server is not None else await self._new_server()
@@ -403,6 +439,7 @@ class McpHttpApp:
             session.on_record_change = self._save_soon
         live = LiveSession(record, transport, session)
         self._live[session_id] = live
+        await self._wire(live)
         self._start_reaper()
         try:
             await transport.handle_post(scope, receive, send, message)
@@ -424,6 +461,7 @@ class McpHttpApp:
             on_end=self._transport_ended,
             record=record,
         )
+        transport.follows_other_workers = self.sessions.shared  # PROTOTYPE
         try:
             server = self.server if self.server is not None else await self._new_server()
             session = await server.connect(transport, record=record)
@@ -436,7 +474,75 @@ class McpHttpApp:
         if live is None:  # (another request of the session may have adopted it meanwhile)
             live = self._live[record.id] = LiveSession(record, transport, session)
             self._start_reaper()
+            await self._wire(live)
         return live
+
+    # --- PROTOTYPE: routing between workers (stores.redis_routing.WorkerRouter) ----------------
+
+    async def _wire(self, live: LiveSession) -> None:
+        """Server-to-client requests of this copy get ids naming this worker, and are noted in the
+        request index before they go out, so their answers find their way back here."""
+        router = self.router
+        if router is None:
+            return
+        await router.start(self._routed)
+        # TODO(protocol.py): a public id factory on Connection.
+        live.session.connection._ids = router.request_ids()  # type: ignore[assignment]
+        session_id = live.record.id
+
+        async def awaiting(request_id: RequestId) -> None:
+            await router.index.await_answer(session_id, request_id, router.worker_id)
+
+        live.transport.before_outbound_request = awaiting
+
+    async def _serve_claimed(self, live: LiveSession, request: JsonRpcRequest, receive: Receive, send: Send) -> None:
+        """Serve a request noted in the request index (which worker runs it, for cancellations);
+        an id in flight on another worker is a duplicate, as one in flight here is."""
+        router = self.router
+        assert router is not None
+        session_id = live.record.id
+        if not await router.index.claim(session_id, request.id, router.worker_id):
+            raise HttpError(409, f"Conflict: request id {request.id!r} is already in flight in this session")
+        try:
+            await live.transport.serve_request(request, receive, send)
+        finally:
+            await router.index.finish(session_id, request.id)
+
+    async def _forwarded(self, live: LiveSession, message: Any, body: bytes) -> bool:
+        """A client's answer to a server-to-client request another worker sent, or a cancellation
+        of a request another worker runs: to that worker's inbox."""
+        router = self.router
+        if router is None:
+            return False
+        if type(message) is JsonRpcNotification and message.method == "notifications/cancelled":
+            params = message.params or {}
+            target = params.get("requestId")
+            if not isinstance(target, str | int):
+                return False
+            running = await router.index.owner(live.record.id, target)
+            if running is None or running[0] == router.worker_id:
+                return False
+            await router.send(running[0], {"type": "cancel", "session": live.record.id, "params": params})
+            return True
+        if type(message) not in (JsonRpcResponse, JsonRpcError) or message.id is None:
+            return False
+        owner = await router.index.answer_to(live.record.id, message.id)
+        if owner is None or owner == router.worker_id:
+            return False  # ours (or unknown: the local engine drops it)
+        await router.send(owner, {"type": "answer", "session": live.record.id, "message": body.decode()})
+        return True
+
+    async def _routed(self, message: dict[str, Any]) -> None:
+        """A message another worker routed to this one."""
+        live = self._live.get(str(message.get("session")))
+        if live is None or live.closing or live.transport.dispatcher is None:
+            return
+        if message.get("type") == "answer":
+            live.transport.dispatcher.on_message(parse_message(str(message["message"]).encode()))
+        elif message.get("type") == "cancel" and isinstance(message.get("params"), dict):
+            params = message["params"]
+            live.transport.dispatcher.on_message(JsonRpcNotification("notifications/cancelled", params))
+            await live.transport._end_cancelled(params)  # TODO(transport.py): a public cancel(params)
 
     def _save_soon(self, record: SessionRecord) -> None:
         """Write a changed record back to the shared store (log level, subscriptions)."""
@@ -538,6 +644,8 @@ class McpHttpApp:
             else:
                 await self._end(live)
         self.keepalive.close()
+        if self.router is not None:
+            await self.router.stop()
         if self._reaper is not None:
             self._reaper.cancel()
             self._reaper = None
@@ -550,6 +658,16 @@ def _in_background(work: Awaitable[Any]) -> None:
     task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(work)  # type: ignore[arg-type]
     _background.add(task)
     task.add_done_callback(_background.discard)
+
+
+def _refresh(live: LiveSession, fresh: SessionRecord) -> None:
+    """PROTOTYPE: bring a worker's copy of a shared session up to date with the store's record,
+    in place (the transport and the ServerSession hold the same object)."""
+    level = live.record.log_level
+    for field in dataclasses.fields(SessionRecord):
+        setattr(live.record, field.name, getattr(fresh, field.name))
+    if fresh.log_level is not None and fresh.log_level != level:
+        live.session.set_log_level(fresh.log_level)
 
 
 def _shutting_down() -> HttpError:

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from typing import Any, Final
 
 from ... import versions
@@ -188,7 +188,9 @@ class SseTransport(Transport):
         "_stream_count",
         "_streams",
         "_ticker",
+        "before_outbound_request",
         "dispatcher",
+        "follows_other_workers",
         "keepalive_watched",
         "limits",
         "on_end_session",
@@ -224,6 +226,10 @@ class SseTransport(Transport):
         self.record = record
         self._stream_count = 0
         self.on_end_session = True  # closing ends the session (False: only this worker's copy of it)
+        # PROTOTYPE: the event log is shared: a request not in flight here may run on another worker.
+        self.follows_other_workers = False
+        # PROTOTYPE: awaited before a server-to-client request goes out (a router notes who awaits it).
+        self.before_outbound_request: Callable[[RequestId], Awaitable[None]] | None = None
         # One 2026-07-28 request: an error before anything was streamed is an HTTP error with its
         # status, SSE responses are not buffered by proxies, and a client that leaves cancels it.
         self.stateless = stateless
@@ -533,6 +539,9 @@ class SseTransport(Transport):
         stream = _PostStream(send, SSE_HEADERS, receive)
         stream.pending = [frame(event.message, event.event_id) for event in events]
         if pending is None:  # the request is over: its response was among the logged events
+            if self.follows_other_workers and events:  # PROTOTYPE: ... or it runs on another worker
+                await self._tail(stream, receive, events[-1].event_id)
+                return
             await stream.end()
             return
         previous = pending.attach(stream)
@@ -544,6 +553,33 @@ class SseTransport(Transport):
         finally:
             if pending.stream is stream:
                 pending.detach()
+
+    async def _tail(self, stream: _PostStream, receive: Receive, last: str) -> None:
+        """PROTOTYPE: a resumed stream whose request runs on another worker: what that worker
+        logs, as it logs it (``EventLog.follow``), until the stream ends or the client leaves."""
+        log = self._events()
+        ticker = self._keepalive()
+        ticker.add(stream)
+        gone = asyncio.get_running_loop().create_task(_until_disconnect(receive))
+        try:
+            await stream.flush()
+            while not gone.done():
+                follow = asyncio.ensure_future(log.follow(self._log_key, last, self.limits.keepalive_interval))
+                await asyncio.wait((follow, gone), return_when=asyncio.FIRST_COMPLETED)
+                if not follow.done():
+                    follow.cancel()
+                    break
+                events, ended = follow.result()
+                for event in events:
+                    await stream.write(frame(event.message, event.event_id))
+                    last = event.event_id
+                if ended:
+                    await stream.end()
+                    return
+        finally:
+            stream.done = True
+            ticker.discard(stream)
+            gone.cancel()
 
     async def _hold(self, stream: SseStream, receive: Receive) -> None:
         """Send a GET stream's queued frames, then keep it alive until the client leaves."""
@@ -616,6 +652,8 @@ class SseTransport(Transport):
             return
         kind = type(message)
         is_reply = kind is JsonRpcResponse or kind is JsonRpcError
+        if kind is JsonRpcRequest and self.before_outbound_request is not None:
+            await self.before_outbound_request(message.id)  # type: ignore[union-attr,arg-type]
         if related_request_id is not None and self._streams:
             pending = self._streams.get(related_request_id)
             if pending is not None:
@@ -697,6 +735,11 @@ def _in_background(work: Any) -> None:
     task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(work)
     _background.add(task)
     task.add_done_callback(_background.discard)
+
+
+async def _until_disconnect(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 def _data(message: JsonRpcMessage) -> bytes:

@@ -1,0 +1,674 @@
+"""The Redis (or Valkey) stores: session records, event logs and an event bus shared by workers.
+
+>>> from redis.asyncio import Redis  # doctest: +SKIP
+>>> client = Redis.from_url("redis://127.0.0.1:6379/0")  # decode_responses must stay False
+>>> sessions = RedisSessionStore(client, idle_timeout=1800, max_lifetime=43200)
+>>> events = RedisEventLog(client, backlog_limit=256, replay_size=256, ttl=43200)
+
+Key layout (``prefix`` is ``mcp`` by default). Every key of one session carries
+the hash tag ``{<session id>}``, so a session's keys share one Redis Cluster
+slot and each multi-key change is one Lua script (all or nothing on the wire):
+
+============================  ======  ==========================================================
+``mcp:{sid}``                 HASH    ``d``: the record (orjson, without last_seen), ``s``: last_seen
+``mcp:{sid}:ev``              HASH    ``seq``: the session's event counter (the ``n`` of event ids),
+                                      ``s:<stream>``: the stream exists, ``e:<stream>``: it ended
+                                      (the Redis time, ms, when its events are dropped)
+``mcp:{sid}:h:<stream>``      STREAM  delivered events kept for replay (``MAXLEN ~ replay_size``);
+                                      fields ``n`` (sequence), ``m`` (message), ``r`` (request id)
+``mcp:{sid}:b:<stream>``      STREAM  the backlog: events waiting for the stream to attach
+``mcp:{sessions}:seen``       ZSET    session id -> last_seen (``count``, idle expiry)
+``mcp:{sessions}:born``       ZSET    session id -> created_at (lifetime expiry)
+============================  ======  ==========================================================
+
+The two index sorted sets share their own tag ``{sessions}``; a script that
+changes a record and the index names all three keys, which a single Redis (or
+Sentinel) runs atomically. On Redis Cluster those scripts are cross-slot: see
+the README (the record keys are cluster-ready, the index is not yet).
+
+Clocks: ``SessionRecord`` times are the caller's clock. Several processes
+sharing a store must share that clock: give the app ``clock=time.time``
+(wall-clock seconds), not the monotonic default. Key expiry (``PEXPIRE``) is
+Redis's own clock and only a safety net for sessions nobody reaps (a crashed
+worker): the app's reaper, through ``expired``, ends sessions first.
+
+Failures: every method raises ``StoreUnavailable`` when Redis cannot be
+reached (connection refused or lost, timeout, a read-only replica after a
+failover); the same object works again once Redis is back.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import math
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from typing import Any, Final
+
+import orjson
+from redis import exceptions as redis_errors
+from redis.asyncio import Redis
+
+from ..jsonrpc import RequestId
+from ..session import SessionRecord
+from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StoredEvent, StoreUnavailable
+from .memory import MemoryEventBus
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "RedisEventBus",
+    "RedisEventLog",
+    "RedisSessionStore",
+    "redis_unavailable",
+    "valid_session_id",
+]
+
+DEFAULT_PREFIX: Final = "mcp"
+
+logger = logging.getLogger("mcp_sse_server.stores")
+
+_UNAVAILABLE: Final = (
+    redis_errors.ConnectionError,  # includes BusyLoadingError (a restarting server loading its data)
+    redis_errors.TimeoutError,
+    redis_errors.ReadOnlyError,  # writing to a replica: a failover in progress
+    ConnectionError,
+    OSError,
+)
+
+_MAX_ID_LENGTH: Final = 200
+
+
+@contextlib.contextmanager
+def redis_unavailable(what: str) -> Iterator[None]:
+    """Turn redis-py's connection errors raised inside into ``StoreUnavailable``."""
+    try:
+        yield
+    except _UNAVAILABLE as error:
+        raise StoreUnavailable(f"Redis is unavailable ({what}): {error}") from error
+
+
+def valid_session_id(session_id: str) -> bool:
+    """True for an id that may name keys: visible ASCII without braces (which would break the
+    hash tag), at most 200 characters. Other ids never name a session here."""
+    return (
+        0 < len(session_id) <= _MAX_ID_LENGTH
+        and session_id.isascii()
+        and session_id.isprintable()
+        and " " not in session_id
+        and "{" not in session_id
+        and "}" not in session_id
+    )
+
+
+def _valid_stream_id(stream_id: str) -> bool:
+    return stream_id == STANDALONE_STREAM or valid_session_id(stream_id)
+
+
+def _check_client(redis: Redis) -> None:
+    if redis.connection_pool.connection_kwargs.get("decode_responses"):
+        raise ValueError("the Redis stores need a client with decode_responses=False (messages are bytes)")
+
+
+def _ms(seconds: float) -> int:
+    return max(1, math.ceil(seconds * 1000))
+
+
+# --- session records ---------------------------------------------------------------------
+
+_RECORD_FIELDS: Final = tuple(f.name for f in dataclasses.fields(SessionRecord) if f.name != "last_seen")
+
+_CREATE: Final = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'd', ARGV[1], 's', ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
+redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
+return 1
+"""
+
+_SAVE: Final = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'd', ARGV[1])
+return 1
+"""
+
+_TOUCH: Final = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 's', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
+return 1
+"""
+
+_DELETE: Final = """
+local gone = redis.call('DEL', KEYS[1])
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('ZREM', KEYS[3], ARGV[1])
+return gone
+"""
+
+
+def _encode_record(record: SessionRecord) -> bytes:
+    return orjson.dumps({name: getattr(record, name) for name in _RECORD_FIELDS})
+
+
+def _decode_record(data: bytes, last_seen: bytes | None) -> SessionRecord:
+    fields = orjson.loads(data)
+    record = SessionRecord(**{name: fields[name] for name in _RECORD_FIELDS if name in fields})
+    if last_seen is not None:
+        record.last_seen = float(last_seen)
+    return record
+
+
+class RedisSessionStore(SessionStore):
+    """Session records in Redis, shared by every worker that uses the same Redis.
+
+    ``get`` returns a fresh copy each time: a change to a record reaches the
+    other workers through ``save`` (or ``touch`` for ``last_seen``).
+    ``idle_timeout`` and ``max_lifetime`` (the app's limits) set each record's
+    key expiry, ``expiry_slack`` seconds after the app would reap it.
+    """
+
+    shared = True  # every worker on the same Redis sees these records
+
+    __slots__ = (
+        "_create",
+        "_delete",
+        "_save",
+        "_touch",
+        "born_key",
+        "expiry_slack",
+        "idle_timeout",
+        "max_lifetime",
+        "prefix",
+        "redis",
+        "seen_key",
+    )
+
+    def __init__(
+        self,
+        redis: Redis,
+        *,
+        idle_timeout: float = 1800.0,
+        max_lifetime: float = 43200.0,
+        expiry_slack: float = 60.0,
+        prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        _check_client(redis)
+        self.redis = redis
+        self.idle_timeout = idle_timeout
+        self.max_lifetime = max_lifetime
+        self.expiry_slack = expiry_slack
+        self.prefix = prefix
+        self.seen_key = f"{prefix}:{{sessions}}:seen"
+        self.born_key = f"{prefix}:{{sessions}}:born"
+        self._create = redis.register_script(_CREATE)
+        self._save = redis.register_script(_SAVE)
+        self._touch = redis.register_script(_TOUCH)
+        self._delete = redis.register_script(_DELETE)
+
+    def key(self, session_id: str) -> str:
+        """The record's key."""
+        return f"{self.prefix}:{{{session_id}}}"
+
+    def _ttl_ms(self, record: SessionRecord, now: float) -> int:
+        left = min(self.idle_timeout, record.created_at + self.max_lifetime - now)
+        return _ms(max(left, 0.0) + self.expiry_slack)
+
+    async def create(self, record: SessionRecord) -> None:
+        if not valid_session_id(record.id):
+            raise ValueError("session ids must be visible ASCII without braces, at most 200 characters")
+        with redis_unavailable("create"):
+            created = await self._create(
+                keys=[self.key(record.id), self.seen_key, self.born_key],
+                args=[
+                    _encode_record(record),
+                    repr(record.last_seen),
+                    repr(record.created_at),
+                    record.id,
+                    self._ttl_ms(record, record.last_seen),
+                ],
+            )
+        if not created:
+            raise ValueError("duplicate session id")
+
+    async def get(self, session_id: str) -> SessionRecord | None:
+        if not valid_session_id(session_id):
+            return None
+        with redis_unavailable("get"):
+            values: Any = await self.redis.hmget(self.key(session_id), ["d", "s"])
+        data, last_seen = values
+        if data is None:
+            return None
+        return _decode_record(data, last_seen)
+
+    async def save(self, record: SessionRecord) -> None:
+        if not valid_session_id(record.id):
+            return
+        with redis_unavailable("save"):
+            await self._save(keys=[self.key(record.id)], args=[_encode_record(record)])
+
+    async def touch(self, record: SessionRecord, now: float) -> None:
+        record.last_seen = now
+        if not valid_session_id(record.id):
+            return
+        with redis_unavailable("touch"):
+            await self._touch(
+                keys=[self.key(record.id), self.seen_key], args=[repr(now), record.id, self._ttl_ms(record, now)]
+            )
+
+    async def delete(self, session_id: str) -> bool:
+        if not valid_session_id(session_id):
+            return False
+        with redis_unavailable("delete"):
+            gone = await self._delete(keys=[self.key(session_id), self.seen_key, self.born_key], args=[session_id])
+        return bool(gone)
+
+    async def count(self) -> int:
+        """Sessions in the index: the live ones, plus any whose key Redis expired before the app
+        reaped them (``expired`` returns those, and ``delete`` clears them)."""
+        with redis_unavailable("count"):
+            return int(await self.redis.zcard(self.seen_key))
+
+    async def expired(self, now: float, idle_timeout: float, max_lifetime: float) -> list[str]:
+        with redis_unavailable("expired"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.zrangebyscore(self.seen_key, "-inf", repr(now - idle_timeout))
+                pipe.zrangebyscore(self.born_key, "-inf", repr(now - max_lifetime))
+                idle, old = await pipe.execute()
+        ids = dict.fromkeys(member.decode() for member in [*idle, *old])
+        return list(ids)
+
+
+# --- event logs ----------------------------------------------------------------------------
+
+# KEYS: meta, history, backlog. ARGV: stream, message, request id ('' for none), delivered ('1'/'0'),
+# backlog limit, replay size, ttl ms. Returns {n, 0} or {n, 1, dropped fields} or {n, 2} (the event
+# itself dropped: the backlog holds nothing).
+_APPEND: Final = """
+local meta, stream = KEYS[1], ARGV[1]
+local n = redis.call('HINCRBY', meta, 'seq', 1)
+redis.call('HSET', meta, 's:' .. stream, 1)
+redis.call('PEXPIRE', meta, ARGV[7])
+local now = redis.call('TIME')
+now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local ends = redis.call('HGET', meta, 'e:' .. stream)
+if ends and tonumber(ends) <= now then
+  redis.call('HDEL', meta, 'e:' .. stream)  -- its grace is over: a fresh stream of the same name
+  ends = false
+end
+local fields = {'n', n, 'm', ARGV[2]}
+if ARGV[3] ~= '' then fields[5] = 'r'; fields[6] = ARGV[3] end
+local result = {n, 0}
+local target
+if ARGV[4] == '1' then
+  if tonumber(ARGV[6]) > 0 then
+    target = KEYS[2]
+    redis.call('XADD', target, 'MAXLEN', '~', ARGV[6], '*', unpack(fields))
+  end
+else
+  local limit = tonumber(ARGV[5])
+  if limit == 0 then
+    return {n, 2}
+  end
+  target = KEYS[3]
+  if redis.call('XLEN', target) >= limit then
+    local oldest = redis.call('XRANGE', target, '-', '+', 'COUNT', 1)[1]
+    redis.call('XDEL', target, oldest[1])
+    result = {n, 1, oldest[2]}
+  end
+  redis.call('XADD', target, '*', unpack(fields))
+end
+if target then
+  if ends then
+    if redis.call('PTTL', target) < 0 then redis.call('PEXPIRE', target, math.max(1, tonumber(ends) - now)) end
+  else
+    redis.call('PEXPIRE', target, ARGV[7])
+  end
+end
+return result
+"""
+
+# KEYS: meta, history, backlog. ARGV: replay size, ttl ms. Moves the backlog into the history.
+_TAKE: Final = """
+local entries = redis.call('XRANGE', KEYS[3], '-', '+')
+if #entries == 0 then return {} end
+if tonumber(ARGV[1]) > 0 then
+  for _, entry in ipairs(entries) do
+    redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[1], '*', unpack(entry[2]))
+  end
+  local ttl = redis.call('PTTL', KEYS[3])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+end
+redis.call('DEL', KEYS[3])
+return entries
+"""
+
+# KEYS: meta. ARGV: stream, ttl ms.
+_MARK: Final = """
+local n = redis.call('HINCRBY', KEYS[1], 'seq', 1)
+redis.call('HSET', KEYS[1], 's:' .. ARGV[1], 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return n
+"""
+
+# KEYS: meta, history, backlog. ARGV: stream, keep ms (0: drop now).
+_END: Final = """
+local meta, stream = KEYS[1], ARGV[1]
+if redis.call('HEXISTS', meta, 's:' .. stream) == 0 then return 0 end
+local now = redis.call('TIME')
+now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+local ends = redis.call('HGET', meta, 'e:' .. stream)
+if ends then
+  if tonumber(ends) > now then return 0 end  -- already ended: its first grace holds
+  redis.call('HDEL', meta, 's:' .. stream, 'e:' .. stream)  -- dropped already
+  redis.call('DEL', KEYS[2], KEYS[3])
+  return 0
+end
+local keep = tonumber(ARGV[2])
+if keep <= 0 then
+  redis.call('HDEL', meta, 's:' .. stream)
+  redis.call('DEL', KEYS[2], KEYS[3])
+  return 1
+end
+redis.call('HSET', meta, 'e:' .. stream, now + keep)
+redis.call('XADD', KEYS[2], '*', 'x', 1)  -- the end mark: wakes followers, skipped by replays
+redis.call('PEXPIRE', KEYS[2], keep)
+redis.call('PEXPIRE', KEYS[3], keep)
+return 1
+"""
+
+
+def _fields(entry: Sequence[Any]) -> dict[bytes, bytes]:
+    return {entry[i]: entry[i + 1] for i in range(0, len(entry) - 1, 2)}
+
+
+def _event_id(n: int, stream_id: str) -> str:
+    return str(n) if stream_id == STANDALONE_STREAM else f"{n}/{stream_id}"
+
+
+def _event(fields: Mapping[bytes, bytes], stream_id: str) -> StoredEvent:
+    request = fields.get(b"r")
+    return StoredEvent(
+        _event_id(int(fields[b"n"]), stream_id),
+        bytes(fields[b"m"]),
+        orjson.loads(request) if request is not None else None,
+    )
+
+
+def _parse_event_id(event_id: str) -> tuple[int, str] | None:
+    number, _, stream_id = event_id.partition("/")
+    if not number.isascii() or not number.isdigit() or len(number) > 19 or not _valid_stream_id(stream_id):
+        return None
+    return int(number), stream_id
+
+
+class RedisEventLog(EventLog):
+    """Every stream's events in Redis Streams, readable by any worker.
+
+    ``backlog_limit`` and ``replay_size`` are the app's limits (exact, as in
+    the memory log: a replay returns at most ``replay_size`` newest events
+    although Redis trims approximately). ``ttl`` (seconds, the session's
+    maximum lifetime by default) bounds how long the keys of a session nobody
+    ``forget``s (a crashed worker) stay; every write refreshes it.
+    """
+
+    __slots__ = ("_append", "_end", "_mark", "_take", "backlog_limit", "prefix", "redis", "replay_size", "ttl")
+
+    def __init__(
+        self,
+        redis: Redis,
+        backlog_limit: int = 256,
+        replay_size: int = 256,
+        *,
+        ttl: float = 43200.0 + 60.0,
+        prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        _check_client(redis)
+        self.redis = redis
+        self.backlog_limit = backlog_limit
+        self.replay_size = replay_size
+        self.ttl = ttl
+        self.prefix = prefix
+        self._append = redis.register_script(_APPEND)
+        self._take = redis.register_script(_TAKE)
+        self._mark = redis.register_script(_MARK)
+        self._end = redis.register_script(_END)
+
+    def keys(self, session_id: str, stream_id: str) -> list[str]:
+        """The meta, history and backlog keys of a stream."""
+        base = f"{self.prefix}:{{{session_id}}}"
+        return [f"{base}:ev", f"{base}:h:{stream_id}", f"{base}:b:{stream_id}"]
+
+    def _check(self, session_id: str, stream_id: str) -> None:
+        if not valid_session_id(session_id) or not _valid_stream_id(stream_id):
+            raise ValueError("session and stream ids must be visible ASCII without braces")
+
+    async def append(
+        self, session_id: str, stream_id: str, message: bytes, request_id: RequestId | None, *, delivered: bool
+    ) -> tuple[StoredEvent, StoredEvent | None]:
+        self._check(session_id, stream_id)
+        with redis_unavailable("append"):
+            result = await self._append(
+                keys=self.keys(session_id, stream_id),
+                args=[
+                    stream_id,
+                    message,
+                    orjson.dumps(request_id) if request_id is not None else b"",
+                    b"1" if delivered else b"0",
+                    self.backlog_limit,
+                    self.replay_size,
+                    _ms(self.ttl),
+                ],
+            )
+        event = StoredEvent(_event_id(int(result[0]), stream_id), message, request_id)
+        kind = int(result[1])
+        if kind == 0:
+            return event, None
+        if kind == 2:
+            return event, event
+        return event, _event(_fields(result[2]), stream_id)
+
+    async def take_undelivered(self, session_id: str, stream_id: str) -> list[StoredEvent]:
+        self._check(session_id, stream_id)
+        with redis_unavailable("take_undelivered"):
+            entries = await self._take(keys=self.keys(session_id, stream_id), args=[self.replay_size, _ms(self.ttl)])
+        return [_event(_fields(entry[1]), stream_id) for entry in entries]
+
+    async def replay_after(self, session_id: str, event_id: str) -> list[StoredEvent]:
+        parsed = _parse_event_id(event_id)
+        if parsed is None or not valid_session_id(session_id) or self.replay_size <= 0:
+            return []
+        after, stream_id = parsed
+        with redis_unavailable("replay_after"):
+            entries = await self._newest(session_id, stream_id)
+        return self._after(entries, after, stream_id)
+
+    async def _newest(self, session_id: str, stream_id: str) -> Any:
+        # One more than the replay size: the end mark may be among them.
+        return await self.redis.xrevrange(self.keys(session_id, stream_id)[1], count=self.replay_size + 1)
+
+    def _after(self, entries: Any, after: int, stream_id: str) -> list[StoredEvent]:
+        events = [_event(fields, stream_id) for _, fields in reversed(entries) if b"n" in fields]
+        return [event for event in events[-self.replay_size :] if int(event.event_id.partition("/")[0]) > after]
+
+    async def follow(self, session_id: str, event_id: str, timeout: float) -> tuple[list[StoredEvent], bool]:
+        parsed = _parse_event_id(event_id)
+        if parsed is None or not valid_session_id(session_id):
+            return [], True
+        after, stream_id = parsed
+        key = self.keys(session_id, stream_id)[1]
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while True:
+            with redis_unavailable("follow"):
+                entries = await self._newest(session_id, stream_id) if self.replay_size > 0 else []
+            events = self._after(entries, after, stream_id)
+            ended = any(b"n" not in fields for _, fields in entries)
+            remaining = deadline - loop.time()
+            if events or ended or remaining <= 0:
+                return events, ended
+            newest = entries[0][0] if entries else b"0-0"
+            with redis_unavailable("follow"):
+                woken = await self.redis.xread({key: newest}, count=1, block=max(1, int(remaining * 1000)))
+            if not woken:
+                return [], False
+
+    async def mark(self, session_id: str, stream_id: str) -> str:
+        self._check(session_id, stream_id)
+        with redis_unavailable("mark"):
+            n = await self._mark(keys=self.keys(session_id, stream_id)[:1], args=[stream_id, _ms(self.ttl)])
+        return _event_id(int(n), stream_id)
+
+    async def end_stream(self, session_id: str, stream_id: str, keep_for: float) -> None:
+        if not valid_session_id(session_id) or not _valid_stream_id(stream_id):
+            return
+        keep = 0 if keep_for <= 0 else _ms(keep_for)
+        with redis_unavailable("end_stream"):
+            await self._end(keys=self.keys(session_id, stream_id), args=[stream_id, keep])
+
+    async def forget(self, session_id: str) -> list[StoredEvent]:
+        if not valid_session_id(session_id):
+            return []
+        meta = self.keys(session_id, STANDALONE_STREAM)[0]
+        with redis_unavailable("forget"):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                for _ in range(16):  # bounded: each retry means another writer changed the session meanwhile
+                    try:
+                        await pipe.watch(meta)
+                        names: Any = await pipe.hkeys(meta)
+                        streams = [name[2:].decode() for name in names if name.startswith(b"s:")]
+                        pipe.multi()  # type: ignore[no-untyped-call]
+                        for stream_id in streams:
+                            pipe.xrange(self.keys(session_id, stream_id)[2])
+                        doomed = [key for stream_id in streams for key in self.keys(session_id, stream_id)[1:]]
+                        pipe.delete(meta, *doomed)
+                        results = await pipe.execute()
+                        break
+                    except redis_errors.WatchError:
+                        continue
+                else:
+                    raise StoreUnavailable("Redis: the session's events kept changing while being forgotten")
+        return [
+            _event(fields, stream_id)
+            for stream_id, entries in zip(streams, results, strict=False)
+            for _, fields in entries
+        ]
+
+    async def backlog_size(self, session_id: str, stream_id: str = STANDALONE_STREAM) -> int:
+        """How many events wait for a stream (for tests and monitoring)."""
+        if not valid_session_id(session_id) or not _valid_stream_id(stream_id):
+            return 0
+        with redis_unavailable("backlog_size"):
+            return int(await self.redis.xlen(self.keys(session_id, stream_id)[2]))
+
+
+# --- event bus -------------------------------------------------------------------------------
+
+
+class RedisEventBus(EventBus):
+    """Server events over Redis pub/sub: ``publish`` reaches the subscribers of every worker.
+
+    One pub/sub connection per bus (per worker) feeds this worker's subscribers
+    (a ``MemoryEventBus``). ``await start()`` at startup opens it, so that
+    ``subscribe()`` (synchronous, as the interface has it) misses nothing
+    published after it; a ``subscribe()`` before ``start()`` starts it in the
+    background and may miss what is published meanwhile. Pub/sub is at most
+    once: while the connection is down (it reconnects by itself, backing off up
+    to ``max_backoff`` seconds) events are lost, which ``subscriptions/listen``
+    tolerates (its streams are not resumable; clients re-fetch).
+    """
+
+    __slots__ = ("_local", "_reader", "_ready", "channel", "max_backoff", "redis")
+
+    def __init__(
+        self,
+        redis: Redis,
+        *,
+        channel: str = f"{DEFAULT_PREFIX}:events",
+        queue_size: int = 1000,
+        max_backoff: float = 5.0,
+    ) -> None:
+        _check_client(redis)
+        self.redis = redis
+        self.channel = channel
+        self.max_backoff = max_backoff
+        self._local = MemoryEventBus(queue_size)
+        self._reader: asyncio.Task[None] | None = None
+        self._ready: asyncio.Event | None = None
+
+    async def publish(self, event: dict[str, Any]) -> None:
+        data = orjson.dumps(event)
+        with redis_unavailable("publish"):
+            await self.redis.publish(self.channel, data)
+
+    def subscribe(self) -> AsyncIterator[dict[str, Any]]:
+        if self._reader is None:
+            self._begin()
+        return self._local.subscribe()
+
+    @property
+    def subscribers(self) -> int:
+        """How many subscriptions are open in this worker."""
+        return self._local.subscribers
+
+    def _begin(self) -> asyncio.Event:
+        if self._reader is None or self._ready is None:
+            self._ready = asyncio.Event()
+            self._reader = asyncio.get_running_loop().create_task(self._read(self._ready))
+        return self._ready
+
+    async def start(self, timeout: float = 5.0) -> None:
+        """Open the pub/sub connection and wait until Redis confirmed the subscription;
+        ``StoreUnavailable`` when it cannot within ``timeout`` (the bus keeps trying)."""
+        ready = self._begin()
+        try:
+            await asyncio.wait_for(ready.wait(), timeout)
+        except TimeoutError:
+            raise StoreUnavailable(f"Redis did not confirm the event bus subscription within {timeout} s") from None
+
+    async def _read(self, ready: asyncio.Event) -> None:
+        backoff = 0.05
+        while True:
+            pubsub = self.redis.pubsub()
+            try:
+                await pubsub.subscribe(self.channel)
+                while True:
+                    message = await pubsub.get_message(timeout=1.0)
+                    if message is None:
+                        continue
+                    kind = message.get("type")
+                    if kind == "subscribe":
+                        ready.set()
+                        backoff = 0.05
+                    elif kind == "message":
+                        await self._deliver(message["data"])
+            except _UNAVAILABLE as error:
+                if ready.is_set():
+                    logger.warning(
+                        "the Redis event bus lost its connection (%s); events are lost until it is back", error
+                    )
+                ready.clear()
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, self.max_backoff)
+
+    async def _deliver(self, data: bytes) -> None:
+        try:
+            event = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(event, dict):
+            await self._local.publish(event)
+
+    async def close(self) -> None:
+        """Stop receiving (subscriptions stay open but hear nothing more)."""
+        reader, self._reader, self._ready = self._reader, None, None
+        if reader is not None:
+            reader.cancel()
+            with contextlib.suppress(BaseException):
+                await reader

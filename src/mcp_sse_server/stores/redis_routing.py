@@ -1,0 +1,486 @@
+"""What several workers need to route a session's traffic among themselves, over Redis.
+
+- ``WorkerRegistry``: each worker's liveness lease (``SET PX``, renewed by a
+  heartbeat), an index of workers, and the set of things a worker owns (its
+  requests in flight), so a reaper can find a dead worker and clean up after it.
+- ``WorkerInbox``: a Redis Stream per worker; any worker ``send``s a message to
+  another (a client's answer to a server-to-client request, a cancellation,
+  "your GET stream was superseded"), the owner ``receive``s them in order. A
+  Stream, not pub/sub: a reader that reconnects goes on from its last id.
+- ``Lease``: one owner at a time for a name (``SET NX PX``), renewed and
+  released only by its owner (a Lua compare); ``take`` supersedes the holder
+  and says who it was (the standalone GET stream: a new GET wins).
+- ``RequestIndex``: which worker runs each client request of a session
+  (``claim`` is also the cross-worker duplicate-id check) and which worker
+  awaits each server-to-client request, so a cancellation or a client's answer
+  arriving at another worker is forwarded to the right inbox.
+- ``WorkerRouter``: the three above for one worker, with the loop that hands
+  its inbox to the app and the request ids (``"<worker>.<n>"``) that make a
+  server-to-client request's id name its worker.
+- ``reap_dead_workers``: one reaper at a time (a lease) hands each dead
+  worker's owned entries to a callback (which writes terminal errors into the
+  streams), then forgets the worker.
+
+Keys (prefix ``mcp``): ``mcp:worker:{<wid>}`` (liveness), ``mcp:worker:{<wid>}:inbox``
+(STREAM), ``mcp:worker:{<wid>}:owns`` (SET), ``mcp:{workers}`` (ZSET: worker ->
+registration time), ``mcp:{reaper}`` (the reaper's lease), and for a session's
+standalone stream ``mcp:{<sid>}:get`` (a ``Lease``: same slot as the session),
+``mcp:{<sid>}:inflight`` and ``mcp:{<sid>}:pending`` (HASHes of ``RequestIndex``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import secrets
+import socket
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any, Final
+
+import orjson
+from redis.asyncio import Redis
+
+from .base import StoreUnavailable
+from .redis import DEFAULT_PREFIX, logger, redis_unavailable
+
+__all__ = [
+    "Lease",
+    "RequestIndex",
+    "WorkerInbox",
+    "WorkerRegistry",
+    "WorkerRouter",
+    "new_worker_id",
+    "reap_dead_workers",
+    "standalone_lease",
+]
+
+_RENEW: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+_RELEASE: Final = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def new_worker_id() -> str:
+    """A worker id unique across hosts and restarts: ``<host>-<pid>-<random>``."""
+    host = "".join(c for c in socket.gethostname() if c.isalnum() or c in "-.")[:40] or "host"
+    return f"{host}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def _ms(seconds: float) -> int:
+    return max(1, round(seconds * 1000))
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class Lease:
+    """A lease on ``key``: at most one owner (a string) at a time, for ``ttl`` seconds unless renewed."""
+
+    __slots__ = ("_release", "_renew", "key", "redis", "ttl")
+
+    def __init__(self, redis: Redis, key: str, ttl: float) -> None:
+        self.redis = redis
+        self.key = key
+        self.ttl = ttl
+        self._renew = redis.register_script(_RENEW)
+        self._release = redis.register_script(_RELEASE)
+
+    async def acquire(self, owner: str) -> bool:
+        """Become the owner unless someone holds the lease."""
+        with redis_unavailable("lease acquire"):
+            return bool(await self.redis.set(self.key, owner, nx=True, px=_ms(self.ttl)))
+
+    async def take(self, owner: str) -> str | None:
+        """Become the owner whoever held it; returns the previous owner (None: it was free)."""
+        with redis_unavailable("lease take"):
+            return _text(await self.redis.set(self.key, owner, px=_ms(self.ttl), get=True))
+
+    async def renew(self, owner: str) -> bool:
+        """Extend the lease by ``ttl``; False when ``owner`` no longer holds it."""
+        with redis_unavailable("lease renew"):
+            return bool(await self._renew(keys=[self.key], args=[owner, _ms(self.ttl)]))
+
+    async def release(self, owner: str) -> bool:
+        """Give the lease up; False (and nothing changes) when ``owner`` does not hold it."""
+        with redis_unavailable("lease release"):
+            return bool(await self._release(keys=[self.key], args=[owner]))
+
+    async def holder(self) -> str | None:
+        with redis_unavailable("lease holder"):
+            return _text(await self.redis.get(self.key))
+
+
+def standalone_lease(redis: Redis, session_id: str, ttl: float, *, prefix: str = DEFAULT_PREFIX) -> Lease:
+    """The lease of a session's standalone GET stream (its key shares the session's hash tag).
+
+    Owner values: ``"<worker id>:<connection>"``. A new GET ``take``s it and tells the previous
+    holder's worker (its inbox) to end that stream; the holder ``renew``s while the stream is open.
+    """
+    return Lease(redis, f"{prefix}:{{{session_id}}}:get", ttl)
+
+
+class RequestIndex:
+    """Who runs what, per session: ``mcp:{sid}:inflight`` (client request id -> ``<worker>
+    <stream>``) and ``mcp:{sid}:pending`` (server-to-client request id -> worker).
+
+    Request ids are keyed by their JSON (``7`` and ``"7"`` differ, as in JSON-RPC). Both hashes
+    expire ``ttl`` seconds after their last change (a safety net: the reaper clears a dead
+    worker's entries, and the session's end deletes them).
+    """
+
+    __slots__ = ("prefix", "redis", "ttl")
+
+    def __init__(self, redis: Redis, *, ttl: float = 43260.0, prefix: str = DEFAULT_PREFIX) -> None:
+        self.redis = redis
+        self.ttl = ttl
+        self.prefix = prefix
+
+    def inflight_key(self, session_id: str) -> str:
+        return f"{self.prefix}:{{{session_id}}}:inflight"
+
+    def pending_key(self, session_id: str) -> str:
+        return f"{self.prefix}:{{{session_id}}}:pending"
+
+    async def _set(self, key: str, field: bytes, value: str, *, only_new: bool) -> bool:
+        with redis_unavailable("request index"):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                if only_new:
+                    pipe.hsetnx(key, field, value)
+                else:
+                    pipe.hset(key, field, value)
+                pipe.pexpire(key, _ms(self.ttl))
+                added, _ = await pipe.execute()
+        return bool(added)
+
+    async def claim(self, session_id: str, request_id: str | int, worker_id: str, stream_id: str = "") -> bool:
+        """Note that ``worker_id`` serves client request ``request_id``; False when that id is
+        already in flight in this session (on any worker): the request is a duplicate."""
+        return await self._set(
+            self.inflight_key(session_id), orjson.dumps(request_id), f"{worker_id} {stream_id}", only_new=True
+        )
+
+    async def owner(self, session_id: str, request_id: str | int) -> tuple[str, str] | None:
+        """(worker, stream) serving a client request, or None when it is not in flight."""
+        with redis_unavailable("request owner"):
+            value = _text(await self.redis.hget(self.inflight_key(session_id), orjson.dumps(request_id)))
+        if value is None:
+            return None
+        worker_id, _, stream_id = value.partition(" ")
+        return worker_id, stream_id
+
+    async def finish(self, session_id: str, request_id: str | int) -> None:
+        with redis_unavailable("request finish"):
+            await self.redis.hdel(self.inflight_key(session_id), orjson.dumps(request_id))
+
+    async def inflight(self, session_id: str) -> dict[str | int, tuple[str, str]]:
+        """Every client request in flight in the session: id -> (worker, stream)."""
+        with redis_unavailable("inflight"):
+            raw: Any = await self.redis.hgetall(self.inflight_key(session_id))
+        result: dict[str | int, tuple[str, str]] = {}
+        for field, value in raw.items():
+            worker_id, _, stream_id = value.decode().partition(" ")
+            result[orjson.loads(field)] = (worker_id, stream_id)
+        return result
+
+    async def await_answer(self, session_id: str, request_id: str | int, worker_id: str) -> None:
+        """Note that ``worker_id`` awaits the client's answer to server-to-client ``request_id``."""
+        await self._set(self.pending_key(session_id), orjson.dumps(request_id), worker_id, only_new=False)
+
+    async def answer_to(self, session_id: str, request_id: str | int) -> str | None:
+        """Take the waiter of a server-to-client request (the entry goes: an answer is routed once)."""
+        key, field = self.pending_key(session_id), orjson.dumps(request_id)
+        with redis_unavailable("answer route"):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.hget(key, field)
+                pipe.hdel(key, field)
+                worker_id, _ = await pipe.execute()
+        return _text(worker_id)
+
+    async def forget(self, session_id: str) -> None:
+        """The session ended: drop both hashes."""
+        with redis_unavailable("request index forget"):
+            await self.redis.delete(self.inflight_key(session_id), self.pending_key(session_id))
+
+
+class WorkerRegistry:
+    """This worker's liveness lease and heartbeat, and what other workers can learn about it.
+
+    ``start()`` registers and beats every ``ttl / 3`` seconds in a task; a worker
+    whose lease lapsed (missed beats for ``ttl``) is dead (``dead()``). A clean
+    ``stop()`` deregisters at once.
+    """
+
+    __slots__ = ("_task", "index_key", "prefix", "redis", "ttl", "worker_id")
+
+    def __init__(
+        self, redis: Redis, worker_id: str | None = None, *, ttl: float = 10.0, prefix: str = DEFAULT_PREFIX
+    ) -> None:
+        self.redis = redis
+        self.worker_id = worker_id or new_worker_id()
+        self.ttl = ttl
+        self.prefix = prefix
+        self.index_key = f"{prefix}:{{workers}}"
+        self._task: asyncio.Task[None] | None = None
+
+    def key(self, worker_id: str) -> str:
+        return f"{self.prefix}:worker:{{{worker_id}}}"
+
+    def owns_key(self, worker_id: str) -> str:
+        return f"{self.prefix}:worker:{{{worker_id}}}:owns"
+
+    def inbox_key(self, worker_id: str) -> str:
+        return f"{self.prefix}:worker:{{{worker_id}}}:inbox"
+
+    async def beat(self) -> None:
+        """One heartbeat: (re)write the liveness lease and make sure the index lists this worker."""
+        with redis_unavailable("heartbeat"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.set(self.key(self.worker_id), b"1", px=_ms(self.ttl))
+                pipe.zadd(self.index_key, {self.worker_id: time.time()}, nx=True)
+                await pipe.execute()
+
+    async def start(self) -> None:
+        """Register (one beat now, so a failure shows) and keep beating in the background."""
+        await self.beat()
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(self._beat_forever())
+
+    async def _beat_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.ttl / 3)
+            try:
+                await self.beat()
+            except StoreUnavailable as error:
+                logger.warning("worker %s missed a heartbeat: %s", self.worker_id, error)
+
+    async def stop(self) -> None:
+        """Stop beating and deregister (a clean exit: nothing left for a reaper)."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+        await self.forget(self.worker_id)
+
+    async def alive(self, worker_id: str) -> bool:
+        with redis_unavailable("worker alive"):
+            return bool(await self.redis.exists(self.key(worker_id)))
+
+    async def workers(self) -> list[str]:
+        """Every registered worker, alive or not yet reaped."""
+        with redis_unavailable("workers"):
+            members: Any = await self.redis.zrange(self.index_key, 0, -1)
+        return [member.decode() for member in members]
+
+    async def dead(self) -> list[str]:
+        """Registered workers whose liveness lease lapsed."""
+        workers = await self.workers()
+        if not workers:
+            return []
+        with redis_unavailable("dead workers"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for worker_id in workers:
+                    pipe.exists(self.key(worker_id))
+                found = await pipe.execute()
+        return [worker_id for worker_id, exists in zip(workers, found, strict=True) if not exists]
+
+    async def own(self, entry: str) -> None:
+        """Note something this worker runs (``"<sid> <request id>"``, say) for a reaper to clean up."""
+        with redis_unavailable("own"):
+            await self.redis.sadd(self.owns_key(self.worker_id), entry)
+
+    async def disown(self, entry: str) -> None:
+        with redis_unavailable("disown"):
+            await self.redis.srem(self.owns_key(self.worker_id), entry)
+
+    async def owned(self, worker_id: str) -> set[str]:
+        with redis_unavailable("owned"):
+            members: Any = await self.redis.smembers(self.owns_key(worker_id))
+        return {member.decode() for member in members}
+
+    async def forget(self, worker_id: str) -> None:
+        """Remove a worker: its lease, inbox, owned set and index entry."""
+        with redis_unavailable("forget worker"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.delete(self.key(worker_id), self.owns_key(worker_id), self.inbox_key(worker_id))
+                pipe.zrem(self.index_key, worker_id)
+                await pipe.execute()
+
+
+async def reap_dead_workers(
+    registry: WorkerRegistry,
+    on_dead: Callable[[str, set[str]], Awaitable[None]],
+    *,
+    lease_ttl: float = 30.0,
+) -> list[str]:
+    """If no other reaper runs: for each dead worker, ``on_dead(worker_id, owned entries)``,
+    then forget it. Returns the workers reaped (empty when another reaper holds the lease).
+
+    ``on_dead`` writes the terminal errors (the app's job: it knows the streams); if it
+    raises, the worker is left for the next sweep.
+    """
+    lease = Lease(registry.redis, f"{registry.prefix}:{{reaper}}", lease_ttl)
+    if not await lease.acquire(registry.worker_id):
+        return []
+    reaped: list[str] = []
+    try:
+        for worker_id in await registry.dead():
+            if worker_id == registry.worker_id:
+                continue  # our own beat lapsed (Redis was away): not dead, beat again
+            await on_dead(worker_id, await registry.owned(worker_id))
+            await registry.forget(worker_id)
+            reaped.append(worker_id)
+    finally:
+        try:
+            await lease.release(registry.worker_id)
+        except StoreUnavailable:
+            pass  # it lapses by itself
+    return reaped
+
+
+class WorkerInbox:
+    """Messages to workers: a Redis Stream each (``MAXLEN ~ maxlen``), read by its owner only.
+
+    ``send(worker_id, message)`` appends a plain-data mapping; the owner's
+    ``receive()`` returns what arrived since its last call (waiting up to
+    ``block`` seconds for something), oldest first, and deletes it. Delivery
+    is at least once: a reader that fails after reading but before deleting
+    sees the messages again, so handlers must tolerate repeats (request ids).
+    """
+
+    __slots__ = ("_last", "maxlen", "prefix", "redis", "worker_id")
+
+    def __init__(self, redis: Redis, worker_id: str, *, maxlen: int = 10000, prefix: str = DEFAULT_PREFIX) -> None:
+        self.redis = redis
+        self.worker_id = worker_id
+        self.maxlen = maxlen
+        self.prefix = prefix
+        self._last = "0"  # everything sent to this worker id, even before it started reading
+
+    def key(self, worker_id: str) -> str:
+        return f"{self.prefix}:worker:{{{worker_id}}}:inbox"
+
+    async def send(self, worker_id: str, message: Mapping[str, Any]) -> str:
+        """Queue ``message`` for ``worker_id``; returns its entry id."""
+        with redis_unavailable("inbox send"):
+            entry = await self.redis.xadd(
+                self.key(worker_id), {"d": orjson.dumps(message)}, maxlen=self.maxlen, approximate=True
+            )
+        return _text(entry) or ""
+
+    async def receive(self, block: float = 5.0, count: int = 100) -> list[dict[str, Any]]:
+        """The next messages (at most ``count``), waiting up to ``block`` seconds for one; [] on timeout."""
+        key = self.key(self.worker_id)
+        with redis_unavailable("inbox receive"):
+            result: Any = await self.redis.xread({key: self._last}, count=count, block=_ms(block))
+        if not result:
+            return []
+        entries = result[0][1]
+        messages: list[dict[str, Any]] = []
+        for _, fields in entries:
+            try:
+                message = orjson.loads(fields[b"d"])
+            except (KeyError, orjson.JSONDecodeError):
+                continue
+            if isinstance(message, dict):
+                messages.append(message)
+        ids = [entry_id for entry_id, _ in entries]
+        self._last = _text(ids[-1]) or self._last
+        try:
+            with redis_unavailable("inbox ack"):
+                await self.redis.xdel(key, *ids)
+        except StoreUnavailable:
+            pass  # read again after a restart only if the reader restarts from "0"; here _last moved on
+        return messages
+
+
+class WorkerRouter:
+    """One worker's routing: its registry entry (heartbeats), its ``RequestIndex`` view and
+    its inbox, read by a task that hands each message to ``deliver`` (the app).
+
+    ``start(deliver)`` registers and starts reading; ``stop()`` deregisters. Messages
+    are plain mappings with a ``type``: ``"answer"`` (``session``, ``message``: a
+    client's JSON-RPC response to a server-to-client request this worker sent),
+    ``"cancel"`` (``session``, ``params`` of notifications/cancelled), ``"release"``
+    (``session``, ``holder``: a newer GET took the standalone stream), ``"wake"``
+    (``session``: the standalone stream has a backlog to take), ``"close"`` (``session``).
+    """
+
+    __slots__ = ("_deliver", "_reader", "inbox", "index", "registry", "worker_id")
+
+    def __init__(
+        self,
+        redis: Redis,
+        worker_id: str | None = None,
+        *,
+        heartbeat_ttl: float = 10.0,
+        index_ttl: float = 43260.0,
+        prefix: str = DEFAULT_PREFIX,
+    ) -> None:
+        self.registry = WorkerRegistry(redis, worker_id, ttl=heartbeat_ttl, prefix=prefix)
+        self.worker_id = self.registry.worker_id
+        self.index = RequestIndex(redis, ttl=index_ttl, prefix=prefix)
+        self.inbox = WorkerInbox(redis, self.worker_id, prefix=prefix)
+        self._reader: asyncio.Task[None] | None = None
+        self._deliver: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+
+    def request_ids(self) -> Iterator[str]:
+        """Ids for server-to-client requests: unique across workers, and naming this one."""
+        return (f"{self.worker_id}.{n}" for n in itertools.count(1))
+
+    @property
+    def started(self) -> bool:
+        return self._reader is not None
+
+    async def start(self, deliver: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        if self._reader is not None:
+            return
+        await self.registry.start()
+        self._deliver = deliver
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def send(self, worker_id: str, message: Mapping[str, Any]) -> None:
+        await self.inbox.send(worker_id, message)
+
+    async def _read(self) -> None:
+        backoff = 0.05
+        while True:
+            try:
+                messages = await self.inbox.receive(block=1.0)
+                backoff = 0.05
+            except StoreUnavailable as error:
+                logger.warning("worker %s cannot read its inbox: %s", self.worker_id, error)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
+                continue
+            for message in messages:
+                try:
+                    assert self._deliver is not None
+                    await self._deliver(message)
+                except Exception:
+                    logger.exception("worker %s could not handle a routed %r", self.worker_id, message.get("type"))
+
+    async def stop(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.cancel()
+            try:
+                await reader
+            except asyncio.CancelledError:
+                pass
+        try:
+            await self.registry.stop()
+        except StoreUnavailable:
+            pass  # its liveness lease lapses by itself

@@ -1,0 +1,153 @@
+"""A real redis-server for the store tests, and a fresh key prefix per test.
+
+``redis_server`` (session-scoped) runs Debian's ``redis-server`` on a free
+loopback port, without persistence, in a temp dir, and stops it at the end.
+``scripts/setup.sh`` (``setup_redis``) installs it; without it the Redis tests
+skip, which ``MCP_TEST_NO_SKIP=1`` turns into failures. Each test works under
+its own key prefix and deletes its keys afterwards (``redis_prefix``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import secrets
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+redis_asyncio = pytest.importorskip("redis.asyncio", reason="redis-py is not installed (pip install -e '.[redis]')")
+
+# Bounded waits: a server that does not come up in this long has failed.
+START_WAIT = 10.0
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class RedisServer:
+    """One redis-server process on 127.0.0.1; ``stop()`` and ``start()`` again on the same port."""
+
+    def __init__(self, executable: str, directory: Path, port: int | None = None) -> None:
+        self.executable = executable
+        self.directory = directory
+        self.port = port or free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def start(self) -> None:
+        assert self.process is None
+        log = (self.directory / "redis.log").open("ab")
+        options = {
+            "bind": "127.0.0.1",
+            "port": str(self.port),
+            "save": "",  # no persistence
+            "appendonly": "no",
+            "dir": str(self.directory),
+            "protected-mode": "yes",
+            "daemonize": "no",
+            "loglevel": "warning",
+        }
+        arguments = [item for name, value in options.items() for item in (f"--{name}", value)]
+        self.process = subprocess.Popen(
+            [self.executable, *arguments],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        log.close()
+        deadline = time.monotonic() + START_WAIT
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                status = self.process.returncode
+                raise RuntimeError(f"redis-server exited with {status}; see {self.directory}/redis.log")
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                s.sendall(b"PING\r\n")
+                if s.recv(16).startswith(b"+PONG"):
+                    return
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"redis-server did not answer on port {self.port} within {START_WAIT} s")
+
+    def stop(self) -> None:
+        process, self.process = self.process, None
+        if process is None:
+            return
+        process.terminate()
+        try:
+            process.wait(timeout=START_WAIT)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=START_WAIT)
+
+
+def _executable() -> str:
+    executable = shutil.which("redis-server")
+    if executable is None:
+        pytest.skip("redis-server is not installed (scripts/setup.sh: setup_redis installs Debian's package)")
+    return executable
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = RedisServer(_executable(), tmp_path_factory.mktemp("redis"))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def own_redis_server(tmp_path: Path) -> Iterator[RedisServer]:
+    """A redis-server for this test alone (to stop and restart it)."""
+    server = RedisServer(_executable(), tmp_path)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def redis_prefix() -> str:
+    return f"t{secrets.token_hex(6)}"
+
+
+@contextlib.asynccontextmanager
+async def client_for(server: RedisServer, prefix: str) -> AsyncIterator[redis_asyncio.Redis]:
+    """A client of ``server`` that deletes the keys under ``prefix`` when done."""
+    client = redis_asyncio.Redis.from_url(server.url)
+    try:
+        yield client
+    finally:
+        keys = [key async for key in client.scan_iter(match=f"{prefix}:*", count=1000)]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()
+
+
+@pytest.fixture
+async def redis_client(redis_server: RedisServer, redis_prefix: str) -> AsyncIterator[redis_asyncio.Redis]:
+    async with client_for(redis_server, redis_prefix) as client:
+        yield client
+
+
+@pytest.fixture
+async def second_client(redis_server: RedisServer) -> AsyncIterator[redis_asyncio.Redis]:
+    """Another connection pool to the same server: a second worker."""
+    client = redis_asyncio.Redis.from_url(redis_server.url)
+    try:
+        yield client
+    finally:
+        await client.aclose()

@@ -1,0 +1,258 @@
+"""The routing primitives for several workers: leases, the worker registry and its reaper,
+per-worker inboxes. Two clients play two workers; a real redis-server."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from redis.asyncio import Redis
+from redis.crc import key_slot
+
+from mcp_sse_server.stores.base import StoreUnavailable
+from mcp_sse_server.stores.redis_routing import (
+    Lease,
+    RequestIndex,
+    WorkerInbox,
+    WorkerRegistry,
+    WorkerRouter,
+    new_worker_id,
+    reap_dead_workers,
+    standalone_lease,
+)
+
+from .conftest import RedisServer, client_for
+
+WAIT = 5.0
+POLL = 0.05
+
+
+async def test_a_lease_has_one_owner_and_only_the_owner_renews_or_releases(
+    redis_client: Redis, second_client: Redis, redis_prefix: str
+) -> None:
+    on_a = Lease(redis_client, f"{redis_prefix}:lease", ttl=30.0)
+    on_b = Lease(second_client, f"{redis_prefix}:lease", ttl=30.0)
+    assert await on_a.acquire("A") is True
+    assert await on_b.acquire("B") is False
+    assert await on_b.holder() == "A"
+    assert await on_b.renew("B") is False
+    assert await on_b.release("B") is False
+    assert await on_a.renew("A") is True
+    assert await on_a.release("A") is True
+    assert await on_b.holder() is None
+    assert await on_b.acquire("B") is True
+
+
+async def test_take_supersedes_the_holder_and_names_it(redis_client: Redis, redis_prefix: str) -> None:
+    lease = standalone_lease(redis_client, "sid-1", ttl=30.0, prefix=redis_prefix)
+    assert lease.key == f"{redis_prefix}:{{sid-1}}:get"
+    assert key_slot(lease.key.encode()) == key_slot(b"sid-1")  # the session's slot
+    assert await lease.take("A:1") is None
+    assert await lease.take("B:7") == "A:1"
+    assert await lease.renew("A:1") is False  # the superseded holder cannot keep it
+    assert await lease.holder() == "B:7"
+
+
+async def test_a_lease_lapses_without_renewal(redis_client: Redis, redis_prefix: str) -> None:
+    lease = Lease(redis_client, f"{redis_prefix}:short", ttl=0.05)
+    assert await lease.acquire("A")
+    for _ in range(round(WAIT / POLL)):
+        if await lease.holder() is None:
+            break
+        await asyncio.sleep(POLL)
+    assert await lease.acquire("B")
+
+
+async def test_concurrent_acquires_grant_the_lease_once(
+    redis_client: Redis, second_client: Redis, redis_prefix: str
+) -> None:
+    leases = [Lease(client, f"{redis_prefix}:race", ttl=30.0) for client in (redis_client, second_client)]
+    granted = await asyncio.gather(*(lease.acquire(f"w{n}") for n, lease in enumerate(leases * 10)))
+    assert sum(granted) == 1
+
+
+async def test_an_inbox_carries_messages_between_workers_in_order(
+    redis_client: Redis, second_client: Redis, redis_prefix: str
+) -> None:
+    inbox_a = WorkerInbox(redis_client, "A", prefix=redis_prefix)
+    inbox_b = WorkerInbox(second_client, "B", prefix=redis_prefix)
+    # Sent before A reads: still delivered (a Stream, not pub/sub).
+    await inbox_b.send("A", {"type": "response", "session": "s", "message": {"jsonrpc": "2.0", "id": "A.1"}})
+    await inbox_b.send("A", {"type": "cancel", "session": "s", "request": 5})
+    received = await inbox_a.receive(block=WAIT)
+    assert [m["type"] for m in received] == ["response", "cancel"]
+    assert received[0]["message"]["id"] == "A.1"
+    assert await redis_client.xlen(inbox_a.key("A")) == 0  # consumed entries are deleted
+    assert await inbox_a.receive(block=0.05) == []
+
+    async def later() -> None:
+        await asyncio.sleep(0.05)
+        await inbox_b.send("A", {"type": "release", "session": "s"})
+
+    task = asyncio.get_running_loop().create_task(later())
+    got = []
+    for _ in range(round(WAIT / 0.5)):  # a blocking read wakes up when the message lands
+        got = await inbox_a.receive(block=0.5)
+        if got:
+            break
+    await task
+    assert got == [{"type": "release", "session": "s"}]
+    assert await inbox_b.receive(block=0.05) == []  # B's own inbox got nothing
+
+
+async def test_the_registry_tells_live_workers_from_dead_ones(
+    redis_client: Redis, second_client: Redis, redis_prefix: str
+) -> None:
+    live = WorkerRegistry(redis_client, "live", ttl=30.0, prefix=redis_prefix)
+    doomed = WorkerRegistry(second_client, "doomed", ttl=0.1, prefix=redis_prefix)
+    await live.start()
+    await doomed.beat()  # one beat, then silence: a crashed process
+    assert sorted(await live.workers()) == ["doomed", "live"]
+    assert await live.alive("doomed")
+    for _ in range(round(WAIT / POLL)):
+        if await live.dead():
+            break
+        await asyncio.sleep(POLL)
+    assert await live.dead() == ["doomed"]
+    assert await live.alive("live")
+    await live.stop()
+    assert await doomed.workers() == ["doomed"]  # a clean stop leaves nothing to reap
+
+
+async def test_the_reaper_hands_a_dead_workers_owned_requests_over_once(
+    redis_client: Redis, second_client: Redis, redis_prefix: str
+) -> None:
+    doomed = WorkerRegistry(second_client, "doomed", ttl=0.1, prefix=redis_prefix)
+    await doomed.beat()
+    await doomed.own("sid-1 7")
+    await doomed.own('sid-2 "abc"')
+    await doomed.disown('sid-2 "abc"')
+    await doomed.own("sid-3 8")
+    await WorkerInbox(redis_client, "x", prefix=redis_prefix).send("doomed", {"type": "cancel"})
+    clients = (redis_client, second_client)
+    reapers = [WorkerRegistry(client, f"r{n}", ttl=30.0, prefix=redis_prefix) for n, client in enumerate(clients)]
+    for reaper in reapers:
+        await reaper.beat()
+    for _ in range(round(WAIT / POLL)):
+        if await reapers[0].dead():
+            break
+        await asyncio.sleep(POLL)
+    handed: list[tuple[str, set[str]]] = []
+
+    async def on_dead(worker_id: str, owned: set[str]) -> None:
+        handed.append((worker_id, owned))
+
+    results = await asyncio.gather(*(reap_dead_workers(reaper, on_dead) for reaper in reapers))
+    assert sorted(map(len, results)) == [0, 1]  # one reaper did it, the other found the lease taken or nothing
+    assert handed == [("doomed", {"sid-1 7", "sid-3 8"})]
+    assert sorted(await reapers[0].workers()) == ["r0", "r1"]
+    assert not await redis_client.exists(reapers[0].owns_key("doomed"), reapers[0].inbox_key("doomed"))
+    # Nothing left to reap: a second sweep hands nothing over.
+    assert await reap_dead_workers(reapers[0], on_dead) == []
+    assert len(handed) == 1
+
+
+async def test_a_failing_hand_over_leaves_the_worker_for_the_next_sweep(redis_client: Redis, redis_prefix: str) -> None:
+    doomed = WorkerRegistry(redis_client, "doomed", ttl=0.05, prefix=redis_prefix)
+    await doomed.beat()
+    await doomed.own("sid 1")
+    reaper = WorkerRegistry(redis_client, "reaper", ttl=30.0, prefix=redis_prefix)
+    for _ in range(round(WAIT / POLL)):
+        if await reaper.dead():
+            break
+        await asyncio.sleep(POLL)
+
+    async def broken(worker_id: str, owned: set[str]) -> None:
+        raise RuntimeError("could not write the terminal errors")
+
+    with pytest.raises(RuntimeError):
+        await reap_dead_workers(reaper, broken)
+    assert await reaper.owned("doomed") == {"sid 1"}
+    seen = []
+
+    async def works(worker_id: str, owned: set[str]) -> None:
+        seen.append(worker_id)
+
+    assert await reap_dead_workers(reaper, works) == ["doomed"]  # the reaper lease was released
+    assert seen == ["doomed"]
+
+
+def test_worker_ids_are_unique_and_tag_safe() -> None:
+    ids = {new_worker_id() for _ in range(50)}
+    assert len(ids) == 50
+    assert all("{" not in worker_id and "}" not in worker_id and " " not in worker_id for worker_id in ids)
+
+
+async def test_routing_raises_store_unavailable_while_redis_is_down(own_redis_server: RedisServer) -> None:
+    async with client_for(own_redis_server, "mcp") as client:
+        registry = WorkerRegistry(client, "w", ttl=30.0)
+        inbox = WorkerInbox(client, "w")
+        lease = Lease(client, "mcp:lease", ttl=30.0)
+        await registry.beat()
+        own_redis_server.stop()
+        for call in (registry.beat(), registry.dead(), inbox.send("w", {}), inbox.receive(0.05), lease.take("w")):
+            with pytest.raises(StoreUnavailable):
+                await call
+        own_redis_server.start()
+        await registry.beat()
+        await inbox.send("w", {"n": 1})
+        assert await inbox.receive(WAIT) == [{"n": 1}]
+        assert await lease.acquire("w")
+
+
+async def test_the_request_index_routes_cancellations_and_answers_to_their_worker(
+    redis_client: Redis, second_client: Redis, redis_prefix: str
+) -> None:
+    on_a = RequestIndex(redis_client, prefix=redis_prefix)
+    on_b = RequestIndex(second_client, prefix=redis_prefix)
+    assert await on_a.claim("sid", 7, "A", "r1") is True
+    assert await on_b.claim("sid", 7, "B", "r2") is False  # a duplicate id, whichever worker sees it
+    assert await on_b.claim("sid", "7", "B", "r2") is True  # "7" is another id than 7
+    assert await on_b.claim("other", 7, "B", "r1") is True  # ids are per session
+    assert await on_b.owner("sid", 7) == ("A", "r1")
+    assert await on_b.inflight("sid") == {7: ("A", "r1"), "7": ("B", "r2")}
+    await on_a.finish("sid", 7)
+    assert await on_b.owner("sid", 7) is None
+    assert await on_b.claim("sid", 7, "B", "r3") is True  # a finished id may be used again
+    # A server-to-client request awaited on A; its answer arrives on B and is routed once.
+    await on_a.await_answer("sid", "A.1", "A")
+    assert await on_b.answer_to("sid", "A.1") == "A"
+    assert await on_b.answer_to("sid", "A.1") is None  # a repeated answer goes nowhere
+    assert await on_b.answer_to("other", "A.1") is None  # nor does another session's
+    keys = [on_a.inflight_key("sid"), on_a.pending_key("sid")]
+    assert {key_slot(key.encode()) for key in keys} == {key_slot(b"sid")}
+    assert 0 < await redis_client.pttl(keys[0]) <= round(on_a.ttl * 1000)
+    await on_a.forget("sid")
+    assert await on_b.inflight("sid") == {}
+
+
+async def test_routers_deliver_inbox_messages_to_their_worker(
+    redis_client: Redis, second_client: Redis, redis_prefix: str
+) -> None:
+    a = WorkerRouter(redis_client, "A", prefix=redis_prefix)
+    b = WorkerRouter(second_client, "B", prefix=redis_prefix)
+    heard: asyncio.Queue[tuple[str, dict[str, object]]] = asyncio.Queue()
+
+    def deliver_to(name: str) -> Any:
+        async def deliver(message: dict[str, object]) -> None:
+            await heard.put((name, message))
+
+        return deliver
+
+    await a.start(deliver_to("A"))
+    await b.start(deliver_to("B"))
+    try:
+        assert sorted(await a.registry.workers()) == ["A", "B"]
+        ids = a.request_ids()
+        assert [next(ids), next(ids)] == ["A.1", "A.2"]
+        await b.index.await_answer("sid", "B.1", "B")
+        owner = await a.index.answer_to("sid", "B.1")  # an answer to B's request reached A
+        assert owner == "B"
+        await a.send(owner, {"type": "answer", "session": "sid", "message": '{"jsonrpc":"2.0","id":"B.1","result":{}}'})
+        name, message = await asyncio.wait_for(heard.get(), WAIT)
+        assert name == "B" and message["type"] == "answer" and message["session"] == "sid"
+    finally:
+        await a.stop()
+        await b.stop()
+    assert await a.registry.workers() == []

@@ -1,0 +1,91 @@
+"""PROTOTYPE: a client's answer to a server-to-client request, posted to another worker than
+the one whose handler waits for it, is routed there through the inbox (``McpHttpApp(router=...)``)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+import pytest
+
+from http_transport.conftest import Clock, Gate, Session, build_server, call, initialize_message, notification, request
+from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
+from mcp_sse_server.stores.redis_routing import WorkerRouter
+from mcp_sse_server.transport.http import HttpLimits, McpHttpApp
+
+from .conftest import RedisServer, client_for
+
+NEW = "2025-11-25"
+WAIT = 5.0
+Worker = Callable[[str], McpHttpApp]
+
+
+@pytest.fixture
+def gate() -> Gate:
+    return Gate()
+
+
+@pytest.fixture
+async def workers(gate: Gate, redis_server: RedisServer, redis_prefix: str) -> AsyncIterator[Worker]:
+    clock = Clock()
+    apps: list[McpHttpApp] = []
+    async with client_for(redis_server, redis_prefix) as client:
+
+        def worker(name: str) -> McpHttpApp:
+            limits = HttpLimits()
+            app = McpHttpApp(
+                build_server(gate),
+                path="/mcp",
+                limits=limits,
+                clock=clock,
+                session_store=RedisSessionStore(client, prefix=redis_prefix),
+                event_log=RedisEventLog(client, limits.backlog_limit, limits.replay_buffer_size, prefix=redis_prefix),
+                router=WorkerRouter(client, name, prefix=redis_prefix),
+            )
+            apps.append(app)
+            return app
+
+        yield worker
+        for app in apps:
+            await app.shutdown(deadline=0.2)
+
+
+async def test_an_answer_posted_to_another_worker_reaches_the_waiting_handler(workers: Worker) -> None:
+    a, b = workers("A"), workers("B")
+    opened = await call(a, body=initialize_message(protocol_version=NEW, sampling={}))
+    session_id = opened.headers["mcp-session-id"]
+    on_a, on_b = Session(a, session_id, NEW), Session(b, session_id, NEW)
+    assert (await on_a.post(notification("notifications/initialized")).finish()).status == 202
+    running = on_a.post(request(5, "tools/call", {"name": "sample", "arguments": {"prompt": "meaning of life?"}}))
+    await running.wait_until(lambda: any(m.get("method") == "sampling/createMessage" for m in running.messages))
+    asked = next(m for m in running.messages if m.get("method") == "sampling/createMessage")
+    assert asked["id"] == "A.1"  # the id names the worker whose handler waits
+    answer = {
+        "jsonrpc": "2.0",
+        "id": asked["id"],
+        "result": {"role": "assistant", "content": {"type": "text", "text": "forty-two"}, "model": "m"},
+    }
+    routed = await on_b.post(answer).finish()
+    assert routed.status == 202 and session_id in b.live_sessions  # b took the POST, a has the handler
+    await asyncio.wait_for(running.finish(), WAIT)
+    assert running.messages[-1]["id"] == 5
+    assert running.messages[-1]["result"]["content"][0]["text"] == "model said: forty-two"
+
+
+async def test_a_cancellation_posted_to_another_worker_cancels_the_handler(workers: Worker, gate: Gate) -> None:
+    a, b = workers("A"), workers("B")
+    opened = await call(a, body=initialize_message(protocol_version=NEW))
+    session_id = opened.headers["mcp-session-id"]
+    on_a, on_b = Session(a, session_id, NEW), Session(b, session_id, NEW)
+    assert (await on_a.post(notification("notifications/initialized")).finish()).status == 202
+    running = on_a.post(request(9, "tools/call", {"name": "wait", "arguments": {}}))
+    await running.events(1)  # the handler is waiting on A
+    duplicate = await on_b.post(request(9, "tools/call", {"name": "wait", "arguments": {}})).finish()
+    assert duplicate.status == 409  # in flight on another worker: a duplicate id
+    cancel = notification("notifications/cancelled", {"requestId": 9, "reason": "changed my mind"})
+    assert (await on_b.post(cancel).finish()).status == 202
+    await asyncio.wait_for(gate.cancelled.wait(), WAIT)  # the handler on A was cancelled
+    await asyncio.wait_for(running.finish(), WAIT)  # and its stream ends without a response
+    assert all(m.get("id") != 9 for m in running.messages)
+    after = await on_b.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    assert after.status == 200

@@ -1,0 +1,168 @@
+"""Two workers (two apps) on one Redis: what works across workers through the Redis stores
+(with the prototype's refresh of adopted copies, live resumption across workers and 503s)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import pytest
+
+from http_transport.conftest import (
+    AsgiCall,
+    Clock,
+    Gate,
+    Session,
+    build_server,
+    call,
+    initialize_message,
+    notification,
+    request,
+)
+from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
+from mcp_sse_server.transport.http import HttpLimits, McpHttpApp
+
+from .conftest import RedisServer, client_for
+
+NEW = "2025-11-25"
+Worker = Callable[[], McpHttpApp]
+
+
+@pytest.fixture
+def gate() -> Gate:
+    return Gate()
+
+
+@pytest.fixture
+async def workers(gate: Gate, redis_server: RedisServer, redis_prefix: str) -> AsyncIterator[Worker]:
+    clock = Clock()
+    apps: list[McpHttpApp] = []
+    async with client_for(redis_server, redis_prefix) as client:
+
+        def worker() -> McpHttpApp:
+            limits = HttpLimits()
+            app = McpHttpApp(
+                build_server(gate),
+                path="/mcp",
+                limits=limits,
+                clock=clock,
+                session_store=RedisSessionStore(client, prefix=redis_prefix),
+                event_log=RedisEventLog(client, limits.backlog_limit, limits.replay_buffer_size, prefix=redis_prefix),
+            )
+            apps.append(app)
+            return app
+
+        yield worker
+        for app in apps:
+            await app.shutdown(deadline=0.2)
+
+
+async def open_on(app: McpHttpApp, revision: str = NEW) -> str:
+    opened = await call(app, body=initialize_message(protocol_version=revision))
+    assert opened.status == 200, opened.body
+    session_id: str = opened.headers["mcp-session-id"]
+    done = await Session(app, session_id, revision).post(notification("notifications/initialized")).finish()
+    assert done.status == 202
+    return session_id
+
+
+async def test_a_session_opened_on_one_worker_is_served_by_the_other(workers: Worker) -> None:
+    a, b = workers(), workers()
+    session_id = await open_on(a)
+    result: Any = await Session(b, session_id, NEW).result("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+    assert result["content"][0]["text"] == "5"
+    assert session_id in b.live_sessions
+
+
+async def test_a_record_change_is_written_back_for_workers_that_adopt_later(workers: Worker) -> None:
+    a, b = workers(), workers()
+    session_id = await open_on(a)
+    await Session(a, session_id, NEW).result("logging/setLevel", {"level": "error"})
+    for _ in range(100):  # written back in the background
+        record = await a.sessions.get(session_id)
+        if record is not None and record.log_level == "error":
+            break
+        await asyncio.sleep(0.01)
+    await Session(b, session_id, NEW).result("tools/list")
+    assert b.live_sessions[session_id].session.log_level == "error"
+
+
+async def test_delete_on_one_worker_ends_the_session_on_the_other(workers: Worker) -> None:
+    a, b = workers(), workers()
+    session_id = await open_on(a)
+    on_b = Session(b, session_id, NEW)
+    await on_b.result("tools/list")
+    deleted = await AsgiCall(a, "DELETE", b"", on_b.headers).start().finish()
+    assert deleted.status == 204
+    assert (await on_b.request("tools/list")).status == 404
+    assert await b.sessions.count() == 0
+
+
+async def test_a_worker_shutting_down_leaves_the_session_to_the_others(workers: Worker) -> None:
+    a, b = workers(), workers()
+    session_id = await open_on(a)
+    await a.shutdown(deadline=0)
+    result: Any = await Session(b, session_id, NEW).result("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
+    assert result["content"][0]["text"] == "2"
+
+
+async def test_a_response_logged_on_one_worker_is_replayed_by_the_other(workers: Worker, gate: Gate) -> None:
+    a, b = workers(), workers()
+    session_id = await open_on(a)
+    running = Session(a, session_id, NEW).post(request(7, "tools/call", {"name": "wait", "arguments": {}}))
+    events = await running.events(1)
+    running.disconnect()
+    gate.release.set()
+    await running.finish()
+    for _ in range(100):  # the handler goes on without its client: its response goes to the log
+        replay = await a.events.replay_after(session_id, str(events[0]["id"]))
+        if any(b'"id":7' in event.message for event in replay):
+            break
+        await asyncio.sleep(0.01)
+    resumed = await Session(b, session_id, NEW).get({"last-event-id": str(events[0]["id"])}).finish()
+    assert resumed.status == 200
+    assert resumed.messages[-1]["id"] == 7 and resumed.messages[-1]["result"]["content"][0]["text"] == "released"
+
+
+async def test_a_log_level_set_on_one_worker_reaches_a_copy_adopted_before(workers: Worker) -> None:
+    a, b = workers(), workers()
+    session_id = await open_on(a)
+    await Session(b, session_id, NEW).result("tools/list")  # b adopts now
+    await Session(a, session_id, NEW).result("logging/setLevel", {"level": "error"})
+    await asyncio.sleep(0.05)
+    await Session(b, session_id, NEW).result("tools/list")
+    assert b.live_sessions[session_id].session.log_level == "error"
+
+
+async def test_a_stream_resumed_on_another_worker_gets_the_rest_live(workers: Worker, gate: Gate) -> None:
+    a, b = workers(), workers()
+    session_id = await open_on(a)
+    running = Session(a, session_id, NEW).post(request(8, "tools/call", {"name": "wait", "arguments": {}}))
+    events = await running.events(1)
+    running.disconnect()
+    resumed = Session(b, session_id, NEW).get({"last-event-id": str(events[0]["id"])})
+    await resumed.started()
+    gate.release.set()
+    await resumed.finish()
+    assert resumed.status == 200 and resumed.messages[-1]["id"] == 8
+
+
+async def test_redis_down_is_a_503_with_a_json_rpc_error(own_redis_server: RedisServer) -> None:
+    async with client_for(own_redis_server, "mcp") as client:
+        app = McpHttpApp(
+            build_server(Gate()), path="/mcp", session_store=RedisSessionStore(client), event_log=RedisEventLog(client)
+        )
+        try:
+            session_id = await open_on(app)
+            own_redis_server.stop()
+            try:
+                reply = await Session(app, session_id, NEW).request("tools/list")
+            finally:
+                own_redis_server.start()  # empty: no persistence
+            assert reply.status == 503 and reply.headers.get("retry-after") == "2"
+            assert reply.json["error"]["code"] == -32000 and "store" in reply.json["error"]["message"]
+            assert (await Session(app, session_id, NEW).request("tools/list")).status == 404  # Redis lost it
+            assert (await call(app, body=initialize_message(protocol_version=NEW))).status == 200
+        finally:
+            await app.shutdown(deadline=0.2)
