@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
 from .context import RequestContext, current_context
@@ -70,7 +70,7 @@ class Connection:
         self.transport = transport
         self.owner = owner
         self.closed = False
-        self._ids = itertools.count(1)
+        self._ids: Iterator[RequestId] = itertools.count(1)
         self._pending: dict[RequestId, asyncio.Future[JsonRpcMessage]] = {}
         self._progress: dict[str | int, ProgressCallback] = {}
         self._inflight: dict[RequestId, RequestContext] = {}
@@ -312,8 +312,12 @@ class Connection:
     def remove_progress_handler(self, token: str | int) -> None:
         self._progress.pop(token, None)
 
-    def next_request_id(self) -> int:
+    def next_request_id(self) -> RequestId:
         return next(self._ids)
+
+    def name_requests(self, ids: Iterator[RequestId]) -> None:
+        """Take the ids of outbound requests from ``ids`` (several workers name theirs apart)."""
+        self._ids = ids
 
     @property
     def inflight_count(self) -> int:

@@ -35,6 +35,7 @@ from ..jsonrpc import (
     JsonRpcRequest,
     JsonRpcResponse,
     McpError,
+    RequestId,
 )
 from ..protocol import Connection, ProgressCallback
 from ..transport.base import Transport
@@ -826,7 +827,7 @@ class McpClient(ABC):
             subscription.finish(error)
 
     async def _request_with_id(
-        self, connection: Connection, request_id: int, method: str, params: dict[str, Any]
+        self, connection: Connection, request_id: RequestId, method: str, params: dict[str, Any]
     ) -> dict[str, Any]:
         """A request whose id the caller chose (``next_request_id``): the subscription id of a
         listen is its request id. Cancelling it cancels the request (HTTP: closes its stream)."""

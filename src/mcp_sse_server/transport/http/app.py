@@ -171,7 +171,7 @@ class McpHttpApp:
             else MemoryEventLog(limits.backlog_limit, limits.replay_buffer_size, clock=clock)
         )
         self.clock = clock
-        self.router = router  # PROTOTYPE: answers to server-to-client requests routed between workers
+        self.router = router  # answers to server-to-client requests routed between workers
         self.policy = OriginPolicy(limits.allowed_origins, limits.allowed_hosts, bind_host)
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
         self._live: dict[str, LiveSession] = {}
@@ -255,7 +255,7 @@ class McpHttpApp:
         except ClientDisconnected:
             pass
         except StoreUnavailable as error:
-            # PROTOTYPE: a shared store out of reach: the client retries, nothing is lost.
+            # A shared store out of reach: the client retries, nothing is lost.
             logger.warning("the session store is unavailable: %s", error)
             try:
                 await HttpError(
@@ -379,7 +379,7 @@ class McpHttpApp:
         elif live.closing:
             raise HttpError(404, _UNKNOWN_SESSION)
         elif self.sessions.shared and live.record is not record:
-            _refresh(live, record)  # PROTOTYPE: another worker may have changed it
+            _refresh(live, record)  # another worker may have changed it
         now = self.clock()
         if record.expired(now, self.limits.session_idle_timeout, self.limits.session_max_lifetime):
             self._end_soon(live)
@@ -424,7 +424,7 @@ class McpHttpApp:
             on_end=self._transport_ended,
             record=record,
         )
-        transport.follows_other_workers = self.sessions.shared  # PROTOTYPE
+        transport.follows_other_workers = self.sessions.shared
         self._creating += 1
         try:
             server = self.server if self.server is not None else await self._new_server()
@@ -461,7 +461,7 @@ class McpHttpApp:
             on_end=self._transport_ended,
             record=record,
         )
-        transport.follows_other_workers = self.sessions.shared  # PROTOTYPE
+        transport.follows_other_workers = self.sessions.shared
         try:
             server = self.server if self.server is not None else await self._new_server()
             session = await server.connect(transport, record=record)
@@ -477,7 +477,7 @@ class McpHttpApp:
             await self._wire(live)
         return live
 
-    # --- PROTOTYPE: routing between workers (stores.redis_routing.WorkerRouter) ----------------
+    # --- routing between workers (stores.redis_routing.WorkerRouter) ----------------
 
     async def _wire(self, live: LiveSession) -> None:
         """Server-to-client requests of this copy get ids naming this worker, and are noted in the
@@ -486,8 +486,7 @@ class McpHttpApp:
         if router is None:
             return
         await router.start(self._routed)
-        # TODO(protocol.py): a public id factory on Connection.
-        live.session.connection._ids = router.request_ids()  # type: ignore[assignment]
+        live.session.connection.name_requests(router.request_ids())
         session_id = live.record.id
 
         async def awaiting(request_id: RequestId) -> None:
@@ -542,7 +541,7 @@ class McpHttpApp:
         elif message.get("type") == "cancel" and isinstance(message.get("params"), dict):
             params = message["params"]
             live.transport.dispatcher.on_message(JsonRpcNotification("notifications/cancelled", params))
-            await live.transport._end_cancelled(params)  # TODO(transport.py): a public cancel(params)
+            await live.transport.end_cancelled(params)
 
     def _save_soon(self, record: SessionRecord) -> None:
         """Write a changed record back to the shared store (log level, subscriptions)."""
@@ -661,7 +660,7 @@ def _in_background(work: Awaitable[Any]) -> None:
 
 
 def _refresh(live: LiveSession, fresh: SessionRecord) -> None:
-    """PROTOTYPE: bring a worker's copy of a shared session up to date with the store's record,
+    """Bring a worker's copy of a shared session up to date with the store's record,
     in place (the transport and the ServerSession hold the same object)."""
     level = live.record.log_level
     for field in dataclasses.fields(SessionRecord):

@@ -226,9 +226,9 @@ class SseTransport(Transport):
         self.record = record
         self._stream_count = 0
         self.on_end_session = True  # closing ends the session (False: only this worker's copy of it)
-        # PROTOTYPE: the event log is shared: a request not in flight here may run on another worker.
+        # The event log is shared: a request not in flight here may run on another worker.
         self.follows_other_workers = False
-        # PROTOTYPE: awaited before a server-to-client request goes out (a router notes who awaits it).
+        # Awaited before a server-to-client request goes out (a router notes who awaits it).
         self.before_outbound_request: Callable[[RequestId], Awaitable[None]] | None = None
         # One 2026-07-28 request: an error before anything was streamed is an HTTP error with its
         # status, SSE responses are not buffered by proxies, and a client that leaves cancels it.
@@ -303,12 +303,12 @@ class SseTransport(Transport):
             return
         self.dispatcher.on_message(message)
         if type(message) is JsonRpcNotification and message.method == "notifications/cancelled":
-            await self._end_cancelled(message.params)
+            await self.end_cancelled(message.params)
         await send(_ACCEPTED_START)
         await send(_EMPTY_BODY)
 
-    async def _end_cancelled(self, params: dict[str, Any] | None) -> None:
-        # A cancelled request gets no response, so its stream would stay open forever.
+    async def end_cancelled(self, params: dict[str, Any] | None) -> None:
+        """End the stream of a request ``notifications/cancelled`` named (it gets no response)."""
         request_id = params.get("requestId") if params else None
         streams = self._streams
         if not streams or not isinstance(request_id, str | int):
@@ -539,7 +539,7 @@ class SseTransport(Transport):
         stream = _PostStream(send, SSE_HEADERS, receive)
         stream.pending = [frame(event.message, event.event_id) for event in events]
         if pending is None:  # the request is over: its response was among the logged events
-            if self.follows_other_workers and events:  # PROTOTYPE: ... or it runs on another worker
+            if self.follows_other_workers and events:  # ... or it runs on another worker
                 await self._tail(stream, receive, events[-1].event_id)
                 return
             await stream.end()
@@ -555,7 +555,7 @@ class SseTransport(Transport):
                 pending.detach()
 
     async def _tail(self, stream: _PostStream, receive: Receive, last: str) -> None:
-        """PROTOTYPE: a resumed stream whose request runs on another worker: what that worker
+        """A resumed stream whose request runs on another worker: what that worker
         logs, as it logs it (``EventLog.follow``), until the stream ends or the client leaves."""
         log = self._events()
         ticker = self._keepalive()
