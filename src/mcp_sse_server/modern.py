@@ -262,10 +262,12 @@ Handler = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
 class ModernEndpoint:
     """Serves modern (2026-07-28) requests of ``server``: the owner of any connection carrying them."""
 
-    __slots__ = ("server",)
+    __slots__ = ("_tables", "server")
 
     def __init__(self, server: McpServer) -> None:
         self.server = server
+        # Each served modern revision's method table, by name (the server builds each once).
+        self._tables: dict[str, tuple[versions.Revision, dict[str, Handler]]] | None = None
 
     def handle_request(self, request: JsonRpcRequest, context: RequestContext) -> Awaitable[dict[str, Any]]:
         return self.serve(request, context)
@@ -273,11 +275,15 @@ class ModernEndpoint:
     async def serve(self, request: JsonRpcRequest, context: RequestContext) -> dict[str, Any]:
         params = request.params or {}
         envelope = read_envelope(params)
-        revision = versions.served(envelope.protocol_version)
-        if revision is None or revision.handshake:
+        tables = self._tables
+        if tables is None:
+            tables = self._tables = {r.name: (r, self.server.handlers_for(r)) for r in versions.MODERN}
+        found = tables.get(envelope.protocol_version)
+        if found is None:
             raise unsupported_version(envelope.protocol_version)
+        revision, table = found
         method = request.method
-        handler = self.server.handlers_for(revision).get(method)
+        handler = table.get(method)
         if handler is None:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}", method)
         session = RequestSession(self.server, context.connection, envelope, revision)

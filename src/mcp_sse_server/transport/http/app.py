@@ -19,12 +19,15 @@ builds one per session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final, TypeAlias
+
+import orjson
 
 from ... import versions
 from ...jsonrpc import (
@@ -35,6 +38,7 @@ from ...jsonrpc import (
     JsonRpcResponse,
     McpError,
     RequestId,
+    encode_message,
     parse_message,
 )
 from ...modern import ModernEndpoint, has_envelope, unsupported_version
@@ -70,17 +74,20 @@ SessionFactory: TypeAlias = Callable[[], McpServer | Awaitable[McpServer]]
 """Returns a fresh McpServer (or an awaitable of one) for each initialize."""
 
 _ALLOW: Final = [(b"allow", b"GET, POST, DELETE")]
+# A session's last activity is written at most this often (seconds): idle timeouts are minutes
+# long, and a shared store is spared a write per request.
+_TOUCH_GRANULARITY: Final = 1.0
 
 # The request headers the endpoint reads, by slot; a repeated Mcp-Session-Id is refused.
 _ACCEPT, _CTYPE, _CLEN, _SESSION, _VERSION, _LAST_ID = range(6)
-_WANTED: Final = {
-    b"accept": _ACCEPT,
-    b"content-type": _CTYPE,
-    b"content-length": _CLEN,
-    b"mcp-session-id": _SESSION,
-    b"mcp-protocol-version": _VERSION,
-    b"last-event-id": _LAST_ID,
-}
+_WANTED: Final = (  # in slot order
+    b"accept",
+    b"content-type",
+    b"content-length",
+    b"mcp-session-id",
+    b"mcp-protocol-version",
+    b"last-event-id",
+)
 
 # What MCP clients send; any other value is evaluated (and cached) by accepts_json_and_sse.
 _USUAL_ACCEPT: Final = b"application/json, text/event-stream"
@@ -88,18 +95,16 @@ _USUAL_ACCEPT: Final = b"application/json, text/event-stream"
 _NOT_ACCEPTABLE_POST: Final = "Not acceptable: the Accept header must allow both application/json and text/event-stream"
 _NOT_ACCEPTABLE_GET: Final = "Not acceptable: the Accept header must allow text/event-stream"
 _MISSING_SESSION: Final = "Bad request: missing Mcp-Session-Id header; only an initialize request may open a session"
+_INTERRUPTED: Final = "Request interrupted: the server instance running it stopped"
 _UNKNOWN_SESSION: Final = "Session not found: it expired, was deleted or never existed; initialize a new one"
 
 
-def _read_headers(raw: list[tuple[bytes, bytes]]) -> list[bytes | None]:
-    values: list[bytes | None] = [None] * 6
-    for name, value in raw:
-        slot = _WANTED.get(name)
-        if slot is not None:
-            if slot == _SESSION and values[_SESSION] is not None:
-                raise HttpError(400, "Bad request: several Mcp-Session-Id headers; send exactly one")
-            values[slot] = value
-    return values
+def _read_headers(raw: list[tuple[bytes, bytes]]) -> tuple[list[bytes | None], dict[bytes, bytes]]:
+    """The endpoint's headers by slot, and every header by name (the last of a repeated one)."""
+    found = dict(raw)  # at C speed; a repeated name shows as a shorter dict
+    if len(found) != len(raw) and sum(1 for name, _ in raw if name == b"mcp-session-id") > 1:
+        raise HttpError(400, "Bad request: several Mcp-Session-Id headers; send exactly one")
+    return [found.get(name) for name in _WANTED], found
 
 
 class _StatelessRequests:
@@ -177,10 +182,12 @@ class McpHttpApp:
         self._live: dict[str, LiveSession] = {}
         self._modern = ModernEndpoint(server) if server is not None else None
         self._stateless = _StatelessRequests()
+        self._stateless_versions = frozenset(revision.name for revision in versions.MODERN)
         self._creating = 0
         self._closing = False
         self._closed = False
         self._reaper: asyncio.Task[None] | None = None
+        self._worker_reaper: asyncio.Task[None] | None = None
         self._stack: ASGIApp = OriginHostMiddleware(self._endpoint, self.policy)
 
     @property
@@ -203,12 +210,12 @@ class McpHttpApp:
         try:
             if self.path is not None and scope["path"] != self.path:
                 raise HttpError(404, f"Not found: the MCP endpoint is {self.path}")
-            values = _read_headers(scope["headers"])
+            values, found = _read_headers(scope["headers"])
             method = scope["method"]
             version = values[_VERSION]
             if version is not None and not versions.for_header(version):
                 # No handshake revision named: the stateless revision's rules, and no session.
-                await self._serve_stateless(scope, receive, send, values, version)
+                await self._serve_stateless(scope, receive, send, values, found, version)
                 return
             if method != "POST":
                 if method == "GET":
@@ -275,7 +282,13 @@ class McpHttpApp:
                 pass  # the response had started; the server closes the connection
 
     async def _serve_stateless(
-        self, scope: Scope, receive: Receive, send: Send, values: list[bytes | None], version: bytes
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        values: list[bytes | None],
+        found: dict[bytes, bytes],
+        version: bytes,
     ) -> None:
         """One 2026-07-28 request (``stateless.py`` states the rules): served alone, never stored."""
         if scope["method"] != "POST":
@@ -300,14 +313,14 @@ class McpHttpApp:
             return
         if type(message) is not JsonRpcRequest:
             raise refuse_non_request()
-        served = versions.served(version.decode("latin-1"))
-        if (served is None or served.handshake) and not has_envelope(message.params):
+        named = version.decode("latin-1")
+        if named not in self._stateless_versions and not has_envelope(message.params):
             # The header is the only version the request names, and it is not served.
-            error = unsupported_version(version.decode("latin-1"))
+            error = unsupported_version(named)
             raise HttpError(400, error.message, error.code, request_id=message.id, data=error.data)
         server = self.server if self.server is not None else await self._new_server()
         try:
-            check_routing_headers(message, scope["headers"], server)
+            check_routing_headers(message, found, len(found) != len(scope["headers"]), scope["headers"], server)
         except HttpError as error:
             error.request_id = message.id
             raise
@@ -325,6 +338,7 @@ class McpHttpApp:
             await transport.serve_request(message, receive, send)
         finally:
             stateless.transports.discard(transport)
+            transport.dispatcher = None  # no transport <-> connection cycle left for the collector
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -384,7 +398,8 @@ class McpHttpApp:
         if record.expired(now, self.limits.session_idle_timeout, self.limits.session_max_lifetime):
             self._end_soon(live)
             raise HttpError(404, _UNKNOWN_SESSION)
-        await self.sessions.touch(live.record if self.sessions.shared else record, now)
+        if now - record.last_seen >= _TOUCH_GRANULARITY:
+            await self.sessions.touch(live.record if self.sessions.shared else record, now)
         return live
 
     async def _open_session(self, scope: Scope, receive: Receive, send: Send, content_length: bytes | None) -> None:
@@ -485,7 +500,7 @@ class McpHttpApp:
         router = self.router
         if router is None:
             return
-        await router.start(self._routed)
+        await self.start()
         live.session.connection.name_requests(router.request_ids())
         session_id = live.record.id
 
@@ -493,6 +508,12 @@ class McpHttpApp:
             await router.index.await_answer(session_id, request_id, router.worker_id)
 
         live.transport.before_outbound_request = awaiting
+
+        async def runs_elsewhere(stream_id: str) -> bool:
+            running = await router.index.inflight(session_id)
+            return any(stream == stream_id and worker != router.worker_id for worker, stream in running.values())
+
+        live.transport.runs_elsewhere = runs_elsewhere
 
     async def _serve_claimed(self, live: LiveSession, request: JsonRpcRequest, receive: Receive, send: Send) -> None:
         """Serve a request noted in the request index (which worker runs it, for cancellations);
@@ -502,10 +523,27 @@ class McpHttpApp:
         session_id = live.record.id
         if not await router.index.claim(session_id, request.id, router.worker_id):
             raise HttpError(409, f"Conflict: request id {request.id!r} is already in flight in this session")
+        transport = live.transport
+        # Owned by this worker (for a reaper, should it die): the request and the log stream
+        # serve_request gives it, noted while it runs (nothing may await before the call).
+        stream_id = transport.next_stream_id()
+        entry = f"{session_id} {stream_id or ''} {orjson.dumps(request.id).decode()}"
+        noted = asyncio.ensure_future(self._note_running(session_id, request.id, stream_id, entry))
         try:
-            await live.transport.serve_request(request, receive, send)
+            await transport.serve_request(request, receive, send)
         finally:
+            with contextlib.suppress(StoreUnavailable):
+                await noted
+                await router.registry.disown(entry)
             await router.index.finish(session_id, request.id)
+
+    async def _note_running(self, session_id: str, request_id: RequestId, stream_id: str | None, entry: str) -> None:
+        """A request this worker runs, for a reaper (``owns``) and for resumptions elsewhere (its stream)."""
+        router = self.router
+        assert router is not None
+        await router.registry.own(entry)
+        if stream_id is not None:
+            await router.index.note_stream(session_id, request_id, router.worker_id, stream_id)
 
     async def _forwarded(self, live: LiveSession, message: Any, body: bytes) -> bool:
         """A client's answer to a server-to-client request another worker sent, or a cancellation
@@ -542,6 +580,64 @@ class McpHttpApp:
             params = message["params"]
             live.transport.dispatcher.on_message(JsonRpcNotification("notifications/cancelled", params))
             await live.transport.end_cancelled(params)
+
+    async def start(self) -> None:
+        """Start what runs beside the requests: with a router, its inbox reader, its heartbeat
+        and the loop that fails the requests of dead workers (``McpHttpServer.bind`` calls it;
+        without it they start with the first session this worker serves)."""
+        if self.router is not None and not self._closing:
+            await self.router.start(self._routed)
+            if self._worker_reaper is None:
+                self._worker_reaper = asyncio.get_running_loop().create_task(self._reap_workers_forever())
+
+    async def _reap_workers_forever(self) -> None:
+        router = self.router
+        assert router is not None
+        interval = max(0.05, router.registry.ttl / 3)
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.reap_dead_workers()
+            except StoreUnavailable as error:
+                logger.warning("could not look for dead workers: %s", error)
+            except Exception:
+                logger.exception("looking for dead workers failed")
+
+    async def reap_dead_workers(self) -> list[str]:
+        """Fail the requests of workers whose liveness lease lapsed (one reaper at a time across
+        workers): each resumable stream they were writing gets the terminal JSON-RPC error
+        ``-32603 "Request interrupted: the server instance running it stopped"``, so a client
+        resuming it anywhere gets an answer. Returns the workers reaped."""
+        from ...stores.redis_routing import reap_dead_workers as reap
+
+        if self.router is None:
+            return []
+        return await reap(self.router.registry, self._fail_requests_of)
+
+    async def _fail_requests_of(self, worker_id: str, entries: set[str]) -> None:
+        router = self.router
+        assert router is not None
+        for entry in entries:
+            session_id, _, rest = entry.partition(" ")
+            stream_id, _, raw_id = rest.partition(" ")
+            try:
+                request_id = orjson.loads(raw_id)
+            except orjson.JSONDecodeError:
+                continue
+            if not isinstance(request_id, str | int) or await self.sessions.get(session_id) is None:
+                continue
+            logger.warning(
+                "worker %s stopped while running request %r of session %s", worker_id, request_id, session_id[:8]
+            )
+            if stream_id:
+                _, ended = await self.events.follow(session_id, f"0/{stream_id}", 0)
+                if not ended:  # (ended: its response went out before the worker died)
+                    error = JsonRpcError(request_id, INTERNAL_ERROR, _INTERRUPTED)
+                    await self.events.append(session_id, stream_id, encode_message(error), None, delivered=True)
+                    await self.events.end_stream(session_id, stream_id, self.limits.stream_log_grace)
+            running = await router.index.owner(session_id, request_id)
+            if running is not None and running[0] == worker_id:
+                await router.index.finish(session_id, request_id)
 
     def _save_soon(self, record: SessionRecord) -> None:
         """Write a changed record back to the shared store (log level, subscriptions)."""
@@ -643,6 +739,9 @@ class McpHttpApp:
             else:
                 await self._end(live)
         self.keepalive.close()
+        if self._worker_reaper is not None:
+            self._worker_reaper.cancel()
+            self._worker_reaper = None
         if self.router is not None:
             await self.router.stop()
         if self._reaper is not None:

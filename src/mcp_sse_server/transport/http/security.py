@@ -159,15 +159,13 @@ class OriginHostMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        origin = host = None
-        hosts = origins = 0
-        for name, value in scope["headers"]:
-            if name == b"host":
-                host = value
-                hosts += 1
-            elif name == b"origin":
-                origin = value
-                origins += 1
+        headers = scope["headers"]
+        found = dict(headers)  # at C speed; a repeated name shows as a shorter dict
+        host, origin = found.get(b"host"), found.get(b"origin")
+        hosts, origins = int(host is not None), int(origin is not None)
+        if len(found) != len(headers):
+            hosts = sum(1 for name, _ in headers if name == b"host")
+            origins = sum(1 for name, _ in headers if name == b"origin")
         if hosts != 1 or origins > 1:
             if hosts == 0:
                 problem = "no Host header"

@@ -11,7 +11,8 @@ Which requests come here is the router's business (``app.py``): a POST whose
    method, ``Mcp-Name`` = the tool or prompt name (``tools/call``,
    ``prompts/get``) or the URI (``resources/read``), and for ``tools/call``
    each ``Mcp-Param-<name>`` = the argument its tool's schema mirrors there
-   (``x-mcp-header``), present exactly when the argument is. Values that are
+   (``x-mcp-header``), present exactly when the argument is (other ``Mcp-Param-*``
+   headers are not recognised, and ignored). Values that are
    not visible ASCII travel as ``=?base64?<UTF-8 in base64>?=`` and are decoded
    before comparing.
 3. Then the engine (``modern.py``): version served (-32022), method known
@@ -28,7 +29,7 @@ import binascii
 from typing import Any, Final
 
 from ...jsonrpc import HEADER_MISMATCH, INVALID_REQUEST, JsonRpcRequest
-from ...modern import PROTOCOL_VERSION_KEY
+from ...modern import PROTOCOL_VERSION_KEY, MirroredHeader
 from ...server import McpServer
 from .errors import HttpError
 
@@ -68,54 +69,54 @@ def _as_header(value: Any, kind: str) -> str | None:
 
 
 def check_routing_headers(
-    request: JsonRpcRequest, headers: list[tuple[bytes, bytes]], server: McpServer | None
+    request: JsonRpcRequest,
+    found: dict[bytes, bytes],
+    repeated: bool,
+    headers: list[tuple[bytes, bytes]],
+    server: McpServer | None,
 ) -> None:
     """HttpError (400 -32020) unless the request's routing headers agree with its body.
 
-    A body without a complete envelope is left to the engine (-32602 comes first).
+    ``found`` holds the request's headers by name, ``repeated`` says a name appears twice
+    (``headers`` are then searched for a repeated routing header). A body without a complete
+    envelope is left to the engine (-32602 comes first).
     """
-    meta = request.params.get("_meta") if request.params is not None else None
+    params = request.params
+    meta = params.get("_meta") if params is not None else None
     if type(meta) is not dict or not isinstance(meta.get(PROTOCOL_VERSION_KEY), str):
         return
-    seen: dict[bytes, bytes] = {}
-    params: dict[str, bytes] = {}
-    for name, value in headers:
-        if name[:4] == b"mcp-" and (name in _ROUTING or name.startswith(_PARAM_PREFIX)):
-            if name in seen:
-                raise _mismatch(f"Bad request: the {name.decode()} header appears more than once")
-            seen[name] = value
-            if name.startswith(_PARAM_PREFIX):
-                params[name[len(_PARAM_PREFIX) :].decode("latin-1").lower()] = value
-    version = seen.get(b"mcp-protocol-version")
+    if repeated:
+        names = [name for name, _ in headers if name in _ROUTING or name.startswith(_PARAM_PREFIX)]
+        if len(names) != len(set(names)):
+            raise _mismatch("Bad request: a routing header (MCP-Protocol-Version, Mcp-*) appears more than once")
+    version = found.get(b"mcp-protocol-version")
     if version is None or version.decode("latin-1") != meta[PROTOCOL_VERSION_KEY]:
         raise _mismatch("Bad request: the MCP-Protocol-Version header does not match the request's _meta")
-    method = seen.get(b"mcp-method")
-    if method is None or decode_header_value(method) != request.method:
+    if not _same(found.get(b"mcp-method"), request.method):
         raise _mismatch(f"Bad request: the Mcp-Method header must be the request's method ({request.method})")
-    body = request.params or {}
+    body = params or {}
     member = _NAMED_BY.get(request.method)
-    if member is not None:
-        named = seen.get(b"mcp-name")
-        if named is None or decode_header_value(named) != body.get(member):
-            raise _mismatch(f"Bad request: the Mcp-Name header must be the request's {member}")
+    if member is not None and not _same(found.get(b"mcp-name"), body.get(member)):
+        raise _mismatch(f"Bad request: the Mcp-Name header must be the request's {member}")
     if request.method == "tools/call" and server is not None and isinstance(body.get("name"), str):
-        _check_param_headers(server, body, params)
-    elif params:
-        raise _mismatch("Bad request: Mcp-Param-* headers belong to tools/call only")
+        mirrored = server.mirrored_headers(body["name"])
+        if mirrored:  # the usual tool mirrors no argument: nothing more to compare
+            _check_param_headers(mirrored, body, found)
 
 
-def _check_param_headers(server: McpServer, body: dict[str, Any], params: dict[str, bytes]) -> None:
-    mirrored = server.mirrored_headers(body["name"])
-    if not mirrored and not params:
-        return  # the usual tool: no argument travels in a header
+def _same(header: bytes | None, value: Any) -> bool:
+    """True when a routing header carries ``value`` (plainly, or in the base64 form)."""
+    if header is None or not isinstance(value, str):
+        return False
+    plain = header.decode("latin-1")
+    return plain == value or decode_header_value(header) == value
+
+
+def _check_param_headers(mirrored: tuple[MirroredHeader, ...], body: dict[str, Any], found: dict[bytes, bytes]) -> None:
     arguments = body.get("arguments")
-    expected = {header.name.lower(): header for header in mirrored}
-    for name in params:
-        if name not in expected:
-            raise _mismatch(f"Bad request: Mcp-Param-{name} mirrors no argument of tool {body['name']}")
-    for name, header in expected.items():
+    for header in mirrored:
         want = _as_header(header.value_in(arguments), header.kind)
-        raw = params.get(name)
+        raw = found.get(_PARAM_PREFIX + header.name.lower().encode("latin-1"))
         if want is None:
             if raw is not None:
                 raise _mismatch(f"Bad request: Mcp-Param-{header.name} is sent but its argument is absent")

@@ -184,6 +184,8 @@ class SseTransport(Transport):
         "_event_log",
         "_initialized",
         "_on_end",
+        "_resumable_for",
+        "_retry_ms",
         "_standalone",
         "_stream_count",
         "_streams",
@@ -195,6 +197,7 @@ class SseTransport(Transport):
         "limits",
         "on_end_session",
         "record",
+        "runs_elsewhere",
         "session_id",
         "stateless",
     )
@@ -225,11 +228,15 @@ class SseTransport(Transport):
         self._initialized = False
         self.record = record
         self._stream_count = 0
+        self._retry_ms = round(limits.retry_interval * 1000)
+        self._resumable_for: tuple[str | None, bool] = (None, False)  # (revision, its streams resume)
         self.on_end_session = True  # closing ends the session (False: only this worker's copy of it)
         # The event log is shared: a request not in flight here may run on another worker.
         self.follows_other_workers = False
         # Awaited before a server-to-client request goes out (a router notes who awaits it).
         self.before_outbound_request: Callable[[RequestId], Awaitable[None]] | None = None
+        # True when a log stream belongs to a request another worker runs (a router knows).
+        self.runs_elsewhere: Callable[[str], Awaitable[bool]] | None = None
         # One 2026-07-28 request: an error before anything was streamed is an HTTP error with its
         # status, SSE responses are not buffered by proxies, and a client that leaves cancels it.
         self.stateless = stateless
@@ -269,6 +276,25 @@ class SseTransport(Transport):
     @property
     def _log_key(self) -> str:
         return self.session_id or ""
+
+    def next_stream_id(self) -> str | None:
+        """The log stream ``serve_request`` gives the request it is called with next (None: that
+        request's reply is not resumable). Exact when nothing awaits between the two calls: a
+        router notes it so that a reaper can end the stream if this worker dies."""
+        if self._resumable():
+            return f"r{self._stream_count + 1}"
+        return None
+
+    def _resumable(self) -> bool:
+        """True when the session's revision has resumable streams (remembered per revision)."""
+        record = self.record
+        if record is None:
+            return False
+        revision, resumable = self._resumable_for
+        if revision != record.revision:
+            resumable = versions.resumable_streams(record.revision)
+            self._resumable_for = (record.revision, resumable)
+        return resumable
 
     def live_streams(self) -> Collection[SseStream]:
         """The open POST streams (for the keep-alive ticker)."""
@@ -355,10 +381,10 @@ class SseTransport(Transport):
         # client disconnect does not cancel it (the reply is then dropped, or logged
         # for a resumable stream); notifications/cancelled does, through the dispatcher.
         stream_id = None
-        if self.record is not None and versions.resumable_streams(self.record.revision):
+        if self._resumable():
             self._stream_count += 1
             stream_id = f"r{self._stream_count}"
-        pending = _PendingReply(send, receive, headers, initialize, stream_id, self.limits.retry_interval)
+        pending = _PendingReply(send, receive, headers, initialize, stream_id, self._retry_ms)
         if stream_id is not None:
             pending.on_open = self._stream_opened
         elif self.stateless:
@@ -531,16 +557,20 @@ class SseTransport(Transport):
         stream_id = stream_of(event_id)
         events = await self._events().replay_after(self._log_key, event_id)
         pending = self._in_flight(stream_id)
+        elsewhere = False
         if pending is None and not events:
-            await HttpError(
-                400, "Bad request: Last-Event-ID names no stream of this session that can still be resumed"
-            ).write(send)
-            return
+            # Nothing logged since: still resumable when its request runs on another worker.
+            elsewhere = self.runs_elsewhere is not None and await self.runs_elsewhere(stream_id)
+            if not elsewhere:
+                await HttpError(
+                    400, "Bad request: Last-Event-ID names no stream of this session that can still be resumed"
+                ).write(send)
+                return
         stream = _PostStream(send, SSE_HEADERS, receive)
         stream.pending = [frame(event.message, event.event_id) for event in events]
         if pending is None:  # the request is over: its response was among the logged events
-            if self.follows_other_workers and events:  # ... or it runs on another worker
-                await self._tail(stream, receive, events[-1].event_id)
+            if self.follows_other_workers and (events or elsewhere):  # ... or it runs on another worker
+                await self._tail(stream, receive, events[-1].event_id if events else event_id)
                 return
             await stream.end()
             return
@@ -623,7 +653,7 @@ class SseTransport(Transport):
         events = await log.replay_after(self._log_key, after) if after is not None else []
         events += await log.take_undelivered(self._log_key, STANDALONE_STREAM)
         frames = [frame(event.message, event.event_id) for event in events]
-        if self.record is not None and versions.resumable_streams(self.record.revision):
+        if self._resumable():
             # Resumable: the client needs an id to resume from. The first event has one when
             # there is something to deliver; otherwise a priming event gives a fresh one.
             retry = self.limits.retry_interval
@@ -786,7 +816,7 @@ class _PendingReply:
         headers: list[tuple[bytes, bytes]],
         initialize: bool,
         stream_id: str | None = None,
-        retry_interval: float = 1.0,
+        retry_ms: int = 1000,
     ) -> None:
         self.send = send
         self.receive = receive
@@ -794,7 +824,7 @@ class _PendingReply:
         self.initialize = initialize
         self.stream: _PostStream | None = None
         self.stream_id = stream_id
-        self.retry_ms = round(retry_interval * 1000)
+        self.retry_ms = retry_ms
         self.detached = False
         self.on_open: Callable[[_PendingReply], None] | None = None  # a resumable stream went live
         self.timer: asyncio.TimerHandle | None = None
