@@ -162,3 +162,14 @@ async def test_listen_acknowledges_then_sends_what_was_asked(app: McpHttpApp) ->
     assert all(e["data"]["method"] != "notifications/prompts/list_changed" for e in events if "data" in e)
     listen.disconnect()  # closing the stream ends the subscription
     await until(lambda: server.event_bus.subscribers == 0)  # type: ignore[attr-defined]
+
+
+async def test_a_message_sent_after_a_stateless_request_ends_is_dropped(app: McpHttpApp) -> None:
+    from mcp_sse_server.jsonrpc import JsonRpcNotification
+    from mcp_sse_server.stores import MemoryEventLog
+    from mcp_sse_server.transport.http import SseTransport
+
+    log = MemoryEventLog(10, 10)
+    transport = SseTransport(stateless=True, event_log=log)
+    await transport.send(JsonRpcNotification("notifications/message", {"data": "late"}), 99)
+    assert log.backlog_size("") == 0  # nothing was kept for a stream that cannot exist

@@ -702,9 +702,10 @@ class SseTransport(Transport):
                     self._watch(related_request_id, stream)
                 await self._emit(pending, encode_message(message))
                 return
-        if is_reply:
-            # Its POST stream is gone (the client disconnected): no stream may carry it.
-            logger.debug("dropping the reply to %r: its stream is closed", getattr(message, "id", None))
+        if is_reply or self.stateless:
+            # Its POST stream is gone (the client disconnected), or a 2026-07-28 request is over:
+            # no stream may carry it (that revision has no standalone stream).
+            logger.debug("dropping %s: its stream is closed", type(message).__name__)
             return
         await self._send_standalone(
             encode_message(message),
