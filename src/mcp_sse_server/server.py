@@ -451,6 +451,18 @@ class McpServer:
             bus = self._event_bus = MemoryEventBus()
         return bus
 
+    def use_shared(self, *, request_state: RequestStateSealer | None = None, event_bus: EventBus | None = None) -> None:
+        """Give a server built elsewhere (a ``module:factory`` the CLI serves, say) the
+        ``requestState`` key ring and the event bus every worker shares, as the constructor's
+        arguments of the same names would; None leaves one unchanged. Only before the server
+        serves anything (RuntimeError after: sealed states and listeners would straddle two)."""
+        if self._loop is not None:
+            raise RuntimeError("use_shared() must come before the server serves a session or a listener")
+        if request_state is not None:
+            self._request_state = request_state
+        if event_bus is not None:
+            self._event_bus = event_bus
+
     @property
     def implementation(self) -> dict[str, str]:
         """The server's name and version, as results of 2026-07-28 requests are stamped with."""

@@ -4,7 +4,8 @@ A store holds plain data only (``SessionRecord``, ``StoredEvent``), behind
 async methods, so an implementation may live in another process. ``memory``
 is the default (one process); ``redis`` shares sessions, event logs and the
 event bus between workers and hosts, ``redis_routing`` has what they need to
-route a session's traffic among themselves. The Redis names need the ``redis`` extra
+route a session's traffic among themselves, and ``RedisStores.from_url`` builds them all
+for one worker. The Redis names need the ``redis`` extra
 (``pip install 'mcp-sse-server[redis]'``) and are imported on first use.
 """
 
@@ -25,12 +26,14 @@ if TYPE_CHECKING:
         reap_dead_workers,
         standalone_lease,
     )
+    from .redis_setup import RedisStores
 
 _LAZY = {
     "Lease": ".redis_routing",
     "RedisEventBus": ".redis",
     "RedisEventLog": ".redis",
     "RedisSessionStore": ".redis",
+    "RedisStores": ".redis_setup",
     "RequestIndex": ".redis_routing",
     "WorkerInbox": ".redis_routing",
     "WorkerRegistry": ".redis_routing",
@@ -51,6 +54,7 @@ __all__ = [
     "RedisEventBus",
     "RedisEventLog",
     "RedisSessionStore",
+    "RedisStores",
     "RequestIndex",
     "SessionStore",
     "StoreError",

@@ -169,6 +169,12 @@ class RequestIndex:
             self.inflight_key(session_id), orjson.dumps(request_id), f"{worker_id} {stream_id}", only_new=True
         )
 
+    async def note_stream(self, session_id: str, request_id: str | int, worker_id: str, stream_id: str) -> None:
+        """Name the log stream of a request ``claim``ed without one (known once it is served)."""
+        await self._set(
+            self.inflight_key(session_id), orjson.dumps(request_id), f"{worker_id} {stream_id}", only_new=False
+        )
+
     async def owner(self, session_id: str, request_id: str | int) -> tuple[str, str] | None:
         """(worker, stream) serving a client request, or None when it is not in flight."""
         with redis_unavailable("request owner"):

@@ -95,6 +95,8 @@ _USUAL_ACCEPT: Final = b"application/json, text/event-stream"
 _NOT_ACCEPTABLE_POST: Final = "Not acceptable: the Accept header must allow both application/json and text/event-stream"
 _NOT_ACCEPTABLE_GET: Final = "Not acceptable: the Accept header must allow text/event-stream"
 _MISSING_SESSION: Final = "Bad request: missing Mcp-Session-Id header; only an initialize request may open a session"
+# Requests a client may send before notifications/initialized (any other shows it was sent).
+_BEFORE_READY: Final = frozenset({"initialize", "ping"})
 _INTERRUPTED: Final = "Request interrupted: the server instance running it stopped"
 _UNKNOWN_SESSION: Final = "Session not found: it expired, was deleted or never existed; initialize a new one"
 
@@ -248,6 +250,9 @@ class McpHttpApp:
             if type(message) is JsonRpcRequest:
                 if self._closing:
                     raise _shutting_down()
+                if not live.session.ready and self.sessions.shared and message.method not in _BEFORE_READY:
+                    # The client is past the handshake: its notifications/initialized reached another worker.
+                    live.session.ready = True
                 if self.router is not None:
                     await self._serve_claimed(live, message, receive, send)
                 else:

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
     from ...server import McpServer
     from ...stores.base import EventLog, SessionStore
+    from ...stores.redis_routing import WorkerRouter
 
 __all__ = ["McpHttpServer", "serve"]
 
@@ -91,6 +92,8 @@ class McpHttpServer:
         session_store: SessionStore | None = None,
         event_log: EventLog | None = None,
         clock: Clock = time.monotonic,
+        router: WorkerRouter | None = None,
+        sock: socket.socket | None = None,
         **overrides: Any,
     ) -> McpHttpServer:
         """Listen on ``host:port`` (0 picks a free port) and serve MCP at ``path``.
@@ -106,6 +109,13 @@ class McpHttpServer:
         TLS: pass an ``ssl.SSLContext`` or ``certfile`` (and ``keyfile``).
         Binding beyond loopback requires ``allowed_origins`` (ValueError).
         Raises OSError when the address cannot be bound.
+
+        Several workers or hosts sharing sessions: pass ``session_store``,
+        ``event_log``, ``router`` and ``clock`` from
+        ``stores.RedisStores.from_url(url).bind_options()``. ``sock``: an
+        already listening socket to serve instead of binding ``host:port``
+        (worker processes sharing the socket their parent bound; ``host``
+        still decides the endpoint's URL and the Host check).
         """
         if overrides:
             limits = _with_overrides(limits, overrides)
@@ -134,12 +144,17 @@ class McpHttpServer:
             session_store=session_store,
             event_log=event_log,
             clock=clock,
+            router=router,
         )
         # Imported here so embedders of the ASGI app or SseTransport never load uvicorn.
         import uvicorn
 
-        sock = _listen(host, port)
+        if sock is None:
+            sock = _listen(host, port)
+        else:
+            sock.setblocking(False)
         try:
+            await app.start()
             config = uvicorn.Config(
                 app,
                 **_protocol_options(limits),
@@ -161,10 +176,12 @@ class McpHttpServer:
             await uvicorn_server.startup(sockets=[sock])
         except BaseException:
             sock.close()
+            if app.router is not None and app.router.started:
+                await app.shutdown(0)  # stop its heartbeat: nothing was served
             raise
         bound_port = sock.getsockname()[1]
-        scheme = "https" if ssl_context is not None else "http"
-        return cls(app, uvicorn_server, sock, f"{scheme}://{_url_host(host)}:{bound_port}{path}", bound_port)
+        endpoint = endpoint_url(host, bound_port, path, tls=ssl_context is not None)
+        return cls(app, uvicorn_server, sock, endpoint, bound_port)
 
     async def close(self, deadline: float | None = None) -> None:
         """Stop accepting, let in-flight requests finish (``shutdown_deadline``),
@@ -191,12 +208,18 @@ class McpHttpServer:
             await listener.wait_closed()
         self._socket.close()
 
-    async def serve_forever(self, *, on_stopping: Callable[[], Any] | None = None) -> None:
+    async def serve_forever(
+        self,
+        *,
+        on_stopping: Callable[[], Any] | None = None,
+        signals: tuple[signal.Signals, ...] = (signal.SIGINT, signal.SIGTERM),
+    ) -> None:
         """Serve until SIGINT or SIGTERM (or until this task is cancelled), then ``close()``.
 
         ``on_stopping`` runs when the first signal arrives; a second signal stops
         waiting for the graceful close. Where the loop cannot take signal handlers
-        (Windows), Ctrl-C arrives as KeyboardInterrupt instead.
+        (Windows), Ctrl-C arrives as KeyboardInterrupt instead. ``signals``: the
+        signals that stop it (a worker process whose parent handles Ctrl-C takes SIGTERM only).
         """
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
@@ -208,7 +231,7 @@ class McpHttpServer:
             stop.set()
 
         installed: list[signal.Signals] = []
-        for number in (signal.SIGINT, signal.SIGTERM):
+        for number in signals:
             try:
                 loop.add_signal_handler(number, on_signal)
                 installed.append(number)
@@ -256,6 +279,17 @@ def _url_host(host: str) -> str:
     except ValueError:
         pass
     return host
+
+
+def endpoint_url(host: str, port: int, path: str, *, tls: bool = False) -> str:
+    """The URL clients use for an endpoint listening on ``host:port`` (a wildcard host: loopback)."""
+    return f"{'https' if tls else 'http'}://{_url_host(host)}:{port}{path}"
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (0: a free port) for ``bind(sock=...)``: bound once
+    by a parent process, served by the worker processes that inherit it. OSError as ``bind``."""
+    return _listen(host, port)
 
 
 def _listen(host: str, port: int) -> socket.socket:
