@@ -85,6 +85,26 @@ def limit_options(command: _F) -> _F:
     is_flag=True,
     help="Call a module:factory TARGET once per session instead of once (for servers that keep per-client state).",
 )
+@click.option(
+    "--redis-url",
+    metavar="URL",
+    help="Share sessions, streams and events through this Redis (redis://HOST:PORT/DB), with the other "
+    "workers and hosts given the same URL. Needs the redis extra.",
+)
+@click.option(
+    "--workers",
+    type=click.IntRange(1),
+    default=1,
+    show_default=True,
+    help="Worker processes serving the one port (above 1 needs --redis-url).",
+)
+@click.option(
+    "--worker-ttl",
+    type=DURATION,
+    default=10.0,
+    help="With --redis-url: how long after a worker's last heartbeat it counts as dead and another one "
+    "fails its requests in flight (10s).",
+)
 def serve(
     target: str | None,
     host: str,
@@ -94,6 +114,9 @@ def serve(
     keyfile: str | None,
     log_level: str,
     server_per_session: bool,
+    redis_url: str | None,
+    workers: int,
+    worker_ttl: float,
     **limits: Any,
 ) -> None:
     """Serve TARGET over Streamable HTTP and print its endpoint.
@@ -107,13 +130,32 @@ def serve(
       path/to/file.py:factory    the same, from a file
 
     Limits left out keep the defaults shown in brackets. Ctrl-C or SIGTERM shuts down gracefully.
+
+    \b
+    Several workers or hosts: --redis-url makes every `serve` given the same URL serve the
+    same sessions; --workers N runs N processes on this port. MCP_REQUEST_STATE_KEYS
+    (comma-separated secrets of 16 bytes or more, newest first) is the key ring sealing
+    the requestState of 2026-07-28 requests: give every worker and host the same one.
     """
     import logging
+
+    from .workers import check_redis, request_state_secrets, serve_worker, serve_workers, share
 
     if (certfile is None) != (keyfile is None):
         raise click.UsageError("--certfile and --keyfile go together")
     if not path.startswith("/"):
         raise click.BadParameter("must start with /", param_hint="--path")
+    if workers > 1 and redis_url is None:
+        raise click.UsageError(
+            "--workers above 1 needs --redis-url: each worker would know only the sessions it opened, "
+            "so a client's next request, reaching another worker, would be refused (404)"
+        )
+    try:
+        secrets = request_state_secrets()
+    except ValueError as error:
+        raise click.UsageError(f"MCP_REQUEST_STATE_KEYS: {error}") from error
+    if redis_url is not None:
+        check_redis(redis_url)
     label, factory = resolve_target(target)
     served = factory if server_per_session else factory()
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
@@ -123,7 +165,21 @@ def serve(
         raise click.UsageError(str(error)) from error
     if certfile is not None and keyfile is not None:
         options["ssl_context"] = _ssl_context(certfile, keyfile)
-    _serve_forever(label, served, options)
+    if redis_url is None:
+        _serve_forever(label, share(served, secrets=secrets), options)
+        return
+    if secrets is None:
+        click.echo(
+            "Warning: MCP_REQUEST_STATE_KEYS is not set: each worker seals 2026-07-28 requestState with its own "
+            "key, so a retry reaching another worker is refused.",
+            err=True,
+        )
+    if workers == 1:
+        serve_worker(label, served, options, redis_url=redis_url, secrets=secrets, worker_ttl=worker_ttl)
+    else:
+        serve_workers(
+            label, served, options, workers=workers, redis_url=redis_url, secrets=secrets, worker_ttl=worker_ttl
+        )
 
 
 # --- TARGET ---------------------------------------------------------------------------------------

@@ -1,0 +1,252 @@
+"""Real ``mcp-sse-server serve`` processes for the Redis tests, a raw Streamable HTTP helper
+(httpx, one connection per request when asked) and a round-robin TCP proxy."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import re
+import selectors
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+WAIT = 20.0  # bounded: a process that does not start or stop in this long has failed
+ENDPOINT = re.compile(r"^Serving (?P<label>\S+) at (?P<url>https?://\S+)$")
+SRC = Path(__file__).resolve().parents[2] / "src"
+
+
+class Served:
+    """A running ``serve`` process and the endpoint it printed."""
+
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
+        environment = {**os.environ, "PYTHONPATH": str(SRC), **(env or {})}
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mcp_sse_server", "serve", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=environment,
+            cwd=cwd,
+        )
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self.stderr: list[str] = []
+        threading.Thread(target=self._pump_stdout, daemon=True).start()
+        self._stderr_reader = threading.Thread(target=self._pump_stderr, daemon=True)
+        self._stderr_reader.start()
+        line = self._lines.get(timeout=WAIT)
+        if line is None:
+            self.process.wait(timeout=WAIT)
+            self._stderr_reader.join(timeout=WAIT)
+            raise AssertionError(f"serve exited with {self.process.returncode}: {''.join(self.stderr)}")
+        match = ENDPOINT.match(line)
+        assert match is not None, line
+        self.url: str = match["url"]
+        self.port = int(self.url.rsplit(":", 1)[1].split("/", 1)[0])
+
+    def _pump_stdout(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._lines.put(line.rstrip("\n"))
+        self._lines.put(None)
+
+    def _pump_stderr(self) -> None:
+        assert self.process.stderr is not None
+        self.stderr.extend(self.process.stderr)
+
+    def stop(self, how: int = signal.SIGTERM) -> tuple[int, str]:
+        if self.process.poll() is None:
+            self.process.send_signal(how)
+        try:
+            status = self.process.wait(timeout=WAIT)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=WAIT)
+            self._stderr_reader.join(timeout=WAIT)
+            raise AssertionError(f"serve did not stop within {WAIT} s: {''.join(self.stderr)}") from None
+        self._stderr_reader.join(timeout=WAIT)
+        return status, "".join(self.stderr)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=WAIT)
+
+
+@contextlib.contextmanager
+def serving(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> Iterator[Served]:
+    served = Served(args, cwd, env)
+    try:
+        yield served
+    except BaseException:
+        served.kill()
+        served._stderr_reader.join(timeout=WAIT)
+        print(f"--- stderr of serve {served.url}:\n{''.join(served.stderr)}")  # shown by pytest on failure
+        raise
+    finally:
+        served.kill()
+
+
+def wait_until_accepting(port: int) -> None:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing accepts on port {port}")
+
+
+# --- raw Streamable HTTP -------------------------------------------------------------------------
+
+ACCEPT = "application/json, text/event-stream"
+
+
+def sse_events(response: httpx.Response) -> Iterator[dict[str, Any]]:
+    """The SSE events of a streamed response: ``{"id": ..., "data": ...}`` (comments skipped)."""
+    event: dict[str, Any] = {}
+    for line in response.iter_lines():
+        if not line:
+            if "data" in event:
+                yield event
+            event = {}
+        elif line.startswith(":"):
+            continue
+        else:
+            name, _, value = line.partition(":")
+            event[name] = value.removeprefix(" ")
+
+
+class RawSession:
+    """A 2025-era session over plain httpx; ``close_connections`` sends ``Connection: close``
+    so every request opens a new connection (and may reach another worker)."""
+
+    def __init__(self, url: str, *, version: str = "2025-11-25", close_connections: bool = True) -> None:
+        self.url = url
+        self.version = version
+        headers = {"accept": ACCEPT}
+        if close_connections:
+            headers["connection"] = "close"
+        self.http = httpx.Client(headers=headers, timeout=httpx.Timeout(WAIT))
+        self.session_id: str | None = None
+
+    def headers(self) -> dict[str, str]:
+        headers = {"mcp-protocol-version": self.version}
+        if self.session_id is not None:
+            headers["mcp-session-id"] = self.session_id
+        return headers
+
+    def open(self) -> None:
+        body = {
+            "jsonrpc": "2.0",
+            "id": 0,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": self.version,
+                "capabilities": {},
+                "clientInfo": {"name": "raw", "version": "1"},
+            },
+        }
+        reply = self.http.post(self.url, json=body)
+        assert reply.status_code == 200, reply.text
+        self.session_id = reply.headers["mcp-session-id"]
+        done = self.http.post(
+            self.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=self.headers()
+        )
+        assert done.status_code == 202, done.text
+
+    def call(self, request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        """One request; its final JSON-RPC answer (from JSON or the SSE stream)."""
+        body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
+        with self.http.stream("POST", self.url, json=body, headers=self.headers()) as reply:
+            assert reply.status_code == 200, reply.read()
+            if reply.headers["content-type"].startswith("application/json"):
+                return httpx.Response(200, content=reply.read()).json()  # type: ignore[no-any-return]
+            for event in sse_events(reply):
+                if event["data"]:
+                    message: dict[str, Any] = httpx.Response(200, content=event["data"]).json()
+                    if message.get("id") == request_id:
+                        return message
+        raise AssertionError(f"no answer to request {request_id}")
+
+    def close(self) -> None:
+        self.http.close()
+
+
+# --- a round-robin TCP proxy ---------------------------------------------------------------------
+
+
+class RoundRobinProxy:
+    """Listens on a loopback port; each new connection goes to the next backend in turn."""
+
+    def __init__(self, backends: list[int]) -> None:
+        self.backends = backends
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port: int = self.listener.getsockname()[1]
+        self.connections = 0
+        self.per_backend = [0] * len(backends)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        self.listener.settimeout(0.2)
+        while not self._stop.is_set():
+            try:
+                client, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            index = self.connections % len(self.backends)
+            self.connections += 1
+            self.per_backend[index] += 1
+            threading.Thread(target=self._pipe, args=(client, self.backends[index]), daemon=True).start()
+
+    def _pipe(self, client: socket.socket, port: int) -> None:
+        try:
+            upstream = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+        except OSError:
+            client.close()
+            return
+        upstream.settimeout(None)
+        client.settimeout(None)
+        selector = selectors.DefaultSelector()
+        selector.register(client, selectors.EVENT_READ, upstream)
+        selector.register(upstream, selectors.EVENT_READ, client)
+        try:
+            open_sides = 2
+            while open_sides and not self._stop.is_set():
+                for key, _ in selector.select(timeout=0.2):
+                    source: socket.socket = key.fileobj  # type: ignore[assignment]
+                    target: socket.socket = key.data
+                    try:
+                        data = source.recv(65536)
+                    except OSError:
+                        data = b""
+                    if data:
+                        target.sendall(data)
+                    else:
+                        selector.unregister(source)
+                        with contextlib.suppress(OSError):
+                            target.shutdown(socket.SHUT_WR)
+                        open_sides -= 1
+        except OSError:
+            pass
+        finally:
+            selector.close()
+            client.close()
+            upstream.close()
+
+    def close(self) -> None:
+        self._stop.set()
+        self.listener.close()
+        self._thread.join(timeout=WAIT)
