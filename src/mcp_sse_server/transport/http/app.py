@@ -45,7 +45,7 @@ from ...modern import ModernEndpoint, has_envelope, unsupported_version
 from ...protocol import Connection
 from ...server import McpServer
 from ...session import ServerSession, SessionRecord
-from ...stores.base import EventLog, SessionStore, StoreUnavailable
+from ...stores.base import STANDALONE_STREAM, EventLog, SessionStore, StoreUnavailable, stream_of
 from ...stores.memory import MemoryEventLog, MemorySessionStore
 from .accept import accepts_json_and_sse
 from .asgi import ASGIApp, Receive, Scope, Send
@@ -53,6 +53,7 @@ from .errors import INTERNAL_ERROR, SERVER_BUSY, HttpError, write_json_rpc_error
 from .limits import DEFAULT_LIMITS, HttpLimits
 from .security import OriginHostMiddleware, OriginPolicy
 from .sessions import Clock, new_session_id
+from .sse import parse_event_id
 from .stateless import check_routing_headers, refuse_non_request
 from .streams import KeepaliveTicker, SseStream
 from .transport import (
@@ -64,7 +65,7 @@ from .transport import (
 )
 
 if TYPE_CHECKING:
-    from ...stores.redis_routing import WorkerRouter
+    from ...stores.redis_routing import Lease, WorkerRouter
 
 __all__ = ["LiveSession", "McpHttpApp", "SessionFactory"]
 
@@ -126,13 +127,14 @@ class LiveSession:
     """A session this process serves: its ``record`` (plain data, also in the store),
     its ``transport`` and its ``session`` (the ``ServerSession`` that sends to the client)."""
 
-    __slots__ = ("closing", "record", "session", "transport")
+    __slots__ = ("closing", "record", "session", "standalone_holder", "transport")
 
     def __init__(self, record: SessionRecord, transport: SseTransport, session: ServerSession) -> None:
         self.record = record
         self.transport = transport
         self.session = session
         self.closing = False
+        self.standalone_holder: str | None = None  # this worker's hold on the standalone stream (a router's)
 
 
 class McpHttpApp:
@@ -190,6 +192,7 @@ class McpHttpApp:
         self._closed = False
         self._reaper: asyncio.Task[None] | None = None
         self._worker_reaper: asyncio.Task[None] | None = None
+        self._holders = 0  # standalone GET streams held here (numbers the lease's holders)
         self._stack: ASGIApp = OriginHostMiddleware(self._endpoint, self.policy)
 
     @property
@@ -366,7 +369,54 @@ class McpHttpApp:
         live = await self._session(session_id)
         if self._closing:
             raise _shutting_down()
+        last_id = parse_event_id(values[_LAST_ID])
+        if self.router is not None and (last_id is None or stream_of(last_id) == STANDALONE_STREAM):
+            await self._hold_standalone(live, scope, receive, send, values[_LAST_ID])
+            return
         await live.transport.handle_get(scope, receive, send, values[_LAST_ID])
+
+    async def _hold_standalone(
+        self, live: LiveSession, scope: Scope, receive: Receive, send: Send, last_event_id: bytes | None
+    ) -> None:
+        """The session's standalone stream, held here across workers: this GET takes the session's
+        lease (a holder on another worker is told to end its stream: a new GET supersedes the old),
+        renews it while open, and messages other workers log for the stream wake it."""
+        router = self.router
+        assert router is not None
+        lease = self._standalone_lease(live.record.id)
+        self._holders += 1
+        holder = f"{router.worker_id}:{self._holders}"
+        previous = await lease.take(holder)
+        live.standalone_holder = holder
+        if previous is not None:
+            worker_id = previous.rpartition(":")[0]
+            if worker_id != router.worker_id:
+                await router.send(worker_id, {"type": "release", "session": live.record.id, "holder": previous})
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(lease.ttl / 3)
+                with contextlib.suppress(StoreUnavailable):
+                    if not await lease.renew(holder):
+                        return
+
+        renewing = asyncio.get_running_loop().create_task(renew())
+        try:
+            await live.transport.handle_get(scope, receive, send, last_event_id)
+        finally:
+            renewing.cancel()
+            if live.standalone_holder == holder:
+                live.standalone_holder = None
+            with contextlib.suppress(StoreUnavailable):
+                await lease.release(holder)
+
+    def _standalone_lease(self, session_id: str) -> Lease:
+        from ...stores.redis_routing import standalone_lease
+
+        router = self.router
+        assert router is not None
+        registry = router.registry
+        return standalone_lease(registry.redis, session_id, registry.ttl, prefix=registry.prefix)
 
     async def _delete(self, values: list[bytes | None], send: Send) -> None:
         session_id = values[_SESSION]
@@ -519,6 +569,20 @@ class McpHttpApp:
             return any(stream == stream_id and worker != router.worker_id for worker, stream in running.values())
 
         live.transport.runs_elsewhere = runs_elsewhere
+        lease = self._standalone_lease(session_id)
+
+        async def wake_holder() -> None:
+            """A standalone message went to the backlog here: wake the worker holding the GET."""
+            holder = await lease.holder()
+            if holder is None:
+                return
+            worker_id = holder.rpartition(":")[0]
+            if worker_id == router.worker_id:
+                await live.transport.deliver_backlog()
+            else:
+                await router.send(worker_id, {"type": "wake", "session": session_id})
+
+        live.transport.on_backlog = wake_holder
 
     async def _serve_claimed(self, live: LiveSession, request: JsonRpcRequest, receive: Receive, send: Send) -> None:
         """Serve a request noted in the request index (which worker runs it, for cancellations);
@@ -585,6 +649,11 @@ class McpHttpApp:
             params = message["params"]
             live.transport.dispatcher.on_message(JsonRpcNotification("notifications/cancelled", params))
             await live.transport.end_cancelled(params)
+        elif message.get("type") == "wake":
+            await live.transport.deliver_backlog()
+        elif message.get("type") == "release" and message.get("holder") == live.standalone_holder:
+            live.standalone_holder = None
+            await live.transport.end_standalone()
 
     async def start(self) -> None:
         """Start what runs beside the requests: with a router, its inbox reader, its heartbeat

@@ -195,6 +195,7 @@ class SseTransport(Transport):
         "follows_other_workers",
         "keepalive_watched",
         "limits",
+        "on_backlog",
         "on_end_session",
         "record",
         "runs_elsewhere",
@@ -237,6 +238,8 @@ class SseTransport(Transport):
         self.before_outbound_request: Callable[[RequestId], Awaitable[None]] | None = None
         # True when a log stream belongs to a request another worker runs (a router knows).
         self.runs_elsewhere: Callable[[str], Awaitable[bool]] | None = None
+        # Awaited after a standalone message went to the backlog (a router wakes the GET's holder).
+        self.on_backlog: Callable[[], Awaitable[None]] | None = None
         # One 2026-07-28 request: an error before anything was streamed is an HTTP error with its
         # status, SSE responses are not buffered by proxies, and a client that leaves cancels it.
         self.stateless = stateless
@@ -722,6 +725,8 @@ class SseTransport(Transport):
             assert stream is not None
             await stream.write(frame(event.message, event.event_id))
             return
+        if self.on_backlog is not None:
+            await self.on_backlog()  # the stream may be open on another worker: tell it
         if dropped is not None and dropped.request_id is not None and self.dispatcher is not None:
             # Nobody will ever answer it: fail the caller now rather than at its timeout.
             self.dispatcher.on_message(
@@ -731,6 +736,23 @@ class SseTransport(Transport):
                     "The request was dropped: the client did not open its stream before the backlog filled up",
                 )
             )
+
+    # --- the standalone stream held by another worker (a router's messages) ------------
+
+    async def deliver_backlog(self) -> None:
+        """Send the standalone backlog (what other workers logged for it) on this worker's
+        standalone stream, if it has one open."""
+        stream = self._standalone
+        if stream is None or stream.done:
+            return
+        for event in await self._events().take_undelivered(self._log_key, STANDALONE_STREAM):
+            await stream.write(frame(event.message, event.event_id))
+
+    async def end_standalone(self) -> None:
+        """End this worker's standalone stream (a newer GET took it on another worker)."""
+        stream, self._standalone = self._standalone, None
+        if stream is not None:
+            await stream.end()
 
     # --- closing -------------------------------------------------------------------
 
