@@ -256,3 +256,16 @@ async def test_routers_deliver_inbox_messages_to_their_worker(
         await a.stop()
         await b.stop()
     assert await a.registry.workers() == []
+
+
+async def test_a_dead_workers_awaited_answers_are_forgotten_and_not_its_peers(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    index = RequestIndex(redis_client, prefix=redis_prefix)
+    await index.await_answer("sid", "A.1", "A")
+    await index.await_answer("sid", "A.2", "A")
+    await index.await_answer("sid", "B.1", "B")
+    assert await index.forget_waiter("sid", "A") == 2
+    assert await index.answer_to("sid", "A.1") is None  # an answer arriving now is dropped
+    assert await index.answer_to("sid", "B.1") == "B"
+    assert await index.forget_waiter("sid", "A") == 0

@@ -212,6 +212,17 @@ class RequestIndex:
                 worker_id, _ = await pipe.execute()
         return _text(worker_id)
 
+    async def forget_waiter(self, session_id: str, worker_id: str) -> int:
+        """Drop the server-to-client requests ``worker_id`` awaits in the session (it died: their
+        answers, should they come, are dropped instead of queued for nobody). Returns how many."""
+        key = self.pending_key(session_id)
+        with redis_unavailable("forget waiter"):
+            raw: Any = await self.redis.hgetall(key)
+            doomed = [field for field, value in raw.items() if value.decode() == worker_id]
+            if doomed:
+                await self.redis.hdel(key, *doomed)
+        return len(doomed)
+
     async def forget(self, session_id: str) -> None:
         """The session ended: drop both hashes."""
         with redis_unavailable("request index forget"):

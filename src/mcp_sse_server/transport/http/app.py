@@ -691,6 +691,8 @@ class McpHttpApp:
     async def _fail_requests_of(self, worker_id: str, entries: set[str]) -> None:
         router = self.router
         assert router is not None
+        for session_id in {entry.partition(" ")[0] for entry in entries}:
+            await router.index.forget_waiter(session_id, worker_id)
         for entry in entries:
             session_id, _, rest = entry.partition(" ")
             stream_id, _, raw_id = rest.partition(" ")
