@@ -3,6 +3,7 @@ processes on one Redis, a killed worker's requests ended by another's reaper, Re
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -214,3 +215,40 @@ def test_redis_stopped_is_a_503_with_a_json_rpc_body_and_served_again_once_back(
             session.close()
         status, stderr = served.stop()
     assert status == 0, stderr
+
+
+def _children(pid: int) -> set[int]:
+    return {int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
+
+
+def _wait_for(predicate: Any, what: str) -> None:
+    deadline = time.monotonic() + WAIT
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {WAIT} s: {what}")
+        time.sleep(0.05)
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="reads /proc")
+def test_a_killed_worker_is_replaced_and_workers_stop_when_the_parent_dies(redis_url: str, tmp_path: Path) -> None:
+    args = ["--port", "0", "--workers", "2", "--redis-url", redis_url, "--worker-ttl", "1s"]
+    with serving(args, tmp_path) as served:
+        parent = served.process.pid
+        _wait_for(lambda: len(_children(parent)) == 2, "two workers")
+        first = _children(parent)
+        victim = min(first)
+        os.kill(victim, signal.SIGKILL)
+        _wait_for(lambda: victim not in _children(parent) and len(_children(parent)) == 2, "a replacement")
+        session = RawSession(served.url)
+        try:
+            session.open()
+            answer = session.call(1, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
+            assert answer["result"]["content"][0]["text"] == "2"
+        finally:
+            session.close()
+        _wait_for(lambda: len(workers_registered(redis_url)) == 2, "the dead worker reaped, the new one registered")
+        workers = _children(parent)
+        served.process.send_signal(signal.SIGKILL)  # the parent dies without telling anyone
+        served.process.wait(timeout=WAIT)
+        _wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), "orphaned workers stopping")
+    assert "A worker died (-9); starting another." in "".join(served.stderr)

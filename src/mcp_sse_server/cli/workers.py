@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("mcp_sse_server.cli")
 
-# A child dying this soon after it started is not replaced (it would fail again: a bad Redis, say).
+# A child failing (exit status above 0) this soon after it started is not replaced: it would fail
+# again (a bad Redis, say). A child killed by a signal is always replaced.
 _STARTUP_GRACE = 5.0
 
 
@@ -211,7 +212,7 @@ def serve_workers(
             for index, (process, started) in enumerate(children):
                 if process.is_alive() or signals or started == float("inf"):
                     continue
-                if time.monotonic() - started < _STARTUP_GRACE:
+                if (process.exitcode or 0) > 0 and time.monotonic() - started < _STARTUP_GRACE:
                     click.echo(f"A worker exited at startup ({process.exitcode}); not replaced.", err=True)
                     children[index] = (process, float("inf"))
                     continue
