@@ -667,12 +667,21 @@ class McpHttpApp:
     async def _reap_workers_forever(self) -> None:
         router = self.router
         assert router is not None
-        interval = max(0.05, router.registry.ttl / 3)
+        ttl = router.registry.ttl
+        interval = max(0.05, ttl / 3)
+        loop = asyncio.get_running_loop()
+        # Only once Redis has answered for a whole lease: after an outage every lease has lapsed,
+        # and the live workers need one beat each before a lapsed lease means a dead worker.
+        reachable_since = loop.time()
         while True:
             await asyncio.sleep(interval)
             try:
-                await self.reap_dead_workers()
+                if loop.time() - reachable_since >= ttl:
+                    await self.reap_dead_workers()
+                else:
+                    await router.registry.alive(router.worker_id)  # is Redis reachable?
             except StoreUnavailable as error:
+                reachable_since = loop.time() + interval
                 logger.warning("could not look for dead workers: %s", error)
             except Exception:
                 logger.exception("looking for dead workers failed")
