@@ -5,6 +5,9 @@ loopback port, without persistence, in a temp dir, and stops it at the end.
 ``scripts/setup.sh`` (``setup_redis``) installs it; without it the Redis tests
 skip, which ``MCP_TEST_NO_SKIP=1`` turns into failures. Each test works under
 its own key prefix and deletes its keys afterwards (``redis_prefix``).
+
+``workers`` builds apps (workers) that share one Redis, one test clock and one gate,
+for the tests of what crosses workers; ``open_on`` opens an initialized session on one.
 """
 
 from __future__ import annotations
@@ -17,13 +20,21 @@ import subprocess
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Protocol
 
 import pytest
+
+from http_transport.conftest import Clock, Gate, Session, build_server, call, initialize_message, notification
+from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
+from mcp_sse_server.stores.redis_routing import WorkerRouter
+from mcp_sse_server.transport.http import HttpLimits, McpHttpApp
 
 redis_asyncio = pytest.importorskip("redis.asyncio", reason="redis-py is not installed (pip install -e '.[redis]')")
 
 # Bounded waits: a server that does not come up in this long has failed.
 START_WAIT = 10.0
+# The revision the cross-worker tests speak (the first with resumable streams).
+NEW = "2025-11-25"
 
 
 def free_port() -> int:
@@ -151,3 +162,55 @@ async def second_client(redis_server: RedisServer) -> AsyncIterator[redis_asynci
         yield client
     finally:
         await client.aclose()
+
+
+class Workers(Protocol):
+    """Builds one worker: an app on the shared Redis stores."""
+
+    def __call__(self, name: str | None = None, *, heartbeat_ttl: float = 10.0) -> McpHttpApp:
+        """``name`` gives the worker a ``WorkerRouter`` (routing, leases, reaping); ``None`` stores only."""
+        ...
+
+
+@pytest.fixture
+def gate() -> Gate:
+    return Gate()
+
+
+@pytest.fixture
+async def workers(gate: Gate, redis_server: RedisServer, redis_prefix: str) -> AsyncIterator[Workers]:
+    """Workers on one Redis under the test's prefix, shut down at the end of the test."""
+    clock = Clock()
+    apps: list[McpHttpApp] = []
+    async with client_for(redis_server, redis_prefix) as client:
+
+        def worker(name: str | None = None, *, heartbeat_ttl: float = 10.0) -> McpHttpApp:
+            limits = HttpLimits()
+            router = (
+                None if name is None else WorkerRouter(client, name, heartbeat_ttl=heartbeat_ttl, prefix=redis_prefix)
+            )
+            app = McpHttpApp(
+                build_server(gate),
+                path="/mcp",
+                limits=limits,
+                clock=clock,
+                session_store=RedisSessionStore(client, prefix=redis_prefix),
+                event_log=RedisEventLog(client, limits.backlog_limit, limits.replay_buffer_size, prefix=redis_prefix),
+                router=router,
+            )
+            apps.append(app)
+            return app
+
+        yield worker
+        for app in apps:
+            await app.shutdown(deadline=0.2)
+
+
+async def open_on(app: McpHttpApp, revision: str = NEW) -> str:
+    """Open and initialize a session on ``app``; its id."""
+    opened = await call(app, body=initialize_message(protocol_version=revision))
+    assert opened.status == 200, opened.body
+    session_id: str = opened.headers["mcp-session-id"]
+    done = await Session(app, session_id, revision).post(notification("notifications/initialized")).finish()
+    assert done.status == 202
+    return session_id

@@ -3,49 +3,13 @@ the streams of its requests ended with the terminal JSON-RPC error, and their id
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from http_transport.conftest import Session, call, initialize_message, notification, request
 
-import pytest
-
-from http_transport.conftest import Clock, Gate, Session, build_server, call, initialize_message, notification, request
-from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
-from mcp_sse_server.stores.redis_routing import WorkerRouter
-from mcp_sse_server.transport.http import HttpLimits, McpHttpApp
-
-from .conftest import RedisServer, client_for
-
-NEW = "2025-11-25"
-Worker = Callable[[str], McpHttpApp]
+from .conftest import NEW, Workers
 
 
-@pytest.fixture
-async def workers(redis_server: RedisServer, redis_prefix: str) -> AsyncIterator[Worker]:
-    clock = Clock()
-    apps: list[McpHttpApp] = []
-    async with client_for(redis_server, redis_prefix) as client:
-
-        def worker(name: str) -> McpHttpApp:
-            limits = HttpLimits()
-            app = McpHttpApp(
-                build_server(Gate()),
-                path="/mcp",
-                limits=limits,
-                clock=clock,
-                session_store=RedisSessionStore(client, prefix=redis_prefix),
-                event_log=RedisEventLog(client, limits.backlog_limit, limits.replay_buffer_size, prefix=redis_prefix),
-                # A long lease: a worker "dies" when the test deletes its lease, not by itself.
-                router=WorkerRouter(client, name, heartbeat_ttl=60.0, prefix=redis_prefix),
-            )
-            apps.append(app)
-            return app
-
-        yield worker
-        for app in apps:
-            await app.shutdown(deadline=0.2)
-
-
-async def test_a_dead_workers_request_stream_ends_with_the_terminal_error(workers: Worker) -> None:
-    a, b = workers("A"), workers("B")
+async def test_a_dead_workers_request_stream_ends_with_the_terminal_error(workers: Workers) -> None:
+    a, b = workers("A", heartbeat_ttl=60.0), workers("B", heartbeat_ttl=60.0)
     opened = await call(a, body=initialize_message(protocol_version=NEW))
     session_id = opened.headers["mcp-session-id"]
     on_a, on_b = Session(a, session_id, NEW), Session(b, session_id, NEW)

@@ -1,56 +1,18 @@
-"""PROTOTYPE: a client's answer to a server-to-client request, posted to another worker than
+"""A client's answer to a server-to-client request, posted to another worker than
 the one whose handler waits for it, is routed there through the inbox (``McpHttpApp(router=...)``)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
 
-import pytest
+from http_transport.conftest import Gate, Session, call, initialize_message, notification, request
 
-from http_transport.conftest import Clock, Gate, Session, build_server, call, initialize_message, notification, request
-from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
-from mcp_sse_server.stores.redis_routing import WorkerRouter
-from mcp_sse_server.transport.http import HttpLimits, McpHttpApp
+from .conftest import NEW, Workers
 
-from .conftest import RedisServer, client_for
-
-NEW = "2025-11-25"
 WAIT = 5.0
-Worker = Callable[[str], McpHttpApp]
 
 
-@pytest.fixture
-def gate() -> Gate:
-    return Gate()
-
-
-@pytest.fixture
-async def workers(gate: Gate, redis_server: RedisServer, redis_prefix: str) -> AsyncIterator[Worker]:
-    clock = Clock()
-    apps: list[McpHttpApp] = []
-    async with client_for(redis_server, redis_prefix) as client:
-
-        def worker(name: str) -> McpHttpApp:
-            limits = HttpLimits()
-            app = McpHttpApp(
-                build_server(gate),
-                path="/mcp",
-                limits=limits,
-                clock=clock,
-                session_store=RedisSessionStore(client, prefix=redis_prefix),
-                event_log=RedisEventLog(client, limits.backlog_limit, limits.replay_buffer_size, prefix=redis_prefix),
-                router=WorkerRouter(client, name, prefix=redis_prefix),
-            )
-            apps.append(app)
-            return app
-
-        yield worker
-        for app in apps:
-            await app.shutdown(deadline=0.2)
-
-
-async def test_an_answer_posted_to_another_worker_reaches_the_waiting_handler(workers: Worker) -> None:
+async def test_an_answer_posted_to_another_worker_reaches_the_waiting_handler(workers: Workers) -> None:
     a, b = workers("A"), workers("B")
     opened = await call(a, body=initialize_message(protocol_version=NEW, sampling={}))
     session_id = opened.headers["mcp-session-id"]
@@ -72,7 +34,7 @@ async def test_an_answer_posted_to_another_worker_reaches_the_waiting_handler(wo
     assert running.messages[-1]["result"]["content"][0]["text"] == "model said: forty-two"
 
 
-async def test_a_cancellation_posted_to_another_worker_cancels_the_handler(workers: Worker, gate: Gate) -> None:
+async def test_a_cancellation_posted_to_another_worker_cancels_the_handler(workers: Workers, gate: Gate) -> None:
     a, b = workers("A"), workers("B")
     opened = await call(a, body=initialize_message(protocol_version=NEW))
     session_id = opened.headers["mcp-session-id"]

@@ -1,73 +1,27 @@
 """Two workers (two apps) on one Redis: what works across workers through the Redis stores
-(with the prototype's refresh of adopted copies, live resumption across workers and 503s)."""
+(with the refresh of adopted copies, live resumption across workers and 503s)."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
 from typing import Any
-
-import pytest
 
 from http_transport.conftest import (
     AsgiCall,
-    Clock,
     Gate,
     Session,
     build_server,
     call,
     initialize_message,
-    notification,
     request,
 )
 from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
-from mcp_sse_server.transport.http import HttpLimits, McpHttpApp
+from mcp_sse_server.transport.http import McpHttpApp
 
-from .conftest import RedisServer, client_for
-
-NEW = "2025-11-25"
-Worker = Callable[[], McpHttpApp]
+from .conftest import NEW, RedisServer, Workers, client_for, open_on
 
 
-@pytest.fixture
-def gate() -> Gate:
-    return Gate()
-
-
-@pytest.fixture
-async def workers(gate: Gate, redis_server: RedisServer, redis_prefix: str) -> AsyncIterator[Worker]:
-    clock = Clock()
-    apps: list[McpHttpApp] = []
-    async with client_for(redis_server, redis_prefix) as client:
-
-        def worker() -> McpHttpApp:
-            limits = HttpLimits()
-            app = McpHttpApp(
-                build_server(gate),
-                path="/mcp",
-                limits=limits,
-                clock=clock,
-                session_store=RedisSessionStore(client, prefix=redis_prefix),
-                event_log=RedisEventLog(client, limits.backlog_limit, limits.replay_buffer_size, prefix=redis_prefix),
-            )
-            apps.append(app)
-            return app
-
-        yield worker
-        for app in apps:
-            await app.shutdown(deadline=0.2)
-
-
-async def open_on(app: McpHttpApp, revision: str = NEW) -> str:
-    opened = await call(app, body=initialize_message(protocol_version=revision))
-    assert opened.status == 200, opened.body
-    session_id: str = opened.headers["mcp-session-id"]
-    done = await Session(app, session_id, revision).post(notification("notifications/initialized")).finish()
-    assert done.status == 202
-    return session_id
-
-
-async def test_a_session_opened_on_one_worker_is_served_by_the_other(workers: Worker) -> None:
+async def test_a_session_opened_on_one_worker_is_served_by_the_other(workers: Workers) -> None:
     a, b = workers(), workers()
     session_id = await open_on(a)
     result: Any = await Session(b, session_id, NEW).result("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
@@ -75,7 +29,7 @@ async def test_a_session_opened_on_one_worker_is_served_by_the_other(workers: Wo
     assert session_id in b.live_sessions
 
 
-async def test_a_record_change_is_written_back_for_workers_that_adopt_later(workers: Worker) -> None:
+async def test_a_record_change_is_written_back_for_workers_that_adopt_later(workers: Workers) -> None:
     a, b = workers(), workers()
     session_id = await open_on(a)
     await Session(a, session_id, NEW).result("logging/setLevel", {"level": "error"})
@@ -88,7 +42,7 @@ async def test_a_record_change_is_written_back_for_workers_that_adopt_later(work
     assert b.live_sessions[session_id].session.log_level == "error"
 
 
-async def test_delete_on_one_worker_ends_the_session_on_the_other(workers: Worker) -> None:
+async def test_delete_on_one_worker_ends_the_session_on_the_other(workers: Workers) -> None:
     a, b = workers(), workers()
     session_id = await open_on(a)
     on_b = Session(b, session_id, NEW)
@@ -99,7 +53,7 @@ async def test_delete_on_one_worker_ends_the_session_on_the_other(workers: Worke
     assert await b.sessions.count() == 0
 
 
-async def test_a_worker_shutting_down_leaves_the_session_to_the_others(workers: Worker) -> None:
+async def test_a_worker_shutting_down_leaves_the_session_to_the_others(workers: Workers) -> None:
     a, b = workers(), workers()
     session_id = await open_on(a)
     await a.shutdown(deadline=0)
@@ -107,7 +61,7 @@ async def test_a_worker_shutting_down_leaves_the_session_to_the_others(workers: 
     assert result["content"][0]["text"] == "2"
 
 
-async def test_a_response_logged_on_one_worker_is_replayed_by_the_other(workers: Worker, gate: Gate) -> None:
+async def test_a_response_logged_on_one_worker_is_replayed_by_the_other(workers: Workers, gate: Gate) -> None:
     a, b = workers(), workers()
     session_id = await open_on(a)
     running = Session(a, session_id, NEW).post(request(7, "tools/call", {"name": "wait", "arguments": {}}))
@@ -125,7 +79,7 @@ async def test_a_response_logged_on_one_worker_is_replayed_by_the_other(workers:
     assert resumed.messages[-1]["id"] == 7 and resumed.messages[-1]["result"]["content"][0]["text"] == "released"
 
 
-async def test_a_log_level_set_on_one_worker_reaches_a_copy_adopted_before(workers: Worker) -> None:
+async def test_a_log_level_set_on_one_worker_reaches_a_copy_adopted_before(workers: Workers) -> None:
     a, b = workers(), workers()
     session_id = await open_on(a)
     await Session(b, session_id, NEW).result("tools/list")  # b adopts now
@@ -135,7 +89,7 @@ async def test_a_log_level_set_on_one_worker_reaches_a_copy_adopted_before(worke
     assert b.live_sessions[session_id].session.log_level == "error"
 
 
-async def test_a_stream_resumed_on_another_worker_gets_the_rest_live(workers: Worker, gate: Gate) -> None:
+async def test_a_stream_resumed_on_another_worker_gets_the_rest_live(workers: Workers, gate: Gate) -> None:
     a, b = workers(), workers()
     session_id = await open_on(a)
     running = Session(a, session_id, NEW).post(request(8, "tools/call", {"name": "wait", "arguments": {}}))

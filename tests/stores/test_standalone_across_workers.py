@@ -4,54 +4,13 @@ backlog and wakes the holder, which sends it; a new GET on another worker supers
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from http_transport.conftest import Session
+from mcp_sse_server.stores.redis_routing import standalone_lease
 
-import pytest
-
-from http_transport.conftest import Clock, Gate, Session, build_server, call, initialize_message, notification
-from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
-from mcp_sse_server.stores.redis_routing import WorkerRouter, standalone_lease
-from mcp_sse_server.transport.http import HttpLimits, McpHttpApp
-
-from .conftest import RedisServer, client_for
-
-NEW = "2025-11-25"
-Worker = Callable[[str], McpHttpApp]
+from .conftest import NEW, Workers, open_on
 
 
-@pytest.fixture
-async def workers(redis_server: RedisServer, redis_prefix: str) -> AsyncIterator[Worker]:
-    clock = Clock()
-    apps: list[McpHttpApp] = []
-    async with client_for(redis_server, redis_prefix) as client:
-
-        def worker(name: str) -> McpHttpApp:
-            limits = HttpLimits()
-            app = McpHttpApp(
-                build_server(Gate()),
-                path="/mcp",
-                limits=limits,
-                clock=clock,
-                session_store=RedisSessionStore(client, prefix=redis_prefix),
-                event_log=RedisEventLog(client, limits.backlog_limit, limits.replay_buffer_size, prefix=redis_prefix),
-                router=WorkerRouter(client, name, prefix=redis_prefix),
-            )
-            apps.append(app)
-            return app
-
-        yield worker
-        for app in apps:
-            await app.shutdown(deadline=0.2)
-
-
-async def open_on(app: McpHttpApp) -> str:
-    opened = await call(app, body=initialize_message(protocol_version=NEW))
-    session_id: str = opened.headers["mcp-session-id"]
-    assert (await Session(app, session_id, NEW).post(notification("notifications/initialized")).finish()).status == 202
-    return session_id
-
-
-async def test_a_message_produced_on_another_worker_reaches_the_get_stream(workers: Worker) -> None:
+async def test_a_message_produced_on_another_worker_reaches_the_get_stream(workers: Workers) -> None:
     a, b = workers("A"), workers("B")
     session_id = await open_on(a)
     held = Session(b, session_id, NEW).get()
@@ -67,7 +26,7 @@ async def test_a_message_produced_on_another_worker_reaches_the_get_stream(worke
     await held.finish()
 
 
-async def test_a_new_get_on_another_worker_supersedes_the_old_one(workers: Worker) -> None:
+async def test_a_new_get_on_another_worker_supersedes_the_old_one(workers: Workers) -> None:
     a, b = workers("A"), workers("B")
     session_id = await open_on(a)
     old = Session(b, session_id, NEW).get()
