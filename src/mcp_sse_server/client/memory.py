@@ -6,6 +6,7 @@ import asyncio
 from typing import Any
 
 from .. import versions
+from ..deadline import within_deadline
 from ..jsonrpc import CONNECTION_CLOSED, JsonRpcRequest, JsonRpcResponse, McpError
 from ..protocol import ProgressCallback
 from ..server import McpServer
@@ -69,8 +70,7 @@ class InMemoryClient(McpClient):
                 reply = await transport.call(request)
             else:
                 try:
-                    async with asyncio.timeout(timeout):
-                        reply = await transport.call(request)
+                    reply = await within_deadline(transport.call(request), timeout)
                 except TimeoutError:
                     raise TimeoutError(f"{method} got no response within {timeout:g} s") from None
         finally:
