@@ -31,6 +31,7 @@ class Load:
     wrk_cpu: float | None = None  # share of one core wrk used during the point
     server_cpu: float | None = None  # share of one core the server used (filled in by the caller)
     disturbed: bool = False  # the server never got its whole core: other work interfered
+    counters: dict[str, float] | None = None  # the caller's counters over the point (redis-server CPU, commands)
 
     @property
     def ok(self) -> bool:
@@ -50,13 +51,14 @@ def realtime_prefix() -> tuple[str, ...]:
 
 
 def wrk(url: str, *, connections: int, seconds: float, threads: int = 1, session: str = "",
-        sessions: list[str] | None = None, revision: str = PROTOCOL_VERSION, streamed: bool = False) -> Load:
-    """Run wrk pinned to LOAD_CPU; any error reply makes the point invalid. `revision` is
-    the sessions' protocol revision, or a modern one (no session: each call carries the
+        sessions: list[str] | None = None, revision: str = PROTOCOL_VERSION, streamed: bool = False,
+        cpus: str = str(LOAD_CPU)) -> Load:
+    """Run wrk pinned to `cpus` (LOAD_CPU); any error reply makes the point invalid. `revision`
+    is the sessions' protocol revision, or a modern one (no session: each call carries the
     _meta envelope and its headers); `streamed` calls carry a progress token."""
     env = dict(os.environ, MCP_SESSION=session, MCP_SESSIONS=",".join(sessions or []), MCP_REVISION=revision,
                MCP_ENVELOPE="1" if is_modern(revision) else "", MCP_PROGRESS="1" if streamed else "")
-    cmd = [*realtime_prefix(), "taskset", "-c", str(LOAD_CPU), "wrk", f"-t{threads}", f"-c{connections}",
+    cmd = [*realtime_prefix(), "taskset", "-c", cpus, "wrk", f"-t{threads}", f"-c{connections}",
            f"-d{max(1, round(seconds))}s", "--timeout", "5s", "-s", str(LUA), url]
     before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()
     try:
@@ -78,11 +80,14 @@ def wrk(url: str, *, connections: int, seconds: float, threads: int = 1, session
     return load
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time a process has used so far."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def cpu_seconds(*pids: int) -> float:
+    """User + system CPU time the processes (all their threads) have used so far."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def _cpu_ticks() -> dict[str, tuple[int, int]]:
@@ -96,6 +101,11 @@ def _cpu_ticks() -> dict[str, tuple[int, int]]:
                 idle = ticks[3] + ticks[4]  # idle + iowait
                 out[name] = (sum(ticks) - idle, sum(ticks))
     return out
+
+
+def busy_seconds() -> float:
+    """CPU-seconds every CPU of the machine has been busy so far (all processes, ours or not)."""
+    return sum(busy for busy, _ in _cpu_ticks().values()) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_busy(interval: float = 0.5) -> dict[str, float]:

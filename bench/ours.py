@@ -10,6 +10,13 @@ is built once) or `on_session` (before the one-server refactor, up to
 
     python bench/ours.py PORT      serve on http://127.0.0.1:PORT/mcp until SIGTERM
     python bench/ours.py --probe   print one JSON line: {"available": bool, "reason": str}
+    python bench/ours.py PORT --redis URL
+                                   the same with only the session store and event log in Redis:
+                                   bind(session_store=RedisSessionStore, event_log=RedisEventLog,
+                                   clock=time.time), no router, no event bus (the stores' own cost)
+    mcp-sse-server serve bench/ours.py:build_server ...
+                                   the same server through the CLI (run.py's Redis points:
+                                   `--redis-url URL --workers N`, and the in-process store beside them)
 
 The tool handler is async, as in the TypeScript peer: a sync handler would
 run in a worker thread, which is a different thing to measure. It reports
@@ -25,6 +32,7 @@ import inspect
 import json
 import signal
 import sys
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -80,6 +88,11 @@ def make_factory() -> Callable[[], Any]:
     return factory
 
 
+def build_server() -> Any:
+    """The `add` server for `mcp-sse-server serve bench/ours.py:build_server` (one server, every session)."""
+    return make_factory()()
+
+
 def bind_options(bind: Callable[..., Any], port: int) -> dict[str, Any]:
     """bind() arguments: loopback, the port, and room for the 10,000-session memory point."""
     options: dict[str, Any] = {"host": "127.0.0.1", "port": port}
@@ -90,12 +103,31 @@ def bind_options(bind: Callable[..., Any], port: int) -> dict[str, Any]:
     return options
 
 
-async def serve(port: int) -> None:
+def redis_options(url: str) -> tuple[dict[str, Any], Any]:
+    """bind() arguments putting the session store and event log in the Redis at `url` (with the
+    app's default limits, as tests/stores build them), and the client to close."""
+    from redis.asyncio import Redis
+
+    from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
+    from mcp_sse_server.transport.http import HttpLimits
+
+    limits, client = HttpLimits(), Redis.from_url(url)
+    return {
+        "session_store": RedisSessionStore(client, idle_timeout=limits.session_idle_timeout,
+                                           max_lifetime=limits.session_max_lifetime),
+        "event_log": RedisEventLog(client, limits.backlog_limit, limits.replay_buffer_size,
+                                   ttl=limits.session_max_lifetime + 60.0),
+        "clock": time.time,  # a shared store's records carry wall-clock times
+    }, client
+
+
+async def serve(port: int, redis_url: str | None = None) -> None:
     """Bind, print the endpoint, serve until SIGTERM or SIGINT, close."""
     McpHttpServer = load_http()
     factory = make_factory()
     served = factory() if shared_server(McpHttpServer.bind) else factory
-    http = await McpHttpServer.bind(served, **bind_options(McpHttpServer.bind, port))
+    options, client = redis_options(redis_url) if redis_url else ({}, None)
+    http = await McpHttpServer.bind(served, **bind_options(McpHttpServer.bind, port), **options)
     print(f"listening on {http.endpoint}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -105,6 +137,8 @@ async def serve(port: int) -> None:
         await stop.wait()
     finally:
         await http.close()
+        if client is not None:
+            await client.aclose()
 
 
 def main() -> None:
@@ -117,12 +151,13 @@ def main() -> None:
             print(json.dumps({"available": False, "reason": f"{type(exc).__name__}: {exc}"}))
         return
     port = int(sys.argv[1])
+    redis_url = sys.argv[3] if sys.argv[2:3] == ["--redis"] else None
     try:
         import uvloop  # the peers' uvicorn picks uvloop too, so both sides get the same loop
     except ImportError:
-        asyncio.run(serve(port))
+        asyncio.run(serve(port, redis_url))
     else:
-        uvloop.run(serve(port))
+        uvloop.run(serve(port, redis_url))
 
 
 if __name__ == "__main__":

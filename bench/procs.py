@@ -1,4 +1,6 @@
-"""Start a server pinned to the server core, wait until it answers, kill it.
+"""Start a server pinned to the server core, wait until it answers, kill it;
+the same for a redis-server of the run's own (RedisServer), with a tiny RESP
+client to read its INFO.
 
 Every server runs in its own process group, and every group still alive is
 killed on exit (normal, exception or signal), so no run leaves a server
@@ -12,9 +14,11 @@ import contextlib
 import http.client
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
@@ -75,7 +79,8 @@ class Server:
     """A server process on SERVER_CPU; a context manager that always kills it.
 
     `argv` is a function of the port. `started_s` is the time from spawning
-    the process to its first answered initialize (start-up time).
+    the process to its first answered initialize (start-up time). `cpus`
+    (taskset's list, SERVER_CPU by default) is where it and its workers may run.
     """
 
     def __init__(
@@ -89,8 +94,9 @@ class Server:
         log_dir: Path,
         path: str = "/mcp",
         ready_timeout: float = 60.0,
+        cpus: str = str(SERVER_CPU),
     ) -> None:
-        self.name, self.argv, self.port, self.cwd = name, argv, port, cwd
+        self.name, self.argv, self.port, self.cwd, self.cpus = name, argv, port, cwd, cpus
         self.env = dict(os.environ, **(env or {}))
         self.url = f"http://127.0.0.1:{port}{path}"
         self.log_path = log_dir / (re.sub(r"[^\w@.+-]", "_", name) + ".log")  # `ours@REF` may hold a slash
@@ -103,6 +109,10 @@ class Server:
         assert self.proc is not None
         return self.proc.pid  # taskset execs the server, so this is the server itself
 
+    def pids(self) -> list[int]:
+        """The server and its child processes (the workers of a server that forks them)."""
+        return [self.pid, *children(self.pid)]
+
     def log_tail(self, lines: int = 15) -> str:
         try:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
@@ -113,7 +123,7 @@ class Server:
         log = self.log_path.open("ab")
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(
-            ["taskset", "-c", str(SERVER_CPU), *self.argv],
+            ["taskset", "-c", self.cpus, *self.argv],
             cwd=self.cwd, env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             start_new_session=True,
         )
@@ -158,4 +168,99 @@ class Server:
     def __exit__(
         self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
     ) -> None:
+        self.stop()
+
+
+def children(pid: int) -> list[int]:
+    """The live child processes of `pid`."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as f:
+            return [int(c) for c in f.read().split()]
+    except OSError:
+        return []
+
+
+class RedisServer:
+    """Debian's redis-server on a free loopback port, without persistence, in a temp
+    dir, pinned with taskset to `cpus`; a context manager that always stops it."""
+
+    def __init__(self, cpus: str, log_dir: Path) -> None:
+        self.cpus, self.log_path = cpus, log_dir / "redis-server.log"
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.dir: str | None = None
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def __enter__(self) -> RedisServer:
+        exe = shutil.which("redis-server")
+        if exe is None:
+            raise ServerFailed("redis-server is not installed (scripts/setup.sh installs Debian's package)")
+        self.dir = tempfile.mkdtemp(prefix="bench-redis-")
+        log = self.log_path.open("ab")
+        self.proc = subprocess.Popen(
+            ["taskset", "-c", self.cpus, exe, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
+             "--appendonly", "no", "--dir", self.dir, "--daemonize", "no", "--loglevel", "warning"],
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        log.close()
+        _live.add(self.proc.pid)
+        stop_at = time.monotonic() + 10
+        while time.monotonic() < stop_at:
+            if self.proc.poll() is not None:
+                self.stop()
+                raise ServerFailed(f"redis-server exited with {self.proc.returncode}; see {self.log_path}")
+            with contextlib.suppress(OSError):
+                # Its own answer: if the port was taken meanwhile, another redis-server answers PING.
+                if self.command("PING") == "PONG" and self.info("server").get("process_id") == str(self.pid):
+                    return self
+            time.sleep(0.05)
+        self.stop()
+        raise ServerFailed(f"redis-server did not answer on port {self.port} within 10 s")
+
+    def command(self, *args: str) -> str | int:
+        """One command over a fresh connection; its simple, integer or bulk-string reply."""
+        with socket.create_connection(("127.0.0.1", self.port), timeout=10) as s:
+            s.sendall(f"*{len(args)}\r\n".encode() + b"".join(
+                f"${len(a.encode())}\r\n{a}\r\n".encode() for a in args))
+            f = s.makefile("rb")
+            line = f.readline().rstrip(b"\r\n")
+            kind, rest = line[:1], line[1:].decode()
+            if kind == b"$":
+                return f.read(int(rest) + 2)[:-2].decode() if int(rest) >= 0 else ""
+            if kind == b":":
+                return int(rest)
+            if kind == b"-":
+                raise RuntimeError(f"redis: {rest}")
+            return rest
+
+    def info(self, section: str) -> dict[str, str]:
+        """INFO `section` as {field: value}."""
+        lines = str(self.command("INFO", section)).splitlines()
+        return dict(line.split(":", 1) for line in lines if ":" in line and not line.startswith("#"))
+
+    def command_calls(self) -> dict[str, int]:
+        """INFO commandstats: calls so far per command (those run inside scripts included)."""
+        return {name.removeprefix("cmdstat_"): int(value.split("calls=", 1)[1].split(",", 1)[0])
+                for name, value in self.info("commandstats").items()}
+
+    def pin(self, cpus: str) -> None:
+        """Move it (every thread) to `cpus`."""
+        subprocess.run(["taskset", "-a", "-p", "-c", cpus, str(self.pid)], capture_output=True, check=True, timeout=10)
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            _kill_group(self.proc.pid)
+            _live.discard(self.proc.pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(5)
+            self.proc = None
+        if self.dir:
+            shutil.rmtree(self.dir, ignore_errors=True)
+            self.dir = None
+
+    def __exit__(self, *exc_info: object) -> None:
         self.stop()

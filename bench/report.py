@@ -44,6 +44,20 @@ MODERN_KEY = revision_key(QUICK, MODERN)
 # Every 16-connection point: key -> (call, revision).
 POINTS16: dict[str, tuple[str, str]] = {**REVISION_POINTS, MODERN_KEY: (QUICK, MODERN)}
 
+# The Redis-store points (results["redis"], run.py's `--servers ours-redis`): point 1's call on ours
+# with the in-process store and with the Redis store, one worker; then 1 and 2 workers on Redis.
+MEMORY_STORE, STORES_ALONE, REDIS_STORE = "memory-store", "redis-stores-alone", "redis-store"
+STORES = {MEMORY_STORE: "in-process store (`serve`)",
+          STORES_ALONE: "Redis session store and event log alone (`bind(session_store=, event_log=)`)",
+          REDIS_STORE: "Redis (`serve --redis-url URL --workers 1`: the stores, router and event bus)"}
+WORKERS = (1, 2)
+REDIS_CPU_TARGET = 2.0  # the Redis path costs at most this many times the in-process path's CPU per request
+WORKERS_TARGET = 1.3  # "2 workers serve clearly more than one": at least this many times the requests/s
+
+
+def workers_key(workers: int) -> str:
+    return f"workers{workers}"
+
 
 def point_label(call: str, revision: str) -> str:
     """What a 16-connection point drives: e.g. quick calls on a 2025-06-18 session, or at 2026-07-28 (no session)."""
@@ -438,6 +452,148 @@ def before_after_table(results: dict[str, Any], base: str) -> list[str]:
     return lines
 
 
+def _redis_cpu(point: dict[str, Any]) -> float | None:
+    """Share of a core the redis-server used during a point."""
+    c = point.get("counters") or {}
+    return c["redis_cpu_s"] / c["seconds"] if c.get("seconds") and "redis_cpu_s" in c else None
+
+
+def _requests_in_window(point: dict[str, Any]) -> float:
+    """Requests served during the counters' window (wrk's rate times the window's length)."""
+    return point["rps"] * (point.get("counters") or {}).get("seconds", 0.0)
+
+
+def _per_request(point: dict[str, Any]) -> dict[str, float]:
+    """Commands per request, by command (INFO commandstats counts a script's own commands besides its EVALSHA)."""
+    c, n = point.get("counters") or {}, _requests_in_window(point)
+    per = {k.split(":", 1)[1]: v / n for k, v in c.items() if k.startswith("calls:") and v > 0} if n else {}
+    return dict(sorted(per.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _cpu3(point: dict[str, Any]) -> str:
+    """Shares of a core: the server, the redis-server, wrk, and the rest of the machine's busy time (other work)."""
+    redis, c = _redis_cpu(point), point.get("counters") or {}
+    if point.get("server_cpu") is None or point.get("wrk_cpu") is None or redis is None:
+        return "—"
+    mark = " †" if point.get("disturbed") else ""
+    ours = point["server_cpu"] + redis + point["wrk_cpu"]
+    other = f" / {100 * max(0.0, c['busy_cpu_s'] / c['seconds'] - ours):.0f}%" if "busy_cpu_s" in c else ""
+    return f"{100 * point['server_cpu']:.0f}%{mark} / {100 * redis:.0f}% / {100 * point['wrk_cpu']:.0f}%{other}"
+
+
+def _per_cpu_with_redis(point: dict[str, Any]) -> float | None:
+    redis = _redis_cpu(point)
+    return point["rps"] / (point["server_cpu"] + redis) if point.get("server_cpu") and redis is not None else None
+
+
+def redis_capacity(point: dict[str, Any]) -> tuple[float, float] | None:
+    """(commands per redis-server CPU-second, requests per redis-server CPU-second) during a point:
+    what one Redis core would carry of this load at 100%."""
+    redis, n = _redis_cpu(point), _requests_in_window(point)
+    if not redis or not n:
+        return None
+    commands = sum(_per_request(point).values()) * point["rps"]
+    return commands / redis, point["rps"] / redis
+
+
+def redis_tables(results: dict[str, Any]) -> list[str]:
+    """The Redis-store tables: store against store, 1 and 2 workers, Redis memory per idle session."""
+    r = results.get("redis") or {}
+    if r.get("skip") or (r.get("error") and not any(k in r for k in STORES)):
+        return [f"**Redis store**: {'skipped: ' + r['skip'] if r.get('skip') else 'failed: ' + r.get('error', '')}"]
+    lines = [f"**Sessions in Redis vs in process: `tools/call`, 16 connections on one session, one worker "
+             f"(server on CPU 0; redis-server {r.get('version', '')} and wrk on CPU 1)**", "",
+             "| store | requests/s | p50 ms | p99 ms | CPU: server / redis-server / wrk / other work | "
+             "requests per server CPU-second | requests per (server + redis-server) CPU-second | "
+             "Redis commands per request |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for key, label in STORES.items():
+        point = _load(r.get(key))
+        if point is None:
+            lines.append(f"| {label} | {_why(r.get(key), None)} | | | | | | |")
+            continue
+        per = _per_request(point)
+        commands = (f"{sum(per.values()):.2f}: " + ", ".join(f"{k} {v:.2f}" for k, v in per.items() if v >= 0.005)
+                    if per else "none")
+        lines.append(f"| {label} | {_num(point['rps'])} | {_ms(point['p50_us'])} | {_ms(point['p99_us'])} | "
+                     f"{_cpu3(point)} | {_num(_per_cpu(point) or 0)} | {_num(_per_cpu_with_redis(point) or 0)} | "
+                     f"{commands} |")
+    cost, alone = redis_cpu_cost(results), redis_cpu_cost(results, STORES_ALONE)
+    if cost:
+        lines += ["", f"CPU per request, `serve --redis-url` over the in-process store: {cost[1]:.2f}x counting the "
+                  f"server and the redis-server, {cost[0]:.2f}x the server alone"
+                  + (f" (the stores alone: {alone[1]:.2f}x and {alone[0]:.2f}x)" if alone else "")
+                  + ". Commands per request are INFO "
+                  "commandstats' calls over the requests of the point: they count the commands a Lua script runs "
+                  "besides its EVALSHA, and those of a MULTI/EXEC or pipeline each, so they are not round trips."]
+    lines += ["", "**`serve --redis-url URL --workers N`: `tools/call`, 16 connections on one session (workers, "
+              "redis-server and wrk all free on both CPUs: on two cores no pinning leaves a worker a core of its "
+              "own)**", "",
+              "| workers | requests/s | p50 ms | p99 ms | CPU: workers / redis-server / wrk / other work | "
+              "requests per (workers + redis-server) CPU-second | requests/s vs 1 worker | "
+              "one Redis core's capacity at this mix |",
+              "|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    one = _load(r.get(workers_key(1)))
+    for n in WORKERS:
+        point = _load(r.get(workers_key(n)))
+        if point is None:
+            lines.append(f"| {n} | {_why(r.get(workers_key(n)), None)} | | | | | | |")
+            continue
+        vs = f"{point['rps'] / one['rps']:.2f}x" if one else "n/a"
+        cap = redis_capacity(point)
+        capacity = f"{_num(cap[1])} requests/s ({_num(cap[0])} commands/s)" if cap else "—"
+        lines.append(f"| {n} | {_num(point['rps'])} | {_ms(point['p50_us'])} | {_ms(point['p99_us'])} | "
+                     f"{_cpu3(point)} | {_num(_per_cpu_with_redis(point) or 0)} | {vs} | {capacity} |")
+    lines += ["", "Other work: the machine's busy CPU time during the point less the server's, the redis-server's "
+              "and wrk's (this machine is shared; 200% is both cores). "
+              "A core's capacity: requests (and Redis commands) per redis-server CPU-second during the point, "
+              "i.e. what one redis-server core would carry of this call at 100% (a lower bound: Redis batches "
+              "more per wake-up when busier)."]
+    m = r.get("memory") or {}
+    lines += ["", "**Redis memory per idle session (INFO memory `used_memory` before and after opening idle sessions "
+              "on one worker; initialize + initialized, nothing else)**", "",
+              "| idle sessions | keys added | used_memory before MB | after MB | bytes per session | server RSS "
+              "growth KB per session |", "|---:|---:|---:|---:|---:|---:|"]
+    if m.get("bytes_per_session") is not None:
+        rss = (m["rss_kb_after"] - m["rss_kb_before"]) / m["opened"]
+        lines.append(f"| {_num(m['opened'])} | {_num(m['keys'])} | {_num(m['used_before'] / 2**20, 1)} | "
+                     f"{_num(m['used_after'] / 2**20, 1)} | {_num(m['bytes_per_session'])} | {rss:.1f} |")
+    else:
+        lines.append(f"| {m.get('error') or 'not measured'} | | | | | |")
+    if m.get("error") and m.get("bytes_per_session") is not None:
+        lines += ["", f"Opening sessions stopped early: {m['error']}"]
+    return lines
+
+
+def redis_cpu_cost(results: dict[str, Any], key: str = REDIS_STORE) -> tuple[float, float] | None:
+    """CPU per request of point `key` (on Redis) over the in-process store's: (server alone, server + redis-server)."""
+    r = results.get("redis") or {}
+    mem, red = _load(r.get(MEMORY_STORE)), _load(r.get(key))
+    if not mem or not red or not _per_cpu(mem) or not _per_cpu(red):
+        return None
+    both_mem, both_red = _per_cpu_with_redis(mem) or _per_cpu(mem), _per_cpu_with_redis(red)
+    return _per_cpu(mem) / _per_cpu(red), (both_mem / both_red if both_mem and both_red else 0.0)  # type: ignore[operator]
+
+
+def redis_targets(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(target, measured, verdict) for the Redis store's targets."""
+    r = results.get("redis") or {}
+    cost = redis_cpu_cost(results)
+    out = [(f"`serve --redis-url`: CPU per request ≤ {REDIS_CPU_TARGET:g}x the in-process store's "
+            "(server + redis-server)",
+            f"{cost[1]:.2f}x (server alone {cost[0]:.2f}x)" if cost else "missing",
+            ("met" if cost[1] <= REDIS_CPU_TARGET else "MISSED") if cost else "not measured")]
+    one, two = (_load(r.get(workers_key(n))) for n in WORKERS)
+    ratio = two["rps"] / one["rps"] if one and two else None
+    out.append((f"2 workers serve clearly more than 1 (≥ {WORKERS_TARGET:g}x requests/s, Redis store)",
+                f"{ratio:.2f}x" if ratio else "missing",
+                ("met" if ratio >= WORKERS_TARGET else "MISSED") if ratio else "not measured"))
+    invalid = [key for key in (*STORES, *map(workers_key, WORKERS)) if (r.get(key) or {}).get("invalid")]
+    out.append(("no error reply in any Redis point", "invalid: " + ", ".join(invalid) if invalid else "none",
+                "MISSED" if invalid else "met"))
+    return out
+
+
 def targets(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     """(target, measured, verdict) for each of issue 6's targets."""
     http = results.get("http", {})
@@ -485,15 +641,9 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     return out
 
 
-def render(results: dict[str, Any]) -> str:
-    meta = results["meta"]
-    baselines = "".join(f"; {name} at {commit}" for name, commit in meta.get("baselines", {}).items())
-    lines = [f"Run of {meta['date']} on {meta['machine']}; ours at {meta.get('tree', 'an unknown commit')}"
-             f"{baselines}; {meta['mode']}. Server on CPU 0, "
-             f"load generator on CPU 1. Versions: {meta['versions']}. Load average (1 min) "
-             f"{meta.get('load_before', 0):.2f} at the start, {meta.get('load_after', 0):.2f} at the end "
-             "(other work on this shared machine shows here).", ""]
-    lines += http_table(results, "sse", "HTTP `tools/call`, 16 connections on one session, SSE replies")
+def server_tables(results: dict[str, Any]) -> list[str]:
+    """The tables of the servers side by side: HTTP points, revisions, memory."""
+    lines = http_table(results, "sse", "HTTP `tools/call`, 16 connections on one session, SSE replies")
     lines.append("")
     lines += http_table(results, "json", "HTTP `tools/call`, 16 connections on one session, JSON replies "
                         "(peers' `--json`; ours has no JSON reply mode, so its SSE figure is the reference)")
@@ -518,14 +668,32 @@ def render(results: dict[str, Any]) -> str:
     lines.append("")
     lines += memory_table(results)
     lines.append("")
+    return lines
+
+
+def render(results: dict[str, Any]) -> str:
+    meta = results["meta"]
+    baselines = "".join(f"; {name} at {commit}" for name, commit in meta.get("baselines", {}).items())
+    lines = [f"Run of {meta['date']} on {meta['machine']}; ours at {meta.get('tree', 'an unknown commit')}"
+             f"{baselines}; {meta['mode']}. Server on CPU 0, "
+             f"load generator on CPU 1. Versions: {meta['versions']}. Load average (1 min) "
+             f"{meta.get('load_before', 0):.2f} at the start, {meta.get('load_after', 0):.2f} at the end "
+             "(other work on this shared machine shows here).", ""]
+    if results["order"]:  # none with `--servers ours-redis` alone
+        lines += server_tables(results)
     lines += inmemory_table(results)
     lines.append("")
     lines += startup_table(results)
     for name in results["order"]:
         if ref_suffix(name):
             lines += ["", *before_after_table(results, name)]
+    if results.get("redis"):
+        lines += ["", *redis_tables(results)]
     lines += ["", "**Targets from issue 6**", "", "| target | measured | |", "|---|---:|---|"]
     lines += [f"| {t} | {m} | {v} |" for t, m, v in targets(results)]
+    if results.get("redis") and not results["redis"].get("skip"):
+        lines += ["", "**Targets for the Redis store**", "", "| target | measured | |", "|---|---:|---|"]
+        lines += [f"| {t} | {m} | {v} |" for t, m, v in redis_targets(results)]
     return "\n".join(lines) + "\n"
 
 

@@ -2,15 +2,18 @@
 run on this machine: every server pinned to CPU 0, every load generator to
 CPU 1. Run bench/setup.sh first (bench/run.sh does both).
 
-    python3 bench/run.py [--quick] [--servers ours,official,...] [--baseline REF] [--readme]
+    python3 bench/run.py [--quick] [--servers ours,official,...,ours-redis] [--baseline REF] [--readme]
 
 Prints Markdown tables (HTTP throughput and latency, many sessions, memory,
 in-process round trip, start-up) with ratios against our server, and saves
 them with the raw figures in bench/results/latest.{md,json}. --readme also
 writes the tables into bench/README.md. --baseline REF also measures our
 server from git REF's src/ as the server `ours@REF`, and adds a before/after
-table. Any error reply makes a point invalid: it is shown as such, never as
-a number.
+table. `ours-redis` (in --servers, and by default when redis-server is
+installed) adds ours on the Redis store against the in-process store, 1 and
+2 workers, and Redis memory per idle session, on a redis-server of the run's
+own. Any error reply makes a point invalid: it is shown as such, never as a
+number.
 
 Standard library only; each server runs in its own environment.
 """
@@ -36,9 +39,9 @@ from pathlib import Path
 from typing import Any
 
 import report
-from loadgen import Load, cpu_busy, cpu_seconds, realtime_prefix, wrk
+from loadgen import Load, busy_seconds, cpu_busy, cpu_seconds, realtime_prefix, wrk
 from mcp_http import NotServed, SessionError, connect, is_modern, open_session, open_sessions, reply_shape, rss_kb
-from procs import LOAD_CPU, SERVER_CPU, Server, ServerFailed, free_port, kill_all
+from procs import LOAD_CPU, SERVER_CPU, RedisServer, Server, ServerFailed, free_port, kill_all
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -46,6 +49,8 @@ PEERS = BENCH / ".peers"
 BASELINES = BENCH / ".baseline"  # git-ignored: REF's src/ for --baseline REF, reused while REF names the same commit
 RESULTS = BENCH / "results"
 ORDER = [report.OURS, "official", "fastmcp", "typescript", report.BARE]
+REDIS = "ours-redis"  # --servers name of the Redis-store points (ours only), which run after the servers
+BOTH_CPUS = f"{SERVER_CPU},{LOAD_CPU}"  # the workers points: server, redis-server and wrk share both cores
 DISTURBED = 0.9  # a saturated server's share of its core below which other work interfered
 RETRY_BUDGET = 5  # re-measured points per run at most, to keep a full run under 10 minutes
 QUIET_BUDGET = 45.0  # seconds per run spent waiting for the server's core to be free of other work
@@ -84,6 +89,8 @@ class Peer:
     imports: tuple[str, ...] = ()  # what a user imports to serve, for the import-time rows
     python: str | None = None
     src: Path | None = None  # ours only: the code measured (PYTHONPATH's first entry)
+    cpus: str = str(SERVER_CPU)  # where the server (and its workers) may run, as taskset -c takes it
+    load_cpus: str = str(LOAD_CPU)  # where wrk runs against it
 
 
 def our_python() -> str:
@@ -130,11 +137,12 @@ def node_binary() -> str | None:
     return shutil.which("node") or (str(tools_node) if tools_node.exists() else None)
 
 
-def ours_peer(name: str, src: Path) -> Peer:
+def ours_peer(name: str, src: Path, options: tuple[str, ...] = ()) -> Peer:
     """Our server (bench/ours.py) run from the code in `src`: the working tree's, or a baseline's.
-    Same interpreter and environment either way; only PYTHONPATH differs."""
+    Same interpreter and environment either way; only PYTHONPATH differs. `options`: ours.py's
+    (`--redis URL`)."""
     py = our_python()
-    peer = Peer(name, lambda p, j: [py, str(BENCH / "ours.py"), str(p)], env=our_env(src),
+    peer = Peer(name, lambda p, j: [py, str(BENCH / "ours.py"), str(p), *options], env=our_env(src),
                 imports=("import mcp_sse_server", "from mcp_sse_server import McpHttpServer, McpServer, Tool"),
                 python=py, src=src)
     probe = subprocess.run([py, str(BENCH / "ours.py"), "--probe"], capture_output=True, text=True,
@@ -145,6 +153,29 @@ def ours_peer(name: str, src: Path) -> Peer:
         answer = {"available": False, "reason": (probe.stderr.strip().splitlines() or ["probe failed"])[-1]}
     if not answer["available"]:
         peer.skip = f"our HTTP server is not available yet ({answer['reason']})"
+    return peer
+
+
+def cli_launcher() -> list[str]:
+    """How to run this project's `mcp-sse-server` command (the .venv's script, else the module)."""
+    script = ROOT / ".venv" / "bin" / "mcp-sse-server"
+    return [str(script)] if script.exists() else [
+        our_python(), "-c", "import sys; from mcp_sse_server.cli import main; sys.exit(main())"]
+
+
+def served_by_cli(name: str, src: Path, options: list[str], cpus: str = str(SERVER_CPU)) -> Peer:
+    """Ours' `add` server (bench/ours.py:build_server) run by `mcp-sse-server serve` with `options`
+    (`--redis-url URL --workers N`, or none: the in-process store), on `cpus` with wrk; skipped
+    when that CLI has no `--redis-url` (before it had one)."""
+    env = our_env(src)
+    argv = [*cli_launcher(), "serve", f"{BENCH / 'ours.py'}:build_server", "--host", "127.0.0.1",
+            "--max-sessions", "200000", *options]
+    peer = Peer(name, lambda p, j: [*argv, "--port", str(p)], env=env, python=our_python(), src=src,
+                cpus=cpus, load_cpus=cpus if cpus != str(SERVER_CPU) else str(LOAD_CPU))
+    probe = subprocess.run([*cli_launcher(), "serve", "--help"], capture_output=True, text=True,
+                           env=dict(os.environ, **env), timeout=60)
+    if "--redis-url" not in probe.stdout:
+        peer.skip = "`mcp-sse-server serve` has no --redis-url here"
     return peer
 
 
@@ -192,7 +223,7 @@ class Run:
         for old in self.log_dir.glob("*.log"):
             old.unlink()
         self.results: dict[str, Any] = {
-            "order": [p.name for p in selected], "http": {}, "memory": {}, "startup": {},
+            "order": [p.name for p in selected], "http": {}, "memory": {}, "startup": {}, "redis": {},
             "inmemory": {}, "imports": {}, "cli": {}, "meta": self.meta(),
         }
 
@@ -230,15 +261,18 @@ class Run:
     def server(self, peer: Peer, json_replies: bool = False, tag: str = "") -> Server:
         port = free_port()
         name = f"{peer.name}{'-json' if json_replies else ''}{tag}"
-        return Server(name, peer.argv(port, json_replies), port, cwd=peer.cwd, env=peer.env, log_dir=self.log_dir)
+        return Server(name, peer.argv(port, json_replies), port, cwd=peer.cwd, env=peer.env, log_dir=self.log_dir,
+                      cpus=peer.cpus)
 
     def started(self, peer: Peer, srv: Server) -> None:
         self.results["startup"].setdefault(peer.name, []).append(srv.started_s)
 
-    def point(self, srv: Server, **kw: Any) -> dict[str, Any]:
+    def point(self, srv: Server, counters: Callable[[], dict[str, float]] | None = None, **kw: Any) -> dict[str, Any]:
         """Warm up, then one measured wrk point; an invalid warm-up invalidates it.
 
-        Records the CPU share the server and wrk used. Every server here
+        Records the CPU share the server (with its workers) and wrk used, and how much each of
+        `counters` (cumulative figures: a redis-server's CPU seconds, its commands) grew
+        during the measured point. Every server here
         saturates its core under this load, so a share below DISTURBED means
         other work on the machine took part of the core: the point is measured
         again (at most twice, within the run's retry budget) and the best kept,
@@ -250,9 +284,15 @@ class Run:
         best: Load | None = None
         for _ in range(3):
             self.wait_quiet(srv)
-            cpu0, t0 = cpu_seconds(srv.pid), time.monotonic()
+            pids = srv.pids()
+            before = counters() if counters else {}
+            cpu0, t0 = cpu_seconds(*pids), time.monotonic()
             load = wrk(srv.url, seconds=self.s.seconds, **kw)
-            load.server_cpu = round((cpu_seconds(srv.pid) - cpu0) / (time.monotonic() - t0), 3)
+            load.server_cpu = round((cpu_seconds(*pids) - cpu0) / (time.monotonic() - t0), 3)
+            if counters:
+                after = counters()
+                load.counters = {k: round(v - before.get(k, 0), 3) for k, v in after.items()}
+                load.counters["seconds"] = round(time.monotonic() - t0, 3)
             if not load.ok or load.server_cpu >= DISTURBED:
                 return asdict(load)
             if best is None or load.server_cpu > (best.server_cpu or 0):
@@ -271,8 +311,9 @@ class Run:
         server's own CPU time (finishing the warm-up, say) is not counted."""
         t0, limit = time.monotonic(), min(15.0, self.quiet_budget)
         while True:
-            own = cpu_seconds(srv.pid)
-            busy = cpu_busy(0.5).get(f"cpu{SERVER_CPU}", 0.0) - (cpu_seconds(srv.pid) - own) / 0.5
+            pids = srv.pids()
+            own = cpu_seconds(*pids)
+            busy = cpu_busy(0.5).get(f"cpu{SERVER_CPU}", 0.0) - (cpu_seconds(*pids) - own) / 0.5
             if busy < 0.1 or time.monotonic() - t0 >= limit:
                 break
             if time.monotonic() - t0 < 0.6:
@@ -317,7 +358,8 @@ class Run:
         if peer.name != report.BARE:  # the bare app answers a fixed body: no revision to speak
             self.own_server(peer, entry, [report.MODERN_KEY], "-modern")
 
-    def one_session(self, peer: Peer, srv: Server, entry: dict[str, Any], key: str) -> None:
+    def one_session(self, peer: Peer, srv: Server, entry: dict[str, Any], key: str,
+                    counters: Callable[[], dict[str, float]] | None = None) -> None:
         """The 16-connection point, into entry[key]: "sse" or "json" replies (quick calls on a
         2025-06-18 session), or one of report.POINTS16: quick or streamed calls (the latter
         with a progress token each) on a session of that revision, or at a modern revision
@@ -343,18 +385,20 @@ class Run:
         finally:
             conn.close()
         log(f"{peer.name}: 16 connections, {'' if is_modern(revision) else 'one session, '}{what}")
-        entry[key] = self.point(srv, connections=16, session=sid, revision=revision, streamed=streamed)
-        entry[key].update(reply=shape, rss_kb=rss_kb(srv.pid))
+        entry[key] = self.point(srv, counters, connections=16, session=sid, revision=revision, streamed=streamed,
+                                cpus=peer.load_cpus)
+        entry[key].update(reply=shape, rss_kb=sum(rss_kb(pid) for pid in srv.pids()))
         log(f"  {self.brief(entry[key])}; reply {shape}")
 
-    def own_server(self, peer: Peer, entry: dict[str, Any], points: list[str], tag: str) -> None:
-        """16-connection points (keys of report.POINTS16), one after the other, on a server of
-        their own, started fresh like the SSE point's."""
+    def own_server(self, peer: Peer, entry: dict[str, Any], points: list[str], tag: str,
+                   counters: Callable[[], dict[str, float]] | None = None) -> None:
+        """16-connection points (keys of report.POINTS16, or report.REDIS_POINTS with `counters`),
+        one after the other, on a server of their own, started fresh like the SSE point's."""
         try:
             with self.server(peer, tag=tag) as srv:
                 self.started(peer, srv)
                 for key in points:
-                    self.one_session(peer, srv, entry, key)
+                    self.one_session(peer, srv, entry, key, counters)
         except ServerFailed as exc:
             for key in points:
                 entry.setdefault(key, {"invalid": f"server failed: {first_last(exc)}"})
@@ -404,6 +448,69 @@ class Run:
         except ServerFailed as exc:
             m["error"] = f"server failed: {first_last(exc)}"
             log(f"{peer.name}: {exc}")
+
+    def redis(self, ours: Peer) -> None:
+        """Ours with its sessions in Redis (a redis-server of this run's own), into results["redis"],
+        served by the CLI (`mcp-sse-server serve bench/ours.py:build_server`, with `--redis-url URL
+        --workers N` or without: the in-process store), so both stores go through the same code:
+        the 16-connection point on the in-process store and on the Redis store, one worker on the
+        server core with redis-server and wrk on the load core (each on a fresh server, back to
+        back); the same on the Redis store with 1 and 2 workers, where workers, redis-server and
+        wrk all share both cores; and Redis's memory per idle session. Every point also records
+        the redis-server's CPU time and commands (INFO commandstats) over the measured seconds."""
+        entry: dict[str, Any] = self.results["redis"]
+        if ours.skip:
+            entry["skip"] = ours.skip
+            return
+        try:
+            with RedisServer(str(LOAD_CPU), self.log_dir) as rs:
+                entry["version"] = rs.info("server").get("redis_version", "?")
+
+                def counters() -> dict[str, float]:
+                    calls = {f"calls:{k}": v for k, v in rs.command_calls().items() if k != "info"}
+                    return {"redis_cpu_s": cpu_seconds(rs.pid), "busy_cpu_s": busy_seconds(), **calls}
+
+                src = ours.src or ROOT / "src"
+                on_redis = ["--redis-url", rs.url, "--workers"]
+                stores = {report.MEMORY_STORE: served_by_cli(f"{ours.name}-cli-{report.MEMORY_STORE}", src, []),
+                          report.STORES_ALONE: ours_peer(f"{ours.name}-{report.STORES_ALONE}", src,
+                                                         ("--redis", rs.url)),
+                          report.REDIS_STORE: served_by_cli(f"{ours.name}-cli-{report.REDIS_STORE}", src,
+                                                            [*on_redis, "1"])}
+                if stores[report.REDIS_STORE].skip:
+                    entry["skip"] = stores[report.REDIS_STORE].skip
+                    return
+                for key, peer in stores.items():
+                    self.own_server(peer, entry, [key], "", counters)
+                rs.pin(BOTH_CPUS)
+                for workers in report.WORKERS:
+                    key = report.workers_key(workers)
+                    peer = served_by_cli(f"{ours.name}-cli-{key}", src, [*on_redis, str(workers)], BOTH_CPUS)
+                    self.own_server(peer, entry, [key], "", counters)
+                self.redis_memory(stores[report.REDIS_STORE], rs, entry)
+        except ServerFailed as exc:
+            entry.setdefault("error", first_last(exc))
+            log(f"redis: {exc}")
+
+    def redis_memory(self, peer: Peer, rs: RedisServer, entry: dict[str, Any]) -> None:
+        """Redis's used_memory (INFO memory) and the server's RSS before and after opening idle sessions."""
+        count = min(max(self.s.session_counts), 10_000)
+        m: dict[str, Any] = {"sessions": count}
+        entry["memory"] = m
+        with self.server(peer, tag="-memory") as srv:
+            open_sessions(srv.url, 20, workers=1)  # warm up, as the memory points do
+            time.sleep(0.5)
+            keys0, used0, rss0 = rs.command("DBSIZE"), int(rs.info("memory")["used_memory"]), rss_kb(srv.pid)
+            got = open_sessions(srv.url, count, deadline=max(150.0, count / 200))
+            time.sleep(1.0)
+            if got.error:
+                m["error"] = f"stopped after {len(got.ids):,} sessions: {got.error}"
+            used1 = int(rs.info("memory")["used_memory"])
+            m.update(opened=len(got.ids), keys=int(rs.command("DBSIZE")) - int(keys0), used_before=used0,
+                     used_after=used1, rss_kb_before=rss0, rss_kb_after=rss_kb(srv.pid))
+        if got.ids:
+            m["bytes_per_session"] = (used1 - used0) / len(got.ids)
+            log(f"redis: {len(got.ids):,} idle sessions, {m['bytes_per_session']:,.0f} bytes of Redis memory each")
 
     def inmemory(self) -> None:
         rows = self.results["inmemory"]
@@ -470,9 +577,7 @@ class Run:
         """Spawn `mcp-sse-server serve` (from `peer`'s code) to its first answered initialize, a few times."""
         cli: dict[str, Any] = {}
         self.results["cli"][peer.name] = cli
-        script = ROOT / ".venv" / "bin" / "mcp-sse-server"
-        launcher = [str(script)] if script.exists() else [
-            our_python(), "-c", "import sys; from mcp_sse_server.cli import main; sys.exit(main())"]
+        launcher = cli_launcher()
         env = peer.env
         probe = subprocess.run([*launcher, "serve", "--help"], capture_output=True, text=True,
                                env=dict(os.environ, **env), timeout=60)
@@ -495,12 +600,14 @@ class Run:
         cli["seconds"] = times
         log(f"{peer.name} CLI serve → first answer: {statistics.median(times) * 1000:.0f} ms")
 
-    def go(self) -> dict[str, Any]:
+    def go(self, redis: bool = False) -> dict[str, Any]:
         for peer in self.peers:
             if peer.skip:
                 log(f"{peer.name}: skipped: {peer.skip}")
             self.http(peer)
             self.memory(peer)
+        if redis:
+            self.redis(next(p for p in self.ours if p.name == report.OURS))
         self.inmemory()
         self.imports()
         for peer in self.ours:
@@ -525,7 +632,8 @@ def cli_serve_args(help_text: str, port: int) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter points, memory at 1,000 sessions only")
-    parser.add_argument("--servers", help=f"comma-separated subset of {','.join(ORDER)}")
+    parser.add_argument("--servers", help=f"comma-separated subset of {','.join([*ORDER, REDIS])} ({REDIS}: ours"
+                        " on the Redis store, 1 and 2 workers; needs redis-server, skipped without it by default)")
     parser.add_argument("--sessions", help="idle-session memory points, e.g. 1000,10000,100000")
     parser.add_argument("--baseline", action="append", default=[], metavar="REF",
                         help="also measure ours from git REF's src/ (as server ours@REF) and compare before/after;"
@@ -541,8 +649,8 @@ def main() -> None:
     if args.sessions:
         settings.session_counts = tuple(sorted(int(n) for n in args.sessions.split(",")))
         settings.ours_extra = ()
-    wanted = args.servers.split(",") if args.servers else ORDER
-    unknown = set(wanted) - set(ORDER)
+    wanted = args.servers.split(",") if args.servers else [*ORDER, *([REDIS] if shutil.which("redis-server") else [])]
+    unknown = set(wanted) - {*ORDER, REDIS}
     if unknown:
         sys.exit(f"unknown servers: {', '.join(sorted(unknown))}")
     baselines = {report.OURS + "@" + ref: baseline_src(ref) for ref in dict.fromkeys(args.baseline)}
@@ -558,7 +666,7 @@ def main() -> None:
                        capture_output=True, timeout=300)
     t0 = time.monotonic()
     try:
-        results = Run(settings, selected, ours).go()
+        results = Run(settings, selected, ours).go(redis=REDIS in wanted)
     finally:
         kill_all()
     results["meta"]["load_after"] = os.getloadavg()[0]
