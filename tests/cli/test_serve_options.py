@@ -44,6 +44,7 @@ def test_every_limit_is_an_option_and_reaches_bind_as_one_limits_object() -> Non
         "max_connections": 10,
         "retry_interval": 0.5,
         "stream_log_grace": 12.0,
+        "ended_streams_kept": 3,
         "stream_reconnect_after": 90.0,
         "allowed_origins": ("https://a.example",),
         "allowed_hosts": ("mcp.example", "*"),

@@ -83,13 +83,23 @@ class _SessionLog:
 
 class MemoryEventLog(EventLog):
     """Per-stream backlogs (``backlog_limit`` events) and replay windows
-    (``replay_size`` events), made for a session when it first logs an event."""
+    (``replay_size`` events), made for a session when it first logs an event;
+    at most ``ended_streams_kept`` completed streams of a session wait out
+    their grace period (the oldest is dropped first)."""
 
-    __slots__ = ("_changed", "_sessions", "backlog_limit", "clock", "replay_size")
+    __slots__ = ("_changed", "_sessions", "backlog_limit", "clock", "ended_streams_kept", "replay_size")
 
-    def __init__(self, backlog_limit: int, replay_size: int, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        backlog_limit: int,
+        replay_size: int,
+        *,
+        ended_streams_kept: int = 64,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.backlog_limit = backlog_limit
         self.replay_size = replay_size
+        self.ended_streams_kept = ended_streams_kept
         self.clock = clock
         self._sessions: dict[str, _SessionLog] = {}
         self._changed: dict[tuple[str, str], asyncio.Event] = {}  # streams someone follows
@@ -192,7 +202,11 @@ class MemoryEventLog(EventLog):
             self._wake(session_id, stream_id)
             return
         stream.ended = True
-        session.ended.append((now + keep_for, stream_id))
+        ended = session.ended
+        ended.append((now + keep_for, stream_id))
+        while len(ended) > self.ended_streams_kept:
+            _, oldest = ended.popleft()
+            session.streams.pop(oldest, None)
         self._wake(session_id, stream_id)
 
     async def forget(self, session_id: str) -> list[StoredEvent]:

@@ -177,7 +177,12 @@ class McpHttpApp:
         self.events: EventLog = (
             event_log
             if event_log is not None
-            else MemoryEventLog(limits.backlog_limit, limits.replay_buffer_size, clock=clock)
+            else MemoryEventLog(
+                limits.backlog_limit,
+                limits.replay_buffer_size,
+                ended_streams_kept=limits.ended_streams_kept,
+                clock=clock,
+            )
         )
         self.clock = clock
         self.router = router  # answers to server-to-client requests routed between workers

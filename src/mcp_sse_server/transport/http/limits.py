@@ -99,6 +99,11 @@ class HttpLimits:
         How long a request stream's logged events are kept after its
         response, for a client resuming late; each stream keeps at most
         ``replay_buffer_size`` events.
+    ``ended_streams_kept`` (64)
+        How many of a session's completed request streams are kept for that
+        grace at once; beyond it the oldest is dropped first. Bounds a busy
+        session's memory: without it, a session answering thousands of
+        streamed calls a second would hold every stream of the last 30 s.
     ``stream_reconnect_after`` (5 min)
         A request stream open this long is closed with its ``retry`` hint
         while the request goes on; the client resumes it with GET +
@@ -169,6 +174,10 @@ class HttpLimits:
     stream_log_grace: float = field(
         default=30.0, metadata=_about("seconds", "How long a request stream's events are kept after its response.")
     )
+    ended_streams_kept: int = field(
+        default=64,
+        metadata=_about("count", "Most completed request streams a session keeps for late resumption."),
+    )
     stream_reconnect_after: float = field(
         default=300.0,
         metadata=_about("seconds", "Close a resumable request stream open this long; the client resumes it."),
@@ -189,7 +198,7 @@ class HttpLimits:
             value = getattr(self, name)
             if type(value) is not int or value < 1:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
-        for name in ("backlog_limit", "replay_buffer_size"):
+        for name in ("backlog_limit", "replay_buffer_size", "ended_streams_kept"):
             value = getattr(self, name)
             if type(value) is not int or value < 0:
                 raise ValueError(f"{name} must be a non-negative integer, not {value!r}")

@@ -273,7 +273,11 @@ class SseTransport(Transport):
     def _events(self) -> EventLog:
         log = self._event_log
         if log is None:
-            log = self._event_log = MemoryEventLog(self.limits.backlog_limit, self.limits.replay_buffer_size)
+            log = self._event_log = MemoryEventLog(
+                self.limits.backlog_limit,
+                self.limits.replay_buffer_size,
+                ended_streams_kept=self.limits.ended_streams_kept,
+            )
         return log
 
     @property
@@ -729,9 +733,7 @@ class SseTransport(Transport):
     async def _send_standalone(self, data: bytes, request_id: RequestId | None) -> None:
         stream = self._standalone
         live = stream is not None and not stream.done
-        event, dropped = await self._events().append(
-            self._log_key, STANDALONE_STREAM, data, request_id, delivered=live
-        )
+        event, dropped = await self._events().append(self._log_key, STANDALONE_STREAM, data, request_id, delivered=live)
         if live:
             assert stream is not None
             await stream.write(frame(event.message, event.event_id))
