@@ -606,4 +606,3 @@ def check_elicitation_schema(schema: dict[str, Any], *, multi_select: bool = Tru
     required = schema.get("required", [])
     if not isinstance(required, list) or any(r not in properties for r in required):
         raise ValueError("requested_schema required must list declared properties")
-

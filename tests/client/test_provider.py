@@ -315,9 +315,7 @@ WORKER = textwrap.dedent(
 
 def test_concurrent_saves_from_processes_keep_every_entry(path: Path) -> None:
     count = 8
-    workers = [
-        subprocess.Popen([sys.executable, "-c", WORKER, str(path), f"p{n}", str(count)]) for n in range(3)
-    ]
+    workers = [subprocess.Popen([sys.executable, "-c", WORKER, str(path), f"p{n}", str(count)]) for n in range(3)]
     here = McpServerProvider(path)
     for item in range(count):
         here.add_mcp_server(f"main-{item}", {"command": "x"})

@@ -120,5 +120,3 @@ async def test_the_official_python_client_completes_a_call_whose_stream_was_cut(
     assert proxy.cuts == 1
     assert result.content[0].text == "all three steps done"  # type: ignore[union-attr]
     assert progress == [1, 2, 3]
-
-

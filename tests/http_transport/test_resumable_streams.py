@@ -178,9 +178,7 @@ async def test_cancelling_a_detached_request_ends_its_stream(app: McpHttpApp, ga
     assert app.live_sessions[session.id].transport.inflight == 0
 
 
-async def test_a_stream_open_too_long_is_closed_for_the_client_to_resume(
-    make_app: object, gate: Gate
-) -> None:
+async def test_a_stream_open_too_long_is_closed_for_the_client_to_resume(make_app: object, gate: Gate) -> None:
     app = make_app(stream_reconnect_after=0.05)  # type: ignore[operator]
     session = await resumable(app)
     call = session.post(request(14, "tools/call", {"name": "wait", "arguments": {}}))

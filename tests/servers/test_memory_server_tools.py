@@ -1,5 +1,4 @@
-"""MemoryServer's ``tools``: declared as a list or as a property (the seed's "tools getter"), and live.
-"""
+"""MemoryServer's ``tools``: declared as a list or as a property (the seed's "tools getter"), and live."""
 
 from __future__ import annotations
 

@@ -237,9 +237,7 @@ class ServerConfig:
         return "stdio " + " ".join([self.command or "", *self.args])
 
     @classmethod
-    def from_dict(
-        cls, data: Any, name: str | None = None, *, location: Location | None = None
-    ) -> ServerConfig:
+    def from_dict(cls, data: Any, name: str | None = None, *, location: Location | None = None) -> ServerConfig:
         """Validate one entry. ``name`` is its key in ``mcpServers``; without it, ``data["name"]`` is used.
 
         ``location`` is where the entry sits, for error messages (default ``mcpServers.<name>``).

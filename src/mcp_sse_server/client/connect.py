@@ -42,6 +42,7 @@ def builtin_servers() -> ServerRegistry:
 
     return MemoryServerFactory
 
+
 logger = logging.getLogger("mcp_sse_server.client")
 
 # transport -> (module under mcp_sse_server.client, class); imported only when used so that

@@ -91,6 +91,7 @@ def __getattr__(name: str) -> Any:
         return _builtin_defaults()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 if sys.platform == "win32":
     import msvcrt
 
