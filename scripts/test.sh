@@ -10,6 +10,7 @@ setup_node
 setup_redis
 
 echo "== ruff"; .venv/bin/ruff check src tests examples bench
+.venv/bin/ruff format --check src tests examples
 echo "== mypy"; .venv/bin/mypy
 echo "== pytest"
 export MCP_TEST_NO_SKIP=1
