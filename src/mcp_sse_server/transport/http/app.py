@@ -491,15 +491,7 @@ class McpHttpApp:
         session_id = new_session_id()
         now = self.clock()
         record = SessionRecord(session_id, now, now)
-        transport = SseTransport(
-            session_id,
-            limits=self.limits,
-            event_log=self.events,
-            keepalive=self.keepalive,
-            on_end=self._transport_ended,
-            record=record,
-        )
-        transport.follows_other_workers = self.sessions.shared
+        transport = self._session_transport(record)
         self._creating += 1
         try:
             server = self.server if self.server is not None else await self._new_server()
@@ -525,9 +517,8 @@ class McpHttpApp:
             else:
                 await self.sessions.save(record)
 
-    async def _adopt(self, record: SessionRecord) -> LiveSession:
-        """Serve here a session another worker opened (the store is shared): a local transport
-        and session resumed from the record, without a visible handshake."""
+    def _session_transport(self, record: SessionRecord) -> SseTransport:
+        """The HTTP transport of a session served here, opened here or adopted from the store."""
         transport = SseTransport(
             record.id,
             limits=self.limits,
@@ -537,6 +528,12 @@ class McpHttpApp:
             record=record,
         )
         transport.follows_other_workers = self.sessions.shared
+        return transport
+
+    async def _adopt(self, record: SessionRecord) -> LiveSession:
+        """Serve here a session another worker opened (the store is shared): a local transport
+        and session resumed from the record, without a visible handshake."""
+        transport = self._session_transport(record)
         try:
             server = self.server if self.server is not None else await self._new_server()
             session = await server.connect(transport, record=record)
