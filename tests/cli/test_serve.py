@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import importlib.util
-import queue
-import re
 import signal
 import socket
-import subprocess
-import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from .conftest import COMMAND_TIMEOUT, Cli
+from fixtures.served import Served
+
+from .conftest import Cli
 
 # find_spec, not import: the command runs in subprocesses, and importing httpx here could pick up
 # tests/http as the stdlib's http package (tests/ is on sys.path under pytest's default import mode).
@@ -25,61 +22,6 @@ for module, missing in (
 ):
     if importlib.util.find_spec(module) is None:
         pytest.skip(f"{missing} has not landed yet", allow_module_level=True)
-
-ENDPOINT = re.compile(r"^Serving (?P<label>\S+) at (?P<url>https?://\S+)$")
-
-
-class Served:
-    """A running ``mcp-sse-server serve`` process and the endpoint it printed."""
-
-    def __init__(self, args: list[str], env: dict[str, str], cwd: Path) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "mcp_sse_server", "serve", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-            cwd=cwd,
-        )
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        self._stderr: list[str] = []
-        threading.Thread(target=self._pump_stdout, daemon=True).start()
-        self._stderr_reader = threading.Thread(target=self._pump_stderr, daemon=True)
-        self._stderr_reader.start()
-        self.label, self.url = self._read_endpoint()
-
-    def _pump_stdout(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)
-
-    def _pump_stderr(self) -> None:
-        assert self.process.stderr is not None
-        self._stderr.extend(self.process.stderr)
-
-    def _read_endpoint(self) -> tuple[str, str]:
-        line = self._lines.get(timeout=COMMAND_TIMEOUT)
-        if line is None:
-            self.process.wait(timeout=COMMAND_TIMEOUT)
-            self._stderr_reader.join(timeout=COMMAND_TIMEOUT)
-            raise AssertionError(f"serve exited with {self.process.returncode}: {''.join(self._stderr)}")
-        match = ENDPOINT.match(line)
-        assert match is not None, line
-        return match["label"], match["url"]
-
-    def stop(self, how: int = signal.SIGTERM) -> tuple[int, str]:
-        """Send ``how``; return the exit status and everything written to stderr."""
-        if self.process.poll() is None:
-            self.process.send_signal(how)
-        status = self.process.wait(timeout=COMMAND_TIMEOUT)
-        self._stderr_reader.join(timeout=COMMAND_TIMEOUT)
-        return status, "".join(self._stderr)
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait(timeout=COMMAND_TIMEOUT)
 
 
 def free_port() -> int:
@@ -94,7 +36,7 @@ def serve(cli_env: dict[str, str], tmp_path: Path) -> Iterator[type[Served]]:
 
     class Tracked(Served):
         def __init__(self, args: list[str], env: dict[str, str] | None = None) -> None:  # type: ignore[override]
-            super().__init__(args, env or cli_env, tmp_path)
+            super().__init__(args, tmp_path, env or cli_env)
             started.append(self)
 
     yield Tracked  # type: ignore[misc]

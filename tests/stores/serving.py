@@ -5,13 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
-import re
 import selectors
-import signal
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -20,66 +15,17 @@ from typing import Any
 
 import httpx
 
+from fixtures.served import Served as ServeProcess
+
 WAIT = 20.0  # bounded: a process that does not start or stop in this long has failed
-ENDPOINT = re.compile(r"^Serving (?P<label>\S+) at (?P<url>https?://\S+)$")
 SRC = Path(__file__).resolve().parents[2] / "src"
 
 
-class Served:
-    """A running ``serve`` process and the endpoint it printed."""
+class Served(ServeProcess):
+    """A ``serve`` process of this checkout (its ``src`` first on ``PYTHONPATH``); ``env`` adds to ours."""
 
     def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
-        environment = {**os.environ, "PYTHONPATH": str(SRC), **(env or {})}
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "mcp_sse_server", "serve", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=environment,
-            cwd=cwd,
-        )
-        self._lines: queue.Queue[str | None] = queue.Queue()
-        self.stderr: list[str] = []
-        threading.Thread(target=self._pump_stdout, daemon=True).start()
-        self._stderr_reader = threading.Thread(target=self._pump_stderr, daemon=True)
-        self._stderr_reader.start()
-        line = self._lines.get(timeout=WAIT)
-        if line is None:
-            self.process.wait(timeout=WAIT)
-            self._stderr_reader.join(timeout=WAIT)
-            raise AssertionError(f"serve exited with {self.process.returncode}: {''.join(self.stderr)}")
-        match = ENDPOINT.match(line)
-        assert match is not None, line
-        self.url: str = match["url"]
-        self.port = int(self.url.rsplit(":", 1)[1].split("/", 1)[0])
-
-    def _pump_stdout(self) -> None:
-        assert self.process.stdout is not None
-        for line in self.process.stdout:
-            self._lines.put(line.rstrip("\n"))
-        self._lines.put(None)
-
-    def _pump_stderr(self) -> None:
-        assert self.process.stderr is not None
-        self.stderr.extend(self.process.stderr)
-
-    def stop(self, how: int = signal.SIGTERM) -> tuple[int, str]:
-        if self.process.poll() is None:
-            self.process.send_signal(how)
-        try:
-            status = self.process.wait(timeout=WAIT)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout=WAIT)
-            self._stderr_reader.join(timeout=WAIT)
-            raise AssertionError(f"serve did not stop within {WAIT} s: {''.join(self.stderr)}") from None
-        self._stderr_reader.join(timeout=WAIT)
-        return status, "".join(self.stderr)
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=WAIT)
+        super().__init__(args, cwd, {**os.environ, "PYTHONPATH": str(SRC), **(env or {})})
 
 
 @contextlib.contextmanager
