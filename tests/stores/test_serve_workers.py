@@ -221,6 +221,16 @@ def _children(pid: int) -> set[int]:
     return {int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()}
 
 
+def _running(pid: int) -> bool:
+    """The process exists and has not exited: an exited child that nobody has reaped yet
+    (a zombie, state Z; an orphan waits for whichever process adopted it) has stopped."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
 def _wait_for(predicate: Any, what: str) -> None:
     deadline = time.monotonic() + WAIT
     while not predicate():
@@ -250,5 +260,5 @@ def test_a_killed_worker_is_replaced_and_workers_stop_when_the_parent_dies(redis
         workers = _children(parent)
         served.process.send_signal(signal.SIGKILL)  # the parent dies without telling anyone
         served.process.wait(timeout=WAIT)
-        _wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in workers), "orphaned workers stopping")
+        _wait_for(lambda: not any(_running(pid) for pid in workers), "orphaned workers stopping")
     assert "A worker died (-9); starting another." in "".join(served.stderr)
