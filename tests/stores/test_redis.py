@@ -12,7 +12,7 @@ from redis.crc import key_slot
 
 from mcp_sse_server.session import SessionRecord
 from mcp_sse_server.stores.base import STANDALONE_STREAM, StoreError, StoreUnavailable
-from mcp_sse_server.stores.redis import RedisEventBus, RedisEventLog, RedisSessionStore
+from mcp_sse_server.stores.redis import RedisEventBus, RedisEventLog, RedisSessionStore, redis_unavailable
 
 from .conftest import RedisServer, client_for
 
@@ -330,3 +330,37 @@ async def test_a_worker_follows_a_stream_another_worker_writes(
             break
     await task
     assert ended and seen == [b"progress 0", b"progress 1", b"progress 2", b"response"]
+
+
+async def _cancelled_loop(command: Any) -> None:
+    """A reader loop around one command, as the router's and the event bus's are."""
+    while True:
+        with redis_unavailable("test"):
+            await command()
+
+
+@pytest.mark.parametrize("lost_as", ["a normal return", "a connection error"])
+async def test_a_cancellation_the_command_lost_is_raised_when_the_command_ends(lost_as: str) -> None:
+    # The two ways redis-py's asyncio client was seen to lose a cancellation landing in a read.
+    async def command() -> list[Any]:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            if lost_as == "a normal return":
+                return []
+            raise ConnectionError("Connection closed by server.") from None
+        return []
+
+    task = asyncio.get_running_loop().create_task(_cancelled_loop(command))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, 5.0)
+
+
+async def test_a_connection_error_with_no_cancellation_is_store_unavailable() -> None:
+    async def command() -> None:
+        raise ConnectionError("refused")
+
+    with pytest.raises(StoreUnavailable, match=r"Redis is unavailable \(test\): refused"), redis_unavailable("test"):
+        await command()
