@@ -231,11 +231,11 @@ def _running(pid: int) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
 
 
-def _wait_for(predicate: Any, what: str) -> None:
-    deadline = time.monotonic() + WAIT
+def _wait_for(predicate: Any, what: str, within: float = WAIT) -> None:
+    deadline = time.monotonic() + within
     while not predicate():
         if time.monotonic() > deadline:
-            raise AssertionError(f"not within {WAIT} s: {what}")
+            raise AssertionError(f"not within {within} s: {what}")
         time.sleep(0.05)
 
 
@@ -258,7 +258,35 @@ def test_a_killed_worker_is_replaced_and_workers_stop_when_the_parent_dies(redis
             session.close()
         _wait_for(lambda: len(workers_registered(redis_url)) == 2, "the dead worker reaped, the new one registered")
         workers = _children(parent)
-        served.process.send_signal(signal.SIGKILL)  # the parent dies without telling anyone
-        served.process.wait(timeout=WAIT)
-        _wait_for(lambda: not any(_running(pid) for pid in workers), "orphaned workers stopping")
+        try:
+            served.process.send_signal(signal.SIGKILL)  # the parent dies without telling anyone
+            served.process.wait(timeout=WAIT)
+            _wait_for(lambda: not any(_running(pid) for pid in workers), "orphaned workers stopping")
+        finally:
+            _kill_leftovers(workers)
     assert "A worker died (-9); starting another." in "".join(served.stderr)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_the_death_signal_alone_stops_the_workers_of_a_killed_parent(redis_url: str, tmp_path: Path) -> None:
+    # With the getppid() watcher off, only the kernel's death signal (prctl) can tell the workers.
+    args = ["--port", "0", "--workers", "2", "--redis-url", redis_url, "--worker-ttl", "1s"]
+    with serving(args, tmp_path, env={"MCP_SSE_SERVER_PARENT_POLL": "0"}) as served:
+        parent = served.process.pid
+        _wait_for(lambda: len(workers_registered(redis_url)) == 2, "two workers registered")
+        workers = _children(parent)
+        assert len(workers) == 2
+        try:
+            served.process.send_signal(signal.SIGKILL)
+            served.process.wait(timeout=WAIT)
+            _wait_for(lambda: not any(_running(pid) for pid in workers), "orphaned workers stopping", within=2.0)
+        finally:
+            _kill_leftovers(workers)
+    assert workers_registered(redis_url) == []  # each stopped gracefully: it deregistered
+
+
+def _kill_leftovers(pids: set[int]) -> None:
+    """A failed test leaves no worker serving a socket nobody manages."""
+    for pid in pids:
+        if _running(pid):
+            os.kill(pid, signal.SIGKILL)

@@ -7,16 +7,25 @@ the wall clock. The parent serves nothing: it prints the endpoint, replaces a
 child that dies, and on SIGINT/SIGTERM sends SIGTERM to every child (their
 graceful shutdown), SIGKILL to those still running after the shutdown deadline
 (or at a second signal).
+
+A worker never outlives its parent: on Linux the kernel sends it SIGTERM when
+the parent dies (``prctl(PR_SET_PDEATHSIG)``, set right after the fork); the
+worker also polls ``os.getppid()`` (every ``MCP_SSE_SERVER_PARENT_POLL``
+seconds, 1 by default, 0 for never), the portable fallback. A worker whose
+graceful stop has not finished ``shutdown_deadline`` + ``STOP_MARGIN``
+seconds after it began exits anyway.
 """
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import multiprocessing
 import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import wait
@@ -36,6 +45,12 @@ logger = logging.getLogger("mcp_sse_server.cli")
 # A child failing (exit status above 0) this soon after it started is not replaced: it would fail
 # again (a bad Redis, say). A child killed by a signal is always replaced.
 _STARTUP_GRACE = 5.0
+
+STOP_MARGIN = 5.0
+"""Seconds past ``shutdown_deadline`` a worker's graceful stop may take before the worker exits
+anyway; the parent waits twice as long past the deadline before it sends SIGKILL."""
+
+_PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
 def request_state_secrets(environ: dict[str, str] | None = None) -> list[str] | None:
@@ -112,6 +127,14 @@ def serve_worker(
     from ..transport.http.server import McpHttpServer, _run
 
     async def main() -> None:
+        loop = asyncio.get_running_loop()
+        stopping = asyncio.Event()
+        watch: asyncio.Task[None] | None = None
+        if parent is not None:
+            # From the start: a SIGTERM during startup (the parent's, or the death signal) stops
+            # the worker gracefully once it is up, instead of killing it half registered.
+            loop.add_signal_handler(signal.SIGTERM, stopping.set)
+            watch = loop.create_task(_watch_parent(parent, _parent_poll()))
         stores = RedisStores.from_url(redis_url, limits=options["limits"], worker_ttl=worker_ttl)
         try:
             try:
@@ -129,13 +152,16 @@ def serve_worker(
                 sys.stdout.flush()
                 click.echo("Press Ctrl-C to stop.", err=True)
                 await http.serve_forever(on_stopping=lambda: click.echo("Shutting down...", err=True))
-            else:
-                watch = asyncio.get_running_loop().create_task(_watch_parent(parent))
-                try:
-                    await http.serve_forever(signals=(signal.SIGTERM,))
-                finally:
-                    watch.cancel()
+                return
+            limit = options["limits"].shutdown_deadline + STOP_MARGIN
+            if stopping.is_set():  # told to stop while starting
+                exit_after(limit)
+                await http.close()
+            else:  # serve_forever takes SIGTERM over before it first waits: no signal falls between
+                await http.serve_forever(signals=(signal.SIGTERM,), on_stopping=lambda: exit_after(limit))
         finally:
+            if watch is not None:
+                watch.cancel()
             await stores.close()
 
     try:
@@ -146,17 +172,63 @@ def serve_worker(
         raise SystemExit(EXIT_INTERRUPTED) from None
 
 
-async def _watch_parent(parent: int) -> None:
-    """A child whose parent died (SIGKILL) stops serving the socket it inherited."""
+def _parent_poll(environ: dict[str, str] | None = None) -> float:
+    """Seconds between a worker's checks that its parent lives: ``MCP_SSE_SERVER_PARENT_POLL``
+    (1 when unset or not a number; 0 or less: never, leaving the death signal alone)."""
+    raw = (os.environ if environ is None else environ).get("MCP_SSE_SERVER_PARENT_POLL", "")
+    try:
+        return float(raw)
+    except ValueError:
+        return 1.0
+
+
+async def _watch_parent(parent: int, interval: float) -> None:
+    """A child whose parent died (SIGKILL) stops serving the socket it inherited (the portable
+    fallback of ``signal_when_parent_dies``)."""
     import asyncio
 
+    if interval <= 0:
+        return
     while os.getppid() == parent:  # noqa: ASYNC110 - no event tells a process its parent died
-        await asyncio.sleep(1.0)
+        await asyncio.sleep(interval)
     os.kill(os.getpid(), signal.SIGTERM)
 
 
+def signal_when_parent_dies(number: int = signal.SIGTERM) -> bool:
+    """Ask Linux to send this process ``number`` when the thread that forked it exits
+    (``prctl(PR_SET_PDEATHSIG)``); False where that cannot be set (not Linux, no libc).
+
+    A parent that died before this call sends nothing: check ``os.getppid()`` after it.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(_PR_SET_PDEATHSIG, int(number), 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def exit_after(seconds: float, status: int = EXIT_INTERRUPTED) -> threading.Timer:
+    """End this process with ``status`` in ``seconds`` unless it ended first: a graceful stop that
+    hangs (on a peer that never answers, say) cannot keep a worker alive. A daemon thread, so a
+    blocked event loop cannot hold it back."""
+    timer = threading.Timer(seconds, os._exit, args=(status,))
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
 def _child(target: Callable[..., None], args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    # Right after the fork this process still has the parent's SIGTERM handler (it only notes the
+    # signal in the parent's list): until the worker's loop takes SIGTERM, the default (exit) is right.
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent owns Ctrl-C and tells us with SIGTERM
+    parent = kwargs.get("parent")
+    if parent is not None:
+        signal_when_parent_dies(signal.SIGTERM)
+        if os.getppid() != parent:
+            return  # the parent died before the death signal was set: nobody to serve for
     try:
         target(*args, **kwargs)
     except click.ClickException as error:
@@ -221,7 +293,8 @@ def serve_workers(
             if all(started == float("inf") for _, started in children):
                 raise Failure("every worker exited at startup")
         click.echo("Shutting down...", err=True)
-        status = _stop([process for process, _ in children], options["limits"].shutdown_deadline + 5.0, signals)
+        deadline = options["limits"].shutdown_deadline + 2 * STOP_MARGIN
+        status = _stop([process for process, _ in children], deadline, signals)
     finally:
         sock.close()
         for number, handler in previous.items():
