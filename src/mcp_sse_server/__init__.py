@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     )
     from .server import (
         McpServer,
+        shared_server,
     )
     from .servers import (
         MemoryServer,
@@ -103,6 +104,7 @@ _EXPORTS = {
     "encode_message": ".jsonrpc",
     "parse_message": ".jsonrpc",
     "McpServer": ".server",
+    "shared_server": ".server",
     "PROTOCOL_VERSION": ".versions",
     "ServerSession": ".session",
     "SessionRecord": ".session",
@@ -222,5 +224,6 @@ __all__ = [
     "parse_message",
     "read_json_rpc_post",
     "resolve_under",
+    "shared_server",
     "write_json_rpc_error",
 ]

@@ -25,7 +25,7 @@ import inspect
 import logging
 import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import orjson
 
@@ -180,6 +180,34 @@ def _params_str(params: dict[str, Any], key: str) -> str:
     return value
 
 
+_Factory = TypeVar("_Factory", bound=Callable[[], "McpServer"])
+_SHARED_MARK: Final = "__mcp_shared_server__"
+
+
+def shared_server(factory: _Factory) -> _Factory:
+    """Mark a server factory whose one server may serve every session at once.
+
+    ``mcp-sse-server serve module:factory`` calls an unmarked factory once per
+    session (the seed's contract: each client its own server, so nothing one
+    client causes reaches another); a marked one once, its server shared.
+    Mark a factory whose server keeps no per-client state and, outside a
+    request, names the session it talks to or uses ``broadcast_log``.
+
+    >>> @shared_server
+    ... def build() -> McpServer:
+    ...     return McpServer("calc", "1.0.0")
+    >>> is_shared_server(build)
+    True
+    """
+    setattr(factory, _SHARED_MARK, True)
+    return factory
+
+
+def is_shared_server(factory: object) -> bool:
+    """True for a factory marked with ``shared_server``."""
+    return getattr(factory, _SHARED_MARK, False) is True
+
+
 class McpServer:
     """An MCP server, defined once, serving every session connected to it.
 
@@ -190,10 +218,14 @@ class McpServer:
     logging is always advertised. With ``page_size`` set, list results are
     paged with opaque cursors.
 
-    Per-session calls (``create_message``, ``elicit``, ``list_roots``,
+    Per-session calls (``log``, ``create_message``, ``elicit``, ``list_roots``,
     ``ping``, ``client_capabilities``, ...) act on the session of the request
-    being served; outside a request, on the only session (RuntimeError when
-    there are none or several: use a ``ServerSession`` from ``sessions``).
+    being served. Outside a request (a background task, say) they act on the
+    server's one session only while it has never had another: a server that
+    has served several sessions raises RuntimeError there, so that nothing
+    meant for one client reaches another by accident. Name the session
+    (a ``ServerSession`` from ``sessions``, or ``context.session``), or send
+    to every session on purpose with ``broadcast_log``.
     """
 
     def __init__(
@@ -231,6 +263,7 @@ class McpServer:
         self.cache = cache
         self.on_roots_list_changed: Callable[[], Any] | None = None
         self._sessions: set[ServerSession] = set()
+        self._sessions_served = 0  # ever connected: above 1, nothing outside a request picks a session
         self._tables: dict[str | None, dict[str, Handler]] = {}
         self._tools: dict[str, _RegisteredTool] = {}
         self._resources: dict[str, Resource] = {}
@@ -253,6 +286,7 @@ class McpServer:
         self._loop = asyncio.get_running_loop()
         session = ServerSession(self, transport, record, reinitialize=reinitialize)
         self._sessions.add(session)
+        self._sessions_served += 1
         return session
 
     def session_ended(self, session: ServerSession) -> None:
@@ -283,20 +317,27 @@ class McpServer:
         return table
 
     def _session(self) -> ServerSession:
-        """The session of the request being served, else the only one."""
+        """The session of the request being served, else the server's one session (see the class docstring)."""
+        session = self._own_session()
+        if session is None:
+            raise RuntimeError(f"{self.name} is not connected: it has no session now")
+        return session
+
+    def _own_session(self) -> ServerSession | None:
+        """The session of the request being served; outside a request the server's one session
+        (None when it has ended or not begun). RuntimeError once the server has served several."""
         context = current_context.get()
         if context is not None:
             owner = context.session
             if isinstance(owner, ServerSession) and owner.server is self:
                 return owner
-        if len(self._sessions) == 1:
-            return next(iter(self._sessions))
-        if not self._sessions:
-            raise RuntimeError(f"{self.name} is not connected: it has no session yet")
-        raise RuntimeError(
-            f"{self.name} serves {len(self._sessions)} sessions: outside a request, call this on one of "
-            "server.sessions (or on context.session inside a handler)"
-        )
+        if self._sessions_served > 1:
+            raise RuntimeError(
+                f"{self.name} has served {self._sessions_served} sessions: outside a request, name the session "
+                "(one of server.sessions, or context.session captured inside a handler), or send to every "
+                "session on purpose with server.broadcast_log"
+            )
+        return next(iter(self._sessions), None)
 
     @property
     def client_info(self) -> dict[str, Any] | None:
@@ -838,14 +879,16 @@ class McpServer:
         return result.to_dict()
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:
-        """Send notifications/message: to the current request's session inside a handler, else to
-        every session (on the standalone stream over HTTP); each drops what is below its level."""
-        context = current_context.get()
-        if context is not None:
-            owner = context.session
-            if isinstance(owner, ServerSession) and owner.server is self:
-                await owner.log(level, data, logger)
-                return
+        """Send notifications/message to the current request's session; outside a request to the
+        server's one session (on the standalone stream over HTTP), dropped when it has ended, and
+        RuntimeError once the server has served several (see the class docstring). The session
+        drops what is below its level."""
+        session = self._own_session()
+        if session is not None:
+            await session.log(level, data, logger)
+
+    async def broadcast_log(self, level: str, data: Any, logger: str | None = None) -> None:
+        """Send notifications/message to every session open now, each dropping what is below its level."""
         for session in list(self._sessions):
             await session.log(level, data, logger)
 

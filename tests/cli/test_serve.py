@@ -93,7 +93,7 @@ def test_port_0_prints_the_port_actually_bound(cli: Cli, serve: type[Served]) ->
 
 
 _COUNTING_FACTORY = (
-    "from mcp_sse_server import McpServer, Tool\n"
+    "from mcp_sse_server import McpServer, Tool, shared_server\n"
     "sessions = 0\n"
     "def build():\n"
     "    global sessions\n"
@@ -103,14 +103,19 @@ _COUNTING_FACTORY = (
     "    server.add_tool(Tool('session', {'type': 'object'}, lambda arguments, context: f'server {number}'))\n"
     "    return server\n"
     "instance = build()\n"
+    "@shared_server\n"
+    "def shared():\n"
+    "    return build()\n"
 )
 
 
 @pytest.mark.parametrize(
     ("target", "flags", "seen"),
     [
-        ("build", [], ["server 2", "server 2"]),  # one server for every session (1 is the module's instance)
+        ("build", [], ["server 2", "server 3"]),  # a factory: a server per session (1 is the module's instance)
         ("build", ["--server-per-session"], ["server 2", "server 3"]),
+        ("shared", [], ["server 2", "server 2"]),  # marked @shared_server: one server for every session
+        ("shared", ["--server-per-session"], ["server 2", "server 3"]),
         ("instance", [], ["server 1", "server 1"]),  # an McpServer itself
     ],
 )
@@ -119,7 +124,7 @@ def test_serve_a_factory_or_a_server_from_a_file(
 ) -> None:
     (tmp_path / "my_server.py").write_text(_COUNTING_FACTORY)
     server = serve([f"{tmp_path / 'my_server.py'}:{target}", "--port", str(free_port()), *flags])
-    # Sessions (the handshake): with --server-per-session each gets a server of its own.
+    # Sessions (the handshake): a per-session factory gives each a server of its own.
     calls = [cli("call", server.url, "session", "--mode", "legacy").stdout for _ in seen]
     assert calls == [f"{text}\n" for text in seen]
     status, _ = server.stop()

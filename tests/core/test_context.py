@@ -382,6 +382,51 @@ async def test_an_invalid_level_from_a_handler_raises(server: McpServer, connect
     assert [e.code for e in errors] == [INVALID_PARAMS]
 
 
+def _logged(client: RawClient) -> list[Any]:
+    return [
+        message.params["data"]  # type: ignore[index]
+        for message in client.received
+        if isinstance(message, JsonRpcNotification) and message.method == "notifications/message"
+    ]
+
+
+async def test_a_server_that_served_several_sessions_logs_outside_a_request_only_when_told_whom(
+    server: McpServer, connect: Connect
+) -> None:
+    async def report(arguments: dict[str, Any], context: RequestContext) -> str:
+        await server.log("info", f"inside {arguments['who']}")  # the request's own session
+        return "ok"
+
+    server.add_tool(Tool("report", {"type": "object"}, report))
+    alice, bob = await connect(server), await connect(server)
+    await alice.result("tools/call", _call("report", who="alice"))
+    with pytest.raises(RuntimeError, match="has served 2 sessions: outside a request, name the session"):
+        await server.log("info", "a background job")
+    with pytest.raises(RuntimeError, match="has served 2 sessions"):
+        await server.ping()
+    await server.broadcast_log("info", "to everyone, on purpose")
+    await alice.sync()
+    await bob.sync()
+    assert _logged(alice) == ["inside alice", "to everyone, on purpose"]
+    assert _logged(bob) == ["to everyone, on purpose"]
+
+
+async def test_a_server_whose_only_session_ended_drops_a_log_and_never_gives_it_to_a_later_one(
+    server: McpServer, connect: Connect
+) -> None:
+    first = await connect(server)
+    await server.log("info", "to the only session")
+    await first.sync()
+    assert _logged(first) == ["to the only session"]
+    await server.sessions[0].close()
+    await server.log("info", "nobody hears this")  # dropped, not an error
+    later = await connect(server)
+    with pytest.raises(RuntimeError, match="has served 2 sessions"):
+        await server.log("info", "meant for the first client")
+    await later.sync()
+    assert _logged(later) == []
+
+
 async def test_server_log_outside_a_request(server: McpServer, connect: Connect) -> None:
     client = await connect(server, transport=RecordingTransport)
     await server.log("notice", "background job finished")

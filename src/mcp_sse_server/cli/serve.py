@@ -83,7 +83,8 @@ def limit_options(command: _F) -> _F:
 @click.option(
     "--server-per-session",
     is_flag=True,
-    help="Call a module:factory TARGET once per session instead of once (for servers that keep per-client state).",
+    help="Call a module:factory TARGET once per session even when it is marked @shared_server "
+    "(unmarked factories always are).",
 )
 @click.option(
     "--redis-url",
@@ -125,8 +126,10 @@ def serve(
     TARGET is one of:
       (nothing) or demo          the demo: math and artifact tools, resources, prompts
       math, artifact_instructions  a built-in server
-      module:factory             your function returning an McpServer (called once; its
-                                 server serves every session), or your McpServer itself
+      module:factory             your function returning an McpServer: called once per
+                                 session, so each client has a server of its own (once in
+                                 all when marked @shared_server)
+      module:server              your McpServer itself: it serves every session
       path/to/file.py:factory    the same, from a file
 
     Limits left out keep the defaults shown in brackets. Ctrl-C or SIGTERM shuts down gracefully.
@@ -156,8 +159,8 @@ def serve(
         raise click.UsageError(f"MCP_REQUEST_STATE_KEYS: {error}") from error
     if redis_url is not None:
         check_redis(redis_url)
-    label, factory = resolve_target(target)
-    served = factory if server_per_session else factory()
+    resolved = resolve_target(target)
+    label, served = resolved.label, resolved.served(per_session=server_per_session)
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
         options = bind_options(host=host, port=port, path=path, **limits)
@@ -225,29 +228,54 @@ def _load_attribute(target: str) -> Any:
     return value
 
 
-def resolve_target(target: str | None) -> tuple[str, Callable[[], McpServer]]:
-    """``(label, factory)`` for ``serve``'s TARGET: none (the demo), a built-in name, ``module:factory``
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """What ``serve``'s TARGET names: its ``label``, a ``factory`` of its server, and whether one
+    server may serve every session (``shared``) or each session gets its own."""
+
+    label: str
+    factory: Callable[[], McpServer]
+    shared: bool
+    instance: bool = False  # TARGET is an McpServer itself, not a factory
+
+    def served(self, *, per_session: bool = False) -> McpServer | Callable[[], McpServer]:
+        """One server for every session, or the factory to call once per session.
+
+        The isolation rule: a server object and a built-in are shared; a
+        ``module:factory`` keeps the seed's contract (called once per session)
+        unless it is marked with ``shared_server``; ``per_session`` calls any
+        factory per session.
+        """
+        if per_session and self.instance:
+            raise BadUsage(f"--server-per-session needs a factory: {self.label} is an McpServer itself")
+        if per_session or not self.shared:
+            return self.factory
+        return self.factory()
+
+
+def resolve_target(target: str | None) -> Target:
+    """The ``Target`` of ``serve``'s TARGET: none (the demo), a built-in name, ``module:factory``
     or ``module:server``.
 
     The factory is called once now, so a broken one fails before the port
-    opens; that first server is what the factory's next call returns, so
-    serving it to every session calls the factory once in all.
+    opens; that first server is what the factory's next call returns, so no
+    server is built in vain.
     """
-    from ..server import McpServer
+    from ..server import McpServer, is_shared_server
 
     builtins = builtin_servers()
     name = target or DEMO
     if name in builtins:
         factory = builtins[name]
-        label = name
+        shared = True  # ours: no per-client state, nothing sent outside a request
     elif ":" in name:
         factory = _load_attribute(name)
-        label = name
         if isinstance(factory, McpServer):
             instance = factory
-            return label, lambda: instance
+            return Target(name, lambda: instance, shared=True, instance=True)
         if not callable(factory):
             raise BadUsage(f"{name} is not callable")
+        shared = is_shared_server(factory)
     else:
         known = ", ".join(sorted(builtins))
         raise BadUsage(f"unknown server {name!r}; use a built-in ({known}) or module:factory / path/to/file.py:factory")
@@ -256,15 +284,15 @@ def resolve_target(target: str | None) -> tuple[str, Callable[[], McpServer]]:
         raise BadUsage(f"{name} returned {type(first).__name__}, not an McpServer")
     pending = [first]
 
-    def per_session() -> McpServer:
+    def built() -> McpServer:
         if pending:
             return pending.pop()
         server = factory()
         if not isinstance(server, McpServer):
-            raise TypeError(f"{label} returned {type(server).__name__}, not an McpServer")
+            raise TypeError(f"{name} returned {type(server).__name__}, not an McpServer")
         return server
 
-    return label, per_session
+    return Target(name, built, shared=shared)
 
 
 # --- serving --------------------------------------------------------------------------------------
