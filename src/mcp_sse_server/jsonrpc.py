@@ -197,7 +197,8 @@ def message_from_dict(data: Any) -> JsonRpcMessage:
                     return JsonRpcNotification(method, params)
     if type(data) is not dict:
         if isinstance(data, list):
-            raise McpError(INVALID_REQUEST, "Batch requests are not supported in protocol revision 2025-06-18")
+            # Batches left MCP in 2025-06-18; no revision served here (that one and later) has them.
+            raise McpError(INVALID_REQUEST, "Batch requests are not supported in any protocol revision served here")
         raise McpError(INVALID_REQUEST, "A JSON-RPC message must be a JSON object")
     if data.get("jsonrpc") != "2.0":
         raise McpError(INVALID_REQUEST, 'The "jsonrpc" member must be exactly "2.0"')
