@@ -24,12 +24,6 @@ for module, missing in (
         pytest.skip(f"{missing} has not landed yet", allow_module_level=True)
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.fixture
 def serve(cli_env: dict[str, str], tmp_path: Path) -> Iterator[type[Served]]:
     started: list[Served] = []
@@ -45,9 +39,8 @@ def serve(cli_env: dict[str, str], tmp_path: Path) -> Iterator[type[Served]]:
 
 
 def test_serve_the_demo_then_list_call_and_stop_with_sigterm(cli: Cli, serve: type[Served]) -> None:
-    port = free_port()
-    server = serve(["--port", str(port)])
-    assert (server.label, server.url) == ("demo", f"http://127.0.0.1:{port}/mcp")
+    server = serve(["--port", "0"])  # the port it picked is in the endpoint it printed: no port race
+    assert (server.label, server.url) == ("demo", f"http://127.0.0.1:{server.port}/mcp")
 
     listed = cli("tools", server.url)
     assert listed.returncode == 0, listed.stderr
@@ -75,7 +68,7 @@ def test_serve_the_demo_then_list_call_and_stop_with_sigterm(cli: Cli, serve: ty
 
 
 def test_ctrl_c_stops_gracefully(cli: Cli, serve: type[Served]) -> None:
-    server = serve(["math", "--port", str(free_port())])
+    server = serve(["math", "--port", "0"])
     assert server.label == "math"
     assert cli("call", server.url, "sqrt", "x=16").stdout == "4\n"
     status, stderr = server.stop(signal.SIGINT)
@@ -123,7 +116,7 @@ def test_serve_a_factory_or_a_server_from_a_file(
     cli: Cli, serve: type[Served], tmp_path: Path, target: str, flags: list[str], seen: list[str]
 ) -> None:
     (tmp_path / "my_server.py").write_text(_COUNTING_FACTORY)
-    server = serve([f"{tmp_path / 'my_server.py'}:{target}", "--port", str(free_port()), *flags])
+    server = serve([f"{tmp_path / 'my_server.py'}:{target}", "--port", "0", *flags])
     # Sessions (the handshake): a per-session factory gives each a server of its own.
     calls = [cli("call", server.url, "session", "--mode", "legacy").stdout for _ in seen]
     assert calls == [f"{text}\n" for text in seen]
@@ -139,7 +132,7 @@ def test_serve_a_module_factory(cli: Cli, serve: type[Served], tmp_path: Path) -
         "    server.add_tool(Tool('price', {'type': 'object'}, lambda arguments, context: '9.99'))\n"
         "    return server\n"
     )
-    server = serve(["shop:make", "--port", str(free_port())])  # the module is found in the working directory
+    server = serve(["shop:make", "--port", "0"])  # the module is found in the working directory
     assert server.label == "shop:make"
     assert cli("call", server.url, "price").stdout == "9.99\n"
 
@@ -156,7 +149,7 @@ def test_a_port_in_use_is_one_line_and_exit_1(cli: Cli) -> None:
 
 
 def test_listening_beyond_loopback_needs_allowed_origins(cli: Cli) -> None:
-    done = cli("serve", "--host", "0.0.0.0", "--port", str(free_port()))
+    done = cli("serve", "--host", "0.0.0.0", "--port", "0")
     assert done.returncode == 2
     assert "allowed" in done.stderr.lower()
 
@@ -171,7 +164,7 @@ def test_tls_with_a_generated_certificate(
     certificate.private_key_pem.write_to_path(str(keyfile))
     certificate.cert_chain_pems[0].write_to_path(str(certfile))
     authority.cert_pem.write_to_path(str(cafile))
-    server = serve(["math", "--port", str(free_port()), "--certfile", str(certfile), "--keyfile", str(keyfile)])
+    server = serve(["math", "--port", "0", "--certfile", str(certfile), "--keyfile", str(keyfile)])
     assert server.url.startswith("https://127.0.0.1:")
     trusting = {**cli_env, "SSL_CERT_FILE": str(cafile)}
     done = cli("call", server.url, "add", "a=1", "b=1", env=trusting)

@@ -281,17 +281,13 @@ async def test_streamable_http_round_trip_against_our_http_server() -> None:
         await http.close()
 
 
-def _closed_port() -> int:
+async def test_an_unreachable_http_server_is_a_start_error() -> None:
     import socket
 
+    pytest.importorskip("mcp_sse_server.client.http")
+    # Bound, never listening, held for the whole test: a refused port no other process can take.
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
-
-
-async def test_an_unreachable_http_server_is_a_start_error() -> None:
-    pytest.importorskip("mcp_sse_server.client.http")
-    url = f"http://127.0.0.1:{_closed_port()}/mcp"
-    with pytest.raises(ServerStartError, match=rf"^could not start MCP 'gone' \(streamable {url}\): "):
-        await initialize_mcp_server({"name": "gone", "url": url}, startup_timeout=30)
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
+        with pytest.raises(ServerStartError, match=rf"^could not start MCP 'gone' \(streamable {url}\): "):
+            await initialize_mcp_server({"name": "gone", "url": url}, startup_timeout=30)

