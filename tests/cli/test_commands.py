@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.served import default_signals
+
 from .conftest import COMMAND_TIMEOUT, Cli, Main
 
 
@@ -309,6 +311,7 @@ def test_ctrl_c_during_a_call_exits_130(cli_env: dict[str, str]) -> None:
         stderr=subprocess.PIPE,
         text=True,
         env=cli_env,
+        preexec_fn=default_signals,  # Ctrl-C as from a terminal, whatever this process inherited
     )
     try:
         assert process.stderr is not None
