@@ -24,7 +24,7 @@ import binascii
 import inspect
 import logging
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import orjson
@@ -138,6 +138,37 @@ async def _call(function: Callable[..., Any], is_async: bool, *args: Any) -> Any
     return result
 
 
+def _check_handler(name: str, handler: Callable[..., Any]) -> None:
+    """ValueError at registration for a handler that cannot be called as ``handler(arguments, context)``:
+    most often a typed function (``def add(a: int, b: int)``) meant for a decorator."""
+    try:
+        signature = inspect.signature(handler)
+    except (TypeError, ValueError):
+        return  # a builtin or C callable: nothing to inspect
+    try:
+        signature.bind(None, None)
+    except TypeError:
+        raise ValueError(
+            f"Tool {name!r}: its handler takes {signature}, but a Tool handler is called as handler(arguments, "
+            "context)"
+        ) from None
+    first = next(iter(signature.parameters.values()))
+    annotation = first.annotation
+    if isinstance(annotation, str):
+        annotation = annotation.partition("[")[0].rsplit(".", 1)[-1]
+        mapping = annotation in ("", "dict", "Dict", "Mapping", "MutableMapping", "Any", "object")
+    else:
+        origin = getattr(annotation, "__origin__", annotation)
+        mapping = annotation is inspect.Parameter.empty or origin in (dict, Any, object) or (
+            isinstance(origin, type) and issubclass(origin, Mapping)
+        )
+    if not mapping:
+        raise ValueError(
+            f"Tool {name!r}: its handler takes {signature}, but a Tool handler is called as handler(arguments, "
+            f"context), arguments a dict; for a typed function, register it with @server.tool()"
+        )
+
+
 def _is_async(function: Callable[..., Any]) -> bool:
     call = getattr(function, "__call__", None)  # noqa: B004 - objects with an async __call__
     return inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(call)
@@ -179,6 +210,9 @@ def _params_str(params: dict[str, Any], key: str) -> str:
         raise McpError(INVALID_PARAMS, f'Missing or invalid "{key}": expected a string')
     return value
 
+
+DEFAULT_SERVER_VERSION: Final = "0.1.0"
+"""The ``serverInfo.version`` of a server built without one."""
 
 _Factory = TypeVar("_Factory", bound=Callable[[], "McpServer"])
 _SHARED_MARK: Final = "__mcp_shared_server__"
@@ -231,7 +265,7 @@ class McpServer:
     def __init__(
         self,
         name: str,
-        version: str,
+        version: str = DEFAULT_SERVER_VERSION,
         *,
         title: str | None = None,
         instructions: str | None = None,
@@ -373,7 +407,13 @@ class McpServer:
             if self.strict_tool_names:
                 raise ValueError(f"Tool {tool.name!r}: {problem}")
             logger.warning("%s: clients may refuse or rename it", problem)
-        self._tools[tool.name] = _RegisteredTool(tool)
+        registered = _RegisteredTool(tool)  # the schemas first: their errors say the most
+        if tool.handler is None:
+            if type(self).on_tool_call is McpServer.on_tool_call:
+                raise ValueError(f"Tool {tool.name!r} has no handler (and this server does not override on_tool_call)")
+        else:
+            _check_handler(tool.name, tool.handler)
+        self._tools[tool.name] = registered
         self._forget("tools")
         self._list_changed("notifications/tools/list_changed")
 

@@ -222,7 +222,9 @@ def test_an_unsupported_dialect_is_refused_at_registration_naming_it(server: Mcp
 def test_a_declared_older_dialect_is_validated_by_its_own_rules(server: McpServer) -> None:
     # draft-07 tuple validation ("items" as a list) is not 2020-12's: each follows its declared dialect
     tuple_schema = {"type": "object", "properties": {"pair": {"type": "array", "items": [{"type": "string"}]}}}
-    server.add_tool(Tool("seven", {"$schema": "http://json-schema.org/draft-07/schema#", **tuple_schema}))
+    server.add_tool(
+        Tool("seven", {"$schema": "http://json-schema.org/draft-07/schema#", **tuple_schema}, lambda a, c: "ok")
+    )
     assert server.tools[0].input_schema["$schema"] == "http://json-schema.org/draft-07/schema#"
     with pytest.raises(ValueError):  # "items" must be a schema in 2020-12, the default dialect
         server.add_tool(Tool("twenty", tuple_schema))

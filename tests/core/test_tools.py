@@ -39,7 +39,7 @@ async def test_tools_list_gives_the_wire_form(server: McpServer, connect: Connec
             meta={"example.com/owner": "search-team"},
         )
     )
-    server.add_tool(Tool("bare"))
+    server.add_tool(Tool("bare", handler=lambda arguments, context: ""))
     client = await connect(server)
     result = await client.result("tools/list")
     assert result == {
@@ -340,13 +340,40 @@ async def test_a_bad_return_value_is_an_internal_error_without_detail(server: Mc
     assert "int" not in error.message
 
 
-async def test_a_tool_without_handler_on_a_plain_server_is_an_internal_error(
-    server: McpServer, connect: Connect
+def test_a_tool_without_handler_on_a_plain_server_is_refused_at_registration(server: McpServer) -> None:
+    with pytest.raises(ValueError, match="Tool 'nohandler' has no handler"):
+        server.add_tool(Tool("nohandler"))
+    assert server.tools == []
+
+
+@pytest.mark.parametrize(
+    "handler",
+    [
+        lambda a, b, c: "three parameters",
+        lambda: "none",
+    ],
+)
+def test_a_handler_that_cannot_take_arguments_and_context_is_refused_at_registration(
+    server: McpServer, handler: Any
 ) -> None:
-    server.add_tool(Tool("nohandler"))
-    client = await connect(server)
-    error = await client.error("tools/call", {"name": "nohandler"})
-    assert error.code == INTERNAL_ERROR
+    with pytest.raises(ValueError, match=r"a Tool handler is called as handler\(arguments, context\)"):
+        server.add_tool(Tool("odd", handler=handler))
+
+
+def test_a_typed_function_given_as_a_handler_is_refused_at_registration(server: McpServer) -> None:
+    async def add(a: int, b: int) -> int:
+        return a + b
+
+    with pytest.raises(ValueError, match=r"Tool 'add': its handler takes \(a: .*register it with @server.tool"):
+        server.add_tool(Tool("add", handler=add))
+    # (arguments, context) handlers, annotated or not, are accepted.
+    server.add_tool(Tool("plain", handler=lambda arguments, context: "ok"))
+
+    def typed(arguments: dict[str, Any], context: RequestContext) -> str:
+        return "ok"
+
+    server.add_tool(Tool("typed", handler=typed))
+    assert [tool.name for tool in server.tools] == ["plain", "typed"]
 
 
 async def test_on_tool_call_answers_tools_without_handler(connect: Connect) -> None:
