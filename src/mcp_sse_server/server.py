@@ -25,7 +25,8 @@ import inspect
 import logging
 import re
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from types import EllipsisType
+from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
 
 import orjson
 
@@ -51,6 +52,7 @@ from .stores.base import EventBus
 from .stores.memory import MemoryEventBus
 from .transport.base import Transport
 from .types import (
+    Annotations,
     BlobResourceContents,
     CallToolResult,
     CompleteRequest,
@@ -70,6 +72,7 @@ from .types import (
     Root,
     TextResourceContents,
     Tool,
+    ToolAnnotations,
 )
 from .uri_template import UriTemplate
 
@@ -149,8 +152,7 @@ def _check_handler(name: str, handler: Callable[..., Any]) -> None:
         signature.bind(None, None)
     except TypeError:
         raise ValueError(
-            f"Tool {name!r}: its handler takes {signature}, but a Tool handler is called as handler(arguments, "
-            "context)"
+            f"Tool {name!r}: its handler takes {signature}, but a Tool handler is called as handler(arguments, context)"
         ) from None
     first = next(iter(signature.parameters.values()))
     annotation = first.annotation
@@ -159,8 +161,10 @@ def _check_handler(name: str, handler: Callable[..., Any]) -> None:
         mapping = annotation in ("", "dict", "Dict", "Mapping", "MutableMapping", "Any", "object")
     else:
         origin = getattr(annotation, "__origin__", annotation)
-        mapping = annotation is inspect.Parameter.empty or origin in (dict, Any, object) or (
-            isinstance(origin, type) and issubclass(origin, Mapping)
+        mapping = (
+            annotation is inspect.Parameter.empty
+            or origin in (dict, Any, object)
+            or (isinstance(origin, type) and issubclass(origin, Mapping))
         )
     if not mapping:
         raise ValueError(
@@ -215,6 +219,7 @@ DEFAULT_SERVER_VERSION: Final = "0.1.0"
 """The ``serverInfo.version`` of a server built without one."""
 
 _Factory = TypeVar("_Factory", bound=Callable[[], "McpServer"])
+_Function = TypeVar("_Function", bound=Callable[..., Any])
 _SHARED_MARK: Final = "__mcp_shared_server__"
 
 
@@ -416,6 +421,165 @@ class McpServer:
         self._tools[tool.name] = registered
         self._forget("tools")
         self._list_changed("notifications/tools/list_changed")
+
+    @overload
+    def tool(self, function: _Function, /) -> _Function: ...
+
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: Sequence[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | EllipsisType | None = ...,
+        run_in_thread: bool = True,
+    ) -> Callable[[_Function], _Function]: ...
+
+    def tool(
+        self,
+        function: _Function | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: ToolAnnotations | None = None,
+        icons: Sequence[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | EllipsisType | None = ...,
+        run_in_thread: bool = True,
+    ) -> _Function | Callable[[_Function], _Function]:
+        """Register a typed function as a tool, bare (``@server.tool``) or with overrides
+        (``@server.tool(name="sum")``); the function stays callable as it was.
+
+        Its ``inputSchema`` comes from the parameters' type hints, its description from the
+        docstring, its ``outputSchema`` from the return annotation (``output_schema=`` overrides,
+        None for none); a ``RequestContext`` parameter receives the context. The rules are in
+        ``mcp_sse_server.typed``. ValueError (``SignatureError``) for a signature they cannot describe.
+        """
+
+        def register(function: _Function) -> _Function:
+            from .typed import ToolSignature, tool_handler
+
+            tool_name = name or function.__name__
+            signature = ToolSignature.of(function, output_schema=output_schema)
+            self.add_tool(
+                Tool(
+                    tool_name,
+                    signature.input_schema,
+                    tool_handler(function, signature, tool_name),
+                    title=title,
+                    description=signature.description if description is None else description,
+                    output_schema=signature.output_schema,
+                    annotations=annotations,
+                    meta=meta,
+                    run_in_thread=run_in_thread,
+                    icons=list(icons) if icons is not None else None,
+                )
+            )
+            return function
+
+        return register if function is None else register(function)
+
+    def resource(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        mime_type: str | None = None,
+        annotations: Annotations | None = None,
+        icons: Sequence[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[_Function], _Function]:
+        """Register a function as the reader of ``uri``: a fixed resource, or a resource template
+        when ``uri`` has variables (``"users://{id}"``), each variable a parameter of the same name
+        (converted to its annotated type). It returns ``str`` (text), ``bytes`` (a blob), a
+        dict, list or model (JSON text, ``application/json``), or a ``ReadResourceResult``;
+        ``mime_type=`` overrides. ValueError for a variable without a parameter, or a parameter
+        that is neither a variable, defaulted, nor the context."""
+
+        def register(function: _Function) -> _Function:
+            from .typed import ResourceSignature, resource_reader
+
+            template = UriTemplate(uri)
+            signature = ResourceSignature.of(function, template.variables)
+            reader = resource_reader(function, signature, mime_type)
+            about: dict[str, Any] = {
+                "title": title,
+                "description": signature.description if description is None else description,
+                "mime_type": mime_type,
+                "annotations": annotations,
+                "meta": meta,
+                "icons": list(icons) if icons is not None else None,
+            }
+            if template.variables:
+                self.add_resource_template(ResourceTemplate(uri, name or function.__name__, reader, **about))
+            elif signature.is_async:
+
+                async def read_async(uri: str, context: RequestContext) -> Any:
+                    return await reader(uri, {}, context)
+
+                self.add_resource(Resource(uri, name or function.__name__, read_async, **about))
+            else:
+                self.add_resource(
+                    Resource(uri, name or function.__name__, lambda uri, context: reader(uri, {}, context), **about)
+                )
+            return function
+
+        return register
+
+    @overload
+    def prompt(self, function: _Function, /) -> _Function: ...
+
+    @overload
+    def prompt(
+        self,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[_Function], _Function]: ...
+
+    def prompt(
+        self,
+        function: _Function | None = None,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        icons: Sequence[Icon] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> _Function | Callable[[_Function], _Function]:
+        """Register a typed function as a prompt, bare or with overrides: its ``arguments`` come
+        from the parameters (required unless defaulted; descriptions as for tools), converted
+        from the client's strings to the annotated types. It returns a ``str`` (one user
+        message), a list of messages or a ``GetPromptResult``."""
+
+        def register(function: _Function) -> _Function:
+            from .typed import PromptSignature, prompt_handler
+
+            signature = PromptSignature.of(function)
+            self.add_prompt(
+                Prompt(
+                    name or function.__name__,
+                    prompt_handler(function, signature),
+                    title=title,
+                    description=signature.description if description is None else description,
+                    arguments=signature.arguments,
+                    meta=meta,
+                    icons=list(icons) if icons is not None else None,
+                )
+            )
+            return function
+
+        return register if function is None else register(function)
 
     def remove_tool(self, name: str) -> bool:
         """Remove a tool; True when it existed."""

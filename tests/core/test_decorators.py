@@ -1,0 +1,162 @@
+"""``@server.tool``, ``@server.resource`` and ``@server.prompt`` through the engine (a real
+session over MemoryTransport): what a client sees of each typed function."""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Any
+
+import pytest
+from pydantic import BaseModel, Field
+
+from mcp_sse_server import McpServer, RequestContext
+from mcp_sse_server.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
+
+from .conftest import Connect, text_of
+
+
+class Role(enum.Enum):
+    ADMIN = "admin"
+    MEMBER = "member"
+
+
+class User(BaseModel):
+    name: str
+    role: Role = Role.MEMBER
+
+
+async def test_a_bare_decorated_function_is_a_tool_with_its_schema_and_a_wrapped_result(
+    server: McpServer, connect: Connect
+) -> None:
+    @server.tool
+    async def add(a: int, b: int = 2) -> int:
+        """Add two numbers.
+
+        Args:
+            a: the first
+            b: the second
+        """
+        return a + b
+
+    assert await add(1, 1) == 2  # still the function it was
+    client = await connect(server)
+    [tool] = (await client.result("tools/list"))["tools"]
+    assert tool["name"] == "add" and tool["description"] == "Add two numbers."
+    assert tool["inputSchema"]["required"] == ["a"]
+    assert tool["inputSchema"]["properties"]["a"] == {"type": "integer", "description": "the first"}
+    assert tool["outputSchema"]["properties"]["result"]["type"] == "integer"
+    result = await client.result("tools/call", {"name": "add", "arguments": {"a": 3}})
+    assert result["structuredContent"] == {"result": 5} and text_of(result) == "5"
+
+
+async def test_overrides_a_model_parameter_and_a_model_result(server: McpServer, connect: Connect) -> None:
+    @server.tool(name="promote", title="Promote", description="Make someone an admin.")
+    def promote(user: User, note: Annotated[str, Field(description="why")] = "") -> User:
+        assert isinstance(user, User)  # converted from the JSON arguments
+        return User(name=user.name, role=Role.ADMIN)
+
+    client = await connect(server)
+    [tool] = (await client.result("tools/list"))["tools"]
+    assert (tool["name"], tool["title"], tool["description"]) == ("promote", "Promote", "Make someone an admin.")
+    assert "$defs" in tool["inputSchema"] and tool["inputSchema"]["properties"]["note"]["description"] == "why"
+    result = await client.result("tools/call", {"name": "promote", "arguments": {"user": {"name": "ann"}}})
+    assert result["structuredContent"] == {"name": "ann", "role": "admin"}
+    bad = await client.result("tools/call", {"name": "promote", "arguments": {"user": {"name": "ann", "role": "king"}}})
+    assert bad["isError"] is True and "user.role" in text_of(bad) and "king" in text_of(bad)
+
+
+async def test_the_context_is_injected_by_annotation_and_left_out_of_the_schema(
+    server: McpServer, connect: Connect
+) -> None:
+    @server.tool
+    async def whoami(ctx: RequestContext, shout: bool = False) -> str:
+        await ctx.log("info", "asked")
+        name = (ctx.session.client_info or {}).get("name", "?")
+        return name.upper() if shout else name
+
+    client = await connect(server)
+    [tool] = (await client.result("tools/list"))["tools"]
+    assert list(tool["inputSchema"]["properties"]) == ["shout"] and "outputSchema" not in tool
+    result = await client.result("tools/call", {"name": "whoami", "arguments": {"shout": True}})
+    assert result["content"] == [{"type": "text", "text": text_of(result)}] and "structuredContent" not in result
+
+
+async def test_a_return_value_its_annotation_does_not_describe_is_an_internal_error(
+    server: McpServer, connect: Connect
+) -> None:
+    @server.tool
+    def count() -> int:
+        return "many"  # type: ignore[return-value]
+
+    client = await connect(server)
+    error = await client.error("tools/call", {"name": "count"})
+    assert error.code == INTERNAL_ERROR and "many" not in error.message
+
+
+def test_a_signature_the_rules_cannot_describe_is_refused_at_registration(server: McpServer) -> None:
+    with pytest.raises(ValueError, match="args"):
+
+        @server.tool
+        def spread(*args: int) -> int:
+            return sum(args)
+
+    with pytest.raises(ValueError, match="user_id"):
+
+        @server.resource("users://{user_id}")
+        def user(id: str) -> str:
+            return id
+
+    assert server.tools == []
+
+
+async def test_resources_fixed_and_templated(server: McpServer, connect: Connect) -> None:
+    @server.resource("config://app", mime_type="application/toml")
+    def config() -> str:
+        return 'debug = "no"'
+
+    @server.resource("users://{user_id}/profile")
+    async def profile(user_id: int) -> dict[str, Any]:
+        return {"id": user_id, "even": user_id % 2 == 0}
+
+    client = await connect(server)
+    [fixed] = (await client.result("resources/list"))["resources"]
+    assert (fixed["uri"], fixed["name"], fixed["mimeType"]) == ("config://app", "config", "application/toml")
+    [template] = (await client.result("resources/templates/list"))["resourceTemplates"]
+    assert template["uriTemplate"] == "users://{user_id}/profile"
+    read = await client.result("resources/read", {"uri": "config://app"})
+    assert read["contents"][0]["text"] == 'debug = "no"'
+    read = await client.result("resources/read", {"uri": "users://42/profile"})
+    assert read["contents"][0]["mimeType"] == "application/json"
+    assert read["contents"][0]["text"].replace(" ", "") == '{"id":42,"even":true}'
+    error = await client.error("resources/read", {"uri": "users://x/profile"})
+    assert error.code == INVALID_PARAMS and "user_id" in error.message
+
+
+@pytest.mark.parametrize("shape", ["str", "list", "result"])
+async def test_prompts_in_every_return_shape(server: McpServer, connect: Connect, shape: str) -> None:
+    from mcp_sse_server import GetPromptResult, PromptMessage
+
+    @server.prompt
+    def review(code: str, depth: int = 1) -> Any:
+        """Review some code.
+
+        :param code: what to review
+        """
+        text = f"review {code} at depth {depth}"
+        if shape == "str":
+            return text
+        if shape == "list":
+            return [PromptMessage.user(text)]
+        return GetPromptResult([PromptMessage.user(text)], description="custom")
+
+    client = await connect(server)
+    [prompt] = (await client.result("prompts/list"))["prompts"]
+    assert prompt["arguments"] == [
+        {"name": "code", "description": "what to review", "required": True},
+        {"name": "depth"},  # not required: omitted
+    ]
+    result = await client.result("prompts/get", {"name": "review", "arguments": {"code": "x", "depth": "3"}})
+    assert result["messages"][0]["content"]["text"] == "review x at depth 3"
+    assert result["description"] == ("custom" if shape == "result" else "Review some code.")
+    error = await client.error("prompts/get", {"name": "review", "arguments": {"code": "x", "depth": "deep"}})
+    assert error.code == INVALID_PARAMS and "depth" in error.message
