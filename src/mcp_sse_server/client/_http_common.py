@@ -1,19 +1,38 @@
 """What the two HTTP client transports (Streamable HTTP and the legacy
-HTTP+SSE) share: the URL check, the httpx client they may own, and the
-one-line texts their errors are made of."""
+HTTP+SSE) share: the URL check, the httpx client they may own, the
+same-origin rule for redirects, and the one-line texts their errors are made of."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Mapping
 from typing import Final
 
 import httpx
 
-from ._common import ClientTransport
+from ._common import ClientTransport, McpConnectionError
 
-__all__ = ["EVENT_STREAM", "HttpClientTransport", "first_line", "http_url", "media_type", "reason"]
+__all__ = [
+    "EVENT_STREAM",
+    "MAX_REDIRECTS",
+    "HttpClientTransport",
+    "first_line",
+    "http_url",
+    "media_type",
+    "origin",
+    "reason",
+    "redirect_error",
+]
+
+logger = logging.getLogger("mcp_sse_server.client")
 
 EVENT_STREAM: Final = "text/event-stream"
+# Redirects followed per request. Only 307 and 308: they keep the method and the body, where
+# 301, 302 and 303 let (or make) a client turn the POST into a GET.
+MAX_REDIRECTS: Final = 5
+_FOLLOWED: Final = frozenset({307, 308})
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 
 
 def http_url(url: str) -> httpx.URL:
@@ -22,6 +41,23 @@ def http_url(url: str) -> httpx.URL:
     if parsed.scheme not in ("http", "https") or not parsed.host:
         raise ValueError(f"not an http(s) URL: {url!r}")
     return parsed
+
+
+def origin(url: httpx.URL) -> tuple[str, str, int | None]:
+    """Scheme, host and port (the scheme's default when implicit): what "same origin" compares."""
+    return url.scheme, url.host.lower(), url.port or _DEFAULT_PORTS.get(url.scheme)
+
+
+def redirect_error(url: str | httpx.URL, what: str, response: httpx.Response) -> McpConnectionError:
+    """The error for a 3xx answer that was not followed (a 301/302/303, or one without a Location)."""
+    location = response.headers.get("location")
+    target = f"a redirect to {location}" if location else "a redirect without a Location"
+    return McpConnectionError(
+        f"MCP server at {url} answered {what} with HTTP {response.status_code} ({target}); only 307 and 308 "
+        "redirects to the same origin are followed (301, 302 and 303 may turn a POST into a GET): "
+        "configure the client with the final URL",
+        {"status": response.status_code, "location": location},
+    )
 
 
 def media_type(response: httpx.Response) -> str:
@@ -66,6 +102,94 @@ class HttpClientTransport(ClientTransport):
             timeout=httpx.Timeout(connect=connect_timeout, read=None, write=post_timeout, pool=connect_timeout)
         )
         self._post_timeout = httpx.Timeout(post_timeout, connect=connect_timeout)
+
+    async def _send(
+        self,
+        method: str,
+        url: str | httpx.URL,
+        *,
+        headers: Mapping[str, str],
+        content: bytes | None = None,
+        timeout: httpx.Timeout | None = None,
+    ) -> httpx.Response:
+        """Send one request; the response comes back with its body unread (``aclose()`` it).
+
+        A 307 or 308 answer with a Location is followed with the same method, body and
+        headers, at most ``MAX_REDIRECTS`` times, when the Location (resolved against the
+        request's URL) is on the same origin; ``response.url`` is then where the answer came
+        from. A redirect to another origin, or one too many, is an ``McpConnectionError``:
+        the headers carry the session id and whatever credentials the caller configured.
+        httpx's own redirect following is off for these requests, whatever the client says.
+        """
+        current = httpx.URL(url)
+        visited = [current]
+        while True:
+            request = self._client.build_request(
+                method,
+                current,
+                headers=headers,
+                content=content,
+                timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+            )
+            response = await self._client.send(request, stream=True, follow_redirects=False)
+            location = response.headers.get("location")
+            if response.status_code not in _FOLLOWED or not location:
+                return response
+            await response.aclose()
+            try:
+                target = current.join(location)
+            except httpx.InvalidURL:
+                raise McpConnectionError(
+                    f"MCP server at {current} redirected {method} to an invalid Location {location!r}"
+                ) from None
+            if origin(target) != origin(current):
+                raise McpConnectionError(
+                    f"MCP server at {current} redirected {method} to {target}, on another origin; refusing to "
+                    "follow it (the request's headers, its session id among them, must not go there): "
+                    "configure the client with that URL if it is trusted",
+                    {"status": response.status_code, "location": str(target)},
+                )
+            if len(visited) > MAX_REDIRECTS:
+                hops = " -> ".join(str(hop) for hop in (*visited, target))
+                raise McpConnectionError(
+                    f"MCP server at {visited[0]} redirected {method} more than {MAX_REDIRECTS} times "
+                    f"(a redirect loop?): {hops}",
+                    {"status": response.status_code, "location": str(target)},
+                )
+            logger.debug("%s %s: HTTP %s to %s", method, current, response.status_code, target)
+            visited.append(target)
+            current = target
+
+    @contextlib.asynccontextmanager
+    async def _stream(
+        self,
+        method: str,
+        url: str | httpx.URL,
+        *,
+        headers: Mapping[str, str],
+        content: bytes | None = None,
+        timeout: httpx.Timeout | None = None,
+    ) -> AsyncIterator[httpx.Response]:
+        """``_send`` as ``async with``: the response is closed when the block ends."""
+        response = await self._send(method, url, headers=headers, content=content, timeout=timeout)
+        try:
+            yield response
+        finally:
+            await response.aclose()
+
+    async def _fetch(
+        self,
+        method: str,
+        url: str | httpx.URL,
+        *,
+        headers: Mapping[str, str],
+        content: bytes | None = None,
+        timeout: httpx.Timeout | None = None,
+    ) -> httpx.Response:
+        """``_send`` with the body read and the connection given back."""
+        async with self._stream(method, url, headers=headers, content=content, timeout=timeout) as response:
+            await response.aread()
+        return response
 
     async def _release(self) -> None:
         if self._owns_client:

@@ -36,6 +36,14 @@ event stream on GET is a legacy HTTP+SSE (2024-11-05) endpoint: the client
 falls back to that transport (``SseClientTransport``), as the 2025-11-25
 transport specification says, unless ``fallback_to_sse=False``.
 
+Redirects: a 307 or 308 answer is followed with the same method, body and
+headers (at most ``MAX_REDIRECTS``, 5, in a row), to the same scheme, host and
+port only; the URL it led to is then the endpoint for the rest of the
+connection. This is what ``Mount("/mcp", app=...)`` in Starlette needs (it
+answers ``/mcp`` with a 307 to ``/mcp/``). A redirect to another origin is
+refused (the session id and the configured headers would go there), and
+301, 302 and 303 stay errors: they allow turning the POST into a GET.
+
 >>> async def demo() -> None:  # doctest: +SKIP
 ...     async with StreamableHttpClient("http://127.0.0.1:8080/mcp") as client:
 ...         print(await client.call_tool("add", {"a": 2, "b": 3}))
@@ -46,7 +54,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, Final
 
 import httpx
@@ -67,7 +75,15 @@ from ..jsonrpc import (
 )
 from ..transport.base import Transport
 from ._common import McpConnectionError, RemoteClient, SessionExpiredMcpError
-from ._http_common import EVENT_STREAM, HttpClientTransport, first_line, http_url, media_type, reason
+from ._http_common import (
+    EVENT_STREAM,
+    HttpClientTransport,
+    first_line,
+    http_url,
+    media_type,
+    reason,
+    redirect_error,
+)
 from ._sse import SseParser
 from .modern import PROTOCOL_VERSION_KEY, StreamLostError, param_headers, routing_headers
 from .sse import SseClientTransport
@@ -150,7 +166,8 @@ class StreamableHttpTransport(HttpClientTransport):
 
     ``session_id`` and ``protocol_version`` are learnt from the initialize
     exchange; ``expired`` is set when the server answers 404 for the session
-    and cleared by the next successful initialize.
+    and cleared by the next successful initialize. ``url`` is the endpoint:
+    the one given, or where a same-origin 307/308 led.
     """
 
     def __init__(
@@ -218,6 +235,23 @@ class StreamableHttpTransport(HttpClientTransport):
             headers["last-event-id"] = last_event_id
         return headers
 
+    @contextlib.asynccontextmanager
+    async def _exchange(
+        self,
+        method: str,
+        headers: Mapping[str, str],
+        *,
+        content: bytes | None = None,
+        timeout: httpx.Timeout | None = None,
+    ) -> AsyncIterator[httpx.Response]:
+        """One request to the endpoint, redirects followed; a same-origin 307/308 moves the endpoint
+        there, so the session's later requests go straight to it."""
+        async with self._stream(method, self.url, headers=headers, content=content, timeout=timeout) as response:
+            if response.url != self.url:
+                logger.info("MCP server at %s moved to %s (HTTP redirect); using that URL", self.url, response.url)
+                self.url = str(response.url)
+            yield response
+
     async def _http_error(self, response: httpx.Response, what: str) -> McpError:
         """The error for a 4xx/5xx answer: the JSON-RPC error it carries, else the status and first line."""
         try:
@@ -245,9 +279,9 @@ class StreamableHttpTransport(HttpClientTransport):
         headers = {**self.headers, "accept": EVENT_STREAM}
         try:
             async with asyncio.timeout(self.connect_timeout):
-                async with self._client.stream("GET", self.url, headers=headers) as probe:
+                async with self._exchange("GET", headers) as probe:
                     return probe.status_code == 200 and media_type(probe) == EVENT_STREAM
-        except (httpx.HTTPError, TimeoutError):
+        except (httpx.HTTPError, McpError, TimeoutError):
             return False
 
     def _forget_session(self) -> None:
@@ -318,18 +352,21 @@ class StreamableHttpTransport(HttpClientTransport):
         session = self.session_id
         what = getattr(message, "method", None) or "a response"
         try:
-            response = await self._client.post(
-                self.url,
+            async with self._exchange(
+                "POST",
+                self._headers(_POST_ACCEPT, body=True),
                 content=encode_message(message),
-                headers=self._headers(_POST_ACCEPT, body=True),
                 timeout=self._post_timeout,
-            )
+            ) as response:
+                if response.status_code == 404 and session is not None:
+                    raise self._expire(session)
+                if response.status_code >= 400:
+                    raise await self._http_error(response, what)
+                if 300 <= response.status_code < 400:
+                    raise redirect_error(self.url, what, response)
+                await response.aread()
         except httpx.HTTPError as error:
             raise McpConnectionError(f"Cannot reach MCP server at {self.url}: {reason(error)}") from None
-        if response.status_code == 404 and session is not None:
-            raise self._expire(session)
-        if response.status_code >= 400:
-            raise await self._http_error(response, what)
         # A server may answer a notification with messages of its own; deliver them.
         if response.content and media_type(response) == "application/json":
             with contextlib.suppress(McpError):
@@ -353,11 +390,8 @@ class StreamableHttpTransport(HttpClientTransport):
         stream = _StreamState()
         session = self.session_id
         try:
-            async with self._client.stream(
-                "POST",
-                self.url,
-                content=encode_message(request),
-                headers=self._headers(_POST_ACCEPT, body=True, request=request),
+            async with self._exchange(
+                "POST", self._headers(_POST_ACCEPT, body=True, request=request), content=encode_message(request)
             ) as response:
                 await self._read_post_response(request, response, stream, session)
         except McpError as error:
@@ -398,6 +432,8 @@ class StreamableHttpTransport(HttpClientTransport):
             raise LegacySseEndpointError(self.url, status)
         if status >= 400:
             raise await self._http_error(response, request.method)
+        if 300 <= status < 400:  # not followed (see _send): a 301/302/303, or no Location
+            raise redirect_error(self.url, request.method, response)
         media = media_type(response)
         if media == EVENT_STREAM:
             stream.opened = True
@@ -464,8 +500,8 @@ class StreamableHttpTransport(HttpClientTransport):
             attempt += 1
             session = self.session_id
             try:
-                async with self._client.stream(
-                    "GET", self.url, headers=self._headers(EVENT_STREAM, last_event_id=stream.last_event_id)
+                async with self._exchange(
+                    "GET", self._headers(EVENT_STREAM, last_event_id=stream.last_event_id)
                 ) as response:
                     status = response.status_code
                     if status == 404 and session is not None:
@@ -485,6 +521,9 @@ class StreamableHttpTransport(HttpClientTransport):
                     last = "the stream ended"
             except httpx.HTTPError as error:
                 last = reason(error)
+            except McpError as error:  # a redirect we refuse: trying again would meet it again
+                self._fail(request.id, error)
+                return
 
     # --- the standalone GET stream ---------------------------------------------------
 
@@ -498,8 +537,8 @@ class StreamableHttpTransport(HttpClientTransport):
         while not self._closed:
             session = self.session_id
             try:
-                async with self._client.stream(
-                    "GET", self.url, headers=self._headers(EVENT_STREAM, last_event_id=stream.last_event_id)
+                async with self._exchange(
+                    "GET", self._headers(EVENT_STREAM, last_event_id=stream.last_event_id)
                 ) as response:
                     status = response.status_code
                     if status == 405:
@@ -524,6 +563,9 @@ class StreamableHttpTransport(HttpClientTransport):
                         failures = 0
             except httpx.HTTPError as error:
                 logger.debug("event stream from %s failed: %s", self.url, reason(error))
+            except McpError as error:  # a redirect we refuse: trying again would meet it again
+                logger.warning("no event stream from %s: %s", self.url, error.message)
+                return
             if self._closed:
                 return
             if failures >= self.max_reconnect_attempts:
@@ -544,10 +586,11 @@ class StreamableHttpTransport(HttpClientTransport):
         if self.session_id is not None:
             try:
                 # 405 means the server does not let clients end sessions: nothing to do.
-                await self._client.delete(
-                    self.url, headers=self._headers(_POST_ACCEPT), timeout=httpx.Timeout(2.0, connect=2.0)
-                )
-            except httpx.HTTPError as error:
+                async with self._exchange(
+                    "DELETE", self._headers(_POST_ACCEPT), timeout=httpx.Timeout(2.0, connect=2.0)
+                ):
+                    pass
+            except (httpx.HTTPError, McpError) as error:
                 logger.debug("DELETE of the session at %s failed: %s", self.url, reason(error))
             self.session_id = None
         await super()._release()

@@ -6,7 +6,9 @@ names the URL to POST messages to (resolved against the stream URL and
 refused when it points at another origin, so a server cannot make us send
 its session's traffic elsewhere). Everything the server sends, responses
 included, arrives as ``message`` events on that one stream; when it ends, the
-session is over and pending calls fail.
+session is over and pending calls fail. The stream's GET and the POSTs follow
+307 and 308 redirects to the same origin, as ``StreamableHttpClient`` does
+(the endpoint event is then resolved against where the stream came from).
 
 >>> async def demo() -> None:  # doctest: +SKIP
 ...     async with SseClient("http://127.0.0.1:8000/sse") as client:
@@ -19,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any
 
 import httpx
 
@@ -33,18 +35,21 @@ from ..jsonrpc import (
 )
 from ..transport.base import Transport
 from ._common import McpConnectionError, RemoteClient
-from ._http_common import EVENT_STREAM, HttpClientTransport, first_line, http_url, media_type, reason
+from ._http_common import (
+    EVENT_STREAM,
+    HttpClientTransport,
+    first_line,
+    http_url,
+    media_type,
+    origin,
+    reason,
+    redirect_error,
+)
 from ._sse import SseParser
 
 __all__ = ["SseClient", "SseClientTransport"]
 
 logger = logging.getLogger("mcp_sse_server.client")
-
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-
-
-def _origin(url: httpx.URL) -> tuple[str, str, int | None]:
-    return url.scheme, url.host.lower(), url.port or _DEFAULT_PORTS.get(url.scheme)
 
 
 class SseClientTransport(HttpClientTransport):
@@ -85,7 +90,7 @@ class SseClientTransport(HttpClientTransport):
 
     def _resolve(self, data: str) -> httpx.URL:
         endpoint = self.url.join(data.strip())
-        if _origin(endpoint) != _origin(self.url):
+        if origin(endpoint) != origin(self.url):
             raise McpConnectionError(
                 f"MCP server at {self.url} named an endpoint on another origin ({endpoint.scheme}://"
                 f"{endpoint.netloc.decode('ascii', 'replace')}); refusing to send messages there"
@@ -104,9 +109,8 @@ class SseClientTransport(HttpClientTransport):
     async def _read(self) -> None:
         ending: McpError
         try:
-            async with self._client.stream(
-                "GET", self.url, headers={**self.headers, "accept": EVENT_STREAM}
-            ) as response:
+            async with self._stream("GET", self.url, headers={**self.headers, "accept": EVENT_STREAM}) as response:
+                self.url = response.url  # where a same-origin redirect led: the endpoint resolves against it
                 media = media_type(response)
                 if response.status_code != 200 or media != EVENT_STREAM:
                     raise McpConnectionError(
@@ -150,7 +154,8 @@ class SseClientTransport(HttpClientTransport):
             raise McpConnectionError(f"The connection to MCP server at {self.url} is closed")
         self._track(message)
         try:
-            response = await self._client.post(
+            response = await self._fetch(
+                "POST",
                 self.endpoint,
                 content=encode_message(message),
                 headers={**self.headers, "content-type": "application/json"},
@@ -159,6 +164,13 @@ class SseClientTransport(HttpClientTransport):
         except httpx.HTTPError as error:
             self._untrack(message)
             raise McpConnectionError(f"Cannot reach MCP server at {self.endpoint}: {reason(error)}") from None
+        except McpError:  # a redirect refused
+            self._untrack(message)
+            raise
+        self.endpoint = response.url  # where a same-origin redirect led, for the session's next POSTs
+        if 300 <= response.status_code < 400:
+            self._untrack(message)
+            raise redirect_error(self.endpoint, getattr(message, "method", None) or "a response", response)
         if response.status_code >= 400:
             self._untrack(message)
             detail = first_line(response.text)[:200] or response.reason_phrase
