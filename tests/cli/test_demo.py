@@ -14,7 +14,14 @@ from mcp_sse_server.jsonrpc import INVALID_PARAMS, McpError
 from mcp_sse_server.servers.artifact_instructions import ARTIFACT_TYPES
 from mcp_sse_server.servers.demo import ARTIFACT_TEMPLATE, build_demo_server, solid_png
 from mcp_sse_server.servers.math import MATH_TOOL_SPECS
-from mcp_sse_server.types import BlobResourceContents, ImageContent, ResourceLink, TextResourceContents
+from mcp_sse_server.types import (
+    BlobResourceContents,
+    EmbeddedResource,
+    ImageContent,
+    ResourceLink,
+    TextContent,
+    TextResourceContents,
+)
 
 
 def test_every_session_gets_a_fresh_server() -> None:
@@ -140,7 +147,7 @@ async def test_resources_and_the_template() -> None:
         "demo://swatch.png",
         *(ARTIFACT_TEMPLATE.replace("{type}", kind) for kind in ARTIFACT_TYPES),
     ]
-    assert [template["uriTemplate"] for template in templates] == [ARTIFACT_TEMPLATE]
+    assert [template.uri_template for template in templates] == [ARTIFACT_TEMPLATE]
     assert isinstance(svg.contents[0], TextResourceContents) and "viewBox" in svg.contents[0].text
     assert isinstance(png.contents[0], BlobResourceContents) and png.contents[0].mime_type == "image/png"
     assert missing.value.code == INVALID_PARAMS  # at 2026-07-28 an unknown resource is invalid params
@@ -158,14 +165,15 @@ async def test_completion_for_the_template_and_the_prompts() -> None:
 
 async def test_prompts() -> None:
     async with InMemoryClient(build_demo_server()) as client:
-        names = [prompt["name"] for prompt in await client.list_prompts()]
+        names = [prompt.name for prompt in await client.list_prompts()]
         written = await client.get_prompt("write_artifact", {"type": "mermaid", "subject": "a login flow"})
         calculated = await client.get_prompt("calculate", {"expression": "(2 + 3) * 7"})
         with pytest.raises(McpError):
             await client.get_prompt("write_artifact", {"type": "mermaid"})
     assert names == ["write_artifact", "calculate", "explain_operation"]
-    instructions, request = written["messages"]
-    assert instructions["content"]["type"] == "resource"
-    assert instructions["content"]["resource"]["uri"] == "demo://artifact-instructions/mermaid"
-    assert "a login flow" in request["content"]["text"]
-    assert "(2 + 3) * 7" in calculated["messages"][0]["content"]["text"]
+    instructions, request = written.messages
+    assert isinstance(instructions.content, EmbeddedResource)
+    assert instructions.content.resource.uri == "demo://artifact-instructions/mermaid"
+    assert isinstance(request.content, TextContent) and "a login flow" in request.content.text
+    assert isinstance(calculated.messages[0].content, TextContent)
+    assert "(2 + 3) * 7" in calculated.messages[0].content.text

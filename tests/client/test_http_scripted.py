@@ -68,6 +68,7 @@ class Scripted:
         self.live: set[str] = set()
         self.handle: Handler = self._default
         self.revision = "2025-06-18"  # what initialize answers
+        self.capabilities: dict[str, Any] = {}  # and the capabilities it declares
         self.get: Callable[[Request], Awaitable[Response]] = self._no_stream
         self.app = Starlette(routes=[Route("/mcp", self._endpoint, methods=["POST", "GET", "DELETE"])])
 
@@ -95,7 +96,11 @@ class Scripted:
             self.live.add(issued)
             reply = result(
                 body["id"],
-                {"protocolVersion": self.revision, "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}},
+                {
+                    "protocolVersion": self.revision,
+                    "capabilities": self.capabilities,
+                    "serverInfo": {"name": "s", "version": "1"},
+                },
             )
             return JSONResponse(reply, headers={"mcp-session-id": issued})
         if session not in self.live:
@@ -269,6 +274,56 @@ async def test_an_expired_session_is_reinitialized_once_for_concurrent_calls(scr
         assert client.session_id == "s2"
     assert len(server.posted("initialize")) == 2
     assert [headers.get("mcp-session-id") for headers, _ in server.posted("notifications/initialized")] == ["s1", "s2"]
+
+
+async def test_a_log_handler_sets_the_level_on_every_session_of_a_server_with_logging(
+    scripted: tuple[Scripted, str],
+) -> None:
+    server, url = scripted
+    server.capabilities = {"logging": {}}
+    async with fast_client(url, on_log=lambda params: None) as client:
+        server.live.clear()  # a new session must be asked again
+        await client.ping()
+        assert client.session_id == "s2"
+    levels = [(headers["mcp-session-id"], body["params"]) for headers, body in server.posted("logging/setLevel")]
+    assert levels == [("s1", {"level": "info"}), ("s2", {"level": "info"})]
+    # Right after the handshake (the probe for 2026-07-28 came first), before any request of the caller's.
+    methods = [body.get("method") for verb, _, body in server.log if verb == "POST"]
+    start = methods.index("initialize")
+    assert methods[start : start + 3] == ["initialize", "notifications/initialized", "logging/setLevel"]
+
+
+async def test_no_level_is_asked_without_a_handler_or_without_the_logging_capability(
+    scripted: tuple[Scripted, str],
+) -> None:
+    server, url = scripted
+    async with fast_client(url, on_log=lambda params: None) as client:  # capabilities: {}
+        await client.ping()
+    server.capabilities = {"logging": {}}
+    async with fast_client(url) as client:  # no handler, no log_level
+        await client.ping()
+    assert server.posted("logging/setLevel") == []
+    async with fast_client(url, log_level="error") as client:  # an explicit level is asked for by itself
+        await client.ping()
+    assert [body["params"] for _, body in server.posted("logging/setLevel")] == [{"level": "error"}]
+
+
+async def test_a_refused_log_level_does_not_fail_the_connection(
+    scripted: tuple[Scripted, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    server, url = scripted
+    server.capabilities = {"logging": {}}
+
+    async def handle(message: dict[str, Any], request: Request) -> Response:
+        if message["method"] == "logging/setLevel":
+            error = {"code": -32601, "message": "no levels here"}
+            return JSONResponse({"jsonrpc": "2.0", "id": message["id"], "error": error})
+        return JSONResponse(result(message["id"], {}))
+
+    server.handle = handle
+    async with fast_client(url, on_log=lambda params: None) as client:
+        await client.ping()
+    assert "refused logging/setLevel 'info': no levels here" in caplog.text
 
 
 async def test_the_standalone_stream_delivers_and_reconnects_with_last_event_id(scripted: tuple[Scripted, str]) -> None:

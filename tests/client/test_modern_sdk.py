@@ -60,16 +60,17 @@ async def exercise(client: McpClient) -> None:
         combined = await client.call_tool("resolve_all", {"question": "Q"})
         assert text(combined) == "blue / Q Paris / file:///work"
         prompt = await client.get_prompt("greet", {"name": "Ada"})
-        assert prompt["messages"][0]["content"]["text"] == "Hello, Ada!"
+        assert prompt.messages[0].content.text == "Hello, Ada!"  # type: ignore[union-attr]
         note = await client.read_resource("memo://note")
         assert note.contents[0].text == "a note"  # type: ignore[union-attr]
         logs: list[dict[str, Any]] = []
         client.on_log = logs.append
-        await client.call_tool("chatty")
-        assert logs == []  # no level stamped: a 2026-07-28 server sends none
-        await client.set_log_level("info")
+        # A log handler stamps "info" on every request: the server sends logs without set_log_level.
         await client.call_tool("chatty")
         assert [entry["level"] for entry in logs] == ["info", "warning"]
+        await client.set_log_level("warning")
+        await client.call_tool("chatty")
+        assert [entry["level"] for entry in logs] == ["info", "warning", "warning"]
         await client.ping()  # served by server/discover at 2026-07-28
 
 

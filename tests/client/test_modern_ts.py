@@ -84,7 +84,7 @@ async def test_auto_mode_speaks_2026_07_28_with_the_typescript_v2_server(ts_mode
         assert text(await client.call_tool("ask_model")) == "model said: Paris"
         assert text(await client.call_tool("roots")) == "file:///work"
         assert text(await client.call_tool("headed", {"region": "eu-west"})) == "eu-west via eu-west"
-        assert (await client.get_prompt("greet"))["messages"][0]["content"]["text"] == "Hello!"
+        assert (await client.get_prompt("greet")).messages[0].content.text == "Hello!"  # type: ignore[union-attr]
         assert (await client.read_resource("memo://note")).contents[0].text == "a note"  # type: ignore[union-attr]
 
 

@@ -225,6 +225,6 @@ async def test_the_fixture_asks_a_handshake_client_real_questions(server: McpHtt
     assert texts["test_input_required_result_multiple_inputs"] == "name=Ada, greeting=Paris, roots=1"
     assert texts["test_input_required_result_multi_round"] == "Ada likes Ada"
     assert texts["test_input_required_result_capabilities"] == "elicitation: accept; sampling: Paris; roots: 1"
-    assert "Ada" in prompt["messages"][0]["content"]["text"]
+    assert "Ada" in prompt.messages[0].content.text  # type: ignore[union-attr]
     assert tools_after ^ tools_before == {"test_dynamic_tool"}
     assert "What is the capital of France?" in asked and "Step 2: What is your favorite color?" in asked

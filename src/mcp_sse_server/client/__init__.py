@@ -42,6 +42,10 @@ if TYPE_CHECKING:
         StartedServers,
         default_config_path,
     )
+    from .results import (
+        PromptInfo,
+        ResourceTemplateInfo,
+    )
     from .sse import (
         SseClient,
     )
@@ -73,6 +77,8 @@ _EXPORTS = {
     "InputRoundsExceededError": ".modern",
     "UnsupportedProtocolVersionError": ".modern",
     "Subscription": ".subscription",
+    "PromptInfo": ".results",
+    "ResourceTemplateInfo": ".results",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
@@ -85,6 +91,8 @@ __all__ = [
     "McpClient",
     "McpConnectionError",
     "McpServerProvider",
+    "PromptInfo",
+    "ResourceTemplateInfo",
     "ServerConfig",
     "ServerRegistry",
     "ServerStartError",

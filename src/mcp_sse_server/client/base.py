@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Any, Final
+from typing import Any, Final, Literal, overload
 
 from .. import versions
 from ..context import RequestContext
@@ -42,6 +42,7 @@ from ..transport.base import Transport
 from ..types import (
     CallToolResult,
     CompleteResult,
+    GetPromptResult,
     ReadResourceResult,
     ResourceInfo,
     Root,
@@ -73,6 +74,13 @@ from .modern import (
     invalid_x_mcp_header,
     is_modern_error,
 )
+from .results import (
+    PromptInfo,
+    ResourceTemplateInfo,
+    get_prompt_result_from_dict,
+    prompt_info_from_dict,
+    resource_template_info_from_dict,
+)
 from .subscription import Subscription
 
 __all__ = [
@@ -91,6 +99,9 @@ DEFAULT_REQUEST_TIMEOUT: Final = 300.0
 MAX_PAGES: Final = 1000  # a server that never stops paging must not hang the client
 DEFAULT_MAX_INPUT_ROUNDS: Final = 10
 DEFAULT_PROBE_TIMEOUT: Final = 10.0
+# The level asked for when an on_log handler is set and no log_level is given: what a log
+# handler is usually for (notices, warnings, errors, and the informational lines), without debug noise.
+DEFAULT_LOG_LEVEL: Final = "info"
 # mode=: probe for the stateless revision and fall back to the handshake, only the handshake, or
 # only the stateless revision.
 MODE_AUTO: Final = "auto"
@@ -125,7 +136,8 @@ class McpClient(ABC):
     - ``sampling_handler(params) -> result`` answers sampling/createMessage;
     - ``elicitation_handler(params) -> result`` answers elicitation/create;
     - ``roots`` (a list of ``Root``) answers roots/list;
-    - ``on_log(params)`` receives notifications/message;
+    - ``on_log(params)`` receives notifications/message, from ``log_level`` up
+      (``"info"`` when not given; see below);
     - ``on_elicitation_complete(params)`` receives notifications/elicitation/complete
       (else ``on_notification`` does);
     - ``on_notification(notification)`` receives every other notification.
@@ -136,11 +148,27 @@ class McpClient(ABC):
     ``sampling_tools=True`` (it then gets ``tools``/``toolChoice`` and may answer
     with an array of content blocks, passed through as it is).
 
+    Results are typed (``Tool``, ``CallToolResult``, ``ResourceInfo``,
+    ``ResourceTemplateInfo``, ``ReadResourceResult``, ``PromptInfo``,
+    ``GetPromptResult``, ``CompleteResult``); each of those methods takes
+    ``raw=True`` to return the wire form instead, as the server sent it (for a
+    list, the items of every page), unparsed: for members this package does not
+    model, or a server whose answer the parser refuses (ValueError).
+
     An elicitation in a mode the client did not declare is refused with
     -32602 without asking the handler. An accepted form answer gets the
     schema's ``default`` for every field the handler left out. A request the
     server refuses until a URL elicitation is done raises
     ``UrlElicitationRequiredError`` (code -32042) listing them.
+
+    Logs: servers send none, or any they like, until the client names a level,
+    so a client that wants them asks: ``effective_log_level`` is ``log_level``,
+    else ``"info"`` (``DEFAULT_LOG_LEVEL``) when ``on_log`` is set, else None
+    (nothing is asked). On a handshake revision it is sent as
+    ``logging/setLevel`` right after ``initialize`` (and after every new
+    session) when the server declares the ``logging`` capability; in the
+    stateless revision it goes in every request's ``_meta``. Pass
+    ``log_level="debug"`` for everything; ``set_log_level`` changes it later.
 
     Protocol revisions (``mode``): ``"auto"`` (the default) first asks
     ``server/discover`` at 2026-07-28, the stateless revision, and speaks it
@@ -151,7 +179,7 @@ class McpClient(ABC):
     ``era`` says which came out (``"modern"`` or ``"legacy"``) and
     ``protocol_version`` the revision. In the stateless revision every
     request carries the version, the capabilities above, ``client_info`` and
-    the ``log_level`` (``set_log_level`` keeps it client-side) in ``_meta``;
+    the ``effective_log_level`` (``set_log_level`` keeps it client-side) in ``_meta``;
     what the server asks of the client comes as ``input_required`` results,
     answered through the same handlers, at most ``max_input_rounds`` (10)
     rounds per call; ``listen()`` receives change notifications; list results
@@ -184,7 +212,7 @@ class McpClient(ABC):
             raise ValueError("max_input_rounds must be at least 1")
         self.mode = mode
         self.max_input_rounds = max_input_rounds
-        self.log_level = log_level
+        self.log_level = log_level  # as given; effective_log_level says what is asked for
         self.probe_timeout = probe_timeout
         self.cache = cache
         self.era: str | None = None  # "modern" or "legacy" once known; kept across reconnects
@@ -236,6 +264,14 @@ class McpClient(ABC):
         if "roots" in capabilities:
             capabilities["roots"] = {}
         return capabilities
+
+    @property
+    def effective_log_level(self) -> str | None:
+        """The log level this client asks servers for: ``log_level``, else ``DEFAULT_LOG_LEVEL``
+        ("info") when an ``on_log`` handler is set, else None (no level is asked for)."""
+        if self.log_level is not None:
+            return self.log_level
+        return DEFAULT_LOG_LEVEL if self.on_log is not None else None
 
     @property
     def modern(self) -> bool:
@@ -296,8 +332,9 @@ class McpClient(ABC):
         meta[PROTOCOL_VERSION_KEY] = version or self.protocol_version or versions.CLIENT_MODERN[-1]
         meta[CLIENT_CAPABILITIES_KEY] = self.modern_capabilities
         meta[CLIENT_INFO_KEY] = self.client_info
-        if self.log_level is not None:
-            meta[LOG_LEVEL_KEY] = self.log_level
+        level = self.effective_log_level
+        if level is not None:
+            meta[LOG_LEVEL_KEY] = level
         stamped["_meta"] = meta
         return stamped
 
@@ -435,8 +472,24 @@ class McpClient(ABC):
         self.server_capabilities = result.get("capabilities") or {}
         self.instructions = result.get("instructions")
         await self.notify("notifications/initialized")
+        await self._ask_for_logs()
         self._initialize_result = result
         return result
+
+    async def _ask_for_logs(self) -> None:
+        """logging/setLevel with ``effective_log_level`` on a new session whose server declares
+        ``logging``: without it the server picks what to send (some send nothing, ours everything)."""
+        level = self.effective_log_level
+        if level is None or "logging" not in (self.server_capabilities or {}):
+            return
+        try:
+            # No retry on an expired session: this runs inside the (re-)initialization itself.
+            await self.request("logging/setLevel", {"level": level}, retry_expired=False)
+        except McpError as error:
+            if isinstance(error, ConnectionError):
+                raise
+            # Logs are an extra: a server that refuses the level still serves everything else.
+            logger.warning("the server refused logging/setLevel %r: %s", level, error.message)
 
     async def close(self) -> None:
         """End the session and release the transport (idempotent)."""
@@ -641,8 +694,14 @@ class McpClient(ABC):
             cursor = next_cursor
         raise RuntimeError(f"{method} returned more than {MAX_PAGES} pages")
 
-    async def list_tools(self) -> list[Tool]:
-        """Every tool, across all pages."""
+    @overload
+    async def list_tools(self, *, raw: Literal[False] = False) -> list[Tool]: ...
+    @overload
+    async def list_tools(self, *, raw: Literal[True]) -> list[dict[str, Any]]: ...
+
+    async def list_tools(self, *, raw: bool = False) -> list[Tool] | list[dict[str, Any]]:
+        """Every tool, across all pages; ``raw=True``: their tools/list entries (``tools`` is then
+        left as it was)."""
         items = await self._all_pages("tools/list", "tools")
         if self.modern:
             kept = []
@@ -653,6 +712,8 @@ class McpClient(ABC):
                 else:
                     logger.warning("dropping tool %r from tools/list: %s", item.get("name"), problem)
             items = kept
+        if raw:
+            return items
         tools = [tool_from_dict(item) for item in items]
         self._tools_cache = tools
         return tools
@@ -670,6 +731,7 @@ class McpClient(ABC):
         """The tools from the last ``list_tools()``."""
         return self._tools_cache
 
+    @overload
     async def call_tool(
         self,
         name: str,
@@ -677,27 +739,68 @@ class McpClient(ABC):
         *,
         on_progress: ProgressCallback | None = None,
         timeout: float | bool | None = True,
-    ) -> CallToolResult:
-        """Call a tool. Cancelling the awaiting task (or a timeout) sends notifications/cancelled."""
+        raw: Literal[False] = False,
+    ) -> CallToolResult: ...
+    @overload
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | bool | None = True,
+        raw: Literal[True],
+    ) -> dict[str, Any]: ...
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        timeout: float | bool | None = True,
+        raw: bool = False,
+    ) -> CallToolResult | dict[str, Any]:
+        """Call a tool. Cancelling the awaiting task (or a timeout) sends notifications/cancelled.
+        ``raw=True``: the CallToolResult as sent."""
         result = await self.request(
             "tools/call", {"name": name, "arguments": arguments or {}}, timeout=timeout, on_progress=on_progress
         )
-        return call_tool_result_from_dict(result)
+        return result if raw else call_tool_result_from_dict(result)
 
-    async def list_resources(self) -> list[ResourceInfo]:
-        return [resource_info_from_dict(item) for item in await self._all_pages("resources/list", "resources")]
+    @overload
+    async def list_resources(self, *, raw: Literal[False] = False) -> list[ResourceInfo]: ...
+    @overload
+    async def list_resources(self, *, raw: Literal[True]) -> list[dict[str, Any]]: ...
 
-    async def list_resource_templates(self) -> list[dict[str, Any]]:
-        return await self._all_pages("resources/templates/list", "resourceTemplates")
+    async def list_resources(self, *, raw: bool = False) -> list[ResourceInfo] | list[dict[str, Any]]:
+        """Every resource, across all pages; ``raw=True``: their resources/list entries."""
+        items = await self._all_pages("resources/list", "resources")
+        return items if raw else [resource_info_from_dict(item) for item in items]
 
-    async def read_resource(self, uri: str) -> ReadResourceResult:
+    @overload
+    async def list_resource_templates(self, *, raw: Literal[False] = False) -> list[ResourceTemplateInfo]: ...
+    @overload
+    async def list_resource_templates(self, *, raw: Literal[True]) -> list[dict[str, Any]]: ...
+
+    async def list_resource_templates(self, *, raw: bool = False) -> list[ResourceTemplateInfo] | list[dict[str, Any]]:
+        """Every resource template, across all pages; ``raw=True``: their resources/templates/list entries."""
+        items = await self._all_pages("resources/templates/list", "resourceTemplates")
+        return items if raw else [resource_template_info_from_dict(item) for item in items]
+
+    @overload
+    async def read_resource(self, uri: str, *, raw: Literal[False] = False) -> ReadResourceResult: ...
+    @overload
+    async def read_resource(self, uri: str, *, raw: Literal[True]) -> dict[str, Any]: ...
+
+    async def read_resource(self, uri: str, *, raw: bool = False) -> ReadResourceResult | dict[str, Any]:
         """resources/read; cached (stateless revision) for its ``ttlMs`` until the resource
-        is reported updated."""
+        is reported updated. ``raw=True``: the ReadResourceResult as sent."""
         result = self._recall("resources/read", uri)
         if result is None:
             result = await self.request("resources/read", {"uri": uri})
             self._remember("resources/read", uri, result)
-        return read_resource_result_from_dict(result)
+        return dict(result) if raw else read_resource_result_from_dict(result)
 
     async def subscribe_resource(self, uri: str) -> None:
         """resources/subscribe (handshake revisions; the stateless one has ``listen()`` instead)."""
@@ -714,15 +817,55 @@ class McpClient(ABC):
                 METHOD_NOT_FOUND, f"{method} does not exist in protocol revision {self.protocol_version}: use {instead}"
             )
 
-    async def list_prompts(self) -> list[dict[str, Any]]:
-        return await self._all_pages("prompts/list", "prompts")
+    @overload
+    async def list_prompts(self, *, raw: Literal[False] = False) -> list[PromptInfo]: ...
+    @overload
+    async def list_prompts(self, *, raw: Literal[True]) -> list[dict[str, Any]]: ...
 
-    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None) -> dict[str, Any]:
-        """The GetPromptResult as sent: ``{"description"?, "messages": [...]}``."""
+    async def list_prompts(self, *, raw: bool = False) -> list[PromptInfo] | list[dict[str, Any]]:
+        """Every prompt, across all pages; ``raw=True``: their prompts/list entries."""
+        items = await self._all_pages("prompts/list", "prompts")
+        return items if raw else [prompt_info_from_dict(item) for item in items]
+
+    @overload
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None, *, raw: Literal[False] = False
+    ) -> GetPromptResult: ...
+    @overload
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None, *, raw: Literal[True]
+    ) -> dict[str, Any]: ...
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, str] | None = None, *, raw: bool = False
+    ) -> GetPromptResult | dict[str, Any]:
+        """prompts/get; ``raw=True``: the GetPromptResult as sent (``{"description"?, "messages": [...]}``)."""
         params: dict[str, Any] = {"name": name}
         if arguments:
             params["arguments"] = arguments
-        return await self.request("prompts/get", params)
+        result = await self.request("prompts/get", params)
+        return result if raw else get_prompt_result_from_dict(result)
+
+    @overload
+    async def complete(
+        self,
+        ref: dict[str, Any],
+        argument_name: str,
+        argument_value: str,
+        context_arguments: dict[str, str] | None = None,
+        *,
+        raw: Literal[False] = False,
+    ) -> CompleteResult: ...
+    @overload
+    async def complete(
+        self,
+        ref: dict[str, Any],
+        argument_name: str,
+        argument_value: str,
+        context_arguments: dict[str, str] | None = None,
+        *,
+        raw: Literal[True],
+    ) -> dict[str, Any]: ...
 
     async def complete(
         self,
@@ -730,17 +873,22 @@ class McpClient(ABC):
         argument_name: str,
         argument_value: str,
         context_arguments: dict[str, str] | None = None,
-    ) -> CompleteResult:
+        *,
+        raw: bool = False,
+    ) -> CompleteResult | dict[str, Any]:
         """completion/complete; ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or
-        ``{"type": "ref/resource", "uri": ...}``."""
+        ``{"type": "ref/resource", "uri": ...}``. ``raw=True``: the CompleteResult as sent
+        (``{"completion": {"values", "total"?, "hasMore"?}}``)."""
         params: dict[str, Any] = {"ref": ref, "argument": {"name": argument_name, "value": argument_value}}
         if context_arguments:
             params["context"] = {"arguments": context_arguments}
-        return complete_result_from_dict(await self.request("completion/complete", params))
+        result = await self.request("completion/complete", params)
+        return result if raw else complete_result_from_dict(result)
 
     async def set_log_level(self, level: str) -> None:
-        """logging/setLevel; in the stateless revision the level is kept here and stamped on
-        every request instead (the server sends logs only for requests that carry one)."""
+        """logging/setLevel, and ``log_level`` for later sessions; in the stateless revision the
+        level is kept here and stamped on every request instead (the server sends logs only for
+        requests that carry one)."""
         self.log_level = level
         if not self.modern:
             await self.request("logging/setLevel", {"level": level})
