@@ -247,6 +247,12 @@ def is_shared_server(factory: object) -> bool:
     return getattr(factory, _SHARED_MARK, False) is True
 
 
+_RUNNERS: Final = {
+    "stdio": (".transport.stdio", "run_stdio"),
+    "http": (".transport.http.server", "run_http"),
+}
+
+
 class McpServer:
     """An MCP server, defined once, serving every session connected to it.
 
@@ -310,6 +316,27 @@ class McpServer:
         self._prompts: dict[str, Prompt] = {}
         # Wire lists built once per revision (name) and collection; dropped when the collection changes.
         self._lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
+
+    # --- running ----------------------------------------------------------------------
+
+    def run(self, transport: str = "stdio", **options: Any) -> None:
+        """Serve this server from a script until it is stopped, in a new event loop (uvloop when
+        installed): ``"stdio"`` (the default) until stdin closes, ``"http"`` until SIGINT or SIGTERM
+        (``options`` are ``McpHttpServer.bind``'s: ``host``, ``port``, ``path``, ``limits``, ...;
+        the endpoint is printed to stderr). ValueError for another transport.
+
+        >>> server.run("http", port=8080)  # doctest: +SKIP
+        """
+        import importlib
+
+        if transport not in _RUNNERS:
+            raise ValueError(f"unknown transport {transport!r}: use one of {', '.join(sorted(_RUNNERS))}")
+        if transport == "stdio" and options:
+            raise ValueError(f"the stdio transport takes no options (got {', '.join(sorted(options))})")
+        # The transports sit above the core: named here and loaded on call, so the core imports none.
+        module_name, function_name = _RUNNERS[transport]
+        runner = getattr(importlib.import_module(module_name, __package__), function_name)
+        runner(self, **options)
 
     # --- sessions ------------------------------------------------------------------
 

@@ -142,3 +142,11 @@ async def serve_stdio(server: McpServer) -> None:
     # Some clients re-send initialize on a live process (pydantic-ai through fastmcp): allowed here.
     await server.connect(transport, reinitialize=True)
     await transport.run()
+
+
+def run_stdio(server: McpServer) -> None:
+    """``server.run()``: serve ``server`` over stdio in a new event loop (uvloop when installed)
+    until stdin closes."""
+    from .loop import run_loop
+
+    run_loop(serve_stdio(server))

@@ -21,9 +21,10 @@ import signal
 import socket
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from ..loop import run_loop
 from .app import McpHttpApp, SessionFactory
 from .limits import DEFAULT_LIMITS, HttpLimits
 from .security import is_loopback_host
@@ -334,16 +335,20 @@ def serve(
             on_listening(http)
         await http.serve_forever(on_stopping=on_stopping)
 
-    _run(main())
+    run_loop(main())
 
 
-def _run(main: Awaitable[None]) -> None:
-    loop_factory: Callable[[], asyncio.AbstractEventLoop] | None
+_run = run_loop  # the name cli/workers.py imports
+
+
+def run_http(server: McpServer, **bind_options: Any) -> None:
+    """``server.run("http", ...)``: ``serve`` with the endpoint and the shutdown said on stderr."""
+    import sys
+
+    def listening(http: McpHttpServer) -> None:
+        print(f"Serving {server.name} at {http.endpoint}", file=sys.stderr, flush=True)
+
     try:
-        import uvloop
-
-        loop_factory = uvloop.new_event_loop
-    except ImportError:
-        loop_factory = None
-    with asyncio.Runner(loop_factory=loop_factory) as runner:
-        runner.run(main)  # type: ignore[arg-type]
+        serve(server, on_listening=listening, **bind_options)
+    except asyncio.CancelledError:  # a second signal during the graceful close
+        pass
