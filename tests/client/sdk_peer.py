@@ -192,14 +192,22 @@ def note() -> str:
 
 class MemoryEventStore(EventStore):
     """The smallest event store: every event of every stream, in order.
-    Replays say on stderr which id the client resumed from."""
+    Replays say on stderr which id the client resumed from.
+
+    A replay follows its stream until the stream's answer (a response or an error) is sent: the
+    SDK hands a resumed stream its live events only after the replay returns and a priming event
+    is written, and an event stored in between reaches nobody (the SDK notes that window in
+    ``_replay_events``). Following to the answer leaves no event in that window."""
 
     def __init__(self) -> None:
         self.events: list[tuple[str, str, JSONRPCMessage | None]] = []
+        self._stored = asyncio.Event()
 
     async def store_event(self, stream_id: str, message: JSONRPCMessage | None) -> str:
         event_id = str(len(self.events) + 1)
         self.events.append((stream_id, event_id, message))
+        self._stored.set()
+        self._stored = asyncio.Event()
         return event_id
 
     async def replay_events_after(self, last_event_id: str, send_callback: EventCallback) -> str | None:
@@ -208,10 +216,19 @@ class MemoryEventStore(EventStore):
         if not found:
             return None
         stream_id = self.events[found[0]][0]
-        for stream, event_id, message in self.events[found[0] + 1 :]:
-            if stream == stream_id and message is not None:
-                await send_callback(EventMessage(message, event_id))
-        return stream_id
+        index = found[0] + 1
+        while True:
+            while index < len(self.events):  # events stored while a send awaits are sent too
+                stream, event_id, message = self.events[index]
+                index += 1
+                if stream == stream_id and message is not None:
+                    await send_callback(EventMessage(message, event_id))
+                    if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+                        return stream_id
+            try:
+                await asyncio.wait_for(self._stored.wait(), 30.0)
+            except TimeoutError:
+                return stream_id
 
 
 def main() -> None:
