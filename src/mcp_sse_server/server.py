@@ -46,6 +46,7 @@ from .session import (
     DEFAULT_PING_TIMEOUT,
     ServerSession,
     SessionRecord,
+    TypedElicitResult,
     check_elicitation_schema,
 )
 from .stores.base import EventBus
@@ -220,6 +221,7 @@ DEFAULT_SERVER_VERSION: Final = "0.1.0"
 
 _Factory = TypeVar("_Factory", bound=Callable[[], "McpServer"])
 _Function = TypeVar("_Function", bound=Callable[..., Any])
+_Model = TypeVar("_Model")
 _SHARED_MARK: Final = "__mcp_shared_server__"
 
 
@@ -1139,6 +1141,7 @@ class McpServer:
         """The current session's client roots (roots/list)."""
         return await self._session().list_roots(timeout=timeout, key=key)
 
+    @overload
     async def elicit(
         self,
         message: str,
@@ -1146,9 +1149,38 @@ class McpServer:
         *,
         timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
         key: str | None = None,
+    ) -> ElicitResult: ...
+
+    @overload
+    async def elicit(
+        self,
+        message: str,
+        *,
+        schema: type[_Model],
+        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
+        key: str | None = None,
+    ) -> TypedElicitResult[_Model]: ...
+
+    async def elicit(
+        self,
+        message: str,
+        requested_schema: dict[str, Any] | None = None,
+        *,
+        schema: type[Any] | None = None,
+        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
+        key: str | None = None,
     ) -> ElicitResult:
-        """Ask the current session's user for structured input (elicitation/create)."""
-        return await self._session().elicit(message, requested_schema, timeout=timeout, key=key)
+        """Ask the current session's user for structured input (elicitation/create): a flat JSON
+        Schema, or ``schema=Model`` (a pydantic model or dataclass of primitives) for a
+        ``TypedElicitResult`` whose ``value`` is a ``Model`` (see ``ServerSession.elicit``)."""
+        session = self._session()
+        if schema is not None:
+            if requested_schema is not None:
+                raise TypeError("elicit takes a requested_schema or schema=, not both")
+            return await session.elicit(message, schema=schema, timeout=timeout, key=key)
+        if requested_schema is None:
+            raise TypeError("elicit needs a requested_schema (a JSON Schema object) or schema= (a model class)")
+        return await session.elicit(message, requested_schema, timeout=timeout, key=key)
 
     async def elicit_url(
         self,

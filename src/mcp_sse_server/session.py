@@ -27,11 +27,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, TypeVar, overload
 
 from . import versions
 from .context import RequestContext, current_context, log_rank
-from .jsonrpc import INVALID_REQUEST, METHOD_NOT_FOUND, JsonRpcNotification, JsonRpcRequest, McpError, RequestId
+from .jsonrpc import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    JsonRpcNotification,
+    JsonRpcRequest,
+    McpError,
+    RequestId,
+)
 from .protocol import Connection
 from .types import CreateMessageRequest, CreateMessageResult, ElicitResult, Root, UrlElicitation
 from .versions import Revision
@@ -42,13 +50,16 @@ if TYPE_CHECKING:
     from .modern import ModernEndpoint
     from .server import McpServer
     from .transport.base import Transport
+    from .typed import ElicitationForm
 
 __all__ = [
     "DEFAULT_CLIENT_TIMEOUT",
     "DEFAULT_PING_TIMEOUT",
     "URL_ELICITATION_REQUIRED",
+    "ElicitationContentError",
     "ServerSession",
     "SessionRecord",
+    "TypedElicitResult",
     "UrlElicitationRequired",
     "check_elicitation_schema",
 ]
@@ -80,6 +91,34 @@ class UrlElicitationRequired(McpError):
         super().__init__(
             URL_ELICITATION_REQUIRED, message, {"elicitations": [item.to_dict() for item in self.elicitations]}
         )
+
+
+_T = TypeVar("_T")
+
+
+@dataclass(slots=True)
+class TypedElicitResult(ElicitResult, Generic[_T]):
+    """The answer to ``elicit(message, schema=Model)``: an ``ElicitResult`` whose ``value`` is the
+    accepted content as a ``Model`` (None on decline or cancel); ``content`` stays the raw dict."""
+
+    value: _T | None = None
+
+
+class ElicitationContentError(McpError):
+    """A typed elicitation was accepted with content that does not fit its model: -32602.
+
+    An McpError because the client is at fault (it answered outside the schema it was sent):
+    uncaught, it fails the request with a JSON-RPC invalid-params error naming the field, as a
+    malformed ``inputResponses`` does on 2026-07-28. ``field`` is the dotted path ("" for the
+    whole object), ``problem`` what is wrong, ``content`` what the client sent.
+    """
+
+    def __init__(self, path: str, problem: str, content: dict[str, Any] | None) -> None:
+        where = f'field "{path}": ' if path else ""
+        super().__init__(INVALID_PARAMS, f"Invalid elicitation content: {where}{problem}", {"field": path})
+        self.field = path
+        self.problem = problem
+        self.content = content
 
 
 @dataclass(slots=True)
@@ -401,11 +440,32 @@ class ServerSession:
             )
         return protocol
 
+    @overload
     async def elicit(
         self,
         message: str,
         requested_schema: dict[str, Any],
         *,
+        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
+        key: str | None = None,
+    ) -> ElicitResult: ...
+
+    @overload
+    async def elicit(
+        self,
+        message: str,
+        *,
+        schema: type[_T],
+        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
+        key: str | None = None,
+    ) -> TypedElicitResult[_T]: ...
+
+    async def elicit(
+        self,
+        message: str,
+        requested_schema: dict[str, Any] | None = None,
+        *,
+        schema: type[Any] | None = None,
         timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
         key: str | None = None,
     ) -> ElicitResult:
@@ -415,14 +475,30 @@ class ServerSession:
         (``check_elicitation_schema``: defaults and the enum shapes; multi-select
         arrays need 2025-11-25). RuntimeError when the client did not declare
         form mode (``elicitation: {}`` declares it). ``mode`` is sent from 2025-11-25 on.
+
+        Or ``schema=Model`` (a pydantic model or dataclass of primitive fields): the
+        schema is generated from it (TypeError naming a field a form cannot express,
+        before anything is sent) and the answer is a ``TypedElicitResult`` whose
+        ``value`` is the accepted content as a ``Model``; content that does not fit
+        is ``ElicitationContentError`` (-32602).
         """
+        form: ElicitationForm[Any] | None = None
+        if schema is not None:
+            if requested_schema is not None:
+                raise TypeError("elicit takes a requested_schema or schema=, not both")
+            from .typed import elicitation_form  # pydantic loads only when a typed form is asked
+
+            form = elicitation_form(schema)
+            requested_schema = form.schema
+        elif requested_schema is None:
+            raise TypeError("elicit needs a requested_schema (a JSON Schema object) or schema= (a model class)")
         protocol = self._require_elicitation_mode("form")
         check_elicitation_schema(requested_schema, multi_select=protocol is None or protocol.elicitation_modes)
         params: dict[str, Any] = {"message": message, "requestedSchema": requested_schema}
         if protocol is not None and protocol.elicitation_modes:
             params = {"mode": "form", **params}
-        result = await self.request("elicitation/create", params, "elicitation", timeout, key)
-        return ElicitResult.from_dict(result)
+        result = ElicitResult.from_dict(await self.request("elicitation/create", params, "elicitation", timeout, key))
+        return result if form is None else _typed_result(form, result)
 
     async def elicit_url(
         self,
@@ -484,6 +560,19 @@ class ServerSession:
     def __repr__(self) -> str:
         state = "closed" if self.closed else ("ready" if self.ready else "open")
         return f"<ServerSession of {self.server.name!r}, {self.record.revision or 'not initialized'}, {state}>"
+
+
+def _typed_result(form: ElicitationForm[_T], result: ElicitResult) -> TypedElicitResult[_T]:
+    """``result`` with its accepted content converted by ``form``."""
+    from .typed import ArgumentError  # loaded with the form
+
+    value: _T | None = None
+    if result.action == "accept":
+        try:
+            value = form.convert(result.content)
+        except ArgumentError as error:
+            raise ElicitationContentError(error.field, error.message, result.content) from None
+    return TypedElicitResult(result.action, result.content, value=value)
 
 
 _ELICIT_TYPES: Final = {"string", "number", "integer", "boolean"}

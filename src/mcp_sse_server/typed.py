@@ -763,3 +763,139 @@ def resource_reader(
         return signature.to_result(uri, function(**keywords(values, context)), mime_type)
 
     return read
+
+
+# --- typed elicitation ------------------------------------------------------------------------------
+# ``session.elicit(message, schema=Model)`` comes here (and only then is pydantic imported): the form's
+# requested schema is generated from ``Model`` once, and an accepted answer is converted into one.
+
+_T = typing.TypeVar("_T")
+_FORM_KINDS: Final = frozenset({"string", "number", "integer", "boolean", "array"})
+_FORMS_KEPT: Final = 256  # generated forms cached, by type (a model made in a loop must not grow it forever)
+_NULL: Final = {"type": "null"}
+
+
+@dataclass(frozen=True, slots=True)
+class ElicitationForm(typing.Generic[_T]):
+    """A type as an elicitation form: its ``schema`` (shared: do not mutate) and the conversion back.
+
+    ``nullable`` names the properties of ``T | None`` fields whose schema shows no default: a form
+    cannot send null, so they are not required and an answer without them gets None.
+    """
+
+    schema: dict[str, Any]
+    adapter: TypeAdapter[_T] = field(repr=False)
+    nullable: tuple[str, ...] = ()
+
+    def convert(self, content: Mapping[str, Any] | None) -> _T:
+        """The accepted content as a ``T``; ArgumentError naming the first field that does not fit."""
+        values = dict(content or {})
+        for name in self.nullable:
+            values.setdefault(name, None)
+        try:
+            return self.adapter.validate_python(values)
+        except ValidationError as error:
+            first = error.errors(include_url=False)[0]
+            raise ArgumentError(_path(first["loc"]), " ".join(first["msg"].split()), "field") from None
+
+
+_forms: dict[Any, ElicitationForm[Any]] = {}
+
+
+def elicitation_form(model: type[_T]) -> ElicitationForm[_T]:
+    """The elicitation form of a pydantic model or dataclass (a TypedDict works too) of primitive fields.
+
+    Fields may be str, int, float, bool, string enums (``Literal`` or ``Enum``), lists of those
+    (multi-select), and ``| None`` of any of them; ``Field(description=..., title=...)`` and defaults
+    are kept. ``$ref`` s are inlined and generated titles dropped, so the schema is the flat object
+    ``check_elicitation_schema`` accepts. TypeError naming the field for what a form cannot express.
+    """
+    try:
+        cached = _forms.get(model)
+    except TypeError:  # an unhashable annotation: generated each time
+        return _make_form(model)
+    if cached is None:
+        cached = _make_form(model)
+        if len(_forms) >= _FORMS_KEPT:
+            del _forms[next(iter(_forms))]
+        _forms[model] = cached
+    return cached
+
+
+def _make_form(model: type[_T]) -> ElicitationForm[_T]:
+    from .session import check_elicitation_schema  # loaded by then: only a session asks for a form
+
+    name = _qualname(model)
+    try:
+        adapter: TypeAdapter[_T] = TypeAdapter(model)
+        generated = adapter.json_schema(schema_generator=_Schema)
+    except (pydantic.PydanticUserError, TypeError, NameError) as error:
+        raise TypeError(f"{name} cannot be an elicitation form: {_first_line(error)}") from None
+    properties = generated.get("properties")
+    if generated.get("type") != "object" or not isinstance(properties, dict):
+        raise TypeError(f"{name} cannot be an elicitation form: it needs a pydantic model or dataclass of fields")
+    defs = generated.get("$defs", {})
+    form: dict[str, Any] = {}
+    nullable: list[str] = []
+    for key, prop in properties.items():
+        form[key], is_nullable = _form_property(name, key, prop, defs)
+        if is_nullable and "default" not in form[key]:
+            nullable.append(key)
+    required = [key for key in generated.get("required", ()) if key not in nullable]
+    # Only what requestedSchema may hold: the model's title, docstring and $defs stay behind.
+    schema: dict[str, Any] = {"type": "object", "properties": form}
+    if required:
+        schema["required"] = required
+    try:
+        check_elicitation_schema(schema)  # defaults and enums: the engine's own rules, named by property
+    except ValueError as error:
+        raise TypeError(f"{name} cannot be an elicitation form: {error}") from None
+    return ElicitationForm(schema, adapter, tuple(nullable))
+
+
+def _inline(prop: dict[str, Any], defs: Mapping[str, Any]) -> dict[str, Any]:
+    """``prop`` with its ``$ref`` (an Enum's definition) merged in, the definition's title and docstring left out."""
+    reference = prop.get("$ref")
+    if not isinstance(reference, str) or not reference.startswith("#/$defs/"):
+        return prop
+    target = defs.get(reference.removeprefix("#/$defs/"))
+    if not isinstance(target, dict):
+        return prop
+    merged = {k: v for k, v in target.items() if k not in ("title", "description")}
+    merged.update((k, v) for k, v in prop.items() if k != "$ref")
+    return merged
+
+
+def _single_enum(prop: dict[str, Any]) -> dict[str, Any]:
+    """``Literal["x"]`` is generated as a ``const``; forms know it as a one-value enum."""
+    if "const" in prop and "enum" not in prop:
+        prop = {**prop, "enum": [prop["const"]]}
+        del prop["const"]
+    return prop
+
+
+def _form_property(model: str, key: str, prop: Any, defs: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+    """One property as a form allows it, and whether the field is nullable; TypeError naming it otherwise."""
+    nullable = False
+    if isinstance(prop, dict) and isinstance(prop.get("anyOf"), list):
+        members = [member for member in prop["anyOf"] if member != _NULL]
+        if len(members) == 1 and len(prop["anyOf"]) == 2:
+            nullable = True  # a form leaves a field out, it never sends null
+            prop = {**members[0], **{k: v for k, v in prop.items() if k != "anyOf"}}
+            if "default" in prop and prop["default"] is None:
+                del prop["default"]
+    if isinstance(prop, dict):
+        prop = dict(_single_enum(_inline(prop, defs)))  # a copy: "items" is replaced below
+        if isinstance(prop.get("items"), dict):
+            prop["items"] = _single_enum(_inline(prop["items"], defs))
+    if (
+        not isinstance(prop, dict)
+        or prop.get("type") not in _FORM_KINDS
+        or any(word in prop for word in ("$ref", "anyOf", "allOf", "properties"))
+    ):
+        raise TypeError(
+            f"{model}.{key} cannot be asked in an elicitation form: a field must be a str, int, float, bool, "
+            "string enum (Literal or Enum), a list of string enum values, or one of those | None "
+            "(no nested models, unions or free lists)"
+        )
+    return prop, nullable
