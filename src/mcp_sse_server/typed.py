@@ -15,7 +15,7 @@ Rules:
   default is optional (its default shown when JSON can hold it), and a docstring's description of a
   parameter is used when its ``Field`` has none. The root has ``"type": "object"``, every ``$defs``
   sits at the root, and no generated ``title`` appears (an explicit ``Field(title=...)`` stays).
-  Unknown arguments are not refused by the schema; they are ignored. A default written as
+  Unknown arguments are refused (``"additionalProperties": false``). A default written as
   ``= Field(...)`` is refused: write ``Annotated[T, Field(...)] = default``.
 * Arguments are converted after the engine validated them against that schema: ``int``, ``float``,
   ``str``, ``bool``, unions of them with ``None``, ``Any`` and unannotated parameters pass as they
@@ -418,6 +418,9 @@ def _input_schema(function: _Function) -> dict[str, Any]:
             schema[key] = generated.pop(key)
     generated.pop("type", None)
     schema.update(generated)  # anything else pydantic puts at the root
+    # An argument the function does not take is refused (an isError result naming it), not dropped:
+    # a model that misspells a parameter learns it instead of getting the default.
+    schema["additionalProperties"] = False
     return schema
 
 

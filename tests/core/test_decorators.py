@@ -47,6 +47,8 @@ async def test_a_bare_decorated_function_is_a_tool_with_its_schema_and_a_wrapped
     assert tool["outputSchema"]["properties"]["result"]["type"] == "integer"
     result = await client.result("tools/call", {"name": "add", "arguments": {"a": 3}})
     assert result["structuredContent"] == {"result": 5} and text_of(result) == "5"
+    misspelt = await client.result("tools/call", {"name": "add", "arguments": {"a": 3, "bb": 4}})
+    assert misspelt["isError"] is True and "bb" in text_of(misspelt)  # refused, not silently dropped
 
 
 async def test_overrides_a_model_parameter_and_a_model_result(server: McpServer, connect: Connect) -> None:

@@ -339,7 +339,7 @@ def test_primitive_parameters_pass_through_without_pydantic() -> None:
     assert [name for name, adapter in converters.items() if adapter is None] == list("abcdegh")
     payload = {"x": [1]}
     assert signature.call_arguments({"e": payload}, CONTEXT)["e"] is payload
-    assert signature.call_arguments({"a": 1, "unknown": 2}, CONTEXT) == {"a": 1}  # unknown arguments are ignored
+    assert signature.call_arguments({"a": 1, "unknown": 2}, CONTEXT) == {"a": 1}  # (the schema refuses it first)
 
 
 # --- the context -------------------------------------------------------------------------------
@@ -355,7 +355,7 @@ def test_the_context_parameter_is_injected_under_its_own_name() -> None:
     assert list(signature.input_schema["properties"]) == ["x"]
     assert signature.call_arguments({"x": 1}, CONTEXT) == {"x": 1, "where": CONTEXT}
     assert ToolSignature.of(g).context_parameter == "ctx"
-    assert ToolSignature.of(g).input_schema == {"type": "object", "properties": {}}
+    assert ToolSignature.of(g).input_schema == {"type": "object", "properties": {}, "additionalProperties": False}
 
 
 # --- signatures that cannot be served ------------------------------------------------------------
