@@ -1,24 +1,32 @@
-"""A fuller MCP server: tools with output schemas, a resource, a resource
-template with listing and completion, and a prompt.
+"""A fuller MCP server: typed tools with output schemas, a resource, a resource
+template with listing and completion, and a prompt with completion.
 
 Run it over Streamable HTTP (one server serves every client session):
 
     python examples/example.py --port 8080
 
+or serve it with the command line, which calls build_server() once per session:
+
+    mcp-sse-server serve examples/example.py:build_server
+
 or use ``build_server()`` in-process, as tests/core/test_example.py does:
 
-    server_side, client_side = MemoryTransport.pair()
-    session = await build_server().connect(server_side)
-"""
+    async with InMemoryClient(build_server()) as client:
+        print(await client.call_tool("add", {"a": 2, "b": 3}))
 
-from __future__ import annotations
+The tools and the fixed resource are typed functions (``@server.tool``,
+``@server.resource``). The decorators take no lister or completer, so the
+template and the prompt, which complete note ids, are ``ResourceTemplate`` and
+``Prompt`` objects.
+"""
 
 import argparse
 import asyncio
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field
 
 from mcp_sse_server import (
-    CallToolResult,
     CompleteRequest,
     CompleteResult,
     EmbeddedResource,
@@ -29,11 +37,9 @@ from mcp_sse_server import (
     PromptMessage,
     ReadResourceResult,
     RequestContext,
-    Resource,
     ResourceInfo,
     ResourceTemplate,
     TextResourceContents,
-    Tool,
     ToolAnnotations,
 )
 from mcp_sse_server.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
@@ -51,77 +57,23 @@ def note_uri(note_id: str) -> str:
     return f"notes://{note_id}"
 
 
-# --- tools ---------------------------------------------------------------------
+# --- tool results: models are objects, so each is the tool's output schema -----------------
 
 
-def add(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-    """A sync handler: it runs in a worker thread, so it could block without stalling the server."""
-    return CallToolResult.structured({"sum": arguments["a"] + arguments["b"]})
+class Sum(BaseModel):
+    sum: float
 
 
-async def search_notes(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-    """Finds notes whose title or text contains the query, reporting progress per note."""
-    query = arguments["query"].lower()
-    limit = arguments.get("limit", 10)
-    hits: list[dict[str, str]] = []
-    for done, (note_id, (title, text)) in enumerate(NOTES.items(), start=1):
-        context.throw_if_cancelled()
-        if query in title.lower() or query in text.lower():
-            hits.append({"uri": note_uri(note_id), "title": title})
-        await context.report_progress(done, total=len(NOTES), message=f"searched {title}")
-    await context.log("info", {"query": query, "hits": len(hits)}, logger="search")
-    return CallToolResult.structured({"hits": hits[:limit]})
+class Hit(BaseModel):
+    uri: str
+    title: str
 
 
-TOOLS = [
-    Tool(
-        "add",
-        {
-            "type": "object",
-            "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-            "required": ["a", "b"],
-            "additionalProperties": False,
-        },
-        add,
-        title="Add two numbers",
-        description="Adds a and b.",
-        output_schema={"type": "object", "properties": {"sum": {"type": "number"}}, "required": ["sum"]},
-        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
-    ),
-    Tool(
-        "search_notes",
-        {
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "minLength": 1},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 50},
-            },
-            "required": ["query"],
-            "additionalProperties": False,
-        },
-        search_notes,
-        title="Search notes",
-        description="Finds notes whose title or text contains the query.",
-        output_schema={
-            "type": "object",
-            "properties": {
-                "hits": {
-                    "type": "array",
-                    "items": {
-                        "type": "object",
-                        "properties": {"uri": {"type": "string"}, "title": {"type": "string"}},
-                        "required": ["uri", "title"],
-                    },
-                }
-            },
-            "required": ["hits"],
-        },
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    ),
-]
+class SearchResult(BaseModel):
+    hits: list[Hit]
 
 
-# --- resources -------------------------------------------------------------------
+# --- the template and the prompt: object form, for their lister and completer -----------------
 
 
 def list_notes() -> list[ResourceInfo]:
@@ -146,9 +98,6 @@ def complete_note_id(request: CompleteRequest, context: RequestContext) -> Compl
     return CompleteResult(matches, total=len(matches), has_more=False)
 
 
-# --- prompts -----------------------------------------------------------------------
-
-
 def summarize_note(arguments: dict[str, str], context: RequestContext) -> GetPromptResult:
     note_id = arguments["id"]
     note = NOTES.get(note_id)
@@ -165,24 +114,50 @@ def summarize_note(arguments: dict[str, str], context: RequestContext) -> GetPro
 
 
 def build_server() -> McpServer:
-    """One McpServer per session, with everything registered."""
+    """A new McpServer with everything registered: call it once per session."""
     server = McpServer(
         "example-notes",
         "1.0.0",
         title="Example notes server",
         instructions="Search notes with search_notes, read them as notes://{id}, add numbers with add.",
     )
-    for tool in TOOLS:
-        server.add_tool(tool)
-    server.add_resource(
-        Resource.text(
-            "config://app",
-            "app-config",
-            '{"theme": "dark", "autosave": true}',
-            mime_type="application/json",
-            description="The app's settings.",
-        )
+
+    @server.tool(
+        title="Add two numbers",
+        annotations=ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False),
     )
+    def add(a: float, b: float) -> Sum:
+        """Adds a and b."""
+        # A plain def runs in a worker thread, so it could block without stalling the server.
+        return Sum(sum=a + b)
+
+    @server.tool(title="Search notes", annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False))
+    async def search_notes(
+        query: Annotated[str, Field(min_length=1)],
+        context: RequestContext,
+        limit: Annotated[int, Field(ge=1, le=50)] = 10,
+    ) -> SearchResult:
+        """Finds notes whose title or text contains the query.
+
+        Args:
+            query: The text to look for, in any case.
+            limit: The most notes to return.
+        """
+        lowered = query.lower()
+        hits: list[Hit] = []
+        for done, (note_id, (title, text)) in enumerate(NOTES.items(), start=1):
+            context.throw_if_cancelled()
+            if lowered in title.lower() or lowered in text.lower():
+                hits.append(Hit(uri=note_uri(note_id), title=title))
+            await context.report_progress(done, total=len(NOTES), message=f"searched {title}")
+        await context.log("info", {"query": lowered, "hits": len(hits)}, logger="search")
+        return SearchResult(hits=hits[:limit])
+
+    @server.resource("config://app", name="app-config")
+    async def app_config() -> dict[str, Any]:
+        """The app's settings."""
+        return {"theme": "dark", "autosave": True}  # a dict is read as JSON, application/json
+
     server.add_resource_template(
         ResourceTemplate(
             "notes://{id}",
@@ -217,16 +192,10 @@ async def main(port: int) -> None:
 
     http = await McpHttpServer.bind(build_server(), port=port)
     print(f"listening on {http.endpoint}", flush=True)
-    try:
-        await asyncio.Event().wait()
-    finally:
-        await http.close()
+    await http.serve_forever()  # until Ctrl-C or SIGTERM, then a graceful close
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--port", type=int, default=8080, help="port on 127.0.0.1 (default 8080)")
-    try:
-        asyncio.run(main(parser.parse_args().port))
-    except KeyboardInterrupt:
-        pass
+    asyncio.run(main(parser.parse_args().port))

@@ -11,6 +11,13 @@ sees every feature at least once:
 - fixed resources (Markdown, JSON, a PNG), a resource template with listing and
   completion, and prompts with argument completion.
 
+The tour's tools, the fixed resources and the ``calculate`` prompt are typed
+functions registered with ``@server.tool``, ``@server.resource`` and
+``@server.prompt``. The decorators take no lister or completer, so the
+template (``ResourceTemplate``) and the two prompts with completion
+(``Prompt``) use the object form; the math and artifact tools are the
+built-in servers' own ``Tool`` objects.
+
 >>> server = build_demo_server()
 >>> sorted(server.capabilities)
 ['completions', 'logging', 'prompts', 'resources', 'tools']
@@ -23,7 +30,9 @@ import json
 import re
 import struct
 import zlib
-from typing import Any, Final
+from typing import Annotated, Final
+
+from pydantic import Field
 
 from ..context import RequestContext
 from ..jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
@@ -38,14 +47,12 @@ from ..types import (
     Prompt,
     PromptArgument,
     PromptMessage,
-    Resource,
     ResourceInfo,
     ResourceLink,
     ResourceTemplate,
     SamplingMessage,
     TextContent,
     TextResourceContents,
-    Tool,
     ToolAnnotations,
 )
 from .artifact_instructions import ARTIFACT_TYPES, ArtifactTypeError, artifact_instructions, artifact_tools
@@ -90,6 +97,16 @@ Try: `mcp-sse-server call URL slow_count steps=5`
 
 _HEX_COLOR: Final = re.compile(r"^#?([0-9a-fA-F]{6})$")
 
+# slow_count returns a CallToolResult (its text is "Counted to N."), so its output schema is given.
+_COUNTED_SCHEMA: Final = {
+    "type": "object",
+    "properties": {"counted": {"type": "integer"}},
+    "required": ["counted"],
+}
+_QUIET: Final = ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
 
 def solid_png(rgb: tuple[int, int, int], size: int = 16) -> bytes:
     """A ``size`` x ``size`` PNG of one colour, built without an imaging library."""
@@ -103,129 +120,100 @@ def solid_png(rgb: tuple[int, int, int], size: int = 16) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
 
 
+def _starting_with(prefix: str, values: list[str] | tuple[str, ...]) -> list[str]:
+    return [value for value in values if value.startswith(prefix)]
+
+
 # --- tools -----------------------------------------------------------------------------
 
 
-async def _slow_count(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-    steps: int = arguments.get("steps", 5)
-    interval: float = arguments.get("interval", 0.2)
-    await context.log("info", {"event": "start", "steps": steps}, "slow_count")
-    for step in range(1, steps + 1):
-        context.throw_if_cancelled()
-        await asyncio.sleep(interval)
-        await context.report_progress(step, total=steps, message=f"step {step} of {steps}")
-        await context.log("debug", {"event": "step", "step": step}, "slow_count")
-    await context.log("info", {"event": "done", "steps": steps}, "slow_count")
-    return CallToolResult.structured({"counted": steps}, text=f"Counted to {steps}.")
-
-
-async def _draw_swatch(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-    match = _HEX_COLOR.match(arguments["color"])
-    if match is None:
-        return CallToolResult.error(f"color must be six hex digits such as #ff8800, got {arguments['color']!r}")
-    digits = match.group(1).lower()
-    rgb = (int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16))
-    return CallToolResult(
-        [
-            TextContent(f"A 16x16 swatch of #{digits}."),
-            ImageContent.from_bytes(solid_png(rgb), "image/png"),
-            ResourceLink(SWATCH_URI, "swatch.png", description="The demo's own swatch", mime_type="image/png"),
-        ]
-    )
-
-
-async def _describe_demo(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-    return CallToolResult(
-        [EmbeddedResource(TextResourceContents(README_URI, _README, "text/markdown"))],
-    )
-
-
-async def _ask_model(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-    server: McpServer = context.server
-    if "sampling" not in (server.client_capabilities or {}):
-        return CallToolResult.error("This client does not offer sampling, so the server cannot ask its model.")
-    timeout = SAMPLING_TIMEOUT
-    try:
-        reply = await server.create_message(
-            CreateMessageRequest([SamplingMessage.user(arguments["question"])], max_tokens=200), timeout=timeout
-        )
-    except TimeoutError:
-        return CallToolResult.error(
-            f"The client did not answer the sampling request within {timeout:g} s, so its model gave no answer."
-        )
-    except McpError as error:  # the client refused (its user declined, say): its reason is the answer
-        return CallToolResult.error(f"The client refused the sampling request: {error.message}")
-    return CallToolResult.text(reply.text if reply.text is not None else json.dumps(reply.content))
-
-
-def _demo_tools() -> list[Tool]:
+def _add_tour_tools(server: McpServer) -> None:
     quiet = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
-    return [
-        Tool(
-            "slow_count",
-            {
-                "type": "object",
-                "properties": {
-                    "steps": {"type": "integer", "minimum": 1, "maximum": MAX_STEPS, "default": 5},
-                    "interval": {"type": "number", "minimum": 0, "maximum": MAX_INTERVAL, "default": 0.2},
-                },
-                "additionalProperties": False,
-            },
-            _slow_count,
-            title="Slow count",
-            description=(
-                f"Count to steps (1 to {MAX_STEPS}, default 5), one step every interval seconds (0 to "
-                f"{MAX_INTERVAL:g}, default 0.2), reporting progress and logging each step. Cancel it to stop early."
-            ),
-            output_schema={
-                "type": "object",
-                "properties": {"counted": {"type": "integer"}},
-                "required": ["counted"],
-            },
-            annotations=quiet,
-        ),
-        Tool(
-            "draw_swatch",
-            {
-                "type": "object",
-                "properties": {"color": {"type": "string", "description": "A colour as six hex digits, e.g. #ff8800."}},
-                "required": ["color"],
-                "additionalProperties": False,
-            },
-            _draw_swatch,
-            title="Draw a colour swatch",
-            description="Return a small PNG filled with one colour, and a link to the demo's swatch resource.",
-            annotations=quiet,
-        ),
-        Tool(
-            "describe_demo",
-            {"type": "object", "properties": {}, "additionalProperties": False},
-            _describe_demo,
-            title="Describe the demo",
-            description="Return the demo's README as an embedded resource.",
-            annotations=quiet,
-        ),
-        Tool(
-            "ask_model",
-            {
-                "type": "object",
-                "properties": {"question": {"type": "string"}},
-                "required": ["question"],
-                "additionalProperties": False,
-            },
-            _ask_model,
-            title="Ask the client's model",
-            description="Ask the client's own model a question through sampling; fails if the client has none.",
-            annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True),
-        ),
-    ]
+
+    @server.tool(title="Slow count", annotations=quiet, output_schema=_COUNTED_SCHEMA)
+    async def slow_count(
+        context: RequestContext,
+        steps: Annotated[int, Field(ge=1, le=MAX_STEPS)] = 5,
+        interval: Annotated[float, Field(ge=0, le=MAX_INTERVAL)] = 0.2,
+    ) -> CallToolResult:
+        """Count to steps, one step every interval seconds, reporting progress and logging each step; cancel to stop.
+
+        Args:
+            steps: How many steps to count.
+            interval: The seconds between two steps.
+        """
+        await context.log("info", {"event": "start", "steps": steps}, "slow_count")
+        for step in range(1, steps + 1):
+            context.throw_if_cancelled()
+            await asyncio.sleep(interval)
+            await context.report_progress(step, total=steps, message=f"step {step} of {steps}")
+            await context.log("debug", {"event": "step", "step": step}, "slow_count")
+        await context.log("info", {"event": "done", "steps": steps}, "slow_count")
+        return CallToolResult.structured({"counted": steps}, text=f"Counted to {steps}.")
+
+    @server.tool(title="Draw a colour swatch", annotations=quiet)
+    async def draw_swatch(color: str) -> CallToolResult:
+        """Return a small PNG filled with one colour, and a link to the demo's swatch resource.
+
+        Args:
+            color: A colour as six hex digits, e.g. #ff8800.
+        """
+        match = _HEX_COLOR.match(color)
+        if match is None:
+            return CallToolResult.error(f"color must be six hex digits such as #ff8800, got {color!r}")
+        digits = match.group(1).lower()
+        rgb = (int(digits[0:2], 16), int(digits[2:4], 16), int(digits[4:6], 16))
+        return CallToolResult(
+            [
+                TextContent(f"A 16x16 swatch of #{digits}."),
+                ImageContent.from_bytes(solid_png(rgb), "image/png"),
+                ResourceLink(SWATCH_URI, "swatch.png", description="The demo's own swatch", mime_type="image/png"),
+            ]
+        )
+
+    @server.tool(title="Describe the demo", annotations=quiet)
+    async def describe_demo() -> EmbeddedResource:
+        """Return the demo's README as an embedded resource."""
+        return EmbeddedResource(TextResourceContents(README_URI, _README, "text/markdown"))
+
+    @server.tool(title="Ask the client's model", annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
+    async def ask_model(question: str, context: RequestContext) -> CallToolResult:
+        """Ask the client's own model a question through sampling; fails if the client has none."""
+        asked: McpServer = context.server
+        if "sampling" not in (asked.client_capabilities or {}):
+            return CallToolResult.error("This client does not offer sampling, so the server cannot ask its model.")
+        timeout = SAMPLING_TIMEOUT
+        try:
+            reply = await asked.create_message(
+                CreateMessageRequest([SamplingMessage.user(question)], max_tokens=200), timeout=timeout
+            )
+        except TimeoutError:
+            return CallToolResult.error(
+                f"The client did not answer the sampling request within {timeout:g} s, so its model gave no answer."
+            )
+        except McpError as error:  # the client refused (its user declined, say): its reason is the answer
+            return CallToolResult.error(f"The client refused the sampling request: {error.message}")
+        return CallToolResult.text(reply.text if reply.text is not None else json.dumps(reply.content))
 
 
-# --- resources and prompts --------------------------------------------------------------------
+# --- resources ---------------------------------------------------------------------------
 
 
-def _starting_with(prefix: str, values: list[str] | tuple[str, ...]) -> list[str]:
-    return [value for value in values if value.startswith(prefix)]
+def _add_resources(server: McpServer) -> None:
+    @server.resource(README_URI, name="readme", title="About this demo", mime_type="text/markdown")
+    async def readme() -> str:
+        return _README
+
+    @server.resource(SETTINGS_URI, name="settings", mime_type="application/json")
+    async def settings() -> str:  # a dict would be read as compact JSON; this text is indented
+        limits = {"name": DEMO_NAME, "version": DEMO_VERSION, "max_steps": MAX_STEPS, "max_interval": MAX_INTERVAL}
+        return json.dumps(limits, indent=2)
+
+    @server.resource(SWATCH_URI, name="swatch.png", mime_type="image/png")
+    async def swatch() -> bytes:  # bytes are read as a blob
+        return solid_png((0x33, 0x66, 0xCC))
+
+    server.add_resource_template(_artifact_template())
 
 
 def _artifact_template() -> ResourceTemplate:
@@ -258,7 +246,10 @@ def _artifact_template() -> ResourceTemplate:
     )
 
 
-def _prompts() -> list[Prompt]:
+# --- prompts ------------------------------------------------------------------------------
+
+
+def _write_artifact_prompt() -> Prompt:
     def write_artifact(arguments: dict[str, str], context: RequestContext) -> GetPromptResult:
         kind = arguments["type"]
         try:
@@ -277,13 +268,20 @@ def _prompts() -> list[Prompt]:
     def complete_type(request: CompleteRequest, context: RequestContext) -> list[str]:
         return _starting_with(request.argument_value, ARTIFACT_TYPES) if request.argument_name == "type" else []
 
-    def calculate(arguments: dict[str, str], context: RequestContext) -> list[PromptMessage]:
-        return [
-            PromptMessage.user(
-                f"Compute {arguments['expression']} step by step with the math tools; do no arithmetic yourself."
-            )
-        ]
+    return Prompt(
+        "write_artifact",
+        write_artifact,
+        title="Write an artifact",
+        description="Write an artifact of a given type, with that type's instructions attached.",
+        arguments=[
+            PromptArgument("type", f"One of: {', '.join(ARTIFACT_TYPES)}.", required=True),
+            PromptArgument("subject", "What the artifact should contain.", required=True),
+        ],
+        completer=complete_type,
+    )
 
+
+def _explain_operation_prompt() -> Prompt:
     operations = tuple(spec.name for spec in MATH_TOOL_SPECS)
 
     def explain(arguments: dict[str, str], context: RequestContext) -> str:
@@ -292,50 +290,37 @@ def _prompts() -> list[Prompt]:
     def complete_operation(request: CompleteRequest, context: RequestContext) -> list[str]:
         return _starting_with(request.argument_value, operations) if request.argument_name == "operation" else []
 
-    return [
-        Prompt(
-            "write_artifact",
-            write_artifact,
-            title="Write an artifact",
-            description="Write an artifact of a given type, with that type's instructions attached.",
-            arguments=[
-                PromptArgument("type", f"One of: {', '.join(ARTIFACT_TYPES)}.", required=True),
-                PromptArgument("subject", "What the artifact should contain.", required=True),
-            ],
-            completer=complete_type,
-        ),
-        Prompt(
-            "calculate",
-            calculate,
-            title="Calculate with tools",
-            description="Ask the model to evaluate an expression using only the math tools.",
-            arguments=[PromptArgument("expression", "The expression, e.g. (2 + 3) * 7.", required=True)],
-        ),
-        Prompt(
-            "explain_operation",
-            explain,
-            title="Explain a math tool",
-            description="Ask for an explanation of one math tool.",
-            arguments=[PromptArgument("operation", "A math tool name, e.g. factorial.", required=True)],
-            completer=complete_operation,
-        ),
-    ]
+    return Prompt(
+        "explain_operation",
+        explain,
+        title="Explain a math tool",
+        description="Ask for an explanation of one math tool.",
+        arguments=[PromptArgument("operation", "A math tool name, e.g. factorial.", required=True)],
+        completer=complete_operation,
+    )
+
+
+def _add_prompts(server: McpServer) -> None:
+    server.add_prompt(_write_artifact_prompt())
+
+    @server.prompt(title="Calculate with tools")
+    def calculate(expression: str) -> str:
+        """Ask the model to evaluate an expression using only the math tools.
+
+        Args:
+            expression: The expression, e.g. (2 + 3) * 7.
+        """
+        return f"Compute {expression} step by step with the math tools; do no arithmetic yourself."
+
+    server.add_prompt(_explain_operation_prompt())
 
 
 def build_demo_server() -> McpServer:
     """A fresh demo server (one per session): math, artifact instructions, and the protocol tour."""
     server = McpServer(DEMO_NAME, DEMO_VERSION, title="mcp-sse-server demo", instructions=_INSTRUCTIONS)
-    for tool in [*math_tools(), *artifact_tools(), *_demo_tools()]:
+    for tool in [*math_tools(), *artifact_tools()]:
         server.add_tool(tool)
-    server.add_resource(
-        Resource.text(README_URI, "readme", _README, mime_type="text/markdown", title="About this demo")
-    )
-    settings = {"name": DEMO_NAME, "version": DEMO_VERSION, "max_steps": MAX_STEPS, "max_interval": MAX_INTERVAL}
-    server.add_resource(
-        Resource.text(SETTINGS_URI, "settings", json.dumps(settings, indent=2), mime_type="application/json")
-    )
-    server.add_resource(Resource.blob(SWATCH_URI, "swatch.png", solid_png((0x33, 0x66, 0xCC)), mime_type="image/png"))
-    server.add_resource_template(_artifact_template())
-    for prompt in _prompts():
-        server.add_prompt(prompt)
+    _add_tour_tools(server)
+    _add_resources(server)
+    _add_prompts(server)
     return server
