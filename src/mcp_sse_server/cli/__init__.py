@@ -1,14 +1,20 @@
-"""The ``mcp-sse-server`` command: serve a server over Streamable HTTP, manage the
-server registry, and list or call the tools of any MCP server.
+"""The ``mcp-sse-server`` command: serve a server over Streamable HTTP or stdio, manage the
+server registry, and use any MCP server: its tools, resources and prompts.
 
     mcp-sse-server serve                       # the demo server on http://127.0.0.1:8080/mcp
     mcp-sse-server serve math --port 9000      # a built-in server
     mcp-sse-server serve my_app:build_server   # your own factory, called once per session
+    mcp-sse-server serve my_app:build_server --stdio   # one session over stdin/stdout
+    mcp-sse-server dev my_app.py:build_server  # serve it, restarted whenever a source file changes
     mcp-sse-server servers list
     mcp-sse-server tools math
     mcp-sse-server call math add a=2 b=3
+    mcp-sse-server call my_app.py:build_server search query=cats   # in-process
     mcp-sse-server call http://127.0.0.1:8080/mcp slow_count steps=5
     mcp-sse-server call "python my_server.py" search query=cats
+    mcp-sse-server resources demo demo://readme
+    mcp-sse-server prompts demo calculate expression=2+3
+    mcp-sse-server inspect demo
 
 Start-up must stay fast (``--help`` is typed often), so the modules of this
 package import only click and each other at the top; the HTTP stack, the
@@ -18,11 +24,14 @@ Exit status: 0 on success, 1 for a failure (an unreachable server, an
 ``isError`` result), 2 for a usage error (a bad argument, an unknown tool or
 server), 130 when interrupted.
 
-Modules: ``app`` (the group, global options, :func:`main`), ``serve``,
-``registry`` (``servers``), ``call`` (``tools`` and ``call``), ``arguments``
-(tool arguments from the input schema), ``render`` (results, progress, logs),
-``values`` (durations, sizes, KEY=VALUE), ``builtin`` (servers named by one
-word) and ``errors`` (exit statuses, error kinds, --debug).
+Modules: ``app`` (the group, global options, :func:`main`), ``serve`` (and what
+TARGET names), ``dev``, ``workers`` (``serve --redis-url``), ``registry``
+(``servers``), ``reach`` (the client commands' TARGET and connection options),
+``call`` (``tools`` and ``call``), ``browse`` (``resources``, ``prompts``,
+``inspect``), ``arguments`` (tool arguments and signatures from the input
+schema), ``render`` (results, progress, logs), ``values`` (durations, sizes,
+KEY=VALUE), ``builtin`` (servers named by one word) and ``errors`` (exit
+statuses, error kinds, --debug).
 """
 
 from __future__ import annotations

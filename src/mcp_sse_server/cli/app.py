@@ -9,7 +9,9 @@ from typing import NoReturn
 
 import click
 
+from .browse import inspect, prompts, resources
 from .call import call, tools
+from .dev import dev
 from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, PROG, debugging, describe_error, enable_debug
 from .registry import servers
 from .serve import serve
@@ -25,20 +27,22 @@ from .serve import serve
 @click.version_option(None, "-V", "--version", package_name="mcp-sse-server", prog_name=PROG)
 @click.pass_context
 def cli(ctx: click.Context, config: str | None, debug: bool) -> None:
-    """Serve Model Context Protocol servers over Streamable HTTP, and use any MCP server from the shell.
+    """Serve Model Context Protocol servers over Streamable HTTP or stdio, and use any MCP server from the shell.
 
     \b
     Start here:
       mcp-sse-server serve                  the demo server at http://127.0.0.1:8080/mcp
       mcp-sse-server tools math             the tools of the built-in math server
       mcp-sse-server call math add a=2 b=3  call one
+      mcp-sse-server inspect app.py:build   everything your server offers, run in-process
+      mcp-sse-server dev app.py:build       serve it, restarting whenever you save
     """
     if debug:
         enable_debug()
     ctx.obj = {"config": config}
 
 
-for _command in (serve, servers, tools, call):
+for _command in (serve, dev, servers, tools, call, resources, prompts, inspect):
     cli.add_command(_command)
 
 

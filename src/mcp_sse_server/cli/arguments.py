@@ -1,5 +1,5 @@
 """Tool arguments from the command line: ``key=value`` words read as the types a tool's input
-schema gives them, and the one-line signature ``tools`` prints from the same schema."""
+schema gives them, and the one-line signatures ``tools`` and ``inspect`` print from the same schema."""
 
 from __future__ import annotations
 
@@ -240,17 +240,47 @@ def convert_arguments(
     return arguments
 
 
-def tool_signature(tool: Tool) -> str:
-    """``add(a: number, b: number, [note: string])``: the tool's arguments, optional ones bracketed."""
-    schema = tool.input_schema
+def _parameters(schema: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
+    """``(name, type, required)`` for each property of an object schema; the type as the signatures
+    show it: ``integer``, ``string|null``, an enum's values (``code|svg``), ``any``."""
     properties = schema.get("properties")
     required: list[Any] = schema["required"] if isinstance(schema.get("required"), list) else []
-    parts: list[str] = []
+    found: list[tuple[str, str, bool]] = []
     if isinstance(properties, Mapping):
         for key, sub in properties.items():
             types = _schema_types(sub, schema) if isinstance(sub, Mapping) else None
             kind = "|".join(t for t in _TYPE_ORDER if t in types) if types else "any"
             if isinstance(sub, Mapping) and isinstance(sub.get("enum"), list):
                 kind = "|".join(str(v) for v in sub["enum"])
-            parts.append(f"{key}: {kind}" if key in required else f"[{key}: {kind}]")
+            found.append((key, kind, key in required))
+    return found
+
+
+def tool_signature(tool: Tool) -> str:
+    """``add(a: number, b: number, [note: string])``: the tool's arguments, optional ones bracketed."""
+    parts = [f"{key}: {kind}" if needed else f"[{key}: {kind}]" for key, kind, needed in _parameters(tool.input_schema)]
     return f"{tool.name}({', '.join(parts)})"
+
+
+def typed_signature(tool: Tool) -> str:
+    """``add(a: integer, b?: number) -> {result: integer}``: the arguments, optional ones marked ``?``,
+    and what the output schema promises, when there is one.
+
+    >>> from mcp_sse_server.types import Tool
+    >>> typed_signature(Tool("add", {"type": "object", "properties": {"a": {"type": "integer"},
+    ...     "b": {"type": "number"}}, "required": ["a"]}, output_schema={"type": "object",
+    ...     "properties": {"result": {"type": "integer"}}, "required": ["result"]}))
+    'add(a: integer, b?: number) -> {result: integer}'
+    """
+
+    def listed(schema: Mapping[str, Any]) -> str:
+        return ", ".join(f"{key}{'' if needed else '?'}: {kind}" for key, kind, needed in _parameters(schema))
+
+    signature = f"{tool.name}({listed(tool.input_schema)})"
+    output = tool.output_schema
+    if not isinstance(output, Mapping):
+        return signature
+    if isinstance(output.get("properties"), Mapping):
+        return f"{signature} -> {{{listed(output)}}}"
+    types = _schema_types(output, output)
+    return f"{signature} -> {'|'.join(t for t in _TYPE_ORDER if t in types) if types else 'any'}"

@@ -1,10 +1,13 @@
 """Showing people what a server sent: tool results (with images, audio and blobs saved to files),
-progress as a bar or lines, and log messages, with the server's control characters defused."""
+progress as a bar or lines, and log messages, with the server's control characters defused; and
+keeping stdout for the command's own output while a server runs in this process."""
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterator, Mapping
 from typing import IO, TYPE_CHECKING, Any, Final
 
 from .errors import EXIT_FAILURE, PROG
@@ -21,6 +24,29 @@ def pretty_json(value: Any) -> str:
     import json
 
     return json.dumps(value, indent=2, ensure_ascii=False)
+
+
+@contextlib.contextmanager
+def stdout_to_stderr() -> Iterator[IO[bytes] | None]:
+    """For the duration, what is written to stdout goes to stderr: by this process (``print``) and by
+    the programs it starts, since file descriptor 1 itself is pointed at stderr. Yields the real
+    stdout (binary), for whoever may still write there; where stdout is no real descriptor
+    (embedded, captured) only ``sys.stdout`` is redirected, and None is yielded."""
+    try:
+        stdout_fd, stderr_fd = sys.stdout.fileno(), sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        with contextlib.redirect_stdout(sys.stderr):
+            yield None
+        return
+    sys.stdout.flush()
+    real = os.fdopen(os.dup(stdout_fd), "wb")
+    os.dup2(stderr_fd, stdout_fd)
+    try:
+        yield real
+    finally:
+        sys.stdout.flush()
+        os.dup2(real.fileno(), stdout_fd)
+        real.close()
 
 
 def safe_stem(text: str) -> str:
@@ -73,8 +99,16 @@ def _decode(data: str) -> bytes | None:
         return None
 
 
-def _size(count: int) -> str:
+def size_text(count: int) -> str:
+    """A byte count for people: ``79 bytes``, ``12 KiB``."""
     return f"{count} bytes" if count < 10240 else f"{count / 1024:.0f} KiB"
+
+
+def description_lines(text: str | None, whole: bool, *, indent: int) -> list[str]:
+    """A listed item's description, indented under it: its first line, or all of it when ``whole``."""
+    stripped = (text or "").strip()
+    lines = stripped.splitlines() if whole else stripped.splitlines()[:1]
+    return [" " * indent + line if line else "" for line in lines]
 
 
 def _is_json_of(text: str, value: Any) -> bool:
@@ -131,7 +165,7 @@ def render_result(
             emit(f"[{label}: invalid base64 data, not saved]")
         else:
             path = output_dir.save(f"{stem}-{index}", data, mime_type)
-            emit(f"[{label}, {_size(len(data))}, saved to {path}]")
+            emit(f"[{label}, {size_text(len(data))}, saved to {path}]")
 
     readable_text = any(isinstance(block, TextContent) and not mirrors_structured(block) for block in result.content)
     if result.is_error and not result.content and structured is None:
@@ -148,7 +182,9 @@ def render_result(
             save(f"{kind} {block.mime_type}", block.data, block.mime_type, index)
         elif isinstance(block, ResourceLink):
             details = ", ".join(
-                part for part in (block.mime_type, _size(block.size) if isinstance(block.size, int) else None) if part
+                part
+                for part in (block.mime_type, size_text(block.size) if isinstance(block.size, int) else None)
+                if part
             )
             line = f"[resource link {block.uri}" + (f" ({block.name})" if block.name else "")
             line += (f", {details}" if details else "") + "]"

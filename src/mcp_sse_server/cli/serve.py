@@ -1,20 +1,25 @@
 """``serve``: load TARGET (the demo, a built-in, or your ``module:factory``) and serve it over
-Streamable HTTP until Ctrl-C or SIGTERM."""
+Streamable HTTP until Ctrl-C or SIGTERM, or over stdin and stdout (``--stdio``) until stdin ends.
+
+What TARGET names is decided here once for every command: :func:`resolve_target` loads it for
+``serve`` and for the client commands (which run it in-process), :func:`target_source` finds its
+file for ``dev``."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import sys
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import IO, TYPE_CHECKING, Any, Final, TypeVar, cast
 
 import click
 
 from ..transport.http.limits import DEFAULT_LIMITS, HttpLimits
 from .builtin import DEMO, builtin_servers
 from .errors import EXIT_INTERRUPTED, BadUsage, Failure, describe_error
-from .render import safe_stem
+from .render import safe_stem, stdout_to_stderr
 from .values import DURATION, SIZE
 
 if TYPE_CHECKING:
@@ -65,49 +70,76 @@ def limit_options(command: _F) -> _F:
     return command
 
 
+def http_options(command: _F) -> _F:
+    """TARGET and the options of serving over HTTP, for ``serve`` and for ``dev``, which hands them
+    on to the ``serve`` it runs."""
+    decorators: list[Callable[[Any], Any]] = [
+        click.argument("target", required=False),
+        click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on."),
+        click.option(
+            "--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="0 picks a free port."
+        ),
+        click.option("--path", "path", default="/mcp", show_default=True, help="The endpoint's path."),
+        click.option("--certfile", type=click.Path(exists=True, dir_okay=False), help="TLS certificate chain (PEM)."),
+        click.option("--keyfile", type=click.Path(exists=True, dir_okay=False), help="TLS private key (PEM)."),
+        limit_options,
+        click.option(
+            "--log-level",
+            type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
+            default="info",
+            show_default=True,
+            help="Server log level (to stderr).",
+        ),
+        click.option(
+            "--server-per-session",
+            is_flag=True,
+            help="Call a module:factory TARGET once per session even when it is marked @shared_server "
+            "(unmarked factories always are).",
+        ),
+        click.option(
+            "--redis-url",
+            metavar="URL",
+            help="Share sessions, streams and events through this Redis (redis://HOST:PORT/DB), with the other "
+            "workers and hosts given the same URL. Needs the redis extra.",
+        ),
+        click.option(
+            "--workers",
+            type=click.IntRange(1),
+            default=1,
+            show_default=True,
+            help="Worker processes serving the one port (above 1 needs --redis-url).",
+        ),
+        click.option(
+            "--worker-ttl",
+            type=DURATION,
+            default=10.0,
+            help="With --redis-url: how long after a worker's last heartbeat it counts as dead and another one "
+            "fails its requests in flight (10s).",
+        ),
+    ]
+    for decorator in reversed(decorators):
+        command = decorator(command)
+    return command
+
+
+# What --stdio keeps of serve's parameters: every other one is about HTTP (and refused with it).
+_STDIO_PARAMETERS: Final = frozenset({"target", "stdio", "log_level"})
+
+
 @click.command()
-@click.argument("target", required=False)
-@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on.")
-@click.option("--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="0 picks a free port.")
-@click.option("--path", "path", default="/mcp", show_default=True, help="The endpoint's path.")
-@click.option("--certfile", type=click.Path(exists=True, dir_okay=False), help="TLS certificate chain (PEM).")
-@click.option("--keyfile", type=click.Path(exists=True, dir_okay=False), help="TLS private key (PEM).")
-@limit_options
+@http_options
 @click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
-    default="info",
-    show_default=True,
-    help="Server log level (to stderr).",
-)
-@click.option(
-    "--server-per-session",
+    "--stdio",
     is_flag=True,
-    help="Call a module:factory TARGET once per session even when it is marked @shared_server "
-    "(unmarked factories always are).",
+    help="Serve one session over stdin and stdout instead of HTTP (for clients that start the server "
+    "themselves); HTTP options are refused.",
 )
-@click.option(
-    "--redis-url",
-    metavar="URL",
-    help="Share sessions, streams and events through this Redis (redis://HOST:PORT/DB), with the other "
-    "workers and hosts given the same URL. Needs the redis extra.",
-)
-@click.option(
-    "--workers",
-    type=click.IntRange(1),
-    default=1,
-    show_default=True,
-    help="Worker processes serving the one port (above 1 needs --redis-url).",
-)
-@click.option(
-    "--worker-ttl",
-    type=DURATION,
-    default=10.0,
-    help="With --redis-url: how long after a worker's last heartbeat it counts as dead and another one "
-    "fails its requests in flight (10s).",
-)
+@click.pass_context
 def serve(
+    ctx: click.Context,
+    /,
     target: str | None,
+    stdio: bool,
     host: str,
     port: int,
     path: str,
@@ -120,7 +152,7 @@ def serve(
     worker_ttl: float,
     **limits: Any,
 ) -> None:
-    """Serve TARGET over Streamable HTTP and print its endpoint.
+    """Serve TARGET over Streamable HTTP and print its endpoint (or, with --stdio, over stdin/stdout).
 
     \b
     TARGET is one of:
@@ -139,11 +171,19 @@ def serve(
     same sessions; --workers N runs N processes on this port. MCP_REQUEST_STATE_KEYS
     (comma-separated secrets of 16 bytes or more, newest first) is the key ring sealing
     the requestState of 2026-07-28 requests: give every worker and host the same one.
+
+    \b
+    --stdio serves the one session of a client that starts this command itself:
+      {"command": "mcp-sse-server", "args": ["serve", "my_app:build_server", "--stdio"]}
     """
     import logging
 
     from .workers import check_redis, request_state_secrets, serve_worker, serve_workers, share
 
+    if stdio:
+        _refuse_http_options(ctx)
+        _serve_stdio(target, log_level)
+        return
     if (certfile is None) != (keyfile is None):
         raise click.UsageError("--certfile and --keyfile go together")
     if not path.startswith("/"):
@@ -188,15 +228,45 @@ def serve(
 # --- TARGET ---------------------------------------------------------------------------------------
 
 
+_ATTRIBUTE: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
+
+
+def _split_target(target: str) -> tuple[str, str, bool]:
+    """``(location, attribute, is_file)`` of ``module:attr`` or ``path/to/file.py:attr``."""
+    location, _, attribute = target.rpartition(":")
+    if not location or not attribute:
+        raise BadUsage(f"{target!r} is not module:factory or path/to/file.py:factory")
+    return location, attribute, location.endswith(".py") or os.sep in location or "/" in location
+
+
+def is_python_target(word: str) -> bool:
+    """Whether ``word`` has the shape of ``module:attr`` or ``path/to/file.py:attr``, by its spelling
+    alone (nothing is imported): how the client commands tell it from a command line or a URL.
+
+    >>> is_python_target("my_app:build"), is_python_target("app/server.py:mcp"), is_python_target("pkg.mod:a.b")
+    (True, True, True)
+    >>> is_python_target("python server.py"), is_python_target("http://h:8080/mcp"), is_python_target("host:8080")
+    (False, False, False)
+    """
+    location, _, attribute = word.rpartition(":")
+    if not location or any(character.isspace() for character in word) or not _ATTRIBUTE.fullmatch(attribute):
+        return False
+    return location.endswith(".py") or "/" in location or os.sep in location or bool(_ATTRIBUTE.fullmatch(location))
+
+
+def _importable_from_cwd() -> None:
+    # Like `python -m`: modules in the current directory are importable.
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.insert(0, os.getcwd())
+
+
 def _load_attribute(target: str) -> Any:
     """The object named by ``module:attr`` or ``path/to/file.py:attr`` (dots allowed in attr)."""
     import importlib
     import importlib.util
 
-    location, _, attribute = target.rpartition(":")
-    if not location or not attribute:
-        raise BadUsage(f"{target!r} is not module:factory or path/to/file.py:factory")
-    if location.endswith(".py") or os.sep in location or "/" in location:
+    location, attribute, is_file = _split_target(target)
+    if is_file:
         path = os.path.abspath(location)
         if not os.path.isfile(path):
             raise BadUsage(f"no such file: {location}")
@@ -210,9 +280,7 @@ def _load_attribute(target: str) -> Any:
         sys.modules[name] = module
         spec.loader.exec_module(module)
     else:
-        # Like `python -m`: modules in the current directory are importable.
-        if os.getcwd() not in sys.path and "" not in sys.path:
-            sys.path.insert(0, os.getcwd())
+        _importable_from_cwd()
         try:
             module = importlib.import_module(location)
         except ModuleNotFoundError as error:
@@ -226,6 +294,36 @@ def _load_attribute(target: str) -> Any:
         except AttributeError:
             raise BadUsage(f"{location} has no attribute {attribute!r}") from None
     return value
+
+
+def target_source(target: str | None) -> str:
+    """The source file of ``serve``'s TARGET, found without running it: the file of
+    ``path/to/file.py:attr``, the module's file of ``module:attr`` (a package's ``__init__.py``),
+    the built-in servers' package for a built-in. BadUsage when there is none."""
+    import importlib.util
+
+    name = target or DEMO
+    if name in builtin_servers():
+        found = importlib.util.find_spec("..servers", __package__)
+        assert found is not None and found.origin is not None  # this package's own
+        return found.origin
+    if ":" not in name:
+        raise BadUsage(_unknown_target(name))
+    location, _, is_file = _split_target(name)
+    if is_file:
+        if not os.path.isfile(location):
+            raise BadUsage(f"no such file: {location}")
+        return os.path.abspath(location)
+    _importable_from_cwd()
+    try:
+        spec = importlib.util.find_spec(location)  # imports the parent packages of a dotted name, not the module
+    except ModuleNotFoundError:
+        spec = None
+    if spec is None:
+        raise BadUsage(f"no module named {location!r}")
+    if spec.origin is None or not os.path.isfile(spec.origin):
+        raise BadUsage(f"{location} has no source file to watch")
+    return spec.origin
 
 
 @dataclasses.dataclass(frozen=True)
@@ -253,6 +351,11 @@ class Target:
         return self.factory()
 
 
+def _unknown_target(name: str) -> str:
+    known = ", ".join(sorted(builtin_servers()))
+    return f"unknown server {name!r}; use a built-in ({known}) or module:factory / path/to/file.py:factory"
+
+
 def resolve_target(target: str | None) -> Target:
     """The ``Target`` of ``serve``'s TARGET: none (the demo), a built-in name, ``module:factory``
     or ``module:server``.
@@ -277,8 +380,7 @@ def resolve_target(target: str | None) -> Target:
             raise BadUsage(f"{name} is not callable")
         shared = is_shared_server(factory)
     else:
-        known = ", ".join(sorted(builtins))
-        raise BadUsage(f"unknown server {name!r}; use a built-in ({known}) or module:factory / path/to/file.py:factory")
+        raise BadUsage(_unknown_target(name))
     first = factory()
     if not isinstance(first, McpServer):
         raise BadUsage(f"{name} returned {type(first).__name__}, not an McpServer")
@@ -361,3 +463,50 @@ def _serve_forever(label: str, served: McpServer | Callable[[], McpServer], opti
         raise click.UsageError(str(error)) from error
     except asyncio.CancelledError:
         raise SystemExit(EXIT_INTERRUPTED) from None
+
+
+def _refuse_http_options(ctx: click.Context) -> None:
+    """A usage error naming the first HTTP option given (on the command line) alongside --stdio."""
+    from click.core import ParameterSource
+
+    for parameter in ctx.command.params:
+        if parameter.name in _STDIO_PARAMETERS or not isinstance(parameter, click.Option):
+            continue
+        if ctx.get_parameter_source(parameter.name or "") not in (None, ParameterSource.DEFAULT):
+            raise BadUsage(f"{parameter.opts[0]} is an HTTP option: it does not go with --stdio")
+
+
+class _ProtocolStdout:
+    """``sys.stdout`` while serving over stdio: text (``print``) goes to ``text``, which leads to
+    stderr, while ``buffer``, where ``serve_stdio`` writes its messages, is the real stdout."""
+
+    def __init__(self, text: IO[str], protocol: IO[bytes]) -> None:
+        self._text = text
+        self.buffer = protocol
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._text, name)
+
+
+def _serve_stdio(target: str | None, log_level: str) -> None:
+    """Load TARGET and serve its one session over stdin and stdout until stdin ends."""
+    import asyncio
+    import contextlib
+    import logging
+
+    from ..transport.stdio import serve_stdio
+
+    original = sys.stdout
+    # Stdout carries protocol messages alone: a print() in the server's code, or a program a tool
+    # runs, writes to stderr instead of corrupting the stream.
+    with stdout_to_stderr() as real:
+        messages = _ProtocolStdout(sys.stdout, real if real is not None else original.buffer)
+        with contextlib.redirect_stdout(cast(IO[str], messages)):
+            resolved = resolve_target(target)
+            logging.basicConfig(
+                level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
+            )
+            # One session, so one server: a per-session factory's first call (made while resolving) is it.
+            server = resolved.factory()
+            click.echo(f"Serving {resolved.label} over stdio", err=True)
+            asyncio.run(serve_stdio(server))

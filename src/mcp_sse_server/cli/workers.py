@@ -124,7 +124,8 @@ def serve_worker(
     from ..server import McpServer
     from ..stores.base import StoreUnavailable
     from ..stores.redis_setup import RedisStores
-    from ..transport.http.server import McpHttpServer, _run
+    from ..transport.http.server import McpHttpServer
+    from ..transport.loop import run_loop
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -165,7 +166,7 @@ def serve_worker(
             await stores.close()
 
     try:
-        _run(main())
+        run_loop(main())
     except OSError as error:
         raise Failure(f"cannot listen on {options['host']}:{options['port']}: {describe_error(error)}") from error
     except asyncio.CancelledError:

@@ -338,9 +338,6 @@ def serve(
     run_loop(main())
 
 
-_run = run_loop  # the name cli/workers.py imports
-
-
 def run_http(server: McpServer, **bind_options: Any) -> None:
     """``server.run("http", ...)``: ``serve`` with the endpoint and the shutdown said on stderr."""
     import sys

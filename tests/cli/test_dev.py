@@ -1,0 +1,129 @@
+"""``dev TARGET``: serve, edit the file, see the new code served on the same port; Ctrl-C or SIGTERM
+stops the child and exits 0. Every wait is bounded, and every process is killed in the end."""
+
+from __future__ import annotations
+
+import importlib.util
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from fixtures.served import WAIT, default_signals
+
+from .conftest import Cli, Main
+
+if importlib.util.find_spec("mcp_sse_server.transport.http.server") is None:
+    pytest.skip("McpHttpServer (mcp_sse_server.transport.http) has not landed yet", allow_module_level=True)
+
+_SERVING = re.compile(r"^Serving shop\.py:build at (?P<url>http://\S+)$")
+
+
+class Dev:
+    """A running ``dev`` process, its stdout and stderr lines readable with a bounded wait."""
+
+    def __init__(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mcp_sse_server", "dev", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cwd,
+            env=env,
+            preexec_fn=default_signals,
+        )
+        self.out: queue.Queue[str] = queue.Queue()
+        self.err: queue.Queue[str] = queue.Queue()
+        self.seen_err: list[str] = []
+        for stream, lines in ((self.process.stdout, self.out), (self.process.stderr, self.err)):
+            threading.Thread(target=self._pump, args=(stream, lines), daemon=True).start()
+
+    @staticmethod
+    def _pump(stream: object, lines: queue.Queue[str]) -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            lines.put(line.rstrip("\n"))
+
+    def next_out(self, pattern: re.Pattern[str]) -> re.Match[str]:
+        """The next stdout line matching ``pattern`` (other lines are skipped), within WAIT seconds."""
+        until = time.monotonic() + WAIT
+        while (left := until - time.monotonic()) > 0:
+            try:
+                line = self.out.get(timeout=left)
+            except queue.Empty:
+                break
+            match = pattern.match(line)
+            if match is not None:
+                return match
+        raise AssertionError(f"no line like {pattern.pattern} on stdout; stderr: {self.stderr()}")
+
+    def wait_err(self, text: str) -> None:
+        """Wait (at most WAIT seconds) for ``text`` on stderr."""
+        until = time.monotonic() + WAIT
+        while text not in self.seen_err and (left := until - time.monotonic()) > 0:
+            try:
+                self.seen_err.append(self.err.get(timeout=left))
+            except queue.Empty:
+                break
+        assert text in self.seen_err, self.stderr()
+
+    def stderr(self) -> str:
+        while not self.err.empty():
+            self.seen_err.append(self.err.get())
+        return "\n".join(self.seen_err)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=WAIT)
+
+
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
+def test_dev_reloads_after_an_edit_and_stops(
+    cli: Cli, shop: Path, tmp_path: Path, cli_env: dict[str, str], stop: signal.Signals
+) -> None:
+    dev = Dev(["shop.py:build", "--port", "0"], tmp_path, cli_env)
+    try:
+        url = dev.next_out(_SERVING)["url"]
+        inspector = dev.next_out(re.compile(r"^Inspect it: (?P<command>.*)$"))["command"]
+        assert inspector == f"npx @modelcontextprotocol/inspector --transport http --server-url {url}"
+        assert cli("call", url, "add", "a=2", "b=3").stdout == "5\n"
+
+        shop.write_text(shop.read_text().replace("return int(a + b)", "return int(a + b) + 100"))
+        dev.wait_err("Reloading: shop.py changed")
+        assert dev.next_out(_SERVING)["url"] == url  # the port --port 0 picked is kept
+        done = cli("call", url, "add", "a=2", "b=3")
+        assert (done.returncode, done.stdout) == (0, "105\n"), done.stderr
+
+        dev.process.send_signal(stop)
+        assert dev.process.wait(timeout=WAIT) == 0, dev.stderr()
+        gone = cli("tools", url)  # the child stopped with its parent
+        assert gone.returncode == 1, gone.stdout
+        assert "Traceback" not in dev.stderr()
+    finally:
+        dev.kill()
+
+
+def test_a_child_that_never_listens_ends_dev_with_its_status(cli: Cli, shop: Path) -> None:
+    done = cli("dev", "shop.py:nothing", "--port", "0")
+    assert done.returncode == 2
+    assert "Error: shop.py has no attribute 'nothing'" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["missing.py:build"], "Error: no such file: missing.py\n"),
+        (["no_such_module_xyz:build"], "Error: no module named 'no_such_module_xyz'\n"),
+        (["nope"], "Error: unknown server 'nope'; use a built-in"),
+    ],
+)
+def test_a_target_without_a_file_is_a_usage_error(main: Main, args: list[str], message: str) -> None:
+    status, out, err = main("dev", *args)
+    assert (status, out) == (2, "")
+    assert err.startswith(message)
