@@ -10,6 +10,9 @@ is built once) or `on_session` (before the one-server refactor, up to
 
     python bench/ours.py PORT      serve on http://127.0.0.1:PORT/mcp until SIGTERM
     python bench/ours.py --probe   print one JSON line: {"available": bool, "reason": str}
+    python bench/ours.py PORT --decorated
+                                   the same `add` written as a typed function with `@server.tool`
+                                   (bench/decorated.py's HTTP rows)
     python bench/ours.py PORT --redis URL
                                    the same with only the session store and event log in Redis:
                                    bind(session_store=RedisSessionStore, event_log=RedisEventLog,
@@ -72,9 +75,24 @@ def shared_server(bind: Callable[..., Any]) -> bool:
     return first == "server"
 
 
-def make_factory() -> Callable[[], Any]:
-    """A factory of fresh McpServers with the `add` tool (one handler for all of them)."""
+def make_factory(decorated: bool = False) -> Callable[[], Any]:
+    """A factory of fresh McpServers with the `add` tool (one handler for all of them); `decorated`:
+    the same tool, wire for wire, written as a typed function with `@server.tool`."""
     McpServer, Tool, CallToolResult = load_core()
+    if decorated:
+        from mcp_sse_server.context import RequestContext
+
+        def decorated_factory() -> Any:
+            server = McpServer("bench-add", "1.0.0")
+
+            @server.tool(description="Adds two numbers.")
+            async def add(a: float, b: float, context: RequestContext) -> str:
+                await context.report_progress(1, 1)
+                return str(a + b)
+
+            return server
+
+        return decorated_factory
 
     async def add(arguments: dict[str, Any], context: Any) -> Any:
         await context.report_progress(1, 1)  # one notifications/progress when the call has a token, else a no-op
@@ -121,10 +139,10 @@ def redis_options(url: str) -> tuple[dict[str, Any], Any]:
     }, client
 
 
-async def serve(port: int, redis_url: str | None = None) -> None:
+async def serve(port: int, redis_url: str | None = None, decorated: bool = False) -> None:
     """Bind, print the endpoint, serve until SIGTERM or SIGINT, close."""
     McpHttpServer = load_http()
-    factory = make_factory()
+    factory = make_factory(decorated)
     served = factory() if shared_server(McpHttpServer.bind) else factory
     options, client = redis_options(redis_url) if redis_url else ({}, None)
     http = await McpHttpServer.bind(served, **bind_options(McpHttpServer.bind, port), **options)
@@ -152,12 +170,13 @@ def main() -> None:
         return
     port = int(sys.argv[1])
     redis_url = sys.argv[3] if sys.argv[2:3] == ["--redis"] else None
+    decorated = sys.argv[2:3] == ["--decorated"]
     try:
         import uvloop  # the peers' uvicorn picks uvloop too, so both sides get the same loop
     except ImportError:
-        asyncio.run(serve(port, redis_url))
+        asyncio.run(serve(port, redis_url, decorated))
     else:
-        uvloop.run(serve(port, redis_url))
+        uvloop.run(serve(port, redis_url, decorated))
 
 
 if __name__ == "__main__":
