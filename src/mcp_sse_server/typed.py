@@ -719,15 +719,26 @@ def tool_handler(function: Callable[..., Any], signature: ToolSignature, name: s
     return run
 
 
+def _keywords(
+    signature: PromptSignature | ResourceSignature, problem: str
+) -> Callable[[dict[str, str], RequestContext], dict[str, Any]]:
+    """The keyword arguments for string values (prompt arguments, URI variables); one that cannot be
+    converted is a JSON-RPC invalid-params error, ``problem: <what is wrong>``."""
+
+    def keywords(values: dict[str, str], context: RequestContext) -> dict[str, Any]:
+        try:
+            return signature.call_arguments(values, context)
+        except ArgumentError as error:
+            raise McpError(INVALID_PARAMS, f"{problem}: {error}") from None
+
+    return keywords
+
+
 def prompt_handler(function: Callable[..., Any], signature: PromptSignature) -> Callable[..., Any]:
     """``function`` as a ``Prompt`` handler ``(arguments, context)``; an argument that cannot be
     converted is a JSON-RPC invalid-params error naming it."""
 
-    def keywords(arguments: dict[str, str], context: RequestContext) -> dict[str, Any]:
-        try:
-            return signature.call_arguments(arguments, context)
-        except ArgumentError as error:
-            raise McpError(INVALID_PARAMS, f"Invalid arguments for prompt: {error}") from None
+    keywords = _keywords(signature, "Invalid arguments for prompt")
 
     if signature.is_async:
 
@@ -749,11 +760,7 @@ def resource_reader(
     converted is a JSON-RPC invalid-params error naming it. A fixed resource has no variables:
     wrap this in ``lambda uri, context: reader(uri, {}, context)``."""
 
-    def keywords(values: dict[str, str], context: RequestContext) -> dict[str, Any]:
-        try:
-            return signature.call_arguments(values, context)
-        except ArgumentError as error:
-            raise McpError(INVALID_PARAMS, f"Invalid resource URI: {error}") from None
+    keywords = _keywords(signature, "Invalid resource URI")
 
     if signature.is_async:
 
