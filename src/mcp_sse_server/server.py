@@ -56,6 +56,7 @@ from .types import (
     Annotations,
     BlobResourceContents,
     CallToolResult,
+    Completer,
     CompleteRequest,
     CompleteResult,
     CreateMessageRequest,
@@ -71,6 +72,7 @@ from .types import (
     ResourceLink,
     ResourceTemplate,
     Root,
+    TemplateLister,
     TextResourceContents,
     Tool,
     ToolAnnotations,
@@ -524,13 +526,18 @@ class McpServer:
         annotations: Annotations | None = None,
         icons: Sequence[Icon] | None = None,
         meta: dict[str, Any] | None = None,
+        size: int | None = None,
+        lister: TemplateLister | None = None,
+        completer: Completer | None = None,
     ) -> Callable[[_Function], _Function]:
         """Register a function as the reader of ``uri``: a fixed resource, or a resource template
         when ``uri`` has variables (``"users://{id}"``), each variable a parameter of the same name
         (converted to its annotated type). It returns ``str`` (text), ``bytes`` (a blob), a
         dict, list or model (JSON text, ``application/json``), or a ``ReadResourceResult``;
-        ``mime_type=`` overrides. ValueError for a variable without a parameter, or a parameter
-        that is neither a variable, defaulted, nor the context."""
+        ``mime_type=`` overrides. A fixed resource takes ``size``; a template takes ``lister`` (its
+        resources in resources/list) and ``completer`` (completion of its variables), as
+        ``ResourceTemplate`` does. ValueError for a variable without a parameter, a parameter that is
+        neither a variable, defaulted, nor the context, or an option the kind of resource has not."""
 
         def register(function: _Function) -> _Function:
             from .typed import ResourceSignature, resource_reader
@@ -547,8 +554,18 @@ class McpServer:
                 "icons": list(icons) if icons is not None else None,
             }
             if template.variables:
-                self.add_resource_template(ResourceTemplate(uri, name or function.__name__, reader, **about))
-            elif signature.is_async:
+                if size is not None:
+                    raise ValueError(f"Resource template {uri!r}: size is a fixed resource's")
+                self.add_resource_template(
+                    ResourceTemplate(
+                        uri, name or function.__name__, reader, lister=lister, completer=completer, **about
+                    )
+                )
+                return function
+            if lister is not None or completer is not None:
+                raise ValueError(f"Resource {uri!r}: lister and completer are a template's (this URI has no variables)")
+            about["size"] = size
+            if signature.is_async:
 
                 async def read_async(uri: str, context: RequestContext) -> Any:
                     return await reader(uri, {}, context)
@@ -574,6 +591,7 @@ class McpServer:
         description: str | None = None,
         icons: Sequence[Icon] | None = None,
         meta: dict[str, Any] | None = None,
+        completer: Completer | None = None,
     ) -> Callable[[_Function], _Function]: ...
 
     def prompt(
@@ -585,11 +603,13 @@ class McpServer:
         description: str | None = None,
         icons: Sequence[Icon] | None = None,
         meta: dict[str, Any] | None = None,
+        completer: Completer | None = None,
     ) -> _Function | Callable[[_Function], _Function]:
         """Register a typed function as a prompt, bare or with overrides: its ``arguments`` come
         from the parameters (required unless defaulted; descriptions as for tools), converted
         from the client's strings to the annotated types. It returns a ``str`` (one user
-        message), a list of messages or a ``GetPromptResult``."""
+        message), a list of messages or a ``GetPromptResult``. ``completer`` completes its
+        arguments, as ``Prompt``'s does."""
 
         def register(function: _Function) -> _Function:
             from .typed import PromptSignature, prompt_handler
@@ -602,6 +622,7 @@ class McpServer:
                     title=title,
                     description=signature.description if description is None else description,
                     arguments=signature.arguments,
+                    completer=completer,
                     meta=meta,
                     icons=list(icons) if icons is not None else None,
                 )

@@ -461,6 +461,8 @@ class ToolSignature:
     _converters: dict[str, TypeAdapter[Any] | None] = field(repr=False, compare=False)
     _returns: TypeAdapter[Any] | None = field(repr=False, compare=False)  # None: content results only
     _native: tuple[type, ...] = field(repr=False, compare=False)  # return values that are their own JSON
+    # Parameters that pass through and want an int but no float: JSON Schema's "integer" admits 5.0.
+    _integers: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
 
     @classmethod
     def of(
@@ -496,12 +498,20 @@ class ToolSignature:
             converters,
             adapter,
             _native_types(returns) if adapter is not None else (),
+            frozenset(
+                p.name
+                for p in read.parameters
+                if converters[p.name] is None
+                and int in (members := _members(_split(p.annotation)[0]))
+                and float not in members
+            ),
         )
 
     def call_arguments(self, arguments: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         """The keyword arguments for the function, from arguments already validated against ``input_schema``."""
         converters = self._converters
         kwargs: dict[str, Any] = {}
+        integers = self._integers
         for name, value in arguments.items():
             if name in converters:
                 adapter = converters[name]
@@ -510,6 +520,8 @@ class ToolSignature:
                         value = adapter.validate_python(value)
                     except ValidationError as error:
                         raise _argument_error(name, error) from None
+                elif type(value) is float and name in integers:
+                    value = int(value)  # 5.0, valid as an integer: the function gets the int it declared
                 kwargs[name] = value
         if self.context_parameter is not None:
             kwargs[self.context_parameter] = context
@@ -537,6 +549,8 @@ class ToolSignature:
     def _serialise(self, value: Any) -> Any:
         if type(value) in self._native:
             return value
+        if type(value) is bool:  # not native here, so the annotation has no bool; pydantic would pass it as an int
+            raise TypeError(f"tool {self._name} returned a bool, which its return annotation does not describe")
         if self._returns is None:
             raise TypeError(f"tool {self._name} returned {type(value).__name__}, not the content it declares")
         try:

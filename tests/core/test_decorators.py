@@ -162,3 +162,73 @@ async def test_prompts_in_every_return_shape(server: McpServer, connect: Connect
     assert result["description"] == ("custom" if shape == "result" else "Review some code.")
     error = await client.error("prompts/get", {"name": "review", "arguments": {"code": "x", "depth": "deep"}})
     assert error.code == INVALID_PARAMS and "depth" in error.message
+
+
+async def test_a_template_takes_a_lister_and_a_completer_and_a_prompt_a_completer(
+    server: McpServer, connect: Connect
+) -> None:
+    from mcp_sse_server import CompleteRequest, ResourceInfo
+
+    def colours(request: CompleteRequest, context: RequestContext) -> list[str]:
+        return [c for c in ("red", "green") if c.startswith(request.argument_value)]
+
+    @server.resource(
+        "paint://{colour}",
+        lister=lambda: [ResourceInfo("paint://red", "red")],
+        completer=colours,
+    )
+    def paint(colour: str) -> str:
+        return f"a tin of {colour}"
+
+    @server.prompt(completer=colours)
+    def mix(colour: str) -> str:
+        return f"mix {colour}"
+
+    @server.resource("notes://size", size=5)
+    def sized() -> str:
+        return "12345"
+
+    client = await connect(server)
+    listed = (await client.result("resources/list"))["resources"]
+    assert {"uri": "paint://red", "name": "red"} in listed
+    assert {"uri": "notes://size", "name": "sized", "size": 5} in [
+        {k: v for k, v in entry.items() if k in ("uri", "name", "size")} for entry in listed
+    ]
+    for ref in ({"type": "ref/resource", "uri": "paint://{colour}"}, {"type": "ref/prompt", "name": "mix"}):
+        done = await client.result("completion/complete", {"ref": ref, "argument": {"name": "colour", "value": "g"}})
+        assert done["completion"]["values"] == ["green"]
+
+
+def test_options_a_kind_of_resource_has_not_are_refused(server: McpServer) -> None:
+    with pytest.raises(ValueError, match="lister and completer are a template's"):
+
+        @server.resource("notes://fixed", lister=lambda: [])
+        def fixed() -> str:
+            return ""
+
+    with pytest.raises(ValueError, match="size is a fixed resource's"):
+
+        @server.resource("notes://{day}", size=3)
+        def daily(day: str) -> str:
+            return day
+
+
+async def test_an_integer_given_as_5_0_arrives_as_an_int_and_a_bool_for_an_int_is_the_servers_bug(
+    server: McpServer, connect: Connect
+) -> None:
+    seen: list[Any] = []
+
+    @server.tool
+    def double(n: int) -> int:
+        seen.append(n)
+        return n * 2
+
+    @server.tool
+    def is_int() -> int:
+        return True  # a bool, which -> int does not describe
+
+    client = await connect(server)
+    result = await client.result("tools/call", {"name": "double", "arguments": {"n": 5.0}})
+    assert result["structuredContent"] == {"result": 10} and type(seen[0]) is int
+    error = await client.error("tools/call", {"name": "is_int"})
+    assert error.code == INTERNAL_ERROR
