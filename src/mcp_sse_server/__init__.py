@@ -43,7 +43,7 @@ if TYPE_CHECKING:
         MemoryServer,
         MemoryServerFactory,
     )
-    from .session import ServerSession, SessionRecord
+    from .session import ElicitationContentError, ServerSession, SessionRecord, TypedElicitResult
     from .transport import (
         MemoryTransport,
         Transport,
@@ -107,6 +107,8 @@ _EXPORTS = {
     "shared_server": ".server",
     "PROTOCOL_VERSION": ".versions",
     "ServerSession": ".session",
+    "ElicitationContentError": ".session",
+    "TypedElicitResult": ".session",
     "SessionRecord": ".session",
     "MemoryTransport": ".transport",
     "Transport": ".transport",
@@ -173,6 +175,7 @@ __all__ = [
     "CreateMessageRequest",
     "CreateMessageResult",
     "ElicitResult",
+    "ElicitationContentError",
     "EmbeddedResource",
     "GetPromptResult",
     "HttpLimits",
@@ -217,6 +220,7 @@ __all__ = [
     "Tool",
     "ToolAnnotations",
     "Transport",
+    "TypedElicitResult",
     "UriTemplate",
     "encode_message",
     "file_template",
