@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         encode_message,
         parse_message,
     )
+    from .records import SessionRecord
     from .server import (
         McpServer,
         shared_server,
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
         MemoryServer,
         MemoryServerFactory,
     )
-    from .session import ElicitationContentError, ServerSession, SessionRecord, TypedElicitResult
+    from .session import ElicitationContentError, ServerSession, TypedElicitResult
     from .transport import (
         MemoryTransport,
         Transport,
@@ -109,7 +110,7 @@ _EXPORTS = {
     "ServerSession": ".session",
     "ElicitationContentError": ".session",
     "TypedElicitResult": ".session",
-    "SessionRecord": ".session",
+    "SessionRecord": ".records",
     "MemoryTransport": ".transport",
     "Transport": ".transport",
     "Annotations": ".types",

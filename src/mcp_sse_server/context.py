@@ -1,4 +1,9 @@
-"""RequestContext: what a handler can do while it serves one request."""
+"""RequestContext: what a handler can do while it serves one request.
+
+It sits low in the package: the engine that builds contexts (``protocol.py``)
+imports it, and it names what it needs of that engine as ``Peer`` instead of
+importing ``Connection`` back.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +11,11 @@ import asyncio
 import contextvars
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from .jsonrpc import INVALID_PARAMS, JsonRpcRequest, McpError, RequestId
 
-if TYPE_CHECKING:
-    from .protocol import Connection
-
-__all__ = ["LOG_LEVELS", "RequestContext", "current_context"]
+__all__ = ["LOG_LEVELS", "Peer", "RequestContext", "current_context"]
 
 logger = logging.getLogger("mcp_sse_server")
 
@@ -26,6 +28,32 @@ LOG_LEVELS: Final[dict[str, int]] = {
 current_context: contextvars.ContextVar[RequestContext | None] = contextvars.ContextVar(
     "mcp_current_context", default=None
 )
+
+
+class Peer(Protocol):
+    """What a ``RequestContext`` asks of the engine that serves its request (``protocol.Connection``)."""
+
+    @property
+    def owner(self) -> Any:
+        """Whom the connection serves: a ``ServerSession`` on a server, an ``McpClient`` on a client."""
+
+    async def notify(
+        self, method: str, params: dict[str, Any] | None = None, *, related_request_id: RequestId | None = None
+    ) -> None:
+        """Send a notification to the peer, on the stream of ``related_request_id`` when given."""
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = 300.0,
+        related_request_id: RequestId | None = None,
+    ) -> dict[str, Any]:
+        """Send a request to the peer and wait for its result."""
+
+    async def close_stream(self, request_id: RequestId) -> bool:
+        """Close the stream ``request_id``'s messages travel on; False where streams cannot resume."""
 
 
 def log_rank(level: str) -> int:
@@ -59,7 +87,7 @@ class RequestContext:
         "task",
     )
 
-    def __init__(self, connection: Connection, request: JsonRpcRequest) -> None:
+    def __init__(self, connection: Peer, request: JsonRpcRequest) -> None:
         self.connection = connection
         self.request_id: RequestId = request.id
         self.method = request.method
@@ -78,7 +106,7 @@ class RequestContext:
         self.done = False
         self._callbacks: list[Callable[[], Any]] | None = None
         self.task: asyncio.Task[Any] | None = None
-        self._session: Any = None  # a stateless request's own session, set by the modern endpoint
+        self._session: Any = None  # a stateless request's own session (bind_session)
 
     @property
     def session(self) -> Any:
@@ -87,17 +115,23 @@ class RequestContext:
         session = self._session
         return session if session is not None else self.connection.owner
 
+    def bind_session(self, session: Any) -> None:
+        """Make ``session`` the request's ``session`` in place of the connection's owner: the
+        stateless endpoint binds the session it builds from a 2026-07-28 request's ``_meta``."""
+        self._session = session
+
     @property
     def server(self) -> Any:
-        """The ``McpServer`` serving the request (the ``McpClient`` on a client).
+        """The ``McpServer`` serving the request: ``context.session.server`` (the ``McpClient`` on
+        a client, whose session is itself).
 
-        Its per-session methods (``create_message``, ``elicit``, ``list_roots``,
-        ``client_capabilities``, ...) act on this request's session.
+        Reach the client of this request through ``context.session`` (``create_message``,
+        ``elicit``, ``list_roots``, ``ping``, ``client_capabilities``, ...); the server's
+        per-session methods of those names are deprecated.
         """
-        from .session import ServerSession  # loaded by then: the server side imports it first
-
-        owner = self.session
-        return owner.server if isinstance(owner, ServerSession) else owner
+        # Read by name, not by type: this module sits below the session and imports none of it.
+        session = self.session
+        return getattr(session, "server", session)
 
     @property
     def is_cancelled(self) -> bool:
@@ -167,7 +201,7 @@ class RequestContext:
         for long calls behind proxies that cut long responses. False (and
         nothing happens) where streams cannot be resumed.
         """
-        return await self.connection.transport.close_stream(self.request_id)
+        return await self.connection.close_stream(self.request_id)
 
     async def send_request(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = 300.0

@@ -1,64 +1,33 @@
-"""The stateless revision (2026-07-28): every request stands alone.
+"""The old home of the stateless revision's endpoint: kept for one release, import ``stateless``.
 
-A modern request carries its protocol version, the client's capabilities and
-identity (and a log level) in ``params._meta``; nothing is remembered between
-requests, and nothing is stored. ``ModernEndpoint`` is the owner of any
-connection that carries modern requests (a Streamable HTTP POST, a stdio
-process whose first request was modern); for each request it builds a
-``RequestSession`` from the envelope, so handlers use the very API they use on
-a session (``context.session.elicit(...)``, ``create_message``,
-``list_roots``, ``log``).
-
-Rules, in the order they are checked:
-
-1. The envelope: ``_meta`` with a string protocol version and an object of
-   client capabilities, else -32602. ``clientInfo`` (an object with a
-   ``name``) and ``logLevel`` (a log level name) are optional but checked.
-2. The version must be a served modern revision: -32022 with the supported
-   versions otherwise.
-3. The method must be in that revision's table: -32601 otherwise (404 over
-   HTTP; ``initialize``, ``ping``, ``logging/setLevel`` and subscribing to
-   resources are gone).
-4. A handler that asks the client something cannot wait: the request ends
-   with ``resultType: "input_required"``, the questions (``inputRequests``)
-   and a sealed ``requestState`` (``request_state.py``); the client retries
-   with ``inputResponses`` and the state, and the handler runs again from the
-   start, its earlier questions answered from the state. Only ``tools/call``,
-   ``prompts/get`` and ``resources/read`` may ask. A capability the client did
-   not declare on the request is -32021 naming it.
-5. Every result carries ``resultType`` and the server's identity in
-   ``_meta``; cacheable results carry ``ttlMs`` and ``cacheScope``
-   (``CachePolicy``). An unknown resource is -32602 (not -32002).
-6. Logs (``notifications/message``) go out only when the request set a
-   ``logLevel``; nothing else is ever sent unasked.
+The package calls the 2026-07-28 era "stateless" (and the handshake revisions
+"session"), so ``ModernEndpoint`` is now ``stateless.StatelessEndpoint`` and
+the wire constants live in ``stateless_meta``. Every name this module had is
+still importable from here, under its old name.
 """
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple
-
-from . import versions
-from .context import LOG_LEVELS, RequestContext
-from .jsonrpc import (
-    INTERNAL_ERROR,
-    INVALID_PARAMS,
-    INVALID_REQUEST,
-    METHOD_NOT_FOUND,
-    MISSING_CLIENT_CAPABILITY,
-    RESOURCE_NOT_FOUND,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    JsonRpcNotification,
-    JsonRpcRequest,
-    McpError,
+from .stateless import (
+    CLIENT_CAPABILITIES,
+    CLIENT_INFO,
+    LOG_LEVEL,
+    PROTOCOL_VERSION_KEY,
+    SERVER_INFO,
+    SUBSCRIPTION_ID,
+    CachePolicy,
+    Envelope,
+    InputRequired,
+    MirroredHeader,
+    RequestSession,
+    StatelessEndpoint,
+    StatelessHost,
+    has_envelope,
+    mirrored_headers,
+    read_envelope,
+    refuse_enveloped,
+    unsupported_version,
 )
-from .session import ServerSession, SessionRecord
-
-if TYPE_CHECKING:
-    from .protocol import Connection
-    from .server import McpServer
 
 __all__ = [
     "CLIENT_CAPABILITIES",
@@ -72,362 +41,17 @@ __all__ = [
     "InputRequired",
     "MirroredHeader",
     "ModernEndpoint",
+    "ModernHost",
     "RequestSession",
     "has_envelope",
     "mirrored_headers",
     "read_envelope",
+    "refuse_enveloped",
+    "unsupported_version",
 ]
 
-logger = logging.getLogger("mcp_sse_server")
+ModernEndpoint = StatelessEndpoint
+"""The old name of ``stateless.StatelessEndpoint``."""
 
-PROTOCOL_VERSION_KEY: Final = "io.modelcontextprotocol/protocolVersion"
-CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
-CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
-LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
-SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
-SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
-
-# The requests whose handlers may ask the client something (input_required).
-_MAY_ASK: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
-# The requests whose complete results are cacheable (ttlMs, cacheScope).
-_CACHEABLE: Final = frozenset(
-    {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
-)
-# Above every log level: a request that set none gets no log notifications.
-_NO_LOGS: Final = len(LOG_LEVELS)
-
-
-@dataclass(frozen=True, slots=True)
-class CachePolicy:
-    """What cacheable results say about caching: ``ttl_ms`` (0: stale at once) and
-    ``scope`` ("private": only for the same authorization; "public": shareable)."""
-
-    ttl_ms: int = 0
-    scope: Literal["private", "public"] = "private"
-
-    def __post_init__(self) -> None:
-        if type(self.ttl_ms) is not int or self.ttl_ms < 0:
-            raise ValueError(f"ttl_ms must be a non-negative integer, not {self.ttl_ms!r}")
-        if self.scope not in ("private", "public"):
-            raise ValueError(f'scope must be "private" or "public", not {self.scope!r}')
-
-
-class Envelope(NamedTuple):
-    """A modern request's ``_meta``: who asks, at which revision, able to answer what.
-
-    (A NamedTuple: one is read on every modern request, and a frozen dataclass builds slower.)
-    """
-
-    protocol_version: str
-    client_capabilities: dict[str, Any]
-    client_info: dict[str, Any] | None = None
-    log_level: str | None = None
-
-
-def has_envelope(params: Any) -> bool:
-    """True when a request's params carry a modern protocol version in ``_meta``."""
-    if type(params) is not dict:
-        return False
-    meta = params.get("_meta")
-    return type(meta) is dict and PROTOCOL_VERSION_KEY in meta
-
-
-def read_envelope(params: Any) -> Envelope:
-    """The envelope of a modern request's params; McpError -32602 naming what is wrong."""
-    meta = params.get("_meta") if type(params) is dict else None
-    if type(meta) is not dict:
-        raise McpError(
-            INVALID_PARAMS,
-            f"params._meta must be an object carrying {PROTOCOL_VERSION_KEY} and {CLIENT_CAPABILITIES}",
-        )
-    version = meta.get(PROTOCOL_VERSION_KEY)
-    if not isinstance(version, str):
-        raise McpError(INVALID_PARAMS, f"params._meta needs {PROTOCOL_VERSION_KEY} (a string)")
-    capabilities = meta.get(CLIENT_CAPABILITIES)
-    if type(capabilities) is not dict:
-        raise McpError(INVALID_PARAMS, f"params._meta needs {CLIENT_CAPABILITIES} (an object; {{}} for none)")
-    client_info = meta.get(CLIENT_INFO)
-    if client_info is not None and (type(client_info) is not dict or not isinstance(client_info.get("name"), str)):
-        raise McpError(INVALID_PARAMS, f"params._meta {CLIENT_INFO} must be an object with a name")
-    level = meta.get(LOG_LEVEL)
-    if level is not None and level not in LOG_LEVELS:
-        raise McpError(INVALID_PARAMS, f"params._meta {LOG_LEVEL} must be one of: {', '.join(LOG_LEVELS)}")
-    return Envelope(version, capabilities, client_info, level)
-
-
-def unsupported_version(requested: str) -> McpError:
-    """-32022 naming the versions a request may name (what server/discover lists too)."""
-    supported = [revision.name for revision in versions.MODERN]
-    return McpError(
-        UNSUPPORTED_PROTOCOL_VERSION,
-        f"Unsupported protocol version {requested!r}; this server supports {', '.join(supported)}",
-        {"supported": supported, "requested": requested},
-    )
-
-
-class InputRequired(BaseException):
-    """Raised inside a modern request's handler by a question the client has not answered yet.
-
-    A BaseException so that a handler's ``except Exception`` cannot swallow it:
-    the endpoint turns it into an ``input_required`` result.
-    """
-
-
-class RequestSession(ServerSession):
-    """The session of one modern request, built from its envelope (never stored).
-
-    Questions to the client (``elicit``, ``create_message``, ``list_roots``)
-    are answered from the request's earlier rounds or become its
-    ``inputRequests``; capabilities are the ones this request declared.
-    """
-
-    __slots__ = ("answers", "asked", "questions", "responses", "used")
-
-    def __init__(self, server: McpServer, connection: Connection, envelope: Envelope, revision: versions.Revision):
-        # Not ServerSession.__init__: a request session has no connection of its own and no handshake.
-        self.server = server
-        self.connection = connection
-        self.record = SessionRecord(
-            revision=revision.name,
-            client_info=envelope.client_info,
-            client_capabilities=envelope.client_capabilities,
-            log_level=envelope.log_level,
-        )
-        self.allow_reinitialize = False
-        self.ready = True
-        self._protocol = revision
-        self._log_rank = LOG_LEVELS[envelope.log_level] if envelope.log_level is not None else _NO_LOGS
-        self._handlers = None
-        self._modern = None
-        self.on_record_change = None
-        self.answers: dict[str, Any] = {}  # earlier rounds' (from the sealed state) and this retry's, once used
-        self.responses: dict[str, Any] = {}  # this retry's inputResponses
-        self.questions: dict[str, dict[str, Any]] = {}
-        self.used: set[str] = set()
-        self.asked = 0
-
-    def _require_elicitation_mode(self, mode: str, what: str = "elicitation/create") -> versions.Revision | None:
-        if mode not in self.elicitation_modes:
-            raise _missing({"elicitation": {mode: {}}}, f"{what} in {mode} mode")
-        return self._protocol
-
-    async def request(
-        self,
-        method: str,
-        params: dict[str, Any] | None,
-        capability: str | None,
-        timeout: float | None,
-        key: str | None = None,
-    ) -> dict[str, Any]:
-        """Answered by this retry or an earlier round, else a question for this round (InputRequired).
-
-        ``key`` names the question (``q1``, ``q2``... in the order asked when not given).
-        """
-        if method == "ping":
-            return {}
-        if capability is not None and capability not in self.record.client_capabilities:  # type: ignore[operator]
-            raise _missing({capability: {}}, method)
-        self.asked += 1
-        if key is None:
-            key = f"q{self.asked}"
-        elif key in self.used:
-            raise ValueError(f"question key {key!r} is used twice in one request")
-        self.used.add(key)
-        answer = self.answers.get(key)
-        if answer is None:
-            answer = self.responses.get(key)
-            if answer is not None and type(answer) is not dict:
-                raise McpError(INVALID_PARAMS, f'Invalid "inputResponses.{key}": expected a result object')
-        if answer is not None:
-            self.answers[key] = answer
-            return answer  # type: ignore[no-any-return]
-        self.questions[key] = {"method": method, "params": params or {}}
-        raise InputRequired
-
-    async def close(self) -> None:
-        """A request session ends with its request."""
-
-
-def _missing(required: dict[str, Any], what: str) -> McpError:
-    return McpError(
-        MISSING_CLIENT_CAPABILITY,
-        f"This request needs a client capability it did not declare ({what})",
-        {"requiredCapabilities": required},
-    )
-
-
-Handler = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
-
-
-class ModernEndpoint:
-    """Serves modern (2026-07-28) requests of ``server``: the owner of any connection carrying them."""
-
-    __slots__ = ("_tables", "server")
-
-    def __init__(self, server: McpServer) -> None:
-        self.server = server
-        # Each served modern revision's method table, by name (the server builds each once).
-        self._tables: dict[str, tuple[versions.Revision, dict[str, Handler]]] | None = None
-
-    def handle_request(self, request: JsonRpcRequest, context: RequestContext) -> Awaitable[dict[str, Any]]:
-        return self.serve(request, context)
-
-    async def serve(self, request: JsonRpcRequest, context: RequestContext) -> dict[str, Any]:
-        params = request.params or {}
-        envelope = read_envelope(params)
-        tables = self._tables
-        if tables is None:
-            tables = self._tables = {r.name: (r, self.server.handlers_for(r)) for r in versions.MODERN}
-        found = tables.get(envelope.protocol_version)
-        if found is None:
-            raise unsupported_version(envelope.protocol_version)
-        revision, table = found
-        method = request.method
-        handler = table.get(method)
-        if handler is None:
-            raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}", method)
-        session = RequestSession(self.server, context.connection, envelope, revision)
-        context._session = session
-        if method not in _MAY_ASK:
-            return self._stamp(method, await self._run(handler, params, context))
-        target = params.get("name") if method != "resources/read" else params.get("uri")
-        arguments = params.get("arguments")
-        self._resume(session, method, target, arguments, params)
-        try:
-            result = await self._run(handler, params, context)
-        except InputRequired:
-            if not session.questions:  # raised by the handler itself, not by a question
-                raise McpError(INTERNAL_ERROR, "Internal error") from None
-            sealer = self.server.request_state
-            state = sealer.seal(
-                {"answers": session.answers},
-                method=method,
-                target=target if isinstance(target, str) else None,
-                arguments=arguments,
-            )
-            return self._stamp(
-                method,
-                {"resultType": "input_required", "inputRequests": session.questions, "requestState": state},
-                cacheable=False,
-            )
-        return self._stamp(method, result)
-
-    @staticmethod
-    async def _run(handler: Handler, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
-        try:
-            return await handler(params, context)
-        except McpError as error:
-            if error.code == RESOURCE_NOT_FOUND:  # 2026-07-28: an unknown resource is invalid params
-                raise McpError(INVALID_PARAMS, error.message, error.data) from None
-            raise
-
-    def _resume(
-        self, session: RequestSession, method: str, target: Any, arguments: Any, params: dict[str, Any]
-    ) -> None:
-        """Load the answers of earlier rounds (from the sealed state) and of this retry."""
-        responses = params.get("inputResponses")
-        if responses is not None:
-            if type(responses) is not dict:
-                raise McpError(INVALID_PARAMS, 'Invalid "inputResponses": expected an object of results by key')
-            session.responses = responses  # a question takes its answer from here when asked; others are ignored
-        state = params.get("requestState")
-        if state is None:
-            return
-        from .request_state import InvalidRequestState  # cryptography loads when first needed
-
-        try:
-            payload = self.server.request_state.open(
-                state, method=method, target=target if isinstance(target, str) else None, arguments=arguments
-            )
-        except InvalidRequestState as error:
-            logger.info("refused a requestState (%s) on %s", error, method)
-            raise McpError(
-                INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"}
-            ) from None
-        answers = payload.get("answers")
-        if not isinstance(answers, dict):
-            raise McpError(INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"})
-        session.answers.update(answers)
-
-    def _stamp(self, method: str, result: dict[str, Any], *, cacheable: bool = True) -> dict[str, Any]:
-        """The result with ``resultType``, the server's identity and (when cacheable) caching hints."""
-        server = self.server
-        stamped = {"resultType": "complete", **result}
-        meta = result.get("_meta")
-        identity = server.implementation
-        stamped["_meta"] = {**meta, SERVER_INFO: identity} if meta else {SERVER_INFO: identity}
-        if cacheable and method in _CACHEABLE and stamped["resultType"] == "complete":
-            stamped["ttlMs"] = server.cache.ttl_ms
-            stamped["cacheScope"] = server.cache.scope
-        return stamped
-
-    def handle_notification(self, notification: JsonRpcNotification) -> None:
-        """Modern clients send no notifications the server acts on (cancellation is the engine's)."""
-
-    def connection_closed(self) -> None:
-        return None
-
-
-def refuse_enveloped(request: JsonRpcRequest) -> McpError:
-    """The error for a modern request on a legacy (handshake) connection."""
-    return McpError(
-        INVALID_REQUEST,
-        f"{request.method} carries a {versions.REVISION_2026_07_28} envelope on a connection that "
-        "began with initialize: this connection speaks the handshake revisions",
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class MirroredHeader:
-    """A tool argument a 2026-07-28 client also sends as an ``Mcp-Param-<name>`` header
-    (``x-mcp-header`` in the tool's input schema), for routing by proxies."""
-
-    name: str  # the header's suffix, as declared
-    path: tuple[str, ...]  # where the argument sits in the arguments object
-    kind: str  # "string", "integer" or "boolean"
-
-    def value_in(self, arguments: Any) -> Any:
-        """The argument's value, or None when it is absent."""
-        value = arguments
-        for key in self.path:
-            if type(value) is not dict:
-                return None
-            value = value.get(key)
-        return value
-
-
-_TOKEN_CHARS: Final = frozenset("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-
-
-def mirrored_headers(schema: dict[str, Any]) -> tuple[MirroredHeader, ...]:
-    """The ``x-mcp-header`` declarations of an input schema, reached through ``properties`` only.
-
-    ValueError for one the specification forbids (not a token, repeated, on a
-    type other than string, integer or boolean).
-    """
-    found: list[MirroredHeader] = []
-
-    def walk(node: Any, path: tuple[str, ...]) -> None:
-        properties = node.get("properties") if type(node) is dict else None
-        if type(properties) is not dict:
-            return
-        for key, prop in properties.items():
-            if type(prop) is not dict:
-                continue
-            declared = prop.get("x-mcp-header")
-            if declared is not None:
-                kind = prop.get("type")
-                if not isinstance(declared, str) or not declared or not set(declared) <= _TOKEN_CHARS:
-                    raise ValueError(f"x-mcp-header of {'.'.join((*path, key))} must be a non-empty header token")
-                if kind not in ("string", "integer", "boolean"):
-                    raise ValueError(
-                        f"x-mcp-header of {'.'.join((*path, key))} needs a string, integer or boolean property"
-                    )
-                found.append(MirroredHeader(declared, (*path, key), kind))
-            walk(prop, (*path, key))
-
-    walk(schema, ())
-    names = [header.name.lower() for header in found]
-    if len(set(names)) != len(names):
-        raise ValueError("x-mcp-header names must be unique (case-insensitively) within a tool")
-    return tuple(found)
+ModernHost = StatelessHost
+"""The old name of ``stateless.StatelessHost``."""

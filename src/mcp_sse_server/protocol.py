@@ -51,7 +51,8 @@ class ConnectionOwner(Protocol):
 
 class Connection:
     """JSON-RPC over one transport, on behalf of one owner: the ``Dispatcher``
-    every transport drives (see ``transport.base``)."""
+    every transport drives (see ``transport.base``), and the ``context.Peer`` of
+    every request it serves."""
 
     # An HTTP server keeps one per idle session: slots, and nothing made before it is needed.
     __slots__ = (
@@ -287,6 +288,12 @@ class Connection:
         if self.closed:
             return
         await self.transport.send(JsonRpcNotification(method, params), related_request_id)
+
+    async def close_stream(self, request_id: RequestId) -> bool:
+        """Close the stream ``request_id``'s messages travel on while the request goes on (the
+        transport decides: False where streams cannot be resumed). ``RequestContext`` asks here,
+        so that it needs no more of the engine than ``context.Peer``."""
+        return await self.transport.close_stream(request_id)
 
     def notify_soon(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification from synchronous code without waiting for it."""

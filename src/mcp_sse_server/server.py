@@ -21,17 +21,20 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import functools
 import inspect
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import EllipsisType
-from typing import TYPE_CHECKING, Any, Final, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar, overload
 
 import orjson
 
 from . import versions
 from .context import LOG_LEVELS, RequestContext, current_context
+from .elicitation_schema import check_elicitation_schema
 from .jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -39,16 +42,11 @@ from .jsonrpc import (
     RESOURCE_NOT_FOUND,
     McpError,
 )
-from .modern import SUBSCRIPTION_ID, CachePolicy, MirroredHeader, mirrored_headers
+from .records import SessionRecord
 from .schema import SchemaValidator
-from .session import (
-    DEFAULT_CLIENT_TIMEOUT,
-    DEFAULT_PING_TIMEOUT,
-    ServerSession,
-    SessionRecord,
-    TypedElicitResult,
-    check_elicitation_schema,
-)
+from .session import Handler, ServerSession
+from .stateless import StatelessEndpoint, StatelessSwitch
+from .stateless_meta import SUBSCRIPTION_ID, CachePolicy, MirroredHeader, mirrored_headers
 from .stores.base import EventBus
 from .stores.memory import MemoryEventBus
 from .transport.base import Transport
@@ -59,9 +57,6 @@ from .types import (
     Completer,
     CompleteRequest,
     CompleteResult,
-    CreateMessageRequest,
-    CreateMessageResult,
-    ElicitResult,
     GetPromptResult,
     Icon,
     Prompt,
@@ -71,23 +66,20 @@ from .types import (
     ResourceContents,
     ResourceLink,
     ResourceTemplate,
-    Root,
     TemplateLister,
     TextResourceContents,
     Tool,
     ToolAnnotations,
 )
 from .uri_template import UriTemplate
+from .versions import Revision
 
 if TYPE_CHECKING:
     from .request_state import RequestStateSealer
-from .versions import Revision
 
 __all__ = ["McpServer", "check_elicitation_schema", "check_tool_name"]
 
 logger = logging.getLogger("mcp_sse_server")
-
-Handler = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
 
 # SEP-986 (revision 2025-11-25): tool names SHOULD be 1-128 of these characters.
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.-]{1,128}")
@@ -223,7 +215,6 @@ DEFAULT_SERVER_VERSION: Final = "0.1.0"
 
 _Factory = TypeVar("_Factory", bound=Callable[[], "McpServer"])
 _Function = TypeVar("_Function", bound=Callable[..., Any])
-_Model = TypeVar("_Model")
 _SHARED_MARK: Final = "__mcp_shared_server__"
 
 
@@ -251,6 +242,37 @@ def is_shared_server(factory: object) -> bool:
     return getattr(factory, _SHARED_MARK, False) is True
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _session_call(
+    method: Callable[Concatenate[ServerSession, _P], Coroutine[Any, Any, _R]],
+) -> Callable[Concatenate[McpServer, _P], Coroutine[Any, Any, _R]]:
+    """``McpServer.<name>``: ``ServerSession.<name>`` on the current session (see ``McpServer``),
+    with a DeprecationWarning pointing at ``context.session``. The signature, overloads included,
+    is the session's: it is written once, in session.py."""
+    name = method.__name__
+
+    @functools.wraps(method)
+    def call(server: McpServer, /, *args: _P.args, **kwargs: _P.kwargs) -> Coroutine[Any, Any, _R]:
+        # Warned when called, not when awaited: the warning then names the caller's line.
+        warnings.warn(
+            f"McpServer.{name}() is deprecated: call context.session.{name}() on the request's session "
+            "(or on one of server.sessions outside a request)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return server._on_session(method, *args, **kwargs)
+
+    call.__qualname__ = f"McpServer.{name}"
+    call.__doc__ = (
+        f"Deprecated: ``context.session.{name}(...)``. ``ServerSession.{name}`` on the current "
+        "session (the request's, else the server's one session; see the class docstring)."
+    )
+    return call
+
+
 _RUNNERS: Final = {
     "stdio": (".transport.stdio", "run_stdio"),
     "http": (".transport.http.server", "run_http"),
@@ -267,11 +289,12 @@ class McpServer:
     logging is always advertised. With ``page_size`` set, list results are
     paged with opaque cursors.
 
-    Per-session calls (``log``, ``create_message``, ``elicit``, ``list_roots``,
-    ``ping``, ``client_capabilities``, ...) act on the session of the request
-    being served. Outside a request (a background task, say) they act on the
-    server's one session only while it has never had another: a server that
-    has served several sessions raises RuntimeError there, so that nothing
+    Per-session calls (``log``, ``client_capabilities``, ...; and the
+    deprecated ``create_message``, ``elicit``, ``elicit_url``, ``list_roots``
+    and ``ping``: call those on ``context.session``) act on the session of the
+    request being served. Outside a request (a background task, say) they act
+    on the server's one session only while it has never had another: a server
+    that has served several sessions raises RuntimeError there, so that nothing
     meant for one client reaches another by accident. Name the session
     (a ``ServerSession`` from ``sessions``, or ``context.session``), or send
     to every session on purpose with ``broadcast_log``.
@@ -305,11 +328,14 @@ class McpServer:
         self.description = description
         self.website_url = website_url
         self.strict_tool_names = strict_tool_names
-        # The stateless revision (modern.py): requestState sealing, listen fan-out, caching hints.
+        # The stateless revision (stateless.py): requestState sealing, listen fan-out, caching hints.
         self._loop: asyncio.AbstractEventLoop | None = None  # where sessions and listeners are served
         self._request_state = request_state
         self._event_bus = event_bus
         self.cache = cache
+        # Hands a connection whose first request is stateless to the stateless endpoint (made on
+        # the first connect: the stateless.py rule "the first request decides the era").
+        self._switch: StatelessSwitch | None = None
         self.on_roots_list_changed: Callable[[], Any] | None = None
         self._sessions: set[ServerSession] = set()
         self._sessions_served = 0  # ever connected: above 1, nothing outside a request picks a session
@@ -354,7 +380,10 @@ class McpServer:
         live session (stdio clients do).
         """
         self._loop = asyncio.get_running_loop()
-        session = ServerSession(self, transport, record, reinitialize=reinitialize)
+        switch = self._switch
+        if switch is None:  # one for every session: a session holds only a reference to it
+            switch = self._switch = StatelessSwitch(StatelessEndpoint(self))
+        session = ServerSession(self, transport, record, reinitialize=reinitialize, before_initialize=switch)
         self._sessions.add(session)
         self._sessions_served += 1
         return session
@@ -1010,7 +1039,7 @@ class McpServer:
 
     async def _discover(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         result: dict[str, Any] = {
-            "supportedVersions": [revision.name for revision in versions.MODERN],
+            "supportedVersions": [revision.name for revision in versions.STATELESS],
             "capabilities": self.capabilities,
         }
         if self.instructions is not None:
@@ -1146,77 +1175,24 @@ class McpServer:
         for session in list(self._sessions):
             await session.log(level, data, logger)
 
-    # --- calling back into the client (the current session) -----------------------------
+    # --- calling back into the client: deprecated, use context.session ------------------
 
-    async def create_message(
+    create_message = _session_call(ServerSession.create_message)
+    list_roots = _session_call(ServerSession.list_roots)
+    elicit = _session_call(ServerSession.elicit)
+    elicit_url = _session_call(ServerSession.elicit_url)
+    ping = _session_call(ServerSession.ping)
+
+    async def _on_session(
         self,
-        request: CreateMessageRequest,
-        *,
-        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
-        key: str | None = None,
-    ) -> CreateMessageResult:
-        """Ask the current session's client for a completion (sampling/createMessage)."""
-        return await self._session().create_message(request, timeout=timeout, key=key)
-
-    async def list_roots(self, *, timeout: float | None = DEFAULT_CLIENT_TIMEOUT, key: str | None = None) -> list[Root]:
-        """The current session's client roots (roots/list)."""
-        return await self._session().list_roots(timeout=timeout, key=key)
-
-    @overload
-    async def elicit(
-        self,
-        message: str,
-        requested_schema: dict[str, Any],
-        *,
-        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
-        key: str | None = None,
-    ) -> ElicitResult: ...
-
-    @overload
-    async def elicit(
-        self,
-        message: str,
-        *,
-        schema: type[_Model],
-        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
-        key: str | None = None,
-    ) -> TypedElicitResult[_Model]: ...
-
-    async def elicit(
-        self,
-        message: str,
-        requested_schema: dict[str, Any] | None = None,
-        *,
-        schema: type[Any] | None = None,
-        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
-        key: str | None = None,
-    ) -> ElicitResult:
-        """Ask the current session's user for structured input (elicitation/create): a flat JSON
-        Schema, or ``schema=Model`` (a pydantic model or dataclass of primitives) for a
-        ``TypedElicitResult`` whose ``value`` is a ``Model`` (see ``ServerSession.elicit``)."""
-        session = self._session()
-        if schema is not None:
-            if requested_schema is not None:
-                raise TypeError("elicit takes a requested_schema or schema=, not both")
-            return await session.elicit(message, schema=schema, timeout=timeout, key=key)
-        if requested_schema is None:
-            raise TypeError("elicit needs a requested_schema (a JSON Schema object) or schema= (a model class)")
-        return await session.elicit(message, requested_schema, timeout=timeout, key=key)
-
-    async def elicit_url(
-        self,
-        message: str,
-        url: str,
-        elicitation_id: str | None = None,
-        *,
-        timeout: float | None = DEFAULT_CLIENT_TIMEOUT,
-    ) -> ElicitResult:
-        """Ask the current session's user to open ``url`` (URL-mode elicitation, 2025-11-25)."""
-        return await self._session().elicit_url(message, url, elicitation_id, timeout=timeout)
-
-    async def ping(self, *, timeout: float | None = DEFAULT_PING_TIMEOUT) -> None:
-        """Ping the current session's client."""
-        await self._session().ping(timeout=timeout)
+        method: Callable[Concatenate[ServerSession, _P], Coroutine[Any, Any, _R]],
+        *args: _P.args,
+        **kwargs: _P.kwargs,
+    ) -> _R:
+        # The session is picked when the call runs, as it always was: a task started inside a
+        # request keeps that request's context. Looked up by name, so a session's override counts.
+        bound: Callable[_P, Coroutine[Any, Any, _R]] = getattr(self._session(), method.__name__)
+        return await bound(*args, **kwargs)
 
 
 def _has_link_icons(blocks: Sequence[Any]) -> bool:

@@ -21,16 +21,27 @@ Lifecycle rules:
 3. ``notifications/initialized`` makes it *ready*: only then does the server
    send requests or list-changed notifications of its own.
 4. It ends when its transport closes; the server forgets it then.
+5. Before ``initialize``, every request is first offered to the
+   ``before_initialize`` hook, when the session has one. A hook that returns
+   an owner hands the connection over: that owner serves this request and
+   every later one (``initialize`` included) and gets every notification;
+   the session still ends as rule 4 says. ``McpServer.connect`` installs the
+   hook that hands a connection whose first request is stateless to the
+   stateless endpoint, so this module knows of one era only.
+
+The session knows its server as a ``SessionHost`` (the four members it
+uses), so this module imports nothing of ``server.py``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, TypeVar, overload
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, Protocol, TypeVar, overload
 
 from . import versions
 from .context import RequestContext, current_context, log_rank
+from .elicitation_schema import check_elicitation_schema
 from .jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -40,15 +51,12 @@ from .jsonrpc import (
     McpError,
     RequestId,
 )
-from .protocol import Connection
+from .protocol import Connection, ConnectionOwner
+from .records import SessionRecord
 from .types import CreateMessageRequest, CreateMessageResult, ElicitResult, Root, UrlElicitation
 from .versions import Revision
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
-
-    from .modern import ModernEndpoint
-    from .server import McpServer
     from .transport.base import Transport
     from .typed import ElicitationForm
 
@@ -56,8 +64,11 @@ __all__ = [
     "DEFAULT_CLIENT_TIMEOUT",
     "DEFAULT_PING_TIMEOUT",
     "URL_ELICITATION_REQUIRED",
+    "BeforeInitialize",
     "ElicitationContentError",
+    "Handler",
     "ServerSession",
+    "SessionHost",
     "SessionRecord",
     "TypedElicitResult",
     "UrlElicitationRequired",
@@ -121,27 +132,30 @@ class ElicitationContentError(McpError):
         self.content = content
 
 
-@dataclass(slots=True)
-class SessionRecord:
-    """What a session is, as plain data: nothing here holds a task, a future or a socket.
+Handler = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
+"""A method handler: ``handler(params, context)`` to the result object."""
 
-    ``revision`` is None until ``initialize`` succeeds; ``log_level`` is None
-    until the client sets one (everything is sent). Timestamps are the
-    store's clock (monotonic seconds in process).
-    """
+BeforeInitialize = Callable[[JsonRpcRequest], ConnectionOwner | None]
+"""The hook of rule 5: given a request that came before ``initialize``, the owner that takes the
+connection over from it on, or None to let the session serve it."""
 
-    id: str = ""
-    created_at: float = 0.0
-    last_seen: float = 0.0
-    revision: str | None = None
-    client_info: dict[str, Any] | None = None
-    client_capabilities: dict[str, Any] | None = None
-    log_level: str | None = None
-    subscriptions: list[str] = field(default_factory=list)
 
-    def expired(self, now: float, idle_timeout: float, max_lifetime: float) -> bool:
-        """True once the client has been silent too long or the session is too old."""
-        return now - self.last_seen >= idle_timeout or now - self.created_at >= max_lifetime
+class SessionHost(Protocol):
+    """What a session asks of the server it belongs to (``McpServer`` is one)."""
+
+    @property
+    def name(self) -> str:
+        """The server's name (for messages)."""
+
+    @property
+    def on_roots_list_changed(self) -> Callable[[], Any] | None:
+        """Called when a client says its roots changed."""
+
+    def handlers_for(self, revision: Revision | None) -> Mapping[str, Handler]:
+        """The method table of ``revision`` (None: every method, before initialize)."""
+
+    def session_ended(self, session: ServerSession) -> None:
+        """Called once, when the session's connection closed."""
 
 
 class ServerSession:
@@ -152,11 +166,13 @@ class ServerSession:
     client (``create_message``, ``elicit``, ``list_roots``, ``ping``, ``log``).
     """
 
+    # Every slot but ``connection`` gets its first value in ``_setup``, which subclasses call too.
     __slots__ = (
+        "_before_initialize",
         "_handlers",
         "_log_rank",
-        "_modern",
         "_protocol",
+        "_taken_by",
         "allow_reinitialize",
         "connection",
         "on_record_change",
@@ -165,28 +181,52 @@ class ServerSession:
         "server",
     )
 
+    connection: Connection
+
     def __init__(
         self,
-        server: McpServer,
+        server: SessionHost,
         transport: Transport,
         record: SessionRecord | None = None,
         *,
         reinitialize: bool = False,
+        before_initialize: BeforeInitialize | None = None,
     ) -> None:
+        self._setup(
+            server,
+            record if record is not None else SessionRecord(),
+            reinitialize=reinitialize,
+            before_initialize=before_initialize,
+        )
+        self.connection = Connection(transport, self)
+
+    def _setup(
+        self,
+        server: SessionHost,
+        record: SessionRecord,
+        *,
+        reinitialize: bool = False,
+        before_initialize: BeforeInitialize | None = None,
+    ) -> None:
+        """Give every slot but ``connection`` its first value: a new session's state.
+
+        A session of another kind (``stateless.RequestSession``) starts here too and then
+        changes what differs, so a slot added here needs no edit there.
+        """
         self.server = server
-        self.record = record if record is not None else SessionRecord()
+        self.record = record
         self.allow_reinitialize = reinitialize
         self.ready = False  # notifications/initialized received
         self._log_rank = 0
         self._protocol: Revision | None = None
-        # Before initialize: the server's full table, of which only initialize and ping are served.
-        self._handlers: dict[str, Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]] | None = None
-        # Set when the connection's first request was a 2026-07-28 one: it serves that era only.
-        self._modern: ModernEndpoint | None = None
+        # The revision's method table once initialize succeeded; None before.
+        self._handlers: Mapping[str, Handler] | None = None
+        # Rule 5: the hook, and the owner it handed the connection to (if it did).
+        self._before_initialize = before_initialize
+        self._taken_by: ConnectionOwner | None = None
         # Called after the record changes past initialize (log level, subscriptions): a shared
         # store writes it back.
         self.on_record_change: Callable[[SessionRecord], Any] | None = None
-        self.connection = Connection(transport, self)
 
     # --- state ---------------------------------------------------------------------
 
@@ -252,24 +292,19 @@ class ServerSession:
                     raise McpError(INVALID_REQUEST, "The session is already initialized")
                 return handler(request.params or {}, context)
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
-        from .modern import ModernEndpoint, has_envelope, unsupported_version  # modern.py builds on this module
-
-        modern = self._modern
-        if modern is None and method != "initialize" and has_envelope(request.params):
-            # The first request decides the connection's era (stdio, in process): this one is stateless.
-            modern = self._modern = ModernEndpoint(self.server)
-        if modern is not None:
-            if method == "initialize":
-                params = request.params or {}
-                raise unsupported_version(str(params.get("protocolVersion")))
-            return modern.serve(request, context)
+        taker = self._taken_by
+        if taker is None and self._before_initialize is not None:  # rule 5
+            taker = self._taken_by = self._before_initialize(request)
+        if taker is not None:
+            return taker.handle_request(request, context)
         if method not in _BEFORE_INITIALIZE:
             raise McpError(INVALID_REQUEST, f"Received {method} before initialize: initialize the session first")
         return self.server.handlers_for(None)[method](request.params or {}, context)
 
     def handle_notification(self, notification: JsonRpcNotification) -> None:
-        if self._modern is not None:
-            return  # a stateless connection acts on no notification (cancellation is the engine's)
+        if self._taken_by is not None:  # rule 5: the owner that took the connection decides
+            self._taken_by.handle_notification(notification)
+            return
         if notification.method == "notifications/initialized":
             if self.initialized:
                 self.ready = True
@@ -373,13 +408,26 @@ class ServerSession:
         not declare ``capability``. ``key`` names the question on a 2026-07-28
         request (its ``inputRequests`` key); a session ignores it.
         """
+        self._check_may_ask(method, capability)
+        return await self._ask(method, params, timeout, key)
+
+    # What ``request`` does in two steps, each replaced by a session that asks another way
+    # (``stateless.RequestSession``: questions become the result's ``inputRequests``).
+
+    def _check_may_ask(self, method: str, capability: str | None) -> None:
+        """Raise unless ``method`` may be sent to this client now."""
         if self.connection.closed:
             raise RuntimeError(f"Cannot send {method}: the session is closed")
         if not self.ready and method != "ping":
             raise RuntimeError(f"Cannot send {method} before the client sent notifications/initialized")
         if capability is not None and capability not in (self.record.client_capabilities or {}):
             raise RuntimeError(f"Cannot send {method}: the client did not declare the {capability} capability")
-        return await self.connection.request(method, params, timeout=timeout, related_request_id=self._related())
+
+    def _ask(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None, key: str | None
+    ) -> Awaitable[dict[str, Any]]:
+        """Send the request and wait for the client's result (``key`` is not sent)."""
+        return self.connection.request(method, params, timeout=timeout, related_request_id=self._related())
 
     async def create_message(
         self,
@@ -573,125 +621,3 @@ def _typed_result(form: ElicitationForm[_T], result: ElicitResult) -> TypedElici
         except ArgumentError as error:
             raise ElicitationContentError(error.field, error.message, result.content) from None
     return TypedElicitResult(result.action, result.content, value=value)
-
-
-_ELICIT_TYPES: Final = {"string", "number", "integer", "boolean"}
-
-
-def _is_str_list(value: Any) -> bool:
-    return isinstance(value, list) and bool(value) and all(isinstance(item, str) for item in value)
-
-
-def _titled_options(options: Any) -> list[str] | None:
-    """The consts of ``[{"const": str, "title": str}, ...]``, else None."""
-    if not isinstance(options, list) or not options:
-        return None
-    consts: list[str] = []
-    for option in options:
-        if not isinstance(option, dict) or not isinstance(option.get("const"), str):
-            return None
-        if "title" in option and not isinstance(option["title"], str):
-            return None
-        consts.append(option["const"])
-    return consts
-
-
-def _check_default(name: str, prop: dict[str, Any], choices: list[str] | None) -> None:
-    if "default" not in prop:
-        return
-    default = prop["default"]
-    kind = prop["type"]
-    if kind == "array":
-        fits = isinstance(default, list) and all(
-            isinstance(v, str) and (choices is None or v in choices) for v in default
-        )
-    elif kind == "string":
-        fits = isinstance(default, str) and (choices is None or default in choices)
-    elif kind == "boolean":
-        fits = isinstance(default, bool)
-    elif kind == "integer":
-        fits = isinstance(default, int) and not isinstance(default, bool)
-    else:
-        fits = isinstance(default, int | float) and not isinstance(default, bool)
-    if not fits:
-        allowed = " (it must be one of the allowed values)" if choices is not None else ""
-        raise ValueError(f"requested_schema property {name!r}: default {default!r} does not fit type {kind}{allowed}")
-
-
-def _check_string(name: str, prop: dict[str, Any]) -> list[str] | None:
-    """The allowed values of a string property (None: free text); ValueError for a malformed enum."""
-    choices: list[str] | None = None
-    if "enum" in prop:
-        if not _is_str_list(prop["enum"]):
-            raise ValueError(f"requested_schema property {name!r}: enum must be a non-empty list of strings")
-        choices = list(prop["enum"])
-        names = prop.get("enumNames")
-        if names is not None and (not _is_str_list(names) or len(names) != len(choices)):
-            raise ValueError(f"requested_schema property {name!r}: enumNames must be strings, one per enum value")
-    elif "enumNames" in prop:
-        raise ValueError(f"requested_schema property {name!r}: enumNames needs enum")
-    if "oneOf" in prop:
-        if choices is not None:
-            raise ValueError(f"requested_schema property {name!r}: use enum or oneOf, not both")
-        choices = _titled_options(prop["oneOf"])
-        if choices is None:
-            raise ValueError(
-                f'requested_schema property {name!r}: oneOf must list {{"const": string, "title": string}} options'
-            )
-    return choices
-
-
-def _check_multi_select(name: str, prop: dict[str, Any]) -> list[str]:
-    items = prop.get("items")
-    choices: list[str] | None = None
-    if isinstance(items, dict):
-        if items.get("type") == "string" and "enum" in items and "anyOf" not in items:
-            choices = list(items["enum"]) if _is_str_list(items["enum"]) else None
-        elif "anyOf" in items and "enum" not in items:
-            choices = _titled_options(items["anyOf"])
-    if choices is None:
-        raise ValueError(
-            f"requested_schema property {name!r}: an array must be a multi-select enum, with items "
-            '{"type": "string", "enum": [...]} or {"anyOf": [{"const": ..., "title": ...}, ...]}'
-        )
-    for bound in ("minItems", "maxItems"):
-        if bound in prop and (type(prop[bound]) is not int or prop[bound] < 0):
-            raise ValueError(f"requested_schema property {name!r}: {bound} must be a non-negative integer")
-    return choices
-
-
-def check_elicitation_schema(schema: dict[str, Any], *, multi_select: bool = True) -> None:
-    """ValueError unless ``schema`` is a flat object of primitives, as form elicitation allows.
-
-    Every primitive may carry a ``default`` of its type (SEP-1034). Enums take
-    the five shapes of SEP-1330: ``enum`` (untitled), ``oneOf`` of
-    ``{const, title}`` (titled), ``enum`` + ``enumNames`` (legacy), and, with
-    ``multi_select`` (sessions at 2025-11-25), arrays whose ``items`` are
-    ``{"type": "string", "enum": [...]}`` or ``{"anyOf": [{const, title}, ...]}``.
-    """
-    if not isinstance(schema, dict) or schema.get("type") != "object":
-        raise ValueError('requested_schema must be an object schema ("type": "object")')
-    properties = schema.get("properties")
-    if not isinstance(properties, dict):
-        raise ValueError('requested_schema needs a "properties" object')
-    for name, prop in properties.items():
-        kind = prop.get("type") if isinstance(prop, dict) else None
-        if kind == "array" and isinstance(prop, dict):
-            if not multi_select:
-                raise ValueError(
-                    f"requested_schema property {name!r}: multi-select arrays need protocol revision "
-                    f"{versions.REVISION_2025_11_25}; this session negotiated an older one"
-                )
-            _check_default(name, prop, _check_multi_select(name, prop))
-            continue
-        if not isinstance(prop, dict) or kind not in _ELICIT_TYPES:
-            raise ValueError(
-                f"requested_schema property {name!r} must be a string, number, integer or boolean "
-                "(or a multi-select array of strings; nested objects are not allowed)"
-            )
-        if kind != "string" and ("enum" in prop or "oneOf" in prop):
-            raise ValueError(f"requested_schema property {name!r}: enum is only allowed on strings")
-        _check_default(name, prop, _check_string(name, prop) if kind == "string" else None)
-    required = schema.get("required", [])
-    if not isinstance(required, list) or any(r not in properties for r in required):
-        raise ValueError("requested_schema required must list declared properties")

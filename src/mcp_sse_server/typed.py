@@ -67,6 +67,7 @@ from pydantic.json_schema import GenerateJsonSchema, JsonSchemaWarningKind
 from pydantic_core import PydanticSerializationError
 
 from .context import RequestContext
+from .elicitation_schema import check_elicitation_schema
 from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, McpError, dumps
 from .schema import _path
 from .types import (
@@ -847,8 +848,6 @@ def elicitation_form(model: type[_T]) -> ElicitationForm[_T]:
 
 
 def _make_form(model: type[_T]) -> ElicitationForm[_T]:
-    from .session import check_elicitation_schema  # loaded by then: only a session asks for a form
-
     name = _qualname(model)
     try:
         adapter: TypeAdapter[_T] = TypeAdapter(model)

@@ -34,6 +34,7 @@ __all__ = [
     "CLIENT_ACCEPTED",
     "CLIENT_MODERN",
     "CLIENT_OFFERS",
+    "CLIENT_STATELESS",
     "HANDSHAKE",
     "HEADER_DEFAULT",
     "KNOWN_REVISIONS",
@@ -44,6 +45,8 @@ __all__ = [
     "REVISION_2025_11_25",
     "REVISION_2026_07_28",
     "SERVED",
+    "SESSION",
+    "STATELESS",
     "Revision",
     "client_accepts",
     "for_header",
@@ -130,9 +133,10 @@ REVISION_2025_06_18: Final = Revision("2025-06-18", _BASE_METHODS)
 REVISION_2025_11_25: Final = Revision(_NOVEMBER_2025, _BASE_METHODS)
 
 # 2026-07-28, the stateless revision: no handshake and no session; every request carries its
-# protocol version and client capabilities in params._meta (the "modern" era; the handshake
-# revisions are the "legacy" era). server/discover and subscriptions/listen are new; initialize,
-# ping, logging/setLevel and resources/(un)subscribe are gone.
+# protocol version and client capabilities in params._meta. The package calls the two eras
+# "stateless" and "session" (older names, kept as aliases: "modern" and "legacy"/"handshake").
+# server/discover and subscriptions/listen are new; initialize, ping, logging/setLevel and
+# resources/(un)subscribe are gone.
 REVISION_2026_07_28: Final = Revision(
     "2026-07-28",
     (_BASE_METHODS - {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
@@ -140,12 +144,16 @@ REVISION_2026_07_28: Final = Revision(
     handshake=False,
 )
 
-# What this package serves, oldest first. Handshake revisions are negotiated by initialize (the
-# last is preferred, and answered to an unknown request); modern ones are named per request.
+# What this package serves, oldest first. Session revisions are negotiated by initialize (the
+# last is preferred, and answered to an unknown request); stateless ones are named per request.
 SERVED: Final[tuple[Revision, ...]] = (REVISION_2025_06_18, REVISION_2025_11_25, REVISION_2026_07_28)
-HANDSHAKE: Final = tuple(revision for revision in SERVED if revision.handshake)
-MODERN: Final = tuple(revision for revision in SERVED if not revision.handshake)
-LATEST: Final = HANDSHAKE[-1]
+SESSION: Final = tuple(revision for revision in SERVED if revision.handshake)
+STATELESS: Final = tuple(revision for revision in SERVED if not revision.handshake)
+LATEST: Final = SESSION[-1]
+# The names of SESSION and STATELESS before the package settled on "session" and "stateless";
+# kept for one release.
+HANDSHAKE: Final = SESSION
+MODERN: Final = STATELESS
 
 # The latest revision this package serves (what a server built here answers by default).
 # Clients offer ``CLIENT_OFFERS``.
@@ -160,7 +168,7 @@ _RESUMABLE: Final = frozenset(revision.name for revision in SERVED if revision.r
 # it on sessions negotiated at 2025-06-18).
 _HEADER_COMPATIBLE: Final = frozenset({"2025-03-26"})
 _HEADER_ACCEPTED: Final = frozenset(
-    [revision.name.encode("ascii") for revision in HANDSHAKE] + [name.encode("ascii") for name in _HEADER_COMPATIBLE]
+    [revision.name.encode("ascii") for revision in SESSION] + [name.encode("ascii") for name in _HEADER_COMPATIBLE]
 )
 
 # A request without MCP-Protocol-Version is read as this revision (the
@@ -181,7 +189,8 @@ CLIENT_ACCEPTED: Final = tuple(name for name in KNOWN_REVISIONS if name <= CLIEN
 
 # The stateless revisions a client of this package speaks (it stamps every request with one),
 # preferred last. A client probes for them first and falls back to the handshake (CLIENT_OFFERS).
-CLIENT_MODERN: Final = (REVISION_2026_07_28.name,)
+CLIENT_STATELESS: Final = (REVISION_2026_07_28.name,)
+CLIENT_MODERN: Final = CLIENT_STATELESS  # its name before "stateless"; kept for one release
 
 
 def client_accepts(name: str) -> bool:
@@ -205,7 +214,7 @@ def is_known(name: str) -> bool:
 
 
 def negotiate(requested: str) -> Revision:
-    """The revision to answer an ``initialize`` that asked for ``requested`` (a handshake revision)."""
+    """The revision to answer an ``initialize`` that asked for ``requested`` (a session revision)."""
     revision = _BY_NAME.get(requested)
     return revision if revision is not None and revision.handshake else LATEST
 
@@ -217,4 +226,4 @@ def for_header(value: bytes) -> bool:
 
 def served_names() -> str:
     """The revisions a session may use, as a human-readable list, for error messages."""
-    return ", ".join(revision.name for revision in HANDSHAKE)
+    return ", ".join(revision.name for revision in SESSION)

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from fixtures.sessions import Connect, RecordingTransport, text_of
 from mcp_sse_server import (
     CallToolResult,
     CreateMessageRequest,
@@ -16,6 +17,7 @@ from mcp_sse_server import (
     ModelPreferences,
     RequestContext,
     SamplingMessage,
+    ServerSession,
     Tool,
 )
 from mcp_sse_server.jsonrpc import (
@@ -25,8 +27,6 @@ from mcp_sse_server.jsonrpc import (
     JsonRpcResponse,
     McpError,
 )
-
-from .conftest import Connect, RecordingTransport, text_of
 
 ALL_CAPABILITIES = {"sampling": {}, "roots": {"listChanged": True}, "elicitation": {}}
 FLAT_SCHEMA: dict[str, Any] = {
@@ -56,7 +56,7 @@ def _sampling_request() -> CreateMessageRequest:
 
 async def test_create_message(server: McpServer, connect: Connect) -> None:
     client = await connect(server, capabilities=ALL_CAPABILITIES)
-    task = asyncio.create_task(server.create_message(_sampling_request()))
+    task = asyncio.create_task(server.sessions[0].create_message(_sampling_request()))
     request = await client.server_request("sampling/createMessage")
     assert request.params == {
         "messages": [
@@ -88,7 +88,9 @@ async def test_create_message(server: McpServer, connect: Connect) -> None:
 
 async def test_a_minimal_sampling_request(server: McpServer, connect: Connect) -> None:
     client = await connect(server, capabilities=ALL_CAPABILITIES)
-    task = asyncio.create_task(server.create_message(CreateMessageRequest([SamplingMessage.user("hi")], 10)))
+    task = asyncio.create_task(
+        server.sessions[0].create_message(CreateMessageRequest([SamplingMessage.user("hi")], 10))
+    )
     request = await client.server_request("sampling/createMessage")
     assert request.params == {
         "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
@@ -106,7 +108,7 @@ async def test_a_minimal_sampling_request(server: McpServer, connect: Connect) -
 
 async def test_list_roots(server: McpServer, connect: Connect) -> None:
     client = await connect(server, capabilities=ALL_CAPABILITIES)
-    task = asyncio.create_task(server.list_roots())
+    task = asyncio.create_task(server.sessions[0].list_roots())
     request = await client.server_request("roots/list")
     assert request.params is None
     await client.send(
@@ -118,7 +120,7 @@ async def test_list_roots(server: McpServer, connect: Connect) -> None:
 
 async def test_elicit(server: McpServer, connect: Connect) -> None:
     client = await connect(server, capabilities=ALL_CAPABILITIES)
-    task = asyncio.create_task(server.elicit("Which environment?", FLAT_SCHEMA))
+    task = asyncio.create_task(server.sessions[0].elicit("Which environment?", FLAT_SCHEMA))
     request = await client.server_request("elicitation/create")
     # the raw client negotiates the latest revision, 2025-11-25: form mode is named
     assert request.params == {"mode": "form", "message": "Which environment?", "requestedSchema": FLAT_SCHEMA}
@@ -131,7 +133,7 @@ async def test_elicit(server: McpServer, connect: Connect) -> None:
 @pytest.mark.parametrize("action", ["decline", "cancel"])
 async def test_elicit_declined(server: McpServer, connect: Connect, action: str) -> None:
     client = await connect(server, capabilities=ALL_CAPABILITIES)
-    task = asyncio.create_task(server.elicit("Which environment?", FLAT_SCHEMA))
+    task = asyncio.create_task(server.sessions[0].elicit("Which environment?", FLAT_SCHEMA))
     request = await client.server_request("elicitation/create")
     await client.send(JsonRpcResponse(request.id, {"action": action}))
     answer = await task
@@ -141,7 +143,7 @@ async def test_elicit_declined(server: McpServer, connect: Connect, action: str)
 
 async def test_ping(server: McpServer, connect: Connect) -> None:
     client = await connect(server)
-    task = asyncio.create_task(server.ping())
+    task = asyncio.create_task(server.sessions[0].ping())
     request = await client.server_request("ping")
     await client.send(JsonRpcResponse(request.id, {}))
     assert await task is None
@@ -149,7 +151,7 @@ async def test_ping(server: McpServer, connect: Connect) -> None:
 
 async def test_an_error_reply_raises_mcp_error(server: McpServer, connect: Connect) -> None:
     client = await connect(server, capabilities=ALL_CAPABILITIES)
-    task = asyncio.create_task(server.list_roots())
+    task = asyncio.create_task(server.sessions[0].list_roots())
     request = await client.server_request("roots/list")
     await client.send(JsonRpcError(request.id, -1, "User rejected"))
     with pytest.raises(McpError) as caught:
@@ -172,10 +174,11 @@ async def test_a_malformed_reply_raises_value_error(
     server: McpServer, connect: Connect, call: str, method: str, result: dict[str, Any]
 ) -> None:
     client = await connect(server, capabilities=ALL_CAPABILITIES)
+    session = server.sessions[0]
     calls = {
-        "sample": lambda: server.create_message(CreateMessageRequest([SamplingMessage.user("x")], 5)),
-        "roots": server.list_roots,
-        "elicit": lambda: server.elicit("x", FLAT_SCHEMA),
+        "sample": lambda: session.create_message(CreateMessageRequest([SamplingMessage.user("x")], 5)),
+        "roots": session.list_roots,
+        "elicit": lambda: session.elicit("x", FLAT_SCHEMA),
     }
     task = asyncio.create_task(calls[call]())
     request = await client.server_request(method)
@@ -201,7 +204,7 @@ async def test_a_missing_client_capability_raises_before_sending(
     others = {k: v for k, v in ALL_CAPABILITIES.items() if k != capability}
     client = await connect(server, capabilities=others)
     with pytest.raises(RuntimeError, match=capability):
-        await call(server)
+        await call(server.sessions[0])
     await client.sync()
     assert client.received == []
 
@@ -217,10 +220,10 @@ async def test_a_missing_client_capability_raises_before_sending(
 async def test_no_requests_before_notifications_initialized(server: McpServer, connect: Connect, call: Any) -> None:
     client = await connect(server, initialize=False)
     with pytest.raises(RuntimeError, match="initialized"):
-        await call(server)
+        await call(server.sessions[0])
     await client.initialize(capabilities=ALL_CAPABILITIES, initialized=False)
     with pytest.raises(RuntimeError, match="initialized"):
-        await call(server)
+        await call(server.sessions[0])
     await client.sync()
     assert client.received == []
 
@@ -228,7 +231,7 @@ async def test_no_requests_before_notifications_initialized(server: McpServer, c
 async def test_ping_is_allowed_before_initialized(server: McpServer, connect: Connect) -> None:
     # The specification lets a server ping (and log) before notifications/initialized.
     client = await connect(server, initialize=False)
-    task = asyncio.create_task(server.ping())
+    task = asyncio.create_task(server.sessions[0].ping())
     request = await client.server_request("ping")
     await client.send(JsonRpcResponse(request.id, {}))
     await task
@@ -236,17 +239,44 @@ async def test_ping_is_allowed_before_initialized(server: McpServer, connect: Co
 
 async def test_requests_need_a_connection() -> None:
     server = McpServer("s", "1")
-    with pytest.raises(RuntimeError, match="not connected"):
+    with pytest.raises(RuntimeError, match="not connected"), pytest.warns(DeprecationWarning):
         await server.ping()
-    with pytest.raises(RuntimeError, match="not connected"):
+    with pytest.raises(RuntimeError, match="not connected"), pytest.warns(DeprecationWarning):
         await server.list_roots()
 
 
 async def test_requests_after_close_raise(server: McpServer, connect: Connect) -> None:
     await connect(server, capabilities=ALL_CAPABILITIES)
     await server.close()
-    with pytest.raises(RuntimeError, match="not connected"):
+    with pytest.raises(RuntimeError, match="not connected"), pytest.warns(DeprecationWarning):
         await server.list_roots()
+
+
+async def test_the_servers_session_calls_are_deprecated_and_still_reach_the_session(
+    server: McpServer, connect: Connect
+) -> None:
+    client = await connect(server, capabilities={**ALL_CAPABILITIES, "elicitation": {"form": {}, "url": {}}})
+    calls = {
+        "create_message": ("sampling/createMessage", lambda: server.create_message(_sampling_request())),
+        "list_roots": ("roots/list", lambda: server.list_roots()),
+        "elicit": ("elicitation/create", lambda: server.elicit("Which environment?", FLAT_SCHEMA)),
+        "elicit_url": ("elicitation/create", lambda: server.elicit_url("Open", "https://example.com/x", "e-1")),
+        "ping": ("ping", lambda: server.ping()),
+    }
+    answers = {
+        "sampling/createMessage": {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"},
+        "roots/list": {"roots": []},
+        "elicitation/create": {"action": "decline"},
+        "ping": {},
+    }
+    for name, (method, call) in calls.items():
+        with pytest.warns(DeprecationWarning, match=rf"McpServer\.{name}\(\) is deprecated: call context\.session"):
+            task = asyncio.create_task(call())
+        request = await client.server_request(method)
+        await client.send(JsonRpcResponse(request.id, answers[method]))
+        await task
+    assert McpServer.elicit.__qualname__ == "McpServer.elicit"
+    assert inspect.signature(McpServer.elicit) == inspect.signature(ServerSession.elicit)
 
 
 # --- elicitation schema ----------------------------------------------------------------
@@ -274,7 +304,7 @@ async def test_elicit_refuses_schemas_that_are_not_flat_objects_of_primitives(
 ) -> None:
     client = await connect(server, capabilities=ALL_CAPABILITIES)
     with pytest.raises(ValueError):
-        await server.elicit("x", schema)
+        await server.sessions[0].elicit("x", schema)
     await client.sync()
     assert client.received == []
 
@@ -283,7 +313,7 @@ async def test_a_nested_object_names_the_property(server: McpServer, connect: Co
     await connect(server, capabilities=ALL_CAPABILITIES)
     schema = {"type": "object", "properties": {"address": {"type": "object"}}}
     with pytest.raises(ValueError, match="address"):
-        await server.elicit("x", schema)
+        await server.sessions[0].elicit("x", schema)
 
 
 # --- timeouts and closing ------------------------------------------------------------------
@@ -312,7 +342,7 @@ async def test_a_timeout_fails_the_call_and_cancels_it_at_the_client(
 ) -> None:
     client = await connect(server, capabilities=ALL_CAPABILITIES)
     with pytest.raises(TimeoutError):
-        await call(server)
+        await call(server.sessions[0])
     request = await client.server_request(method)
     cancelled = await client.notification("notifications/cancelled")
     assert cancelled.params is not None
@@ -325,7 +355,7 @@ async def test_a_timeout_fails_the_call_and_cancels_it_at_the_client(
 
 async def test_timeout_none_waits(server: McpServer, connect: Connect) -> None:
     client = await connect(server, capabilities=ALL_CAPABILITIES)
-    task = asyncio.create_task(server.list_roots(timeout=None))
+    task = asyncio.create_task(server.sessions[0].list_roots(timeout=None))
     request = await client.server_request("roots/list")
     for _ in range(3):
         await client.sync()
@@ -337,7 +367,7 @@ async def test_timeout_none_waits(server: McpServer, connect: Connect) -> None:
 
 async def test_closing_the_transport_fails_a_pending_call(server: McpServer, connect: Connect) -> None:
     client = await connect(server, capabilities=ALL_CAPABILITIES)
-    task = asyncio.create_task(server.list_roots(timeout=None))
+    task = asyncio.create_task(server.sessions[0].list_roots(timeout=None))
     await client.server_request("roots/list")
     await client.side.close()
     with pytest.raises(McpError) as caught:
@@ -347,7 +377,7 @@ async def test_closing_the_transport_fails_a_pending_call(server: McpServer, con
 
 async def test_closing_the_server_fails_a_pending_call(server: McpServer, connect: Connect) -> None:
     client = await connect(server, capabilities=ALL_CAPABILITIES)
-    task = asyncio.create_task(server.elicit("x", FLAT_SCHEMA, timeout=None))
+    task = asyncio.create_task(server.sessions[0].elicit("x", FLAT_SCHEMA, timeout=None))
     await client.server_request("elicitation/create")
     await server.close()
     with pytest.raises(McpError) as caught:
@@ -360,7 +390,7 @@ async def test_a_cancelled_caller_cancels_the_request_at_the_client(
     server: McpServer, connect: Connect, timeout: float | None
 ) -> None:
     client = await connect(server, capabilities=ALL_CAPABILITIES)
-    task = asyncio.create_task(server.list_roots(timeout=timeout))
+    task = asyncio.create_task(server.sessions[0].list_roots(timeout=timeout))
     request = await client.server_request("roots/list")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -374,7 +404,7 @@ async def test_a_cancelled_caller_cancels_the_request_at_the_client(
 
 async def test_a_tool_can_sample_and_the_request_belongs_to_the_call(server: McpServer, connect: Connect) -> None:
     async def summarize(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-        reply = await context.server.create_message(CreateMessageRequest([SamplingMessage.user("sum")], 50))
+        reply = await context.session.create_message(CreateMessageRequest([SamplingMessage.user("sum")], 50))
         return CallToolResult.text(f"model said: {reply.text}")
 
     server.add_tool(Tool("summarize", {"type": "object"}, summarize))
@@ -395,7 +425,7 @@ async def test_a_tool_can_sample_and_the_request_belongs_to_the_call(server: Mcp
 
 async def test_requests_outside_a_handler_are_unrelated(server: McpServer, connect: Connect) -> None:
     client = await connect(server, transport=RecordingTransport)
-    task = asyncio.create_task(server.ping())
+    task = asyncio.create_task(server.sessions[0].ping())
     request = await client.server_request("ping")
     await client.send(JsonRpcResponse(request.id, {}))
     await task
@@ -407,7 +437,7 @@ async def test_requests_outside_a_handler_are_unrelated(server: McpServer, conne
 
 async def test_cancelling_a_tool_call_cancels_its_nested_client_request(server: McpServer, connect: Connect) -> None:
     async def ask(arguments: dict[str, Any], context: RequestContext) -> str:
-        roots = await context.server.list_roots()
+        roots = await context.session.list_roots()
         return str(roots)
 
     server.add_tool(Tool("ask", {"type": "object"}, ask))

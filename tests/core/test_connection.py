@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from fixtures.sessions import Connect, text_of
 from mcp_sse_server import CallToolResult, McpServer, MemoryTransport, RequestContext, Tool
 from mcp_sse_server.jsonrpc import (
     CONNECTION_CLOSED,
@@ -21,8 +22,6 @@ from mcp_sse_server.jsonrpc import (
     McpError,
 )
 from mcp_sse_server.protocol import Connection
-
-from .conftest import Connect, text_of
 
 # --- duplicate ids ----------------------------------------------------------------------
 
@@ -159,9 +158,9 @@ async def test_the_server_calls_back_into_a_bare_client(
 ) -> None:
     connection, owner = engine
     await _handshake(connection, {"roots": {}})
-    roots = await server.list_roots()
+    roots = await server.sessions[0].list_roots()
     assert [r.uri for r in roots] == ["file:///work"]
-    await server.ping()
+    await server.sessions[0].ping()
     server.add_tool(Tool("t", {"type": "object"}, lambda args, ctx: ""))
     await connection.request("ping")
     assert [n.method for n in owner.notifications] == ["notifications/tools/list_changed"]

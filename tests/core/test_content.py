@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from fixtures.sessions import Connect
 from mcp_sse_server import (
     Annotations,
     AudioContent,
@@ -21,8 +22,6 @@ from mcp_sse_server import (
     Tool,
 )
 from mcp_sse_server.types import ContentBlock
-
-from .conftest import Connect
 
 PNG = b"\x89PNG\r\n\x1a\nfake"
 PNG_B64 = base64.b64encode(PNG).decode()

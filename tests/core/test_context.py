@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from fixtures.sessions import Connect, RawClient, RecordingTransport, text_of
 from mcp_sse_server import CallToolResult, McpServer, RequestContext, Tool
 from mcp_sse_server.jsonrpc import (
     INVALID_PARAMS,
@@ -16,8 +17,6 @@ from mcp_sse_server.jsonrpc import (
     JsonRpcResponse,
     McpError,
 )
-
-from .conftest import Connect, RawClient, RecordingTransport, text_of
 
 
 def _call(name: str, token: str | int | None = None, **arguments: Any) -> dict[str, Any]:
@@ -402,8 +401,8 @@ async def test_a_server_that_served_several_sessions_logs_outside_a_request_only
     await alice.result("tools/call", _call("report", who="alice"))
     with pytest.raises(RuntimeError, match="has served 2 sessions: outside a request, name the session"):
         await server.log("info", "a background job")
-    with pytest.raises(RuntimeError, match="has served 2 sessions"):
-        await server.ping()
+    with pytest.raises(RuntimeError, match="has served 2 sessions"), pytest.warns(DeprecationWarning):
+        await server.ping()  # deprecated, and under the same rule
     await server.broadcast_log("info", "to everyone, on purpose")
     await alice.sync()
     await bob.sync()

@@ -9,10 +9,9 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, Field
 
+from fixtures.sessions import Connect, text_of
 from mcp_sse_server import McpServer, RequestContext
 from mcp_sse_server.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
-
-from .conftest import Connect, text_of
 
 
 class Role(enum.Enum):

@@ -13,10 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
+from fixtures.sessions import Connect, RawClient, text_of
 from mcp_sse_server import McpServer
 from mcp_sse_server.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
-
-from .conftest import Connect, RawClient, text_of
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "example.py"
 

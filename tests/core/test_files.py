@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.sessions import Connect
 from mcp_sse_server import McpServer, ResourceTemplate, file_template, resolve_under
 from mcp_sse_server.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
-
-from .conftest import Connect
 
 SECRET = "top secret, outside the root"
 

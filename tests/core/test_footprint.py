@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
+from fixtures.sessions import Connect
 from mcp_sse_server import McpServer, ServerSession, SessionRecord, Tool
 from mcp_sse_server.context import RequestContext
 from mcp_sse_server.schema import SchemaValidator
-
-from .conftest import Connect
 
 
 async def test_overridden_handlers_serve_every_session(connect: Connect) -> None:

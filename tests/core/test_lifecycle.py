@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from fixtures.sessions import Connect
 from mcp_sse_server import (
     CallToolResult,
     CompleteResult,
@@ -22,8 +23,6 @@ from mcp_sse_server.jsonrpc import (
     JsonRpcError,
     JsonRpcResponse,
 )
-
-from .conftest import Connect
 
 INIT = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}
 

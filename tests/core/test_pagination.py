@@ -8,10 +8,9 @@ from typing import Any
 import orjson
 import pytest
 
+from fixtures.sessions import Connect, RawClient
 from mcp_sse_server import McpServer, Prompt, Resource, ResourceInfo, ResourceTemplate, Tool
 from mcp_sse_server.jsonrpc import INVALID_PARAMS
-
-from .conftest import Connect, RawClient
 
 
 def _populate(server: McpServer, count: int) -> None:

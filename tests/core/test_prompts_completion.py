@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from fixtures.sessions import Connect
 from mcp_sse_server import (
     CompleteRequest,
     CompleteResult,
@@ -19,8 +20,6 @@ from mcp_sse_server import (
     TextContent,
 )
 from mcp_sse_server.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
-
-from .conftest import Connect
 
 PATHS = ["src/app.py", "src/api.py", "tests/test_app.py", "README.md"]
 

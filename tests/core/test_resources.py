@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from fixtures.sessions import Connect
 from mcp_sse_server import (
     BlobResourceContents,
     McpServer,
@@ -19,8 +20,6 @@ from mcp_sse_server import (
     TextResourceContents,
 )
 from mcp_sse_server.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
-
-from .conftest import Connect
 
 
 def _reader(label: str) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from fixtures.sessions import Connect, RawClient, text_of
 from mcp_sse_server import (
     CallToolResult,
     CreateMessageRequest,
@@ -30,8 +31,6 @@ from mcp_sse_server import (
 from mcp_sse_server.jsonrpc import JsonRpcError, JsonRpcResponse
 from mcp_sse_server.session import URL_ELICITATION_REQUIRED, UrlElicitationRequired, check_elicitation_schema
 from mcp_sse_server.types import Icon, ToolResultContent, ToolUseContent
-
-from .conftest import Connect, RawClient, text_of
 
 NEW = "2025-11-25"
 OLD = "2025-06-18"
@@ -299,7 +298,7 @@ async def test_form_elicitation_names_its_mode_at_2025_11_25_and_returns_multi_s
     server: McpServer, connect: Connect
 ) -> None:
     client, _ = await session(server, connect, NEW, {"elicitation": {}})
-    task = asyncio.create_task(server.elicit("Pick", ENUMS))
+    task = asyncio.create_task(server.sessions[0].elicit("Pick", ENUMS))
     request = await client.server_request("elicitation/create")
     assert request.params == {"mode": "form", "message": "Pick", "requestedSchema": ENUMS}
     content = {"untitled": "b", "multi": ["Red", "Green"], "titledMulti": ["#f00"]}
@@ -311,8 +310,8 @@ async def test_form_elicitation_names_its_mode_at_2025_11_25_and_returns_multi_s
 async def test_a_2025_06_18_session_gets_no_mode_and_no_multi_select(server: McpServer, connect: Connect) -> None:
     client, _ = await session(server, connect, OLD, {"elicitation": {}})
     with pytest.raises(ValueError, match=r"multi-select arrays need protocol revision 2025-11-25"):
-        await server.elicit("Pick", ENUMS)
-    task = asyncio.create_task(server.elicit("Fill", DEFAULTS))
+        await server.sessions[0].elicit("Pick", ENUMS)
+    task = asyncio.create_task(server.sessions[0].elicit("Fill", DEFAULTS))
     request = await client.server_request("elicitation/create")
     assert request.params == {"message": "Fill", "requestedSchema": DEFAULTS}
     await client.send(JsonRpcResponse(request.id, {"action": "cancel"}))
@@ -322,7 +321,7 @@ async def test_a_2025_06_18_session_gets_no_mode_and_no_multi_select(server: Mcp
 async def test_form_mode_is_not_sent_to_a_client_that_declared_only_url(server: McpServer, connect: Connect) -> None:
     client, _ = await session(server, connect, NEW, {"elicitation": {"url": {}}})
     with pytest.raises(RuntimeError, match=r"form mode.*elicitation\.form is missing"):
-        await server.elicit("x", DEFAULTS)
+        await server.sessions[0].elicit("x", DEFAULTS)
     await client.sync()
     assert client.received == []
 
@@ -367,7 +366,7 @@ async def test_elicit_url_sends_an_id_and_completes_with_a_notification(server: 
     answer = await task
     assert (answer.action, answer.content, answer.elicitation_id) == ("accept", None, generated)
 
-    task = asyncio.create_task(server.elicit_url("Again", "https://example.com/again", "mine-1"))
+    task = asyncio.create_task(session_.elicit_url("Again", "https://example.com/again", "mine-1"))
     request = await client.server_request("elicitation/create")
     assert request.params is not None and request.params["elicitationId"] == "mine-1"
     await client.send(JsonRpcResponse(request.id, {"action": "decline"}))
@@ -421,7 +420,7 @@ def _tool_request() -> CreateMessageRequest:
 
 async def test_sampling_with_tools_sends_them_and_reads_tool_use_content(server: McpServer, connect: Connect) -> None:
     client, _ = await session(server, connect, NEW, {"sampling": {"tools": {}}})
-    task = asyncio.create_task(server.create_message(_tool_request()))
+    task = asyncio.create_task(server.sessions[0].create_message(_tool_request()))
     request = await client.server_request("sampling/createMessage")
     assert request.params == {
         "messages": [{"role": "user", "content": {"type": "text", "text": "Weather in Paris?"}}],
@@ -445,7 +444,7 @@ async def test_sampling_with_tools_sends_them_and_reads_tool_use_content(server:
         ],
         100,
     )
-    task = asyncio.create_task(server.create_message(follow_up))
+    task = asyncio.create_task(server.sessions[0].create_message(follow_up))
     request = await client.server_request("sampling/createMessage")
     assert request.params is not None
     assert request.params["messages"][2] == {
@@ -470,17 +469,17 @@ async def test_tools_are_never_sent_without_the_sampling_tools_capability(
 ) -> None:
     client, _ = await session(server, connect, revision, capabilities)
     with pytest.raises(RuntimeError, match=words):
-        await server.create_message(_tool_request())
+        await server.sessions[0].create_message(_tool_request())
     tool_result_only = CreateMessageRequest([SamplingMessage("user", [ToolResultContent("c", [])])], 10)
     with pytest.raises(RuntimeError, match=words):
-        await server.create_message(tool_result_only)
+        await server.sessions[0].create_message(tool_result_only)
     await client.sync()
     assert client.received == []
 
 
 async def test_a_malformed_tool_use_in_a_sampling_result_is_a_value_error(server: McpServer, connect: Connect) -> None:
     client, _ = await session(server, connect, NEW, {"sampling": {"tools": {}}})
-    task = asyncio.create_task(server.create_message(_tool_request()))
+    task = asyncio.create_task(server.sessions[0].create_message(_tool_request()))
     request = await client.server_request("sampling/createMessage")
     broken = {"role": "assistant", "content": [{"type": "tool_use", "name": "x"}], "model": "m"}
     await client.send(JsonRpcResponse(request.id, broken))

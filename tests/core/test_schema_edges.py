@@ -7,11 +7,10 @@ from typing import Any
 
 import pytest
 
+from fixtures.sessions import Connect, text_of
 from mcp_sse_server import McpServer, Tool
 from mcp_sse_server.schema import SchemaValidator
 from mcp_sse_server.servers.artifact_instructions import artifact_tools
-
-from .conftest import Connect, text_of
 
 
 def nested(depth: int, *, array: bool = False) -> Any:

@@ -8,12 +8,11 @@ from typing import Any
 
 import pytest
 
+from fixtures.sessions import Connect, RawClient
 from mcp_sse_server import CallToolResult, McpServer, Resource, Tool
 from mcp_sse_server.context import RequestContext
 from mcp_sse_server.modern import CachePolicy
 from mcp_sse_server.request_state import RequestStateSealer
-
-from .conftest import Connect, RawClient
 
 MODERN = "2026-07-28"
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}

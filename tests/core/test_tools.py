@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 
+from fixtures.sessions import Connect, text_of
 from mcp_sse_server import CallToolResult, McpServer, RequestContext, TextContent, Tool, ToolAnnotations
 from mcp_sse_server.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError, JsonRpcResponse, McpError
-
-from .conftest import Connect, text_of
 
 ADD_SCHEMA: dict[str, Any] = {
     "type": "object",

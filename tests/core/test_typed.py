@@ -15,6 +15,7 @@ import pytest
 from pydantic import Field
 from typing_extensions import TypedDict
 
+from fixtures.sessions import Connect
 from mcp_sse_server import McpServer, RequestContext, Tool
 from mcp_sse_server.schema import SchemaValidator
 from mcp_sse_server.typed import (
@@ -36,8 +37,6 @@ from mcp_sse_server.types import (
     TextContent,
     TextResourceContents,
 )
-
-from .conftest import Connect
 
 CONTEXT: Any = object()  # the context is only passed through: any object stands in for it
 

@@ -17,14 +17,13 @@ from typing import Any, Literal
 import pytest
 from pydantic import BaseModel, Field
 
+from fixtures.sessions import Connect, RawClient
 from mcp_sse_server import McpServer, Tool
 from mcp_sse_server.context import RequestContext
 from mcp_sse_server.jsonrpc import INVALID_PARAMS, JsonRpcError, JsonRpcResponse
 from mcp_sse_server.session import ElicitationContentError, ServerSession, TypedElicitResult
 from mcp_sse_server.typed import elicitation_form
 from mcp_sse_server.types import ElicitResult
-
-from .conftest import Connect, RawClient
 
 NEW = "2025-11-25"
 OLD = "2025-06-18"

@@ -179,7 +179,7 @@ def _add_tour_tools(server: McpServer) -> None:
     @server.tool(title="Ask the client's model", annotations=ToolAnnotations(read_only_hint=True, open_world_hint=True))
     async def ask_model(question: str, context: RequestContext) -> CallToolResult:
         """Ask the client's own model a question through sampling; fails if the client has none."""
-        asked: McpServer = context.server
+        asked = context.session  # this request's client
         if "sampling" not in (asked.client_capabilities or {}):
             return CallToolResult.error("This client does not offer sampling, so the server cannot ask its model.")
         timeout = SAMPLING_TIMEOUT

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..jsonrpc import RequestId
-from ..session import SessionRecord
+from ..records import SessionRecord
 
 __all__ = [
     "STANDALONE_STREAM",

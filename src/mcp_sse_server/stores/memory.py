@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
 from ..jsonrpc import RequestId
-from ..session import SessionRecord
+from ..records import SessionRecord
 from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StoredEvent, stream_of
 
 __all__ = ["MemoryEventBus", "MemoryEventLog", "MemorySessionStore"]

@@ -4,26 +4,62 @@
 >>> await stores.start()  # doctest: +SKIP
 >>> server.use_shared(event_bus=stores.bus, request_state=RequestStateSealer(keys))  # doctest: +SKIP
 >>> http = await McpHttpServer.bind(server, limits=limits, **stores.bind_options())  # doctest: +SKIP
->>> ...
+>>> ...  # doctest: +SKIP
 >>> await http.close(); await stores.close()  # doctest: +SKIP
 
 Build it in each worker process (after a fork, never before: a Redis client
 is not shared across processes).
+
+The sizes are plain numbers, or read from any object that has them (an
+``HttpLimits``): the stores sit below the HTTP transport and import none of it.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final, Protocol
 
 from redis.asyncio import Redis
 
-from ..transport.http.limits import DEFAULT_LIMITS, HttpLimits
 from .redis import DEFAULT_PREFIX, RedisEventBus, RedisEventLog, RedisSessionStore
 from .redis_routing import WorkerRouter
 
-__all__ = ["RedisStores"]
+__all__ = ["DEFAULT_SIZES", "RedisStores", "StoreSizes"]
+
+
+class StoreSizes(Protocol):
+    """What ``RedisStores.from_url`` reads of ``limits`` (``transport.http.HttpLimits`` has them all)."""
+
+    @property
+    def session_idle_timeout(self) -> float:
+        """Seconds of client silence that end a session."""
+
+    @property
+    def session_max_lifetime(self) -> float:
+        """Seconds after which every session ends."""
+
+    @property
+    def backlog_limit(self) -> int:
+        """Server messages kept for a session until its stream opens."""
+
+    @property
+    def replay_buffer_size(self) -> int:
+        """Stream events kept for a reconnect with Last-Event-ID."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Sizes:
+    session_idle_timeout: float
+    session_max_lifetime: float
+    backlog_limit: int
+    replay_buffer_size: int
+
+
+DEFAULT_SIZES: Final[StoreSizes] = _Sizes(
+    session_idle_timeout=30 * 60.0, session_max_lifetime=12 * 3600.0, backlog_limit=256, replay_buffer_size=256
+)
+"""The sizes of ``HttpLimits()`` (``tests/core/test_layers.py`` checks that they agree)."""
 
 
 @dataclass(slots=True)
@@ -41,30 +77,33 @@ class RedisStores:
         cls,
         url: str,
         *,
-        limits: HttpLimits = DEFAULT_LIMITS,
+        limits: StoreSizes = DEFAULT_SIZES,
+        idle_timeout: float | None = None,
+        max_lifetime: float | None = None,
+        backlog_limit: int | None = None,
+        replay_buffer_size: int | None = None,
         prefix: str = DEFAULT_PREFIX,
         worker_ttl: float = 10.0,
         worker_id: str | None = None,
     ) -> RedisStores:
         """The stores of one worker on the Redis at ``url`` (``redis://``, ``rediss://``,
-        ``unix://``), sized by the app's ``limits``. ``worker_ttl``: seconds after its last
-        heartbeat before a worker counts as dead and another one fails its requests."""
+        ``unix://``), sized by the app's ``limits`` (an ``HttpLimits``; ``HttpLimits()``'s sizes
+        when not given); a number given by name (``idle_timeout``, ``max_lifetime``,
+        ``backlog_limit``, ``replay_buffer_size``) wins over ``limits``. ``worker_ttl``: seconds
+        after its last heartbeat before a worker counts as dead and another one fails its requests."""
+        if idle_timeout is None:
+            idle_timeout = limits.session_idle_timeout
+        if max_lifetime is None:
+            max_lifetime = limits.session_max_lifetime
+        if backlog_limit is None:
+            backlog_limit = limits.backlog_limit
+        if replay_buffer_size is None:
+            replay_buffer_size = limits.replay_buffer_size
         redis = Redis.from_url(url)
         return cls(
             redis=redis,
-            sessions=RedisSessionStore(
-                redis,
-                idle_timeout=limits.session_idle_timeout,
-                max_lifetime=limits.session_max_lifetime,
-                prefix=prefix,
-            ),
-            events=RedisEventLog(
-                redis,
-                limits.backlog_limit,
-                limits.replay_buffer_size,
-                ttl=limits.session_max_lifetime + 60.0,
-                prefix=prefix,
-            ),
+            sessions=RedisSessionStore(redis, idle_timeout=idle_timeout, max_lifetime=max_lifetime, prefix=prefix),
+            events=RedisEventLog(redis, backlog_limit, replay_buffer_size, ttl=max_lifetime + 60.0, prefix=prefix),
             bus=RedisEventBus(redis, channel=f"{prefix}:events"),
             router=WorkerRouter(redis, worker_id, heartbeat_ttl=worker_ttl, prefix=prefix),
         )

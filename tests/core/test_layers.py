@@ -1,0 +1,149 @@
+"""The package's import layering (design review 2026-12-02, section 1): no cycle, nothing upward.
+
+``scripts/import_scan.py`` reads every module's imports with ``ast``, counting the ones under
+``if TYPE_CHECKING:`` and inside functions too, since they hide a dependency rather than remove
+it. The subprocess checks confirm that what the scan says holds when Python imports.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# The modules below the transports; the layers they sit in are the scan's LAYERS.
+CORE_TOP = 7
+
+# Function-local imports allowed between core modules: each defers a heavy third-party import
+# until it is needed (typed.py imports pydantic, request_state.py cryptography).
+DEFERRED = {"mcp_sse_server.typed", "mcp_sse_server.request_state"}
+
+
+def _load_scan() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("import_scan", ROOT / "scripts" / "import_scan.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("import_scan", module)  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+scan = _load_scan()
+
+
+@pytest.fixture(scope="module")
+def edges() -> list[Any]:
+    return scan.scan()
+
+
+def test_no_cycle_counting_runtime_type_checking_and_local_imports(edges: list[Any]) -> None:
+    assert scan.cycles(edges) == []
+
+
+def test_no_core_module_imports_from_a_layer_above_its_own(edges: list[Any]) -> None:
+    upward = [str(edge) for edge in scan.upward(edges) if scan.layer_of(edge.source) <= CORE_TOP]
+    assert upward == []
+
+
+def test_core_modules_import_each_other_at_module_level(edges: list[Any]) -> None:
+    local = [
+        str(edge)
+        for edge in edges
+        if edge.kind == "local"
+        and scan.layer_of(edge.source) <= CORE_TOP
+        and scan.layer_of(edge.target) <= CORE_TOP
+        and edge.target not in DEFERRED
+    ]
+    assert local == []
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [name for name in scan.modules() if scan.layer_of(name) is None] == []
+
+
+def test_the_scan_finds_a_cycle_through_a_type_checking_import(tmp_path: Path) -> None:
+    package = tmp_path / "mcp_sse_server"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "a.py").write_text("from .b import B\n")
+    (package / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .a import A\nelse:\n    import os\n"
+    )
+    (package / "c.py").write_text("def f():\n    from . import a\n")
+    found = scan.scan(package)
+    assert {(edge.source, edge.target, edge.kind) for edge in found} == {
+        ("mcp_sse_server.a", "mcp_sse_server.b", "runtime"),
+        ("mcp_sse_server.b", "mcp_sse_server.a", "type_checking"),
+        ("mcp_sse_server.c", "mcp_sse_server.a", "local"),
+    }
+    assert scan.cycles(found, ("runtime",)) == []
+    assert scan.cycles(found) == [["mcp_sse_server.a", "mcp_sse_server.b"]]
+    assert scan.main(["--root", str(package)]) == 1
+
+
+@pytest.mark.parametrize(
+    ("imported", "unloaded"),
+    [
+        ("mcp_sse_server.session", ["mcp_sse_server.server", "mcp_sse_server.stateless"]),
+        ("mcp_sse_server.context", ["mcp_sse_server.protocol", "mcp_sse_server.session"]),
+        ("mcp_sse_server.stores.memory", ["mcp_sse_server.session", "mcp_sse_server.protocol"]),
+    ],
+)
+def test_importing_a_module_loads_nothing_above_it(imported: str, unloaded: list[str]) -> None:
+    code = f"import sys, {imported}; print(sorted(m for m in {unloaded!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_redis_stores_default_to_the_http_limits_sizes() -> None:
+    pytest.importorskip("redis")
+    from mcp_sse_server.stores.redis_setup import DEFAULT_SIZES
+    from mcp_sse_server.transport.http.limits import DEFAULT_LIMITS
+
+    names = ("session_idle_timeout", "session_max_lifetime", "backlog_limit", "replay_buffer_size")
+    assert [getattr(DEFAULT_SIZES, name) for name in names] == [getattr(DEFAULT_LIMITS, name) for name in names]
+
+
+def test_every_moved_name_still_imports_from_its_old_home() -> None:
+    from mcp_sse_server import SessionRecord, elicitation_schema, modern, records, server, session, stateless
+    from mcp_sse_server import stateless_meta as meta
+    from mcp_sse_server import versions as v
+
+    assert session.SessionRecord is records.SessionRecord is SessionRecord
+    assert session.check_elicitation_schema is server.check_elicitation_schema
+    assert server.check_elicitation_schema is elicitation_schema.check_elicitation_schema
+    assert modern.ModernEndpoint is stateless.StatelessEndpoint and modern.ModernHost is stateless.StatelessHost
+    assert modern.CachePolicy is stateless.CachePolicy is meta.CachePolicy
+    assert modern.has_envelope is meta.has_envelope and modern.SUBSCRIPTION_ID == meta.SUBSCRIPTION_ID
+    assert all(getattr(modern, name) is getattr(stateless, name) for name in modern.__all__ if hasattr(stateless, name))
+    assert (v.MODERN, v.HANDSHAKE, v.CLIENT_MODERN) == (v.STATELESS, v.SESSION, v.CLIENT_STATELESS)
+
+
+async def test_the_session_serves_the_stateless_era_only_through_its_hook() -> None:
+    from mcp_sse_server import McpServer, MemoryTransport, ServerSession
+    from mcp_sse_server.jsonrpc import JsonRpcError, JsonRpcRequest, JsonRpcResponse
+    from mcp_sse_server.stateless import StatelessEndpoint, StatelessSwitch
+    from mcp_sse_server.stateless_meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION_KEY
+
+    server = McpServer("s", "1")
+    stateless = JsonRpcRequest(
+        1, "server/discover", {"_meta": {PROTOCOL_VERSION_KEY: "2026-07-28", CLIENT_CAPABILITIES: {}}}
+    )
+    plain = ServerSession(server, MemoryTransport.pair()[0])
+    refused = await plain.connection.dispatch(stateless)
+    assert isinstance(refused, JsonRpcError) and refused.code == -32600  # before initialize: a session era request
+
+    switched = ServerSession(
+        server, MemoryTransport.pair()[0], before_initialize=StatelessSwitch(StatelessEndpoint(server))
+    )
+    served = await switched.connection.dispatch(stateless)
+    assert isinstance(served, JsonRpcResponse) and served.result["resultType"] == "complete"
+    again = await switched.connection.dispatch(JsonRpcRequest(2, "initialize", {"protocolVersion": "2025-11-25"}))
+    assert isinstance(again, JsonRpcError) and again.code == -32022  # the connection stays stateless
