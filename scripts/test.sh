@@ -9,10 +9,10 @@ setup_python test
 setup_node
 setup_redis
 
-echo "== ruff"; .venv/bin/ruff check src tests examples bench
-.venv/bin/ruff format --check src tests examples
+echo "== ruff"; .venv/bin/ruff check src tests examples bench conftest.py
+.venv/bin/ruff format --check src tests examples conftest.py
 echo "== mypy"; .venv/bin/mypy
-echo "== pytest"
+echo "== pytest"  # tests/ and the doctests of src/ (testpaths, conftest.py)
 export MCP_TEST_NO_SKIP=1
 set +e
 .venv/bin/pytest "$@"

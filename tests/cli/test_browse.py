@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.commands import Cli, Main
 from fixtures.served import Served
-
-from .conftest import Cli, Main
 
 
 def test_resources_lists_resources_and_templates(cli: Cli, shop: Path) -> None:

@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.commands import COMMAND_TIMEOUT, Cli, Main
 from fixtures.served import default_signals
-
-from .conftest import COMMAND_TIMEOUT, Cli, Main
 
 
 def test_console_script_is_installed_and_answers_help(cli_env: dict[str, str]) -> None:

@@ -4,20 +4,14 @@ stops the child and exits 0. Every wait is bounded, and every process is killed 
 from __future__ import annotations
 
 import importlib.util
-import queue
 import re
 import signal
-import subprocess
-import sys
-import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from fixtures.served import WAIT, default_signals
-
-from .conftest import Cli, Main
+from fixtures.commands import Cli, Main
+from fixtures.served import CommandProcess
 
 if importlib.util.find_spec("mcp_sse_server.transport.http.server") is None:
     pytest.skip("McpHttpServer (mcp_sse_server.transport.http) has not landed yet", allow_module_level=True)
@@ -25,69 +19,11 @@ if importlib.util.find_spec("mcp_sse_server.transport.http.server") is None:
 _SERVING = re.compile(r"^Serving shop\.py:build at (?P<url>http://\S+)$")
 
 
-class Dev:
-    """A running ``dev`` process, its stdout and stderr lines readable with a bounded wait."""
-
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "mcp_sse_server", "dev", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=cwd,
-            env=env,
-            preexec_fn=default_signals,
-        )
-        self.out: queue.Queue[str] = queue.Queue()
-        self.err: queue.Queue[str] = queue.Queue()
-        self.seen_err: list[str] = []
-        for stream, lines in ((self.process.stdout, self.out), (self.process.stderr, self.err)):
-            threading.Thread(target=self._pump, args=(stream, lines), daemon=True).start()
-
-    @staticmethod
-    def _pump(stream: object, lines: queue.Queue[str]) -> None:
-        for line in stream:  # type: ignore[attr-defined]
-            lines.put(line.rstrip("\n"))
-
-    def next_out(self, pattern: re.Pattern[str]) -> re.Match[str]:
-        """The next stdout line matching ``pattern`` (other lines are skipped), within WAIT seconds."""
-        until = time.monotonic() + WAIT
-        while (left := until - time.monotonic()) > 0:
-            try:
-                line = self.out.get(timeout=left)
-            except queue.Empty:
-                break
-            match = pattern.match(line)
-            if match is not None:
-                return match
-        raise AssertionError(f"no line like {pattern.pattern} on stdout; stderr: {self.stderr()}")
-
-    def wait_err(self, text: str) -> None:
-        """Wait (at most WAIT seconds) for ``text`` on stderr."""
-        until = time.monotonic() + WAIT
-        while text not in self.seen_err and (left := until - time.monotonic()) > 0:
-            try:
-                self.seen_err.append(self.err.get(timeout=left))
-            except queue.Empty:
-                break
-        assert text in self.seen_err, self.stderr()
-
-    def stderr(self) -> str:
-        while not self.err.empty():
-            self.seen_err.append(self.err.get())
-        return "\n".join(self.seen_err)
-
-    def kill(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-        self.process.wait(timeout=WAIT)
-
-
 @pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGTERM])
 def test_dev_reloads_after_an_edit_and_stops(
     cli: Cli, shop: Path, tmp_path: Path, cli_env: dict[str, str], stop: signal.Signals
 ) -> None:
-    dev = Dev(["shop.py:build", "--port", "0"], tmp_path, cli_env)
+    dev = CommandProcess("dev", ["shop.py:build", "--port", "0"], tmp_path, cli_env)
     try:
         url = dev.next_out(_SERVING)["url"]
         inspector = dev.next_out(re.compile(r"^Inspect it: (?P<command>.*)$"))["command"]
@@ -100,11 +36,11 @@ def test_dev_reloads_after_an_edit_and_stops(
         done = cli("call", url, "add", "a=2", "b=3")
         assert (done.returncode, done.stdout) == (0, "105\n"), done.stderr
 
-        dev.process.send_signal(stop)
-        assert dev.process.wait(timeout=WAIT) == 0, dev.stderr()
+        status, stderr = dev.stop(stop)
+        assert status == 0, stderr
         gone = cli("tools", url)  # the child stopped with its parent
         assert gone.returncode == 1, gone.stdout
-        assert "Traceback" not in dev.stderr()
+        assert "Traceback" not in stderr
     finally:
         dev.kill()
 

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from .conftest import Cli
+from fixtures.commands import Cli
 
 
 class _Refusing(BaseHTTPRequestHandler):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import COMMAND_TIMEOUT, Cli
+from fixtures.commands import COMMAND_TIMEOUT, Cli
 
 PEER = Path(__file__).parent.parent / "client" / "sdk_peer.py"
 

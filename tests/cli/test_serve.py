@@ -10,9 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.commands import Cli
 from fixtures.served import Served
-
-from .conftest import Cli
 
 # find_spec, not import: the command runs in subprocesses, and importing httpx here could pick up
 # tests/http as the stdlib's http package (tests/ is on sys.path under pytest's default import mode).

@@ -9,10 +9,9 @@ import sys
 
 import pytest
 
+from fixtures.commands import COMMAND_TIMEOUT, Cli
 from mcp_sse_server.cli import bind_options, cli
 from mcp_sse_server.transport.http.limits import DEFAULT_LIMITS, HttpLimits
-
-from .conftest import COMMAND_TIMEOUT, Cli
 
 
 def test_limits_left_out_keep_binds_defaults() -> None:

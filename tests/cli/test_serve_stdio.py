@@ -15,10 +15,9 @@ from typing import Any
 
 import pytest
 
+from fixtures.commands import COMMAND_TIMEOUT, Cli, Main
 from mcp_sse_server.client import StdioClient
 from mcp_sse_server.types import TextContent
-
-from .conftest import COMMAND_TIMEOUT, Cli, Main
 
 SERVE_STDIO = [sys.executable, "-m", "mcp_sse_server", "serve"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Cli
+from fixtures.commands import Cli
 
 pytest.importorskip("mcp.server.mcpserver", reason="the official MCP SDK (test dependency mcp>=2) is not installed")
 

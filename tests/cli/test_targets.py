@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import Cli, Main
+from fixtures.commands import Cli, Main
 
 
 def test_tools_of_a_file_factory(cli: Cli, shop: Path) -> None:

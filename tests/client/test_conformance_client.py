@@ -17,8 +17,10 @@ from typing import Any
 
 import pytest
 
-from .conftest import HERE, PYTHON, node_peer, python_env
+from fixtures.node import require_node
+from fixtures.peers import PYTHON, python_env
 
+HERE = Path(__file__).parent
 CLIENT = str(HERE / "conformance_client.py")
 SUITES = ["@modelcontextprotocol/conformance", "conformance-next"]
 
@@ -49,13 +51,10 @@ MODERN_SCENARIOS: dict[str, set[str]] = {
 
 def suite_entry(suite: str) -> tuple[str, str]:
     """The node binary and the suite's CLI script; the test is skipped when either is missing."""
-    found = node_peer()
-    if found is None:
-        pytest.skip("node is not set up: source scripts/setup.sh && setup_node")
-    node, env = found
-    entry = os.path.join(env["MCP_TEST_NODE_MODULES"], suite, "dist", "index.js")
+    node, modules = require_node()
+    entry = os.path.join(modules, suite, "dist", "index.js")
     if not os.path.isfile(entry):
-        pytest.skip(f"{suite} is not installed in {env['MCP_TEST_NODE_MODULES']} (see tests/node/package.json)")
+        pytest.skip(f"{suite} is not installed in {modules} (see tests/node/package.json)")
     return node, entry
 
 

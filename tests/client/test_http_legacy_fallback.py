@@ -18,13 +18,13 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from fixtures.peers import Peer, python_env
 from mcp_sse_server import versions
 from mcp_sse_server.client import ServerStartError, StreamableHttpClient, initialize_mcp_server
 from mcp_sse_server.client.http import LegacySseEndpointError
 from mcp_sse_server.jsonrpc import McpError
 
 from .asgi_server import serve
-from .conftest import Peer, python_env
 from .scenario import run_scenario
 from .test_scenario import reference
 

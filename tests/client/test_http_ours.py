@@ -13,14 +13,13 @@ from typing import Any
 import httpx
 import pytest
 
+from fixtures.peers import WAIT
 from mcp_sse_server.client import McpConnectionError, StreamableHttpClient
 from mcp_sse_server.context import RequestContext
 from mcp_sse_server.jsonrpc import CONNECTION_CLOSED, McpError
 from mcp_sse_server.server import McpServer
 from mcp_sse_server.transport.http import McpHttpServer
 from mcp_sse_server.types import CallToolResult, CreateMessageRequest, SamplingMessage, Tool
-
-from .conftest import WAIT
 
 EMPTY = {"type": "object", "properties": {}}
 
@@ -49,8 +48,12 @@ class Sessions:
             return CallToolResult.text("logged")
 
         async def ask(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-            reply = await server.create_message(CreateMessageRequest([SamplingMessage.user("2+2?")], max_tokens=5))
-            answer = await server.elicit("Name?", {"type": "object", "properties": {"name": {"type": "string"}}})
+            reply = await context.session.create_message(
+                CreateMessageRequest([SamplingMessage.user("2+2?")], max_tokens=5)
+            )
+            answer = await context.session.elicit(
+                "Name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+            )
             return CallToolResult.text(f"{reply.text} / {answer.action} {answer.content}")
 
         steps = {"type": "object", "properties": {"steps": {"type": "integer"}}}

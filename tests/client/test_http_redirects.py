@@ -17,6 +17,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Mount, Route
 
+from fixtures.peers import WAIT
 from mcp_sse_server.client import McpConnectionError, SseClient, StreamableHttpClient
 from mcp_sse_server.client._http_common import MAX_REDIRECTS
 from mcp_sse_server.server import McpServer
@@ -25,7 +26,6 @@ from mcp_sse_server.transport.http.asgi import Receive, Scope, Send
 from mcp_sse_server.types import Tool
 
 from .asgi_server import serve
-from .conftest import WAIT
 
 ADD = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}}
 

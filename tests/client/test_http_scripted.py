@@ -20,12 +20,12 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from fixtures.peers import WAIT, python_env
 from mcp_sse_server.client import McpConnectionError, StreamableHttpClient
 from mcp_sse_server.client.elicitation import UrlElicitationRequiredError
 from mcp_sse_server.jsonrpc import JsonRpcNotification, McpError
 
 from .asgi_server import serve
-from .conftest import WAIT, python_env
 
 Handler = Callable[[dict[str, Any], Request], Awaitable[Response]]
 

@@ -10,10 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
+from fixtures.peers import WAIT, Peer
 from mcp_sse_server.client import McpConnectionError, StreamableHttpClient
 from mcp_sse_server.jsonrpc import CONNECTION_CLOSED
-
-from .conftest import WAIT, Peer
 
 
 def client_for(peer: Peer, **options: Any) -> StreamableHttpClient:

@@ -11,14 +11,13 @@ from typing import Any
 
 import pytest
 
+from fixtures.peers import WAIT
 from mcp_sse_server.client import InMemoryClient, McpClient, StreamableHttpClient
 from mcp_sse_server.client.base import DEFAULT_LOG_LEVEL
 from mcp_sse_server.context import RequestContext
 from mcp_sse_server.server import McpServer
 from mcp_sse_server.transport.http import McpHttpServer
 from mcp_sse_server.types import CallToolResult, Tool
-
-from .conftest import WAIT
 
 EMPTY = {"type": "object", "properties": {}}
 LEVELS = ("debug", "info", "warning")

@@ -8,13 +8,12 @@ import asyncio
 
 import pytest
 
+from fixtures.peers import WAIT
 from mcp_sse_server import versions
 from mcp_sse_server.client import InMemoryClient
 from mcp_sse_server.jsonrpc import McpError
 from mcp_sse_server.servers import MemoryServerFactory
 from mcp_sse_server.types import Resource
-
-from .conftest import WAIT
 
 
 async def test_auto_mode_speaks_2026_07_28_with_our_server() -> None:

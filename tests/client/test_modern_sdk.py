@@ -11,11 +11,10 @@ from typing import Any
 
 import pytest
 
+from fixtures.peers import PYTHON, SDK_PEER, WAIT, Peer
 from mcp_sse_server.client import StdioClient, StreamableHttpClient
 from mcp_sse_server.client.base import McpClient
 from mcp_sse_server.types import Root
-
-from .conftest import PYTHON, SDK_PEER, WAIT, Peer
 
 MODERN = "2026-07-28"
 

@@ -11,31 +11,32 @@ import os
 import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fixtures.node import require_node
+from fixtures.peers import START_TIMEOUT, WAIT
 from mcp_sse_server.client import StreamableHttpClient
 from mcp_sse_server.client.modern import UnsupportedProtocolVersionError
 from mcp_sse_server.types import Root
 
-from .conftest import HERE, START_TIMEOUT, WAIT, node_peer
-
-TS_MODERN_PEER = str(HERE / "ts_modern_peer.mjs")
+TS_MODERN_PEER = str(Path(__file__).with_name("ts_modern_peer.mjs"))
 MODERN = "2026-07-28"
 
 
 @pytest.fixture(scope="module")
 def ts_modern() -> Iterator[str]:
     """The URL of a running ts_modern_peer.mjs."""
-    found = node_peer()
-    if found is None:
-        pytest.skip("node is not set up: source scripts/setup.sh && setup_node")
-    node, env = found
-    if not os.path.isdir(os.path.join(env["MCP_TEST_NODE_MODULES"], "@modelcontextprotocol/server")):
+    node, modules = require_node()
+    if not os.path.isdir(os.path.join(modules, "@modelcontextprotocol/server")):
         pytest.skip("@modelcontextprotocol/server 2.4 is not installed (see tests/node/package.json)")
     process = subprocess.Popen(
-        [node, TS_MODERN_PEER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, **env}
+        [node, TS_MODERN_PEER],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "MCP_TEST_NODE_MODULES": modules},
     )
     line: list[bytes] = []
     reader = threading.Thread(target=lambda: line.append(process.stdout.readline()), daemon=True)  # type: ignore[union-attr]

@@ -8,9 +8,8 @@ import asyncio
 import json
 import sys
 
+from fixtures.peers import MATH_STDIO, PYTHON, WAIT, python_env
 from mcp_sse_server.client import StdioClient, initialize_mcp_server
-
-from .conftest import MATH_STDIO, PYTHON, WAIT, python_env
 
 
 async def test_initializing_an_initialized_in_memory_client_again_is_harmless() -> None:

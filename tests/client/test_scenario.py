@@ -13,12 +13,13 @@ from typing import Any
 
 import pytest
 
+from fixtures.node import node_peer
+from fixtures.peers import MATH_STDIO, PYTHON, TS_PEER, Peer, python_env
 from mcp_sse_server import versions
 from mcp_sse_server.client import InMemoryClient, SseClient, StdioClient, StreamableHttpClient
 from mcp_sse_server.servers.factory import MemoryServerFactory
 from mcp_sse_server.transport.http import McpHttpServer
 
-from .conftest import MATH_STDIO, PYTHON, TS_PEER, Peer, node_peer, python_env
 from .scenario import run_scenario
 
 # The official SDKs serve 2025-11-25, the revision our clients offer in a handshake, and the

@@ -13,11 +13,11 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from fixtures.peers import WAIT, Peer
 from mcp_sse_server.client import McpConnectionError, SseClient
 from mcp_sse_server.jsonrpc import JsonRpcNotification, McpError
 
 from .asgi_server import serve
-from .conftest import WAIT, Peer
 
 
 async def test_a_session_with_the_sdk_legacy_server(sdk_sse: Peer) -> None:

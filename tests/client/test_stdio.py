@@ -4,15 +4,17 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fixtures.node import node_peer
+from fixtures.peers import MATH_STDIO, PYTHON, SDK_PEER, TS_PEER, WAIT, python_env
 from mcp_sse_server.client import McpConnectionError, StdioClient
 from mcp_sse_server.jsonrpc import CONNECTION_CLOSED, McpError
 
-from .conftest import HERE, MATH_STDIO, PYTHON, SDK_PEER, TS_PEER, WAIT, node_peer, python_env
-
+HERE = Path(__file__).parent
 TOY = str(HERE / "toy_stdio_server.py")
 
 

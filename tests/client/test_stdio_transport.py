@@ -6,7 +6,7 @@ import asyncio
 import json
 import os
 
-from .conftest import MATH_STDIO, PYTHON, WAIT, python_env
+from fixtures.peers import MATH_STDIO, PYTHON, WAIT, python_env
 
 
 async def test_raw_lines_over_our_stdio_transport() -> None:

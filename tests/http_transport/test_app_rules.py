@@ -8,20 +8,12 @@ from typing import Any
 
 import pytest
 
+from fixtures.asgi import AsgiCall, call, open_session
+from fixtures.http_app import Gate, build_server
+from fixtures.messages import initialize_message, notification, request
 from mcp_sse_server.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from mcp_sse_server.stores import MemorySessionStore
 from mcp_sse_server.transport.http import McpHttpApp
-
-from .conftest import (
-    AsgiCall,
-    Gate,
-    build_server,
-    call,
-    initialize_message,
-    notification,
-    open_session,
-    request,
-)
 
 
 def assert_error(reply: Any, status: int, *words: str, code: int | None = None) -> dict[str, Any]:

@@ -16,11 +16,10 @@ from typing import Any
 import pytest
 
 from fixtures.conformance_server import build_server
+from fixtures.node import require_node
 from mcp_sse_server import Root
 from mcp_sse_server.client import StreamableHttpClient
 from mcp_sse_server.transport.http import McpHttpServer
-
-from .conftest import require_node
 
 SPEC_SCENARIOS = 26
 

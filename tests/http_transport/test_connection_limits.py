@@ -16,9 +16,10 @@ import httpx
 import orjson
 import pytest
 
+from fixtures.asgi import WAIT
+from fixtures.http_app import build_server
+from fixtures.messages import ACCEPT_BOTH, initialize_message, notification
 from mcp_sse_server.transport.http import HttpLimits, McpHttpServer
-
-from .conftest import ACCEPT_BOTH, WAIT, build_server, initialize_message, notification
 
 HEADERS = {"accept": ACCEPT_BOTH}
 SHORT = 0.3  # a timeout under test

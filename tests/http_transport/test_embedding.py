@@ -10,6 +10,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Mount, Route
 
+from fixtures.asgi import AsgiCall
+from fixtures.http_app import Gate, build_server
+from fixtures.messages import ACCEPT_BOTH, initialize_message, notification, request
 from mcp_sse_server.jsonrpc import JsonRpcNotification, JsonRpcRequest
 from mcp_sse_server.transport.http import (
     ClientDisconnected,
@@ -20,8 +23,6 @@ from mcp_sse_server.transport.http import (
     write_json_rpc_error,
 )
 from mcp_sse_server.transport.http.asgi import Receive, Scope, Send
-
-from .conftest import ACCEPT_BOTH, AsgiCall, Gate, build_server, initialize_message, notification, request
 
 
 async def test_the_app_mounts_in_starlette(gate: Gate) -> None:

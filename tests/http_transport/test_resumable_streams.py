@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import asyncio
 
+from fixtures.asgi import Session, open_session
+from fixtures.http_app import Clock, Gate
+from fixtures.messages import notification, parse_sse, request
 from mcp_sse_server.transport.http import McpHttpApp
-
-from .conftest import Clock, Gate, Session, notification, open_session, parse_sse, request
 
 NEW = "2025-11-25"
 

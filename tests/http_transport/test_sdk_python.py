@@ -12,9 +12,9 @@ import mcp.types as t
 import pytest
 from mcp import Client
 
+from fixtures.asgi import until
+from fixtures.http_app import Gate
 from mcp_sse_server.transport.http import McpHttpServer
-
-from .conftest import Gate, until
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

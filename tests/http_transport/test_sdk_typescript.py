@@ -2,33 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
 from pathlib import Path
 from typing import Any
 
+from fixtures.http_app import Gate
+from fixtures.node import run_node_json
 from mcp_sse_server.transport.http import McpHttpServer
-
-from .conftest import Gate, require_node
 
 SCRIPT = Path(__file__).with_name("ts_client.mjs")
 
 
 async def run_client(endpoint: str) -> dict[str, Any]:
-    node, modules = require_node()
-    process = await asyncio.create_subprocess_exec(
-        node,
-        str(SCRIPT),
-        endpoint,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "MCP_TEST_NODE_MODULES": modules},
-    )
-    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, stderr.decode()
-    result: dict[str, Any] = json.loads(stdout.decode().strip().splitlines()[-1])
-    return result
+    return await run_node_json(SCRIPT, endpoint)
 
 
 async def test_the_typescript_client_does_everything(bound: McpHttpServer, gate: Gate) -> None:

@@ -4,36 +4,19 @@ and sampling and elicitation through input_required."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fixtures.node import run_node_json
 from mcp_sse_server.transport.http import McpHttpServer
-
-from .conftest import require_node
 
 SCRIPT = Path(__file__).with_name("ts_v2_client.mjs")
 
 
 async def run_client(endpoint: str, mode: str) -> dict[str, Any]:
-    node, modules = require_node()
-    process = await asyncio.create_subprocess_exec(
-        node,
-        str(SCRIPT),
-        endpoint,
-        mode,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "MCP_TEST_NODE_MODULES": modules},
-    )
-    stdout, stderr = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode == 0, stderr.decode()
-    result: dict[str, Any] = json.loads(stdout.decode().strip().splitlines()[-1])
-    return result
+    return await run_node_json(SCRIPT, endpoint, mode)
 
 
 @pytest.mark.parametrize("mode", ["auto", "pin"])

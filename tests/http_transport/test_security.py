@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from fixtures.asgi import AsgiCall, call, open_session
+from fixtures.messages import initialize_message
 from mcp_sse_server.transport.http import McpHttpApp
 from mcp_sse_server.transport.http.security import (
     OriginHostMiddleware,
@@ -15,8 +17,6 @@ from mcp_sse_server.transport.http.security import (
     is_loopback_host,
     split_host_port,
 )
-
-from .conftest import AsgiCall, call, initialize_message, open_session
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,9 @@ import httpx
 import pytest
 import trustme
 
+from fixtures.http_app import Gate, build_server
+from fixtures.messages import ACCEPT_BOTH, initialize_message, notification, parse_sse, request
 from mcp_sse_server.transport.http import HttpLimits, McpHttpServer
-
-from .conftest import ACCEPT_BOTH, Gate, build_server, initialize_message, notification, parse_sse, request
 
 HEADERS = {"accept": ACCEPT_BOTH}
 

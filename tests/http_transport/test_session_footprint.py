@@ -10,11 +10,11 @@ import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
+from fixtures.asgi import open_session
+from fixtures.http_app import ADD_SCHEMA
 from mcp_sse_server import CallToolResult, McpServer, Tool
 from mcp_sse_server.context import RequestContext
 from mcp_sse_server.transport.http import McpHttpApp
-
-from .conftest import ADD_SCHEMA, open_session
 
 SESSIONS = 300
 BUDGET = 2 * 1024  # bytes of Python objects per idle session (the target for all memory is 4 KB)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from fixtures.asgi import call, open_session, until
+from fixtures.http_app import Clock, Gate
+from fixtures.messages import initialize_message, request
 from mcp_sse_server.transport.http import McpHttpApp
-
-from .conftest import Clock, Gate, call, initialize_message, open_session, request, until
 
 
 async def test_idle_sessions_expire_and_only_inbound_traffic_counts(

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from fixtures.asgi import AsgiCall, Session, call
+from fixtures.http_app import Clock, Gate, build_server
+from fixtures.messages import initialize_message, notification
 from mcp_sse_server.stores import MemoryEventLog, MemorySessionStore
 from mcp_sse_server.transport.http import HttpLimits, McpHttpApp
-
-from .conftest import AsgiCall, Clock, Gate, Session, build_server, call, initialize_message, notification
 
 
 class SharedMemoryStore(MemorySessionStore):

@@ -7,10 +7,11 @@ from collections.abc import Callable
 
 import pytest
 
+from fixtures.asgi import open_session, until
+from fixtures.http_app import Gate
+from fixtures.messages import notification, parse_sse, request
 from mcp_sse_server.jsonrpc import CONNECTION_CLOSED, McpError
 from mcp_sse_server.transport.http import McpHttpApp
-
-from .conftest import Gate, notification, open_session, parse_sse, request, until
 
 
 def data_events(events: list[dict[str, object]]) -> list[dict[str, object]]:

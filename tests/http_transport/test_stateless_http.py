@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
+from fixtures.asgi import AsgiCall, until
+from fixtures.http_app import Gate, build_server
+from fixtures.messages import notification, request
 from mcp_sse_server import Tool
 from mcp_sse_server.context import RequestContext
 from mcp_sse_server.transport.http import McpHttpApp
-
-from .conftest import AsgiCall, Gate, notification, request, until
 
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
@@ -97,8 +98,6 @@ async def test_other_methods_and_notifications(app: McpHttpApp) -> None:
 
 
 async def test_mirrored_argument_headers_are_checked(make_app: Any) -> None:
-    from .conftest import build_server
-
     server = build_server(Gate())
 
     async def route(arguments: dict[str, Any], context: RequestContext) -> str:
@@ -165,11 +164,18 @@ async def test_listen_acknowledges_then_sends_what_was_asked(app: McpHttpApp) ->
 
 
 async def test_a_message_sent_after_a_stateless_request_ends_is_dropped(app: McpHttpApp) -> None:
-    from mcp_sse_server.jsonrpc import JsonRpcNotification
-    from mcp_sse_server.stores import MemoryEventLog
-    from mcp_sse_server.transport.http import SseTransport
+    from mcp_sse_server.jsonrpc import JsonRpcNotification, JsonRpcRequest
+    from mcp_sse_server.transport.http.stateless_transport import StatelessTransport
 
-    log = MemoryEventLog(10, 10)
-    transport = SseTransport(stateless=True, event_log=log)
+    transport = StatelessTransport()
+    sent: list[object] = []
+
+    async def send(message: object) -> None:
+        sent.append(message)
+
+    # Related to no request in flight (the request is over), unrelated, or a server request:
+    # this revision has no standalone stream, so nothing may carry them, and nothing is written.
     await transport.send(JsonRpcNotification("notifications/message", {"data": "late"}), 99)
-    assert log.backlog_size("") == 0  # nothing was kept for a stream that cannot exist
+    await transport.send(JsonRpcNotification("notifications/message", {"data": "unrelated"}))
+    await transport.send(JsonRpcRequest(5, "ping", None))
+    assert sent == [] and transport.live_streams() == ()

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 
+from fixtures.asgi import AsgiCall, until
+from fixtures.messages import notification, request
 from mcp_sse_server.jsonrpc import JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse
 from mcp_sse_server.transport.base import CallbackDispatcher
 from mcp_sse_server.transport.http import SseTransport
-
-from .conftest import AsgiCall, notification, request, until
 
 
 class EchoEngine:

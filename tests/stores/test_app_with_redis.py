@@ -17,18 +17,17 @@ from typing import Any
 import pytest
 
 import http_transport.conftest as http_fixtures
+from fixtures.http_app import Clock, Gate, http_app
+from fixtures.redis_server import RedisServer, client_for
 from http_transport import (
     test_app_rules,
     test_resumable_streams,
     test_session_limits,
     test_standalone_stream,
 )
-from http_transport.conftest import Clock, Gate, build_server
 from mcp_sse_server.server import McpServer
 from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
 from mcp_sse_server.transport.http import HttpLimits, McpHttpApp
-
-from .conftest import RedisServer, client_for
 
 # The http_transport fixtures these tests use besides make_app.
 app = http_fixtures.app
@@ -56,17 +55,12 @@ async def make_app(
     async with client_for(redis_server, redis_prefix) as client:
 
         def make(factory: McpServer | Callable[[], Any] | None = None, **options: Any) -> McpHttpApp:
-            if factory is None or isinstance(factory, McpServer):
-                server, on_session = factory or build_server(gate), None
-            else:
-                server, on_session = None, factory
             limits = HttpLimits(**options)
-            app = McpHttpApp(
-                server,
-                on_session=on_session,
-                path="/mcp",
+            app = http_app(
+                factory,
+                gate,
+                clock,
                 limits=limits,
-                clock=clock,
                 session_store=RedisSessionStore(
                     client,
                     idle_timeout=limits.session_idle_timeout,

@@ -13,11 +13,10 @@ from typing import Any
 
 import pytest
 
+from fixtures.redis_server import client_for
 from mcp_sse_server.session import SessionRecord
 from mcp_sse_server.stores.base import STANDALONE_STREAM, EventBus, EventLog, SessionStore
 from mcp_sse_server.stores.memory import MemoryEventBus, MemoryEventLog, MemorySessionStore
-
-from .conftest import client_for
 
 BACKLOG = 3
 REPLAY = 4

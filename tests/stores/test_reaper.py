@@ -3,9 +3,9 @@ the streams of its requests ended with the terminal JSON-RPC error, and their id
 
 from __future__ import annotations
 
-from http_transport.conftest import Session, call, initialize_message, notification, request
-
-from .conftest import NEW, Workers
+from fixtures.asgi import Session, call
+from fixtures.messages import initialize_message, notification, request
+from fixtures.redis_server import NEW, Workers, mesh
 
 
 async def test_a_dead_workers_request_stream_ends_with_the_terminal_error(workers: Workers) -> None:
@@ -19,8 +19,8 @@ async def test_a_dead_workers_request_stream_ends_with_the_terminal_error(worker
     running.disconnect()
     await on_b.result("tools/list")  # b adopts the session (and starts its router)
     assert await b.reap_dead_workers() == []  # a is alive
-    assert a.router is not None
-    await a.router.registry.redis.delete(a.router.registry.key("A"))  # a's lease lapses: a is dead
+    registry = mesh(a).registry
+    await registry.redis.delete(registry.key("A"))  # a's lease lapses: a is dead
     assert await b.reap_dead_workers() == ["A"]
     resumed = await on_b.get({"last-event-id": str(events[-1]["id"])}).finish()
     assert resumed.status == 200

@@ -10,11 +10,10 @@ import pytest
 from redis.asyncio import Redis
 from redis.crc import key_slot
 
+from fixtures.redis_server import RedisServer, client_for
 from mcp_sse_server.session import SessionRecord
 from mcp_sse_server.stores.base import STANDALONE_STREAM, StoreError, StoreUnavailable
 from mcp_sse_server.stores.redis import RedisEventBus, RedisEventLog, RedisSessionStore, redis_unavailable
-
-from .conftest import RedisServer, client_for
 
 WAIT = 5.0  # bound of every polling loop; never reached when the code works
 POLL = 0.05

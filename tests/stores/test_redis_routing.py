@@ -10,6 +10,7 @@ import pytest
 from redis.asyncio import Redis
 from redis.crc import key_slot
 
+from fixtures.redis_server import RedisServer, client_for
 from mcp_sse_server.stores.base import StoreUnavailable
 from mcp_sse_server.stores.redis_routing import (
     Lease,
@@ -21,8 +22,6 @@ from mcp_sse_server.stores.redis_routing import (
     reap_dead_workers,
     standalone_lease,
 )
-
-from .conftest import RedisServer, client_for
 
 WAIT = 5.0
 POLL = 0.05

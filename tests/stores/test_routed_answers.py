@@ -1,13 +1,15 @@
 """A client's answer to a server-to-client request, posted to another worker than
-the one whose handler waits for it, is routed there through the inbox (``McpHttpApp(router=...)``)."""
+the one whose handler waits for it, is routed there through the inbox
+(``McpHttpApp(coordinator=RedisCoordinator(...))``)."""
 
 from __future__ import annotations
 
 import asyncio
 
-from http_transport.conftest import Gate, Session, call, initialize_message, notification, request
-
-from .conftest import NEW, Workers
+from fixtures.asgi import Session, call
+from fixtures.http_app import Gate
+from fixtures.messages import initialize_message, notification, request
+from fixtures.redis_server import NEW, Workers
 
 WAIT = 5.0
 

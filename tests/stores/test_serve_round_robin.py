@@ -17,9 +17,9 @@ import redis
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from fixtures.redis_server import RedisServer
 from mcp_sse_server.client import StreamableHttpClient
 
-from .conftest import RedisServer
 from .serving import RoundRobinProxy, Served, serving
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -28,7 +28,7 @@ TESTS = Path(__file__).resolve().parents[1]
 TARGET = f"""
 import sys
 sys.path.insert(0, {str(TESTS)!r})
-from http_transport.conftest import Gate, build_server
+from fixtures.http_app import Gate, build_server
 
 def build():
     return build_server(Gate())

@@ -15,7 +15,8 @@ import httpx
 import pytest
 import redis
 
-from .conftest import RedisServer
+from fixtures.redis_server import RedisServer
+
 from .serving import WAIT, RawSession, serving, sse_events
 
 # Each test uses its own Redis database: the served processes use the default key prefix.

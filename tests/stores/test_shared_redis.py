@@ -6,19 +6,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from http_transport.conftest import (
-    AsgiCall,
-    Gate,
-    Session,
-    build_server,
-    call,
-    initialize_message,
-    request,
-)
+from fixtures.asgi import AsgiCall, Session, call
+from fixtures.http_app import Gate, build_server
+from fixtures.messages import initialize_message, request
+from fixtures.redis_server import NEW, RedisServer, Workers, client_for, open_on
 from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
 from mcp_sse_server.transport.http import McpHttpApp
-
-from .conftest import NEW, RedisServer, Workers, client_for, open_on
 
 
 async def test_a_session_opened_on_one_worker_is_served_by_the_other(workers: Workers) -> None:

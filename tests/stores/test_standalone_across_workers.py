@@ -1,13 +1,12 @@
-"""The standalone GET stream across workers (``McpHttpApp(router=...)``): the GET's worker holds
+"""The standalone GET stream across workers (``McpHttpApp(coordinator=RedisCoordinator(...))``): the GET's worker holds
 the session's lease; a message another worker produces for the stream goes to the shared
 backlog and wakes the holder, which sends it; a new GET on another worker supersedes the old."""
 
 from __future__ import annotations
 
-from http_transport.conftest import Session
+from fixtures.asgi import Session
+from fixtures.redis_server import NEW, Workers, mesh, open_on
 from mcp_sse_server.stores.redis_routing import standalone_lease
-
-from .conftest import NEW, Workers, open_on
 
 
 async def test_a_message_produced_on_another_worker_reaches_the_get_stream(workers: Workers) -> None:
@@ -16,8 +15,7 @@ async def test_a_message_produced_on_another_worker_reaches_the_get_stream(worke
     held = Session(b, session_id, NEW).get()
     assert await held.started() == 200  # the stream is attached on B
     assert (
-        await standalone_lease(b.router.registry.redis, session_id, 1, prefix=b.router.registry.prefix).holder()
-        == "B:1"
+        await standalone_lease(mesh(b).registry.redis, session_id, 1, prefix=mesh(b).registry.prefix).holder() == "B:1"
     )  # type: ignore[union-attr]
     await a.live_sessions[session_id].session.log("info", "made on A")  # outside any request: standalone
     await held.wait_until(lambda: "made on A" in str(held.messages))

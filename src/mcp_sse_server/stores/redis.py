@@ -52,7 +52,7 @@ from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 
 from ..jsonrpc import RequestId
-from ..session import SessionRecord
+from ..records import SessionRecord
 from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StoredEvent, StoreUnavailable
 from .memory import MemoryEventBus
 
@@ -125,7 +125,8 @@ def _check_client(redis: Redis) -> None:
         raise ValueError("the Redis stores need a client with decode_responses=False (messages are bytes)")
 
 
-def _ms(seconds: float) -> int:
+def milliseconds(seconds: float) -> int:
+    """A duration as Redis takes it (PX, PEXPIRE, BLOCK): whole milliseconds, rounded up, at least 1."""
     return max(1, math.ceil(seconds * 1000))
 
 
@@ -229,7 +230,7 @@ class RedisSessionStore(SessionStore):
 
     def _ttl_ms(self, record: SessionRecord, now: float) -> int:
         left = min(self.idle_timeout, record.created_at + self.max_lifetime - now)
-        return _ms(max(left, 0.0) + self.expiry_slack)
+        return milliseconds(max(left, 0.0) + self.expiry_slack)
 
     async def create(self, record: SessionRecord) -> None:
         if not valid_session_id(record.id):
@@ -474,7 +475,7 @@ class RedisEventLog(EventLog):
                     b"1" if delivered else b"0",
                     self.backlog_limit,
                     self.replay_size,
-                    _ms(self.ttl),
+                    milliseconds(self.ttl),
                 ],
             )
         event = StoredEvent(_event_id(int(result[0]), stream_id), message, request_id)
@@ -488,7 +489,9 @@ class RedisEventLog(EventLog):
     async def take_undelivered(self, session_id: str, stream_id: str) -> list[StoredEvent]:
         self._check(session_id, stream_id)
         with redis_unavailable("take_undelivered"):
-            entries = await self._take(keys=self.keys(session_id, stream_id), args=[self.replay_size, _ms(self.ttl)])
+            entries = await self._take(
+                keys=self.keys(session_id, stream_id), args=[self.replay_size, milliseconds(self.ttl)]
+            )
         return [_event(_fields(entry[1]), stream_id) for entry in entries]
 
     async def replay_after(self, session_id: str, event_id: str) -> list[StoredEvent]:
@@ -533,13 +536,13 @@ class RedisEventLog(EventLog):
     async def mark(self, session_id: str, stream_id: str) -> str:
         self._check(session_id, stream_id)
         with redis_unavailable("mark"):
-            n = await self._mark(keys=self.keys(session_id, stream_id)[:1], args=[stream_id, _ms(self.ttl)])
+            n = await self._mark(keys=self.keys(session_id, stream_id)[:1], args=[stream_id, milliseconds(self.ttl)])
         return _event_id(int(n), stream_id)
 
     async def end_stream(self, session_id: str, stream_id: str, keep_for: float) -> None:
         if not valid_session_id(session_id) or not _valid_stream_id(stream_id):
             return
-        keep = 0 if keep_for <= 0 else _ms(keep_for)
+        keep = 0 if keep_for <= 0 else milliseconds(keep_for)
         with redis_unavailable("end_stream"):
             await self._end(keys=self.keys(session_id, stream_id), args=[stream_id, keep])
 

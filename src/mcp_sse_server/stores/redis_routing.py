@@ -14,9 +14,14 @@
   (``claim`` is also the cross-worker duplicate-id check) and which worker
   awaits each server-to-client request, so a cancellation or a client's answer
   arriving at another worker is forwarded to the right inbox.
-- ``WorkerRouter``: the three above for one worker, with the loop that hands
-  its inbox to the app and the request ids (``"<worker>.<n>"``) that make a
-  server-to-client request's id name its worker.
+- ``WorkerMesh``: the three above for one worker, with the loop that hands
+  its inbox to a callback and the request ids (``"<worker>.<n>"``) that make a
+  server-to-client request's id name its worker. (``WorkerRouter`` is its old
+  name, kept for one release: "router" now means the HTTP request router only.)
+- ``RedisCoordinator``: the app's ``Coordinator`` (``stores/coordination.py``)
+  over a ``WorkerMesh``: claims, forwarded answers and cancellations, the
+  standalone stream's holder, the dead-worker reaper. It owns the formats of
+  what it writes (``OwnedRequest``, ``StandaloneHolder``, the routed messages).
 - ``reap_dead_workers``: one reaper at a time (a lease) hands each dead
   worker's owned entries to a callback (which writes terminal errors into the
   streams), then forgets the worker.
@@ -31,26 +36,50 @@ standalone stream ``mcp:{<sid>}:get`` (a ``Lease``: same slot as the session),
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import os
 import secrets
 import socket
 import time
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from typing import Any, Final
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Final, TypeAlias
 
 import orjson
 from redis.asyncio import Redis
 
-from .base import StoreUnavailable
-from .redis import DEFAULT_PREFIX, logger, redis_unavailable
+from ..jsonrpc import (
+    INTERNAL_ERROR,
+    JsonRpcError,
+    JsonRpcMessage,
+    JsonRpcNotification,
+    JsonRpcResponse,
+    RequestId,
+    encode_message,
+    parse_message,
+)
+from .base import EventLog, SessionStore, StoreUnavailable
+from .coordination import CoordinatedSession, DuplicateRequest, SessionPeers
+from .redis import DEFAULT_PREFIX, logger, milliseconds, redis_unavailable
 
 __all__ = [
     "Lease",
+    "OwnedRequest",
+    "RedisCoordinator",
+    "ReleaseHolder",
     "RequestIndex",
+    "RoutedAnswer",
+    "RoutedCancel",
+    "RoutedMessage",
+    "StandaloneHolder",
+    "WakeHolder",
     "WorkerInbox",
+    "WorkerMesh",
     "WorkerRegistry",
     "WorkerRouter",
+    "decode_routed",
+    "encode_routed",
     "new_worker_id",
     "reap_dead_workers",
     "standalone_lease",
@@ -73,8 +102,8 @@ def new_worker_id() -> str:
     return f"{host}-{os.getpid()}-{secrets.token_hex(4)}"
 
 
-def _ms(seconds: float) -> int:
-    return max(1, round(seconds * 1000))
+def _inbox_key(prefix: str, worker_id: str) -> str:
+    return f"{prefix}:worker:{{{worker_id}}}:inbox"
 
 
 def _text(value: Any) -> str | None:
@@ -98,17 +127,17 @@ class Lease:
     async def acquire(self, owner: str) -> bool:
         """Become the owner unless someone holds the lease."""
         with redis_unavailable("lease acquire"):
-            return bool(await self.redis.set(self.key, owner, nx=True, px=_ms(self.ttl)))
+            return bool(await self.redis.set(self.key, owner, nx=True, px=milliseconds(self.ttl)))
 
     async def take(self, owner: str) -> str | None:
         """Become the owner whoever held it; returns the previous owner (None: it was free)."""
         with redis_unavailable("lease take"):
-            return _text(await self.redis.set(self.key, owner, px=_ms(self.ttl), get=True))
+            return _text(await self.redis.set(self.key, owner, px=milliseconds(self.ttl), get=True))
 
     async def renew(self, owner: str) -> bool:
         """Extend the lease by ``ttl``; False when ``owner`` no longer holds it."""
         with redis_unavailable("lease renew"):
-            return bool(await self._renew(keys=[self.key], args=[owner, _ms(self.ttl)]))
+            return bool(await self._renew(keys=[self.key], args=[owner, milliseconds(self.ttl)]))
 
     async def release(self, owner: str) -> bool:
         """Give the lease up; False (and nothing changes) when ``owner`` does not hold it."""
@@ -158,7 +187,7 @@ class RequestIndex:
                     pipe.hsetnx(key, field, value)
                 else:
                     pipe.hset(key, field, value)
-                pipe.pexpire(key, _ms(self.ttl))
+                pipe.pexpire(key, milliseconds(self.ttl))
                 added, _ = await pipe.execute()
         return bool(added)
 
@@ -256,13 +285,13 @@ class WorkerRegistry:
         return f"{self.prefix}:worker:{{{worker_id}}}:owns"
 
     def inbox_key(self, worker_id: str) -> str:
-        return f"{self.prefix}:worker:{{{worker_id}}}:inbox"
+        return _inbox_key(self.prefix, worker_id)
 
     async def beat(self) -> None:
         """One heartbeat: (re)write the liveness lease and make sure the index lists this worker."""
         with redis_unavailable("heartbeat"):
             async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.set(self.key(self.worker_id), b"1", px=_ms(self.ttl))
+                pipe.set(self.key(self.worker_id), b"1", px=milliseconds(self.ttl))
                 pipe.zadd(self.index_key, {self.worker_id: time.time()}, nx=True)
                 await pipe.execute()
 
@@ -314,7 +343,7 @@ class WorkerRegistry:
         return [worker_id for worker_id, exists in zip(workers, found, strict=True) if not exists]
 
     async def own(self, entry: str) -> None:
-        """Note something this worker runs (``"<sid> <request id>"``, say) for a reaper to clean up."""
+        """Note something this worker runs (an encoded ``OwnedRequest``) for a reaper to clean up."""
         with redis_unavailable("own"):
             await self.redis.sadd(self.owns_key(self.worker_id), entry)
 
@@ -387,7 +416,7 @@ class WorkerInbox:
         self._last = "0"  # everything sent to this worker id, even before it started reading
 
     def key(self, worker_id: str) -> str:
-        return f"{self.prefix}:worker:{{{worker_id}}}:inbox"
+        return _inbox_key(self.prefix, worker_id)
 
     async def send(self, worker_id: str, message: Mapping[str, Any]) -> str:
         """Queue ``message`` for ``worker_id``; returns its entry id."""
@@ -401,7 +430,7 @@ class WorkerInbox:
         """The next messages (at most ``count``), waiting up to ``block`` seconds for one; [] on timeout."""
         key = self.key(self.worker_id)
         with redis_unavailable("inbox receive"):
-            result: Any = await self.redis.xread({key: self._last}, count=count, block=_ms(block))
+            result: Any = await self.redis.xread({key: self._last}, count=count, block=milliseconds(block))
         if not result:
             return []
         entries = result[0][1]
@@ -423,16 +452,12 @@ class WorkerInbox:
         return messages
 
 
-class WorkerRouter:
-    """One worker's routing: its registry entry (heartbeats), its ``RequestIndex`` view and
-    its inbox, read by a task that hands each message to ``deliver`` (the app).
+class WorkerMesh:
+    """One worker among others: its registry entry (heartbeats), its ``RequestIndex`` view and
+    its inbox, read by a task that hands each message to ``deliver``.
 
-    ``start(deliver)`` registers and starts reading; ``stop()`` deregisters. Messages
-    are plain mappings with a ``type``: ``"answer"`` (``session``, ``message``: a
-    client's JSON-RPC response to a server-to-client request this worker sent),
-    ``"cancel"`` (``session``, ``params`` of notifications/cancelled), ``"release"``
-    (``session``, ``holder``: a newer GET took the standalone stream), ``"wake"``
-    (``session``: the standalone stream has a backlog to take), ``"close"`` (``session``).
+    ``start(deliver)`` registers and starts reading; ``stop()`` deregisters. Messages are
+    plain mappings; ``RedisCoordinator`` writes and reads them (``encode_routed``).
     """
 
     __slots__ = ("_deliver", "_reader", "inbox", "index", "registry", "worker_id")
@@ -452,6 +477,12 @@ class WorkerRouter:
         self.inbox = WorkerInbox(redis, self.worker_id, prefix=prefix)
         self._reader: asyncio.Task[None] | None = None
         self._deliver: Callable[[dict[str, Any]], Awaitable[None]] | None = None
+
+    def coordinator(
+        self, events: EventLog, sessions: SessionStore, *, stream_log_grace: float = 30.0
+    ) -> RedisCoordinator:
+        """The app's ``Coordinator`` over this mesh (``McpHttpApp(coordinator=...)``)."""
+        return RedisCoordinator(self, events, sessions, stream_log_grace=stream_log_grace)
 
     def request_ids(self) -> Iterator[str]:
         """Ids for server-to-client requests: unique across workers, and naming this one."""
@@ -501,3 +532,399 @@ class WorkerRouter:
             await self.registry.stop()
         except StoreUnavailable:
             pass  # its liveness lease lapses by itself
+
+
+WorkerRouter = WorkerMesh
+"""The old name of ``WorkerMesh``, kept for one release."""
+
+
+# --- what the coordinator writes: its formats, each encoded and decoded in one place ------
+
+
+@dataclass(frozen=True, slots=True)
+class OwnedRequest:
+    """A client request a worker runs, as its owned set notes it for a reaper:
+    ``"<session id> <stream id, or nothing> <request id as JSON>"``.
+
+    >>> OwnedRequest.decode(OwnedRequest("s1", "r2", 7).encode())
+    OwnedRequest(session_id='s1', stream_id='r2', request_id=7)
+    >>> OwnedRequest("s1", None, "a b").encode()
+    's1  "a b"'
+    """
+
+    session_id: str
+    stream_id: str | None  # its resumable log stream (None: the reply is not logged)
+    request_id: RequestId
+
+    def encode(self) -> str:
+        return f"{self.session_id} {self.stream_id or ''} {orjson.dumps(self.request_id).decode()}"
+
+    @classmethod
+    def decode(cls, entry: str) -> OwnedRequest | None:
+        """The request an entry names; None for an entry this format cannot read."""
+        session_id, _, rest = entry.partition(" ")
+        stream_id, _, raw_id = rest.partition(" ")
+        try:
+            request_id = orjson.loads(raw_id)
+        except orjson.JSONDecodeError:
+            return None
+        if not session_id or isinstance(request_id, bool) or not isinstance(request_id, str | int):
+            return None
+        return cls(session_id, stream_id or None, request_id)
+
+
+@dataclass(frozen=True, slots=True)
+class StandaloneHolder:
+    """Who holds a session's standalone GET stream (the value of its lease): ``"<worker id>:<n>"``.
+
+    >>> StandaloneHolder.decode(StandaloneHolder("host-1-ab", 3).encode())
+    StandaloneHolder(worker_id='host-1-ab', number=3)
+    """
+
+    worker_id: str
+    number: int  # the worker's count of GET streams it held, so two of its GETs differ
+
+    def encode(self) -> str:
+        return f"{self.worker_id}:{self.number}"
+
+    @classmethod
+    def decode(cls, value: str) -> StandaloneHolder:
+        worker_id, _, number = value.rpartition(":")
+        return cls(worker_id, int(number) if number.isdigit() else 0)
+
+
+@dataclass(frozen=True, slots=True)
+class RoutedAnswer:
+    """A client's answer (JSON text) to a server-to-client request the receiving worker sent."""
+
+    session_id: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class RoutedCancel:
+    """The params of a ``notifications/cancelled`` for a request the receiving worker runs."""
+
+    session_id: str
+    params: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class WakeHolder:
+    """The standalone stream the receiving worker holds has a backlog to take."""
+
+    session_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class ReleaseHolder:
+    """A newer GET took the standalone stream ``holder`` (on the receiving worker) held."""
+
+    session_id: str
+    holder: str
+
+
+RoutedMessage: TypeAlias = RoutedAnswer | RoutedCancel | WakeHolder | ReleaseHolder
+
+
+def encode_routed(message: RoutedMessage) -> dict[str, Any]:
+    """A routed message as the inbox carries it: a mapping with a ``type`` and a ``session``.
+
+    >>> encode_routed(WakeHolder("s1"))
+    {'type': 'wake', 'session': 's1'}
+    >>> decode_routed(encode_routed(RoutedCancel("s1", {"requestId": 3})))
+    RoutedCancel(session_id='s1', params={'requestId': 3})
+    """
+    if isinstance(message, RoutedAnswer):
+        return {"type": "answer", "session": message.session_id, "message": message.message}
+    if isinstance(message, RoutedCancel):
+        return {"type": "cancel", "session": message.session_id, "params": message.params}
+    if isinstance(message, WakeHolder):
+        return {"type": "wake", "session": message.session_id}
+    return {"type": "release", "session": message.session_id, "holder": message.holder}
+
+
+def decode_routed(data: Mapping[str, Any]) -> RoutedMessage | None:
+    """The message an inbox entry carries; None for one this worker cannot read."""
+    kind, session_id = data.get("type"), data.get("session")
+    if not isinstance(session_id, str):
+        return None
+    if kind == "answer" and isinstance(data.get("message"), str):
+        return RoutedAnswer(session_id, data["message"])
+    if kind == "cancel" and isinstance(data.get("params"), dict):
+        return RoutedCancel(session_id, data["params"])
+    if kind == "wake":
+        return WakeHolder(session_id)
+    if kind == "release" and isinstance(data.get("holder"), str):
+        return ReleaseHolder(session_id, data["holder"])
+    return None
+
+
+_INTERRUPTED: Final = "Request interrupted: the server instance running it stopped"
+
+
+class RedisCoordinator:
+    """The ``Coordinator`` of workers and hosts that share sessions through Redis.
+
+    ``mesh`` is this worker's ``WorkerMesh``; ``events`` and ``sessions`` are the
+    shared event log and session store (the reaper writes terminal errors into
+    the streams of dead workers, for sessions that still exist);
+    ``stream_log_grace`` is how long such a stream stays resumable. Build it with
+    ``RedisStores.from_url(url)`` (its ``bind_options()`` pass it to the app), or
+    ``mesh.coordinator(events, sessions)``.
+    """
+
+    __slots__ = (
+        "_holders",
+        "_holding",
+        "_reaper",
+        "_sessions",
+        "_stopped",
+        "events",
+        "mesh",
+        "sessions",
+        "stream_log_grace",
+    )
+
+    def __init__(
+        self, mesh: WorkerMesh, events: EventLog, sessions: SessionStore, *, stream_log_grace: float = 30.0
+    ) -> None:
+        self.mesh = mesh
+        self.events = events
+        self.sessions = sessions
+        self.stream_log_grace = stream_log_grace
+        self._sessions: Callable[[str], CoordinatedSession | None] = lambda session_id: None
+        self._reaper: asyncio.Task[None] | None = None
+        self._stopped = False
+        self._holders = 0  # standalone GET streams held here (numbers their holders)
+        self._holding: dict[str, str] = {}  # session id -> this worker's holder of its standalone stream
+
+    @property
+    def started(self) -> bool:
+        return self.mesh.started
+
+    # --- lifecycle ----------------------------------------------------------------------
+
+    async def start(self, sessions: Callable[[str], CoordinatedSession | None]) -> None:
+        """Register this worker, read its inbox, and look for dead workers (idempotent)."""
+        if self._stopped:
+            return
+        self._sessions = sessions
+        await self.mesh.start(self._deliver)
+        if self._reaper is None:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_forever())
+
+    async def stop(self) -> None:
+        self._stopped = True
+        reaper, self._reaper = self._reaper, None
+        if reaper is not None:
+            reaper.cancel()
+        await self.mesh.stop()
+
+    # --- per session --------------------------------------------------------------------
+
+    def peers(self, session_id: str) -> SessionPeers:
+        return _RedisPeers(self, session_id)
+
+    def request_ids(self) -> Iterator[RequestId] | None:
+        return self.mesh.request_ids()
+
+    @contextlib.asynccontextmanager
+    async def serving(self, session: CoordinatedSession, request_id: RequestId) -> AsyncIterator[None]:
+        """Claim the request id in the session's index (a duplicate on any worker is refused),
+        note it among this worker's owned requests (for a reaper, should it die) and its log
+        stream (for resumptions elsewhere) while it runs, and drop both once it is over."""
+        mesh = self.mesh
+        session_id = session.session_id
+        if not await mesh.index.claim(session_id, request_id, mesh.worker_id):
+            raise DuplicateRequest(request_id)
+        # The stream the transport gives this request: nothing awaits between here and its call.
+        owned = OwnedRequest(session_id, session.next_stream_id(), request_id)
+        noted = asyncio.ensure_future(self._note_running(owned))
+        try:
+            yield
+        finally:
+            with contextlib.suppress(StoreUnavailable):
+                await noted
+                await mesh.registry.disown(owned.encode())
+            await mesh.index.finish(session_id, request_id)
+
+    async def _note_running(self, owned: OwnedRequest) -> None:
+        mesh = self.mesh
+        await mesh.registry.own(owned.encode())
+        if owned.stream_id is not None:
+            await mesh.index.note_stream(owned.session_id, owned.request_id, mesh.worker_id, owned.stream_id)
+
+    async def route_inbound(self, session_id: str, message: JsonRpcMessage, body: bytes) -> bool:
+        """A client's answer to a server-to-client request another worker sent, or a cancellation
+        of a request another worker runs: to that worker's inbox."""
+        mesh = self.mesh
+        kind = type(message)
+        if kind is JsonRpcNotification:
+            params = message.params or {}  # type: ignore[union-attr]
+            target = params.get("requestId")
+            if message.method != "notifications/cancelled" or not isinstance(target, str | int):  # type: ignore[union-attr]
+                return False
+            running = await mesh.index.owner(session_id, target)
+            if running is None or running[0] == mesh.worker_id:
+                return False
+            await mesh.send(running[0], encode_routed(RoutedCancel(session_id, params)))
+            return True
+        if (kind is not JsonRpcResponse and kind is not JsonRpcError) or message.id is None:  # type: ignore[union-attr]
+            return False
+        owner = await mesh.index.answer_to(session_id, message.id)  # type: ignore[union-attr]
+        if owner is None or owner == mesh.worker_id:
+            return False  # ours (or unknown: the local engine drops it)
+        await mesh.send(owner, encode_routed(RoutedAnswer(session_id, body.decode())))
+        return True
+
+    @contextlib.asynccontextmanager
+    async def holding_standalone(self, session: CoordinatedSession) -> AsyncIterator[None]:
+        """This GET takes the session's standalone lease (a holder on another worker is told to
+        end its stream: a new GET supersedes the old) and renews it while the stream is open."""
+        mesh = self.mesh
+        session_id = session.session_id
+        lease = self._lease(session_id)
+        self._holders += 1
+        holder = StandaloneHolder(mesh.worker_id, self._holders).encode()
+        previous = await lease.take(holder)
+        self._holding[session_id] = holder
+        if previous is not None:
+            worker_id = StandaloneHolder.decode(previous).worker_id
+            if worker_id != mesh.worker_id:
+                await mesh.send(worker_id, encode_routed(ReleaseHolder(session_id, previous)))
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(lease.ttl / 3)
+                with contextlib.suppress(StoreUnavailable):
+                    if not await lease.renew(holder):
+                        return
+
+        renewing = asyncio.get_running_loop().create_task(renew())
+        try:
+            yield
+        finally:
+            renewing.cancel()
+            if self._holding.get(session_id) == holder:
+                del self._holding[session_id]
+            with contextlib.suppress(StoreUnavailable):
+                await lease.release(holder)
+
+    def _lease(self, session_id: str) -> Lease:
+        registry = self.mesh.registry
+        return standalone_lease(registry.redis, session_id, registry.ttl, prefix=registry.prefix)
+
+    async def session_ended(self, session_id: str) -> None:
+        """Drop the session's request index (which worker runs what): nothing runs any more."""
+        try:
+            await self.mesh.index.forget(session_id)
+        except StoreUnavailable as error:
+            logger.warning("could not drop the request index of session %s: %s", session_id[:8], error)
+
+    async def wake_holder(self, session_id: str) -> None:
+        """A standalone message went to the backlog: the worker holding the GET stream takes it."""
+        holder = await self._lease(session_id).holder()
+        if holder is None:
+            return
+        worker_id = StandaloneHolder.decode(holder).worker_id
+        if worker_id != self.mesh.worker_id:
+            await self.mesh.send(worker_id, encode_routed(WakeHolder(session_id)))
+            return
+        session = self._sessions(session_id)
+        if session is not None:
+            await session.deliver_backlog()
+
+    # --- messages other workers routed here ----------------------------------------------
+
+    async def _deliver(self, data: dict[str, Any]) -> None:
+        message = decode_routed(data)
+        if message is None:
+            return
+        session = self._sessions(message.session_id)
+        if session is None:
+            return
+        if isinstance(message, RoutedAnswer):
+            session.on_message(parse_message(message.message.encode()))
+        elif isinstance(message, RoutedCancel):
+            session.on_message(JsonRpcNotification("notifications/cancelled", message.params))
+            await session.end_cancelled(message.params)
+        elif isinstance(message, WakeHolder):
+            await session.deliver_backlog()
+        elif self._holding.get(message.session_id) == message.holder:
+            del self._holding[message.session_id]
+            await session.end_standalone()
+
+    # --- dead workers -------------------------------------------------------------------
+
+    async def _reap_forever(self) -> None:
+        registry = self.mesh.registry
+        ttl = registry.ttl
+        interval = max(0.05, ttl / 3)
+        loop = asyncio.get_running_loop()
+        # Only once Redis has answered for a whole lease: after an outage every lease has lapsed,
+        # and the live workers need one beat each before a lapsed lease means a dead worker.
+        reachable_since = loop.time()
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                if loop.time() - reachable_since >= ttl:
+                    await self.reap_dead_workers()
+                else:
+                    await registry.alive(self.mesh.worker_id)  # is Redis reachable?
+            except StoreUnavailable as error:
+                reachable_since = loop.time() + interval
+                logger.warning("could not look for dead workers: %s", error)
+            except Exception:
+                logger.exception("looking for dead workers failed")
+
+    async def reap_dead_workers(self) -> list[str]:
+        """Fail the requests of workers whose liveness lease lapsed (one reaper at a time across
+        workers): each resumable stream they were writing gets the terminal JSON-RPC error
+        ``-32603 "Request interrupted: the server instance running it stopped"``, so a client
+        resuming it anywhere gets an answer. Returns the workers reaped."""
+        return await reap_dead_workers(self.mesh.registry, self._fail_requests_of)
+
+    async def _fail_requests_of(self, worker_id: str, entries: set[str]) -> None:
+        index = self.mesh.index
+        owned = [request for request in map(OwnedRequest.decode, entries) if request is not None]
+        for session_id in {request.session_id for request in owned}:
+            await index.forget_waiter(session_id, worker_id)
+        for request in owned:
+            session_id, request_id = request.session_id, request.request_id
+            if await self.sessions.get(session_id) is None:
+                continue
+            logger.warning(
+                "worker %s stopped while running request %r of session %s", worker_id, request_id, session_id[:8]
+            )
+            if request.stream_id is not None:
+                _, ended = await self.events.follow(session_id, f"0/{request.stream_id}", 0)
+                if not ended:  # (ended: its response went out before the worker died)
+                    error = JsonRpcError(request_id, INTERNAL_ERROR, _INTERRUPTED)
+                    await self.events.append(session_id, request.stream_id, encode_message(error), None, delivered=True)
+                    await self.events.end_stream(session_id, request.stream_id, self.stream_log_grace)
+            running = await index.owner(session_id, request_id)
+            if running is not None and running[0] == worker_id:
+                await index.finish(session_id, request_id)
+
+
+class _RedisPeers:
+    """What the transport of one session asks of the other workers, over Redis."""
+
+    __slots__ = ("coordinator", "session_id")
+
+    def __init__(self, coordinator: RedisCoordinator, session_id: str) -> None:
+        self.coordinator = coordinator
+        self.session_id = session_id
+
+    async def before_outbound_request(self, request_id: RequestId) -> None:
+        mesh = self.coordinator.mesh
+        await mesh.index.await_answer(self.session_id, request_id, mesh.worker_id)
+
+    async def runs_elsewhere(self, stream_id: str) -> bool:
+        mesh = self.coordinator.mesh
+        running = await mesh.index.inflight(self.session_id)
+        return any(stream == stream_id and worker != mesh.worker_id for worker, stream in running.values())
+
+    async def on_backlog(self) -> None:
+        await self.coordinator.wake_holder(self.session_id)

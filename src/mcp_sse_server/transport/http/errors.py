@@ -20,13 +20,21 @@ __all__ = [
     "INVALID_REQUEST",
     "PARSE_ERROR",
     "SERVER_BUSY",
+    "SESSION_ENDED",
+    "UNKNOWN_SESSION",
     "HttpError",
     "error_body",
+    "in_flight_conflict",
+    "shutting_down",
     "write_json_rpc_error",
 ]
 
 # Servers that are full or closing answer with the transport-level code.
 SERVER_BUSY: Final = -32000
+
+# The texts of refusals made in more than one place.
+UNKNOWN_SESSION: Final = "Session not found: it expired, was deleted or never existed; initialize a new one"
+SESSION_ENDED: Final = "Session not found: it has ended; initialize a new one"
 
 
 class HttpError(Exception):
@@ -95,3 +103,15 @@ async def write_json_rpc_error(
         }
     )
     await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
+def in_flight_conflict(request_id: RequestId) -> HttpError:
+    """409: a client request id already in flight in its session (on any worker)."""
+    return HttpError(409, f"Conflict: request id {request_id!r} is already in flight in this session")
+
+
+def shutting_down() -> HttpError:
+    """503 for a request that arrives while the server shuts down."""
+    return HttpError(
+        503, "Service unavailable: the server is shutting down", SERVER_BUSY, headers=[(b"connection", b"close")]
+    )

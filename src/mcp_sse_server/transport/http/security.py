@@ -24,6 +24,7 @@ from typing import Final
 
 from .asgi import ASGIApp, Receive, Scope, Send
 from .errors import HttpError
+from .request import McpRequest
 
 __all__ = ["OriginHostMiddleware", "OriginPolicy", "host_of", "is_loopback_host", "split_host_port"]
 
@@ -159,13 +160,11 @@ class OriginHostMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        headers = scope["headers"]
-        found = dict(headers)  # at C speed; a repeated name shows as a shorter dict
-        host, origin = found.get(b"host"), found.get(b"origin")
+        request = McpRequest.of(scope)  # the header view the endpoint reads too: one scan per request
+        host, origin = request.host, request.origin
         hosts, origins = int(host is not None), int(origin is not None)
-        if len(found) != len(headers):
-            hosts = sum(1 for name, _ in headers if name == b"host")
-            origins = sum(1 for name, _ in headers if name == b"origin")
+        if request.repeated:
+            hosts, origins = request.count(b"host"), request.count(b"origin")
         if hosts != 1 or origins > 1:
             if hosts == 0:
                 problem = "no Host header"

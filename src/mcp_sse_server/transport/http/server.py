@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
     from ...server import McpServer
     from ...stores.base import EventLog, SessionStore
-    from ...stores.redis_routing import WorkerRouter
+    from ...stores.coordination import Coordinator
+    from ...stores.redis_routing import WorkerMesh
 
 __all__ = ["McpHttpServer", "serve"]
 
@@ -93,7 +94,9 @@ class McpHttpServer:
         session_store: SessionStore | None = None,
         event_log: EventLog | None = None,
         clock: Clock = time.monotonic,
-        router: WorkerRouter | None = None,
+        coordinator: Coordinator | None = None,
+        router: WorkerMesh | None = None,
+        json_response: bool = False,
         sock: socket.socket | None = None,
         **overrides: Any,
     ) -> McpHttpServer:
@@ -111,9 +114,13 @@ class McpHttpServer:
         Binding beyond loopback requires ``allowed_origins`` (ValueError).
         Raises OSError when the address cannot be bound.
 
+        ``json_response`` answers a request whose reply goes out whole with
+        ``application/json`` instead of one SSE event (``McpHttpApp``).
+
         Several workers or hosts sharing sessions: pass ``session_store``,
-        ``event_log``, ``router`` and ``clock`` from
-        ``stores.RedisStores.from_url(url).bind_options()``. ``sock``: an
+        ``event_log``, ``coordinator`` and ``clock`` from
+        ``stores.RedisStores.from_url(url).bind_options()`` (``router``, a
+        ``WorkerMesh``, is the older spelling of ``coordinator``). ``sock``: an
         already listening socket to serve instead of binding ``host:port``
         (worker processes sharing the socket their parent bound; ``host``
         still decides the endpoint's URL and the Host check).
@@ -145,7 +152,8 @@ class McpHttpServer:
             session_store=session_store,
             event_log=event_log,
             clock=clock,
-            router=router,
+            coordinator=_coordinator(coordinator, router, session_store, event_log, limits),
+            json_response=json_response,
         )
         # Imported here so embedders of the ASGI app or SseTransport never load uvicorn.
         import uvicorn
@@ -177,8 +185,7 @@ class McpHttpServer:
             await uvicorn_server.startup(sockets=[sock])
         except BaseException:
             sock.close()
-            if app.router is not None and app.router.started:
-                await app.shutdown(0)  # stop its heartbeat: nothing was served
+            await app.shutdown(0)  # stop what the coordinator started: nothing was served
             raise
         bound_port = sock.getsockname()[1]
         endpoint = endpoint_url(host, bound_port, path, tls=ssl_context is not None)
@@ -257,6 +264,23 @@ class McpHttpServer:
 
     def __repr__(self) -> str:
         return f"McpHttpServer({self.endpoint})"
+
+
+def _coordinator(
+    coordinator: Coordinator | None,
+    mesh: WorkerMesh | None,
+    sessions: SessionStore | None,
+    events: EventLog | None,
+    limits: HttpLimits,
+) -> Coordinator | None:
+    """The app's coordinator, also from the older ``router=`` (a ``WorkerMesh``) spelling."""
+    if mesh is None:
+        return coordinator
+    if coordinator is not None:
+        raise TypeError("pass coordinator= or router=, not both")
+    if sessions is None or events is None:
+        raise TypeError("router= needs the shared session_store and event_log it routes for")
+    return mesh.coordinator(events, sessions, stream_log_grace=limits.stream_log_grace)
 
 
 def _with_overrides(limits: HttpLimits, overrides: dict[str, Any]) -> HttpLimits:

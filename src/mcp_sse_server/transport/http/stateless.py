@@ -1,7 +1,7 @@
 """The HTTP rules of the stateless revision (2026-07-28), checked before a request is served.
 
-Which requests come here is the router's business (``app.py``): a POST whose
-``MCP-Protocol-Version`` names no handshake revision. Rules, in order:
+Which requests come here is the router's business (``router.py``): a request
+whose ``MCP-Protocol-Version`` names no session revision. Rules, in order:
 
 1. The body is one JSON-RPC request (a notification is accepted with 202 and
    dropped; anything else is 400 -32600). An incomplete ``_meta`` envelope is
@@ -26,14 +26,18 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Final
+from collections.abc import Callable
+from typing import Any, Final, TypeAlias
 
 from ...jsonrpc import HEADER_MISMATCH, INVALID_REQUEST, JsonRpcRequest
-from ...modern import PROTOCOL_VERSION_KEY, MirroredHeader
-from ...server import McpServer
+from ...stateless_meta import PROTOCOL_VERSION_KEY, MirroredHeader
 from .errors import HttpError
+from .request import McpRequest
 
-__all__ = ["check_routing_headers", "decode_header_value", "refuse_non_request"]
+__all__ = ["MirroredHeaders", "check_routing_headers", "decode_header_value", "refuse_non_request"]
+
+MirroredHeaders: TypeAlias = Callable[[str], tuple[MirroredHeader, ...]]
+"""The arguments a tool mirrors in ``Mcp-Param-*`` headers, by tool name (``McpServer.mirrored_headers``)."""
 
 _ROUTING: Final = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 _PARAM_PREFIX: Final = b"mcp-param-"
@@ -68,25 +72,19 @@ def _as_header(value: Any, kind: str) -> str | None:
     return str(value)
 
 
-def check_routing_headers(
-    request: JsonRpcRequest,
-    found: dict[bytes, bytes],
-    repeated: bool,
-    headers: list[tuple[bytes, bytes]],
-    server: McpServer | None,
-) -> None:
-    """HttpError (400 -32020) unless the request's routing headers agree with its body.
+def check_routing_headers(request: JsonRpcRequest, http: McpRequest, mirrored: MirroredHeaders | None) -> None:
+    """HttpError (400 -32020) unless the routing headers of ``http`` agree with its body ``request``.
 
-    ``found`` holds the request's headers by name, ``repeated`` says a name appears twice
-    (``headers`` are then searched for a repeated routing header). A body without a complete
-    envelope is left to the engine (-32602 comes first).
+    ``mirrored`` names the arguments each tool mirrors (None: no tool mirrors any). A body
+    without a complete envelope is left to the engine (-32602 comes first).
     """
+    found = http.headers
     params = request.params
     meta = params.get("_meta") if params is not None else None
     if type(meta) is not dict or not isinstance(meta.get(PROTOCOL_VERSION_KEY), str):
         return
-    if repeated:
-        names = [name for name, _ in headers if name in _ROUTING or name.startswith(_PARAM_PREFIX)]
+    if http.repeated:
+        names = [name for name, _ in http.raw if name in _ROUTING or name.startswith(_PARAM_PREFIX)]
         if len(names) != len(set(names)):
             raise _mismatch("Bad request: a routing header (MCP-Protocol-Version, Mcp-*) appears more than once")
     version = found.get(b"mcp-protocol-version")
@@ -98,10 +96,10 @@ def check_routing_headers(
     member = _NAMED_BY.get(request.method)
     if member is not None and not _same(found.get(b"mcp-name"), body.get(member)):
         raise _mismatch(f"Bad request: the Mcp-Name header must be the request's {member}")
-    if request.method == "tools/call" and server is not None and isinstance(body.get("name"), str):
-        mirrored = server.mirrored_headers(body["name"])
-        if mirrored:  # the usual tool mirrors no argument: nothing more to compare
-            _check_param_headers(mirrored, body, found)
+    if request.method == "tools/call" and mirrored is not None and isinstance(body.get("name"), str):
+        headers = mirrored(body["name"])
+        if headers:  # the usual tool mirrors no argument: nothing more to compare
+            _check_param_headers(headers, body, found)
 
 
 def _same(header: bytes | None, value: Any) -> bool:

@@ -25,7 +25,7 @@ from typing import Any, Final, Protocol
 from .asgi import Send
 from .sse import KEEPALIVE, SSE_HEADERS
 
-__all__ = ["QUEUE_LIMIT", "KeepaliveTicker", "SseStream", "StreamOwner", "send_whole"]
+__all__ = ["QUEUE_LIMIT", "KeepaliveTicker", "SseStream", "StreamOwner", "send_accepted", "send_whole"]
 
 logger = logging.getLogger("mcp_sse_server.http")
 
@@ -46,6 +46,16 @@ async def send_whole(send: Send, headers: list[tuple[bytes, bytes]], body: bytes
         await send({"type": _BODY, "body": body, "more_body": False})
     except Exception:
         logger.debug("could not send a response", exc_info=True)
+
+
+_ACCEPTED: Final = {"type": _START, "status": 202, "headers": [(b"content-length", b"0")]}
+_NO_BODY: Final = {"type": _BODY, "body": b"", "more_body": False}
+
+
+async def send_accepted(send: Send) -> None:
+    """202 Accepted with no body: a client's notification or response was taken."""
+    await send(_ACCEPTED)
+    await send(_NO_BODY)
 
 
 class SseStream:

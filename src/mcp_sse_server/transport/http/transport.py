@@ -18,7 +18,10 @@ initialize-only gate, limits.
 Every request is served inline (``Dispatcher.dispatch``) in the task of the
 POST that carried it. Its stream is made only when something other than the
 reply goes on it first; the usual reply goes out as one response with a
-Content-Length.
+Content-Length (``replies.py`` states the reply rules and the pure
+``destination`` rule ``send`` follows; with ``json_response`` that reply is
+``application/json``). What other workers serving the session need is asked
+of its ``SessionPeers`` (``stores/coordination.py``), given at construction.
 
 Resumable streams (sessions whose revision has them, 2025-11-25 on; SEP-1699):
 
@@ -40,11 +43,13 @@ Resumable streams (sessions whose revision has them, 2025-11-25 on; SEP-1699):
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Awaitable, Callable, Collection
+from collections.abc import Callable, Collection
 from typing import Any, Final
 
 from ... import versions
+from ...background import in_background
 from ...jsonrpc import (
     CONNECTION_CLOSED,
     JsonRpcError,
@@ -52,131 +57,45 @@ from ...jsonrpc import (
     JsonRpcNotification,
     JsonRpcRequest,
     JsonRpcResponse,
-    McpError,
     RequestId,
     encode_message,
-    parse_message,
 )
-from ...session import SessionRecord
+from ...records import SessionRecord
 from ...stores.base import STANDALONE_STREAM, EventLog, stream_of
+from ...stores.coordination import NO_PEERS, SessionPeers
 from ...stores.memory import MemoryEventLog
 from ..base import Transport
-from .asgi import Message, Receive, Scope, Send
-from .errors import HttpError, error_body, write_json_rpc_error
+from .asgi import Receive, Scope, Send
+from .body import ClientDisconnected, read_body, read_json_rpc_post
+from .errors import SESSION_ENDED, HttpError, error_body, in_flight_conflict
 from .limits import DEFAULT_LIMITS, HttpLimits
-from .sse import POST_SSE_HEADERS, SSE_HEADERS, STATELESS_SSE_HEADERS, frame, parse_event_id, priming, status_for
-from .streams import KeepaliveTicker, SseStream, send_whole
+from .replies import JSON_HEADERS, Destination, PendingReply, PostStream, destination, watch
+from .sse import POST_SSE_HEADERS, SSE_HEADERS, frame, parse_event_id, priming
+from .streams import KeepaliveTicker, SseStream, send_accepted, send_whole
 
+# read_body, read_json_rpc_post and ClientDisconnected live in body.py; re-exported for embedders.
 __all__ = ["ClientDisconnected", "SseTransport", "read_body", "read_json_rpc_post"]
 
 logger = logging.getLogger("mcp_sse_server.http")
 
 SESSION_HEADER: Final = b"mcp-session-id"
 
-_ACCEPTED_START: Final = {
-    "type": "http.response.start",
-    "status": 202,
-    "headers": [(b"content-length", b"0")],
-}
-_EMPTY_BODY: Final = {"type": "http.response.body", "body": b"", "more_body": False}
-
-
-class ClientDisconnected(Exception):
-    """The client went away before its request body arrived."""
-
-
-def is_json_content_type(value: bytes | None) -> bool:
-    """True for ``application/json``, with or without parameters."""
-    if value is None:
-        return False
-    if value == b"application/json":
-        return True
-    return value.split(b";", 1)[0].strip().lower() == b"application/json"
-
-
-def check_content_length(content_length: bytes, max_bytes: int) -> None:
-    """Refuse a declared body size beyond ``max_bytes`` (413) before reading a byte of it."""
-    try:
-        declared = int(content_length)
-    except ValueError:
-        raise HttpError(400, "Bad request: invalid Content-Length header") from None
-    if declared > max_bytes:
-        raise HttpError(413, f"Payload too large: the body exceeds the limit of {max_bytes} bytes")
-
-
-async def read_body(
-    receive: Receive, max_bytes: int, content_length: bytes | None = None, first: Message | None = None
-) -> bytes:
-    """The request body, refusing (413) a declared or actual size beyond ``max_bytes``.
-
-    ``first`` is a message already received, when the caller looked at it.
-    """
-    if content_length is not None:
-        check_content_length(content_length, max_bytes)
-    message = first if first is not None else await receive()
-    if message["type"] != "http.request":
-        raise ClientDisconnected
-    body: bytes = message.get("body", b"")
-    if not message.get("more_body", False):
-        if len(body) > max_bytes:
-            raise HttpError(413, f"Payload too large: the body exceeds the limit of {max_bytes} bytes")
-        return body
-    chunks = [body]
-    size = len(body)
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            raise ClientDisconnected
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > max_bytes:
-            raise HttpError(413, f"Payload too large: the body exceeds the limit of {max_bytes} bytes")
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-def parse_body(body: bytes) -> JsonRpcMessage:
-    """One JSON-RPC message from a POST body; HttpError 400 (-32700/-32600) otherwise."""
-    try:
-        return parse_message(body)
-    except McpError as error:
-        raise HttpError(400, error.message, error.code) from None
-
-
-async def read_json_rpc_post(
-    scope: Scope, receive: Receive, *, max_request_bytes: int = DEFAULT_LIMITS.max_request_bytes
-) -> JsonRpcMessage:
-    """Read and parse the JSON-RPC message of an MCP POST.
-
-    Raises ``HttpError`` (415 for a non-JSON Content-Type, 413 beyond
-    ``max_request_bytes``, 400 for a body that is not one JSON-RPC message)
-    and ``ClientDisconnected``. Write an HttpError with ``await error.write(send)``.
-    """
-    content_type = content_length = None
-    for name, value in scope["headers"]:
-        if name == b"content-type":
-            content_type = value
-        elif name == b"content-length":
-            content_length = value
-    if not is_json_content_type(content_type):
-        raise HttpError(415, "Unsupported media type: the body must be application/json")
-    return parse_body(await read_body(receive, max_request_bytes, content_length))
-
-
-_SESSION_ENDED: Final = "Session not found: it has ended; initialize a new one"
-
 
 class SseTransport(Transport):
     """The server end of one Streamable HTTP session.
 
-    ``session_id`` goes on the response to initialize (as ``Mcp-Session-Id``);
-    None serves without sessions. ``limits`` supplies ``max_request_streams``,
-    ``backlog_limit``, ``replay_buffer_size`` and ``keepalive_interval``.
+    ``session_id`` goes on the response to initialize (as ``Mcp-Session-Id``).
+    ``limits`` supplies ``max_request_streams``, ``backlog_limit``,
+    ``replay_buffer_size``, ``keepalive_interval`` and the stream timings.
     ``event_log`` keeps the streams' backlogs and replay windows (an
     in-process log of its own by default). ``record`` is the session's record:
     its negotiated revision decides whether streams are resumable. ``on_end``
-    runs once after the transport closes.
+    runs once after the transport closes (not after ``release``). ``peers``
+    are the other workers serving the session (none by default);
+    ``shared_log`` says the event log is shared with them, so a stream not
+    written here may be written by another worker.
+    ``json_response`` answers a request whose reply goes out whole with
+    ``application/json`` instead of one SSE event.
     """
 
     __slots__ = (
@@ -184,23 +103,20 @@ class SseTransport(Transport):
         "_event_log",
         "_initialized",
         "_on_end",
+        "_peers",
         "_resumable_for",
         "_retry_ms",
+        "_shared_log",
         "_standalone",
         "_stream_count",
         "_streams",
         "_ticker",
-        "before_outbound_request",
         "dispatcher",
-        "follows_other_workers",
+        "json_response",
         "keepalive_watched",
         "limits",
-        "on_backlog",
-        "on_end_session",
         "record",
-        "runs_elsewhere",
         "session_id",
-        "stateless",
     )
 
     def __init__(
@@ -212,37 +128,30 @@ class SseTransport(Transport):
         keepalive: KeepaliveTicker | None = None,
         on_end: Callable[[SseTransport], None] | None = None,
         record: SessionRecord | None = None,
-        stateless: bool = False,
+        peers: SessionPeers = NO_PEERS,
+        shared_log: bool = False,
+        json_response: bool = False,
     ) -> None:
         if session_id is not None and not _is_visible_ascii(session_id):
             raise ValueError("session_id must be non-empty visible ASCII (0x21-0x7E)")
         self.dispatcher = None
         self.session_id = session_id
         self.limits = limits
+        self.record = record
+        self.json_response = json_response
         self._event_log = event_log
         self._ticker = keepalive
-        self.keepalive_watched = False  # the ticker looks after our POST streams
+        self.keepalive_watched = False  # the ticker looks after our POST streams (it sets this)
         self._on_end = on_end
-        self._streams: dict[RequestId, _PendingReply] | None = None
+        self._peers = peers
+        self._shared_log = shared_log
+        self._streams: dict[RequestId, PendingReply] | None = None
         self._standalone: SseStream | None = None
         self._closed = False
         self._initialized = False
-        self.record = record
         self._stream_count = 0
         self._retry_ms = round(limits.retry_interval * 1000)
         self._resumable_for: tuple[str | None, bool] = (None, False)  # (revision, its streams resume)
-        self.on_end_session = True  # closing ends the session (False: only this worker's copy of it)
-        # The event log is shared: a request not in flight here may run on another worker.
-        self.follows_other_workers = False
-        # Awaited before a server-to-client request goes out (a router notes who awaits it).
-        self.before_outbound_request: Callable[[RequestId], Awaitable[None]] | None = None
-        # True when a log stream belongs to a request another worker runs (a router knows).
-        self.runs_elsewhere: Callable[[str], Awaitable[bool]] | None = None
-        # Awaited after a standalone message went to the backlog (a router wakes the GET's holder).
-        self.on_backlog: Callable[[], Awaitable[None]] | None = None
-        # One 2026-07-28 request: an error before anything was streamed is an HTTP error with its
-        # status, SSE responses are not buffered by proxies, and a client that leaves cancels it.
-        self.stateless = stateless
 
     # --- state -------------------------------------------------------------------
 
@@ -287,7 +196,7 @@ class SseTransport(Transport):
     def next_stream_id(self) -> str | None:
         """The log stream ``serve_request`` gives the request it is called with next (None: that
         request's reply is not resumable). Exact when nothing awaits between the two calls: a
-        router notes it so that a reaper can end the stream if this worker dies."""
+        coordinator notes it so that a reaper can end the stream if this worker dies."""
         if self._resumable():
             return f"r{self._stream_count + 1}"
         return None
@@ -330,15 +239,23 @@ class SseTransport(Transport):
                 return
         if type(message) is JsonRpcRequest:
             await self.serve_request(message, receive, send)
-            return
+        else:
+            await self.handle_message(message, send)
+
+    async def handle_message(self, message: JsonRpcMessage, send: Send) -> None:
+        """A client's notification or response: to the engine, answered 202."""
         if self._closed or self.dispatcher is None:
-            await HttpError(404, _SESSION_ENDED).write(send)
+            await HttpError(404, SESSION_ENDED).write(send)
             return
         self.dispatcher.on_message(message)
         if type(message) is JsonRpcNotification and message.method == "notifications/cancelled":
             await self.end_cancelled(message.params)
-        await send(_ACCEPTED_START)
-        await send(_EMPTY_BODY)
+        await send_accepted(send)
+
+    def deliver(self, message: JsonRpcMessage) -> None:
+        """Hand a client's message to the engine without an HTTP exchange (one another worker took)."""
+        if not self._closed and self.dispatcher is not None:
+            self.dispatcher.on_message(message)
 
     async def end_cancelled(self, params: dict[str, Any] | None) -> None:
         """End the stream of a request ``notifications/cancelled`` named (it gets no response)."""
@@ -356,20 +273,22 @@ class SseTransport(Transport):
         if pending.stream_id is not None:
             await self._events().end_stream(self._log_key, pending.stream_id, self.limits.stream_log_grace)
 
-    async def serve_request(self, request: JsonRpcRequest, receive: Receive, send: Send) -> None:
-        """Answer one parsed request on its POST's response (``handle_post`` without the reading)."""
+    async def serve_request(self, request: JsonRpcRequest, receive: Receive, send: Send, *, sse: bool = True) -> None:
+        """Answer one parsed request on its POST's response (``handle_post`` without the reading).
+
+        ``sse`` is False when the client's Accept takes JSON only: nothing streams to it,
+        related notifications are dropped and the reply is JSON (``replies.py``, rule 3).
+        """
         dispatcher = self.dispatcher
         if self._closed or dispatcher is None:
-            await HttpError(404, _SESSION_ENDED).write(send)
+            await HttpError(404, SESSION_ENDED).write(send)
             return
         request_id = request.id
         streams = self._streams
         if streams is None:
             streams = self._streams = {}
         elif request_id in streams:
-            await HttpError(
-                409, f"Conflict: request id {request_id!r} is already in flight in this session", request_id=None
-            ).write(send)
+            await in_flight_conflict(request_id).write(send)
             return
         elif len(streams) >= self.limits.max_request_streams:  # (never for an empty table: the limit is >= 1)
             await HttpError(
@@ -381,7 +300,7 @@ class SseTransport(Transport):
             ).write(send)
             return
         initialize = request.method == "initialize"
-        headers = STATELESS_SSE_HEADERS if self.stateless else POST_SSE_HEADERS
+        headers = POST_SSE_HEADERS
         if initialize and self.session_id is not None:
             headers = [*POST_SSE_HEADERS, (SESSION_HEADER, self.session_id.encode("ascii"))]
         # Served inline in this request's own task: no extra task, no hand-over. A
@@ -390,13 +309,11 @@ class SseTransport(Transport):
         stream_id = None
         if self._resumable():
             self._stream_count += 1
-            stream_id = f"r{self._stream_count}"
-        pending = _PendingReply(send, receive, headers, initialize, stream_id, self._retry_ms)
+            if sse:
+                stream_id = f"r{self._stream_count}"
+        pending = PendingReply(send, receive, headers, initialize, stream_id, self._retry_ms, sse)
         if stream_id is not None:
             pending.on_open = self._stream_opened
-        elif self.stateless:
-            # A stream, once open, is watched: the client closing it cancels the request.
-            pending.on_open = lambda opened: self._watch(request_id, opened.stream)  # type: ignore[arg-type]
         streams[request_id] = pending
         if not self.keepalive_watched:
             self._keepalive().watch(self)
@@ -412,10 +329,8 @@ class SseTransport(Transport):
                 self._forget(request_id, pending)
                 if reply is None:
                     await send_whole(send, POST_SSE_HEADERS, b"")
-                elif self.stateless and type(reply) is JsonRpcError:
-                    await write_json_rpc_error(
-                        send, status_for(reply.code), reply.code, reply.message, request_id=reply.id, data=reply.data
-                    )
+                elif self.json_response or not sse:
+                    await send_whole(send, self._json_headers(pending, reply), encode_message(reply))
                 else:
                     await send_whole(send, self._reply_headers(pending, reply), _data(reply))
                 return
@@ -428,15 +343,9 @@ class SseTransport(Transport):
         finally:
             self._forget(request_id, pending)
 
-    def _forget(self, request_id: RequestId, pending: _PendingReply) -> None:
+    def _forget(self, request_id: RequestId, pending: PendingReply) -> None:
         """A request is over: its stream (if one was made) takes no more, and it leaves the table."""
-        if pending.timer is not None:
-            pending.timer.cancel()
-        stream = pending.stream
-        if stream is not None:
-            stream.done = True
-            if stream.watcher is not None:
-                stream.watcher.cancel()
+        pending.finish()
         current = self._streams
         if current is not None:
             if current.get(request_id) is pending:
@@ -444,8 +353,8 @@ class SseTransport(Transport):
             if not current:
                 self._streams = None  # an idle session keeps no table
 
-    def _reply_headers(self, pending: _PendingReply, reply: JsonRpcMessage) -> list[tuple[bytes, bytes]]:
-        """The headers a reply goes out with; notes a successful initialize."""
+    def _reply_headers(self, pending: PendingReply, reply: JsonRpcMessage) -> list[tuple[bytes, bytes]]:
+        """The headers an SSE reply goes out with; notes a successful initialize."""
         if not pending.initialize:
             return pending.headers
         if type(reply) is JsonRpcResponse:
@@ -453,27 +362,15 @@ class SseTransport(Transport):
             return pending.headers
         return POST_SSE_HEADERS  # a failed initialize opens no session
 
-    def _watch(self, request_id: RequestId, stream: _PostStream) -> None:
-        """Notice the client leaving a request that waits on it (it never reads
-        ``receive`` itself), so messages stop going to a dead stream.
+    def _json_headers(self, pending: PendingReply, reply: JsonRpcMessage) -> list[tuple[bytes, bytes]]:
+        """The headers a JSON reply goes out with; notes a successful initialize."""
+        if pending.initialize and type(reply) is JsonRpcResponse and self.session_id is not None:
+            self._initialized = True
+            return [*JSON_HEADERS, (SESSION_HEADER, self.session_id.encode("ascii"))]
+        return JSON_HEADERS
 
-        The watcher task starts once the current step of the loop is over, and only if
-        the request is still running then: a call that streams and answers without
-        waiting (progress, then the reply) never pays for a task and its cancellation,
-        about 15 µs of CPU a streamed call (bench: streamed calls on a 2025-06-18 session).
-        """
-        if not stream.watch_scheduled:
-            stream.watch_scheduled = True
-            asyncio.get_running_loop().call_soon(self._start_watcher, request_id, stream)
-
-    def _start_watcher(self, request_id: RequestId, stream: _PostStream) -> None:
-        if not stream.done:  # done: the request is over, nothing goes to the stream any more
-            stream.watcher = asyncio.get_running_loop().create_task(self._watch_for_disconnect(request_id, stream))
-
-    async def _watch_for_disconnect(self, request_id: RequestId, stream: _PostStream) -> None:
-        while (await stream.receive())["type"] != "http.disconnect":
-            pass
-        stream.done = True
+    def _client_left(self, request_id: RequestId, stream: PostStream) -> None:
+        """The client of a request's stream disconnected while the request runs."""
         streams = self._streams
         pending = streams.get(request_id) if streams is not None else None
         if pending is None or pending.stream is not stream:
@@ -482,26 +379,16 @@ class SseTransport(Transport):
             # Resumable: the request goes on, logging what it sends, until a GET resumes it.
             pending.detach()
             return
-        if self.stateless and self.dispatcher is not None:
-            # 2026-07-28: closing the response stream is the cancellation.
-            del streams[request_id]  # type: ignore[union-attr]
-            self.dispatcher.on_message(
-                JsonRpcNotification(
-                    "notifications/cancelled", {"requestId": request_id, "reason": "the client closed the stream"}
-                )
-            )
-            return
         # The client left mid-call: later messages go to the standalone stream, and
         # requests it can no longer answer fail now instead of at their timeout.
         del streams[request_id]  # type: ignore[union-attr]
-        stream.done = True
         if stream.outbound and self.dispatcher is not None:
             for outbound_id in stream.outbound:
                 self.dispatcher.on_message(
                     JsonRpcError(outbound_id, CONNECTION_CLOSED, "The client disconnected before answering")
                 )
 
-    async def _reply(self, request_id: RequestId, pending: _PendingReply, reply: JsonRpcMessage) -> None:
+    async def _reply(self, request_id: RequestId, pending: PendingReply, reply: JsonRpcMessage) -> None:
         """Write a request's response, which ends its stream."""
         streams = self._streams
         if streams is not None and streams.get(request_id) is pending:
@@ -519,7 +406,7 @@ class SseTransport(Transport):
             self._initialized = True
         await stream.write(_data(reply), final=True)
 
-    async def _emit(self, pending: _PendingReply, message: bytes, final: bool = False) -> None:
+    async def _emit(self, pending: PendingReply, message: bytes, final: bool = False) -> None:
         """One message on a request's stream: logged with an id when the stream is resumable,
         written to the client unless the request is detached."""
         if pending.stream_id is None:
@@ -543,14 +430,14 @@ class SseTransport(Transport):
         await self._hang_up(pending)
         return True
 
-    async def _hang_up(self, pending: _PendingReply) -> None:
+    async def _hang_up(self, pending: PendingReply) -> None:
         stream = pending.open()  # made now if need be, so the client has the priming event's id
         pending.detach()
         if stream is not None:
             await stream.write(b"retry: %d\n\n" % pending.retry_ms)
             await stream.end()
 
-    def _stream_opened(self, pending: _PendingReply) -> None:
+    def _stream_opened(self, pending: PendingReply) -> None:
         """A resumable stream went live: it is closed for the client to resume after ``stream_reconnect_after``."""
         if pending.timer is not None:
             pending.timer.cancel()
@@ -558,12 +445,12 @@ class SseTransport(Transport):
             self.limits.stream_reconnect_after, self._overdue, pending
         )
 
-    def _overdue(self, pending: _PendingReply) -> None:
+    def _overdue(self, pending: PendingReply) -> None:
         pending.timer = None
         if pending.stream is not None and not pending.detached and not self._closed:
-            _in_background(self._hang_up(pending))
+            in_background(self._hang_up(pending))
 
-    def _in_flight(self, stream_id: str) -> _PendingReply | None:
+    def _in_flight(self, stream_id: str) -> PendingReply | None:
         for pending in (self._streams or {}).values():
             if pending.stream_id == stream_id:
                 return pending
@@ -578,16 +465,16 @@ class SseTransport(Transport):
         elsewhere = False
         if pending is None and not events:
             # Nothing logged since: still resumable when its request runs on another worker.
-            elsewhere = self.runs_elsewhere is not None and await self.runs_elsewhere(stream_id)
+            elsewhere = await self._peers.runs_elsewhere(stream_id)
             if not elsewhere:
                 await HttpError(
                     400, "Bad request: Last-Event-ID names no stream of this session that can still be resumed"
                 ).write(send)
                 return
-        stream = _PostStream(send, SSE_HEADERS, receive)
+        stream = PostStream(send, SSE_HEADERS, receive)
         stream.pending = [frame(event.message, event.event_id) for event in events]
         if pending is None:  # the request is over: its response was among the logged events
-            if self.follows_other_workers and (events or elsewhere):  # ... or it runs on another worker
+            if self._shared_log and (events or elsewhere):  # ... or it runs on another worker
                 await self._tail(stream, receive, events[-1].event_id if events else event_id)
                 return
             await stream.end()
@@ -602,7 +489,7 @@ class SseTransport(Transport):
             if pending.stream is stream:
                 pending.detach()
 
-    async def _tail(self, stream: _PostStream, receive: Receive, last: str) -> None:
+    async def _tail(self, stream: PostStream, receive: Receive, last: str) -> None:
         """A resumed stream whose request runs on another worker: what that worker
         logs, as it logs it (``EventLog.follow``), until the stream ends or the client leaves."""
         log = self._events()
@@ -644,20 +531,24 @@ class SseTransport(Transport):
     async def handle_get(
         self, scope: Scope, receive: Receive, send: Send, last_event_id: bytes | str | None = None
     ) -> None:
-        """Attach the standalone SSE stream; returns when it closes.
+        """Attach the standalone SSE stream, or resume a request's stream; returns when it closes.
 
-        A new GET supersedes the previous stream. With ``last_event_id`` (the
-        ``Last-Event-ID`` header; read from ``scope`` when not given) the
-        retained standalone events after it are replayed first, then the backlog.
+        ``last_event_id`` is the ``Last-Event-ID`` header (read from ``scope`` when not given).
+        """
+        if last_event_id is None:
+            last_event_id = dict(scope["headers"]).get(b"last-event-id")
+        await self.serve_get(receive, send, parse_event_id(last_event_id))
+
+    async def serve_get(self, receive: Receive, send: Send, after: str | None) -> None:
+        """A GET after event ``after`` (None: none): ``handle_get`` without the header reading.
+
+        An id on a request's stream resumes that stream; otherwise this attaches the
+        standalone stream, superseding the previous one: the retained standalone events
+        after ``after`` are replayed first, then the backlog.
         """
         if self._closed:
-            await HttpError(404, _SESSION_ENDED).write(send)
+            await HttpError(404, SESSION_ENDED).write(send)
             return
-        if last_event_id is None:
-            for name, value in scope["headers"]:
-                if name == b"last-event-id":
-                    last_event_id = value
-        after = parse_event_id(last_event_id)
         if after is not None and stream_of(after) != STANDALONE_STREAM:
             await self._resume(after, receive, send)
             return
@@ -687,48 +578,41 @@ class SseTransport(Transport):
             if self._standalone is stream:
                 self._standalone = None
 
-    async def handle_delete(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """End the session: close the transport and answer 204."""
-        await self.close()
-        await send({"type": "http.response.start", "status": 204, "headers": []})
-        await send(_EMPTY_BODY)
-
     # --- outbound ------------------------------------------------------------------
 
     async def send(self, message: JsonRpcMessage, related_request_id: RequestId | None = None) -> None:
         if self._closed:
             return
         kind = type(message)
-        is_reply = kind is JsonRpcResponse or kind is JsonRpcError
-        if kind is JsonRpcRequest and self.before_outbound_request is not None:
-            await self.before_outbound_request(message.id)  # type: ignore[union-attr,arg-type]
-        if related_request_id is not None and self._streams:
-            pending = self._streams.get(related_request_id)
-            if pending is not None:
-                if is_reply and message.id == related_request_id:  # type: ignore[union-attr]
-                    await self._reply(related_request_id, pending, message)
-                    return
-                stream = pending.open()
-                if stream is not None:
-                    if kind is JsonRpcRequest:
-                        # The handler now waits on the client: a dead client must fail it.
-                        if stream.outbound is None:
-                            stream.outbound = []
-                        stream.outbound.append(message.id)  # type: ignore[union-attr,arg-type]
-                    # A streamed request notices its client leaving (later messages find the
-                    # GET stream, or the log of a resumable stream).
-                    self._watch(related_request_id, stream)
-                await self._emit(pending, encode_message(message))
-                return
-        if is_reply or self.stateless:
-            # Its POST stream is gone (the client disconnected), or a 2026-07-28 request is over:
-            # no stream may carry it (that revision has no standalone stream).
-            logger.debug("dropping %s: its stream is closed", type(message).__name__)
-            return
-        await self._send_standalone(
-            encode_message(message),
-            message.id if kind is JsonRpcRequest else None,  # type: ignore[union-attr]
-        )
+        if kind is JsonRpcRequest:
+            await self._peers.before_outbound_request(message.id)  # type: ignore[union-attr,arg-type]
+        streams = self._streams
+        pending = streams.get(related_request_id) if streams and related_request_id is not None else None
+        answers = pending is not None and getattr(message, "id", None) == related_request_id
+        where = destination(kind, answers, None if pending is None else pending.sse)
+        if where is Destination.REPLY:
+            await self._reply(related_request_id, pending, message)  # type: ignore[arg-type]
+        elif where is Destination.POST_STREAM:
+            assert pending is not None and related_request_id is not None
+            stream = pending.open()
+            if stream is not None:
+                if kind is JsonRpcRequest:
+                    # The handler now waits on the client: a dead client must fail it.
+                    if stream.outbound is None:
+                        stream.outbound = []
+                    stream.outbound.append(message.id)  # type: ignore[union-attr,arg-type]
+                # A streamed request notices its client leaving (later messages find the
+                # GET stream, or the log of a resumable stream).
+                if not stream.watch_scheduled:
+                    watch(stream, functools.partial(self._client_left, related_request_id))
+            await self._emit(pending, encode_message(message))
+        elif where is Destination.STANDALONE:
+            await self._send_standalone(
+                encode_message(message),
+                message.id if kind is JsonRpcRequest else None,  # type: ignore[union-attr]
+            )
+        else:
+            logger.debug("dropping %s: no stream may carry it", kind.__name__)
 
     async def _send_standalone(self, data: bytes, request_id: RequestId | None) -> None:
         stream = self._standalone
@@ -738,8 +622,7 @@ class SseTransport(Transport):
             assert stream is not None
             await stream.write(frame(event.message, event.event_id))
             return
-        if self.on_backlog is not None:
-            await self.on_backlog()  # the stream may be open on another worker: tell it
+        await self._peers.on_backlog()  # the stream may be open on another worker: tell it
         if dropped is not None and dropped.request_id is not None and self.dispatcher is not None:
             # Nobody will ever answer it: fail the caller now rather than at its timeout.
             self.dispatcher.on_message(
@@ -750,7 +633,7 @@ class SseTransport(Transport):
                 )
             )
 
-    # --- the standalone stream held by another worker (a router's messages) ------------
+    # --- the standalone stream held by another worker (a coordinator's messages) ---------
 
     async def deliver_backlog(self) -> None:
         """Send the standalone backlog (what other workers logged for it) on this worker's
@@ -771,12 +654,20 @@ class SseTransport(Transport):
 
     async def close(self) -> None:
         """End every stream and the session; running handlers are cancelled by the engine."""
+        await self._close(end_session=True)
+
+    async def release(self) -> None:
+        """Stop serving the session here without ending it: the streams close, the event log
+        stays (other workers serve the session) and ``on_end`` is not called."""
+        await self._close(end_session=False)
+
+    async def _close(self, *, end_session: bool) -> None:
         if self._closed:
             return
         self._closed = True
         streams, self._streams = self._streams, None
         standalone, self._standalone = self._standalone, None
-        if self._event_log is not None and self.on_end_session:
+        if self._event_log is not None and end_session:
             await self._event_log.forget(self._log_key)
         if self.dispatcher is not None:
             self.dispatcher.on_close()
@@ -790,17 +681,8 @@ class SseTransport(Transport):
                     await stream.write(b"data: " + body + b"\n\n", final=True)
         if standalone is not None:
             await standalone.end()
-        if self._on_end is not None:
+        if self._on_end is not None and end_session:
             self._on_end(self)
-
-
-_background: set[asyncio.Task[Any]] = set()
-
-
-def _in_background(work: Any) -> None:
-    task: asyncio.Task[Any] = asyncio.get_running_loop().create_task(work)
-    _background.add(task)
-    task.add_done_callback(_background.discard)
 
 
 async def _until_disconnect(receive: Receive) -> None:
@@ -811,86 +693,6 @@ async def _until_disconnect(receive: Receive) -> None:
 def _data(message: JsonRpcMessage) -> bytes:
     """One message as an SSE event without an id (POST streams are not replayed)."""
     return b"data: " + encode_message(message) + b"\n\n"
-
-
-class _PostStream(SseStream):
-    """A POST's reply stream, with what is needed to notice its client leaving."""
-
-    __slots__ = ("outbound", "receive", "watch_scheduled", "watcher")
-
-    def __init__(self, send: Send, headers: list[tuple[bytes, bytes]], receive: Receive) -> None:
-        super().__init__(send, headers)
-        self.receive = receive
-        self.watch_scheduled = False  # _watch was asked; the watcher starts after this loop step
-        self.watcher: asyncio.Task[None] | None = None
-        self.outbound: list[RequestId] | None = None  # server-to-client requests sent on it
-
-
-class _PendingReply:
-    """A request being served: its POST's ASGI callables, and its SSE stream once one is needed.
-
-    ``stream_id`` is set when the stream is resumable; ``detached`` once the client
-    left it or the server closed it (until a GET resumes it: ``attach``).
-    """
-
-    __slots__ = (
-        "detached",
-        "headers",
-        "initialize",
-        "on_open",
-        "receive",
-        "retry_ms",
-        "send",
-        "stream",
-        "stream_id",
-        "timer",
-    )
-
-    def __init__(
-        self,
-        send: Send,
-        receive: Receive,
-        headers: list[tuple[bytes, bytes]],
-        initialize: bool,
-        stream_id: str | None = None,
-        retry_ms: int = 1000,
-    ) -> None:
-        self.send = send
-        self.receive = receive
-        self.headers = headers
-        self.initialize = initialize
-        self.stream: _PostStream | None = None
-        self.stream_id = stream_id
-        self.retry_ms = retry_ms
-        self.detached = False
-        self.on_open: Callable[[_PendingReply], None] | None = None  # a resumable stream went live
-        self.timer: asyncio.TimerHandle | None = None
-
-    def open(self) -> _PostStream | None:
-        """The request's live SSE stream, made on first use; None while detached.
-
-        A resumable stream starts with its priming event, whose id (sequence 0 of
-        the stream) resumes everything the stream logs.
-        """
-        stream = self.stream
-        if stream is None and not self.detached:
-            stream = self.stream = _PostStream(self.send, self.headers, self.receive)
-            if self.stream_id is not None:
-                stream.pending.append(priming(f"0/{self.stream_id}", self.retry_ms / 1000))
-            if self.on_open is not None:
-                self.on_open(self)
-        return stream
-
-    def detach(self) -> None:
-        """The client is not listening: events are only logged from now on."""
-        self.stream = None
-        self.detached = True
-
-    def attach(self, stream: _PostStream) -> _PostStream | None:
-        """A GET resumed the stream: it carries the events from now on; returns the stream it replaces."""
-        previous, self.stream = self.stream, stream
-        self.detached = False
-        return previous
 
 
 def _is_visible_ascii(value: str) -> bool:

@@ -1,0 +1,389 @@
+"""The sessions this process serves over HTTP: find, open, adopt, end, expire, shut down.
+
+Rules (the HTTP side of a session's life; ``session.py`` has the protocol side):
+
+1. A session's record (plain data) is in the ``SessionStore``; its live part,
+   the transport and the ``ServerSession``, is a ``LiveSession`` of this process.
+2. Only ``open`` creates a session, for a well-formed ``initialize`` (503 once
+   ``max_sessions`` are live); a failed initialize leaves nothing behind.
+3. ``lookup`` answers 404 for a session that is unknown, ended, expired, or
+   still being initialized on another worker, and refreshes its idle clock at
+   most once per ``_TOUCH_GRANULARITY`` (a shared store is spared a write per
+   request).
+4. ``end`` ends a session for good: its record, its transport, its event log
+   and what the coordinator keeps for it. ``release`` only stops serving it
+   here: with a shared store, other workers go on serving it.
+5. Expired sessions are ended by a reaper task that runs while sessions live.
+6. With a shared store (``SharedSessionDirectory``), any worker may serve any
+   session: a worker that sees a session first adopts it from its record, its
+   copy of the record follows the store's, a changed record is written back,
+   and shutting down releases sessions instead of ending them.
+
+``SessionDirectory`` is the in-process case; ``directory_for`` picks one by
+``SessionStore.shared``, once, when the app is made.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from typing import Any, Final
+
+from ...background import in_background
+from ...jsonrpc import JsonRpcMessage, JsonRpcRequest, RequestId
+from ...server import McpServer
+from ...session import ServerSession, SessionRecord
+from ...stores.base import EventLog, SessionStore
+from ...stores.coordination import Coordinator
+from .errors import SERVER_BUSY, UNKNOWN_SESSION, HttpError
+from .limits import HttpLimits
+from .sessions import Clock, new_session_id
+from .streams import KeepaliveTicker
+from .transport import SseTransport
+
+__all__ = ["LiveSession", "ServerSource", "SessionDirectory", "SharedSessionDirectory", "directory_for"]
+
+logger = logging.getLogger("mcp_sse_server.http")
+
+# A session's last activity is written at most this often (seconds): idle timeouts are minutes
+# long, and a shared store is spared a write per request.
+_TOUCH_GRANULARITY: Final = 1.0
+# Requests a client may send before notifications/initialized (any other shows it was sent).
+_BEFORE_READY: Final = frozenset({"initialize", "ping"})
+
+
+class LiveSession:
+    """A session this process serves: its ``record`` (plain data, also in the store),
+    its ``transport`` and its ``session`` (the ``ServerSession`` that sends to the client).
+
+    It is also what a ``Coordinator`` asks of a session (``CoordinatedSession``)."""
+
+    __slots__ = ("closing", "record", "session", "transport")
+
+    def __init__(self, record: SessionRecord, transport: SseTransport, session: ServerSession) -> None:
+        self.record = record
+        self.transport = transport
+        self.session = session
+        self.closing = False
+
+    @property
+    def session_id(self) -> str:
+        return self.record.id
+
+    def next_stream_id(self) -> str | None:
+        return self.transport.next_stream_id()
+
+    def on_message(self, message: JsonRpcMessage) -> None:
+        self.transport.deliver(message)
+
+    async def end_cancelled(self, params: dict[str, Any]) -> None:
+        await self.transport.end_cancelled(params)
+
+    async def deliver_backlog(self) -> None:
+        await self.transport.deliver_backlog()
+
+    async def end_standalone(self) -> None:
+        await self.transport.end_standalone()
+
+
+ServerSource = Callable[[], Awaitable[McpServer]]
+"""Returns the ``McpServer`` for a new session (the one shared server, or a fresh one)."""
+
+
+class SessionDirectory:
+    """The sessions this process serves, by id, over a store of their records (rules above)."""
+
+    shared = False  # other workers never serve these sessions
+
+    def __init__(
+        self,
+        store: SessionStore,
+        events: EventLog,
+        *,
+        servers: ServerSource,
+        coordinator: Coordinator,
+        limits: HttpLimits,
+        keepalive: KeepaliveTicker,
+        clock: Clock,
+        json_response: bool = False,
+    ) -> None:
+        self.store = store
+        self.events = events
+        self.servers = servers
+        self.coordinator = coordinator
+        self.limits = limits
+        self.keepalive = keepalive
+        self.clock = clock
+        self.json_response = json_response
+        self.closing = False
+        self._live: dict[str, LiveSession] = {}
+        self._creating = 0
+        self._reaper: asyncio.Task[None] | None = None
+
+    @property
+    def live(self) -> Mapping[str, LiveSession]:
+        """The sessions this process serves now, by id (read-only)."""
+        return self._live
+
+    def __iter__(self) -> Iterator[LiveSession]:
+        return iter(list(self._live.values()))
+
+    def find(self, session_id: str) -> LiveSession | None:
+        """The live session with this id, unless it is closing (for messages routed here)."""
+        live = self._live.get(session_id)
+        return None if live is None or live.closing else live
+
+    # --- one request ---------------------------------------------------------------------
+
+    async def lookup(self, session_id: bytes) -> LiveSession:
+        """The live session a request names (its idle clock refreshed), or HttpError 404."""
+        key = session_id.decode("latin-1")
+        record = await self.store.get(key)
+        live = self._live.get(key)
+        if record is None:
+            if live is not None and not live.closing:
+                self._end_soon(live)  # ended by another worker (DELETE, expiry): this copy goes too
+            raise HttpError(404, UNKNOWN_SESSION)
+        if live is None:
+            if record.revision is None:  # still being initialized, on another worker
+                raise HttpError(404, UNKNOWN_SESSION)
+            live = await self._adopt(record)
+        elif live.closing:
+            raise HttpError(404, UNKNOWN_SESSION)
+        elif live.record is not record:
+            self._follow(live, record)
+        now = self.clock()
+        record = live.record
+        if record.expired(now, self.limits.session_idle_timeout, self.limits.session_max_lifetime):
+            self._end_soon(live)
+            raise HttpError(404, UNKNOWN_SESSION)
+        if now - record.last_seen >= _TOUCH_GRANULARITY:
+            await self.store.touch(record, now)
+        return live
+
+    def _follow(self, live: LiveSession, record: SessionRecord) -> None:
+        """The store returned a record other than the live one (only a shared store does)."""
+
+    def before_request(self, live: LiveSession, request: JsonRpcRequest) -> None:
+        """A client request on a live session, about to be served."""
+
+    # --- opening ---------------------------------------------------------------------------
+
+    async def open(self) -> LiveSession:
+        """A new session for an ``initialize`` (the caller serves it, then ``opened``)."""
+        limit = self.limits.max_sessions
+        if await self.store.count() + self._creating >= limit:
+            await self.reap_expired()
+            if await self.store.count() + self._creating >= limit:
+                raise HttpError(
+                    503,
+                    f"Service unavailable: this server already has its maximum of {limit} sessions; try again later",
+                    SERVER_BUSY,
+                    headers=[(b"retry-after", b"5")],
+                )
+        now = self.clock()
+        record = SessionRecord(new_session_id(), now, now)
+        transport = self._transport(record)
+        self._creating += 1
+        try:
+            server = await self.servers()
+            session = await server.connect(transport, record=record)
+        except Exception:
+            logger.exception("could not start a session: no session was created")
+            raise HttpError(500, "Internal error: the server could not start a session") from None
+        finally:
+            self._creating -= 1
+        await self.store.create(record)
+        live = LiveSession(record, transport, session)
+        self._watch_record(session)
+        await self._serve_here(live)
+        return live
+
+    async def opened(self, live: LiveSession) -> None:
+        """The initialize of a new session was answered: keep it, or forget it if it failed."""
+        if not live.transport.initialized:
+            # A failed initialize (or a client gone before the reply) leaves nothing behind.
+            await self.end(live)
+        else:
+            await self.store.save(live.record)
+
+    def _watch_record(self, session: ServerSession) -> None:
+        """Where a session's changed record goes (only a shared store needs to hear)."""
+
+    async def _adopt(self, record: SessionRecord) -> LiveSession:
+        """Serve here a session this process did not open (another worker did): a local
+        transport and session resumed from the record, without a visible handshake."""
+        transport = self._transport(record)
+        try:
+            server = await self.servers()
+            session = await server.connect(transport, record=record)
+            session.resume()
+            self._watch_record(session)
+        except Exception:
+            logger.exception("could not resume session %s on this worker", record.id[:8])
+            raise HttpError(500, "Internal error: the server could not resume the session") from None
+        live = self._live.get(record.id)
+        if live is None:  # (another request of the session may have adopted it meanwhile)
+            live = LiveSession(record, transport, session)
+            await self._serve_here(live)
+        return live
+
+    async def _serve_here(self, live: LiveSession) -> None:
+        self._live[live.record.id] = live
+        coordinator = self.coordinator
+        await coordinator.start(self.find)
+        ids: Iterator[RequestId] | None = coordinator.request_ids()
+        if ids is not None:
+            live.session.connection.name_requests(ids)
+        self._start_reaper()
+
+    def _transport(self, record: SessionRecord) -> SseTransport:
+        return SseTransport(
+            record.id,
+            limits=self.limits,
+            event_log=self.events,
+            keepalive=self.keepalive,
+            on_end=self._transport_ended,
+            record=record,
+            peers=self.coordinator.peers(record.id),
+            shared_log=self.shared,
+            json_response=self.json_response,
+        )
+
+    # --- ending ----------------------------------------------------------------------------
+
+    def _transport_ended(self, transport: SseTransport) -> None:
+        # The server side closed the session (ServerSession.close(), say): forget it.
+        if transport.session_id is None:
+            return
+        live = self._live.pop(transport.session_id, None)
+        if live is not None and not live.closing:
+            live.closing = True
+            in_background(self._forget(transport.session_id))
+
+    async def _forget(self, session_id: str) -> None:
+        await self.store.delete(session_id)
+        await self.coordinator.session_ended(session_id)
+
+    async def end(self, live: LiveSession) -> None:
+        """End a session for good: its record, its streams, what the coordinator keeps of it."""
+        live.closing = True
+        session_id = live.record.id
+        if self._live.get(session_id) is live:
+            del self._live[session_id]
+        try:
+            await self.store.delete(session_id)
+            await live.transport.close()
+            await self.coordinator.session_ended(session_id)
+        except Exception:
+            logger.exception("closing session %s failed", session_id[:8])
+
+    async def release(self, live: LiveSession) -> None:
+        """Stop serving a session here without ending it (its record stays in the store)."""
+        live.closing = True
+        if self._live.get(live.record.id) is live:
+            del self._live[live.record.id]
+        try:
+            await live.transport.release()
+        except Exception:
+            logger.exception("releasing session %s failed", live.record.id[:8])
+
+    def _end_soon(self, live: LiveSession) -> None:
+        live.closing = True
+        in_background(self.end(live))
+
+    async def reap_expired(self) -> int:
+        """End every session past its idle timeout or lifetime (by ``clock``); returns how many."""
+        expired = await self.store.expired(
+            self.clock(), self.limits.session_idle_timeout, self.limits.session_max_lifetime
+        )
+        for session_id in expired:
+            logger.info("session %s expired", session_id[:8])
+            live = self._live.get(session_id)
+            if live is not None:
+                await self.end(live)
+            else:
+                await self.store.delete(session_id)
+                await self.coordinator.session_ended(session_id)
+        return len(expired)
+
+    def _start_reaper(self) -> None:
+        if self._reaper is None and not self.closing:
+            self._reaper = asyncio.get_running_loop().create_task(self._reap_forever())
+
+    async def _reap_forever(self) -> None:
+        try:
+            while self._live:
+                await asyncio.sleep(self.limits.reap_interval)
+                await self.reap_expired()
+        finally:
+            self._reaper = None
+
+    async def shutdown(self) -> None:
+        """Stop serving every session (ending them, or releasing them to other workers)."""
+        self.closing = True
+        for live in self:
+            await self._let_go(live)
+        if self._reaper is not None:
+            self._reaper.cancel()
+            self._reaper = None
+
+    async def _let_go(self, live: LiveSession) -> None:
+        await self.end(live)
+
+
+class SharedSessionDirectory(SessionDirectory):
+    """The sessions this worker serves of those every worker shares through the store (rule 6)."""
+
+    shared = True
+
+    def _follow(self, live: LiveSession, record: SessionRecord) -> None:
+        """Bring this worker's copy up to date with the store's record, in place (the transport
+        and the ServerSession hold the same object); another worker may have changed it."""
+        level = live.record.log_level
+        for field in dataclasses.fields(SessionRecord):
+            setattr(live.record, field.name, getattr(record, field.name))
+        if record.log_level is not None and record.log_level != level:
+            live.session.set_log_level(record.log_level)
+
+    def before_request(self, live: LiveSession, request: JsonRpcRequest) -> None:
+        if not live.session.ready and request.method not in _BEFORE_READY:
+            # The client is past the handshake: its notifications/initialized reached another worker.
+            live.session.ready = True
+
+    def _watch_record(self, session: ServerSession) -> None:
+        session.on_record_change = self._save_soon
+
+    def _save_soon(self, record: SessionRecord) -> None:
+        """Write a changed record back to the shared store (log level, subscriptions)."""
+        in_background(self.store.save(record))
+
+    async def _let_go(self, live: LiveSession) -> None:
+        await self.release(live)  # the session lives on: other workers serve it
+
+
+def directory_for(
+    store: SessionStore,
+    events: EventLog,
+    *,
+    servers: ServerSource,
+    coordinator: Coordinator,
+    limits: HttpLimits,
+    keepalive: KeepaliveTicker,
+    clock: Clock,
+    json_response: bool = False,
+) -> SessionDirectory:
+    """The directory of the sessions in ``store``: shared with other workers when the store is."""
+    kind = SharedSessionDirectory if store.shared else SessionDirectory
+    return kind(
+        store,
+        events,
+        servers=servers,
+        coordinator=coordinator,
+        limits=limits,
+        keepalive=keepalive,
+        clock=clock,
+        json_response=json_response,
+    )

@@ -1,0 +1,126 @@
+"""``McpRouter``: which endpoint serves an HTTP request, decided once from its ``McpRequest``.
+
+The rules (``route``, a pure function of the request):
+
+1. The path must be the endpoint's, when the app has one: 404.
+2. A repeated ``Mcp-Session-Id`` is refused: 400.
+3. An ``MCP-Protocol-Version`` header naming no session revision goes to the
+   stateless endpoint, whatever the method (it answers 405 for all but POST).
+4. Otherwise the method decides: POST, GET and DELETE go to the session
+   endpoint; anything else is 405 with ``Allow``.
+
+The router also turns failures into answers, in one place: an ``HttpError``
+is written as such, a client gone before its body arrived gets nothing, a
+shared store out of reach is 503 with ``Retry-After``, and anything else is
+logged and answered 500 with no detail.
+
+>>> request = McpRequest({"method": "PATCH", "path": "/mcp", "headers": []})
+>>> route(request, "/mcp")
+Traceback (most recent call last):
+...
+mcp_sse_server.transport.http.errors.HttpError: Method not allowed: PATCH; the MCP endpoint takes GET, POST and DELETE
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from typing import Final
+
+from ... import versions
+from ...stores.base import StoreUnavailable
+from .asgi import Receive, Scope, Send
+from .body import ClientDisconnected
+from .errors import INTERNAL_ERROR, SERVER_BUSY, HttpError
+from .request import McpRequest
+from .session_endpoint import HttpSessionEndpoint
+from .stateless_endpoint import HttpStatelessEndpoint
+
+__all__ = ["McpRouter", "Route", "route"]
+
+logger = logging.getLogger("mcp_sse_server.http")
+
+_ALLOW: Final = [(b"allow", b"GET, POST, DELETE")]
+
+
+class Route(enum.Enum):
+    """Where a request goes (``route``)."""
+
+    STATELESS = "the stateless endpoint"
+    POST = "a session POST"
+    GET = "a session GET"
+    DELETE = "a session DELETE"
+
+
+_BY_METHOD: Final = {"POST": Route.POST, "GET": Route.GET, "DELETE": Route.DELETE}
+
+
+def route(request: McpRequest, path: str | None) -> Route:
+    """The endpoint for ``request`` (rules in the module docstring); HttpError when there is none."""
+    if path is not None and request.path != path:
+        raise HttpError(404, f"Not found: the MCP endpoint is {path}")
+    if request.repeated and request.count(b"mcp-session-id") > 1:
+        raise HttpError(400, "Bad request: several Mcp-Session-Id headers; send exactly one")
+    version = request.version
+    if version is not None and not versions.for_header(version):
+        return Route.STATELESS
+    found = _BY_METHOD.get(request.method)
+    if found is None:
+        raise HttpError(
+            405,
+            f"Method not allowed: {request.method}; the MCP endpoint takes GET, POST and DELETE",
+            headers=_ALLOW,
+        )
+    return found
+
+
+class McpRouter:
+    """The MCP endpoint as an ASGI app: routes each request (``route``) and answers failures."""
+
+    __slots__ = ("path", "sessions", "stateless")
+
+    def __init__(self, sessions: HttpSessionEndpoint, stateless: HttpStatelessEndpoint, path: str | None) -> None:
+        self.sessions = sessions
+        self.stateless = stateless
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = McpRequest.of(scope)
+        try:
+            where = route(request, self.path)
+            if where is Route.POST:
+                await self.sessions.post(request, receive, send)
+            elif where is Route.STATELESS:
+                await self.stateless.handle(request, receive, send)
+            elif where is Route.GET:
+                await self.sessions.get(request, receive, send)
+            else:
+                await self.sessions.delete(request, send)
+        except HttpError as error:
+            await error.write(send)
+        except ClientDisconnected:
+            pass
+        except StoreUnavailable as error:
+            # A shared store out of reach: the client retries, nothing is lost.
+            logger.warning("the session store is unavailable: %s", error)
+            await _answer_late(
+                send,
+                HttpError(
+                    503,
+                    "Service unavailable: the session store cannot be reached; try again later",
+                    SERVER_BUSY,
+                    headers=[(b"retry-after", b"2")],
+                ),
+            )
+        except Exception:
+            # A bug of ours or of a pluggable store: the detail goes to the log only.
+            logger.exception("the MCP endpoint failed on %s %s", request.method, request.path)
+            await _answer_late(send, HttpError(500, "Internal error", INTERNAL_ERROR))
+
+
+async def _answer_late(send: Send, error: HttpError) -> None:
+    """Answer a failure found mid-request: if the response had started, the server closes the connection."""
+    try:
+        await error.write(send)
+    except Exception:
+        pass

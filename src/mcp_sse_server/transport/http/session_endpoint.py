@@ -1,0 +1,126 @@
+"""The HTTP face of the session revisions (2025-06-18, 2025-11-25): POST, GET and DELETE.
+
+Order of checks, cheapest first, so a refusal costs little: Accept (406),
+Content-Type (415), session id (400/404), body size (413), body shape (400).
+Only a well-formed ``initialize`` without a session id opens a session
+(``SessionDirectory.open``). Every request is served inside
+``Coordinator.serving``, and a client's notification or response another
+worker is waiting for goes there (``Coordinator.route_inbound``); both do
+nothing when one process serves each session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Final
+
+from ...jsonrpc import HEADER_MISMATCH, JsonRpcRequest
+from ...stateless_meta import has_envelope
+from ...stores.base import STANDALONE_STREAM, stream_of
+from ...stores.coordination import Coordinator, DuplicateRequest
+from .asgi import Receive, Send
+from .body import parse_body, read_body
+from .directory import SessionDirectory
+from .errors import HttpError, in_flight_conflict, shutting_down
+from .limits import HttpLimits
+from .request import McpRequest
+from .sse import parse_event_id
+from .streams import send_accepted
+
+__all__ = ["HttpSessionEndpoint"]
+
+_MISSING_SESSION: Final = "Bad request: missing Mcp-Session-Id header; only an initialize request may open a session"
+
+
+class HttpSessionEndpoint:
+    """Serves the requests of sessions over HTTP (checks in the module docstring).
+
+    ``closing`` says whether the app is shutting down; ``json_response`` answers a
+    reply that goes out whole with ``application/json``.
+    """
+
+    __slots__ = ("closing", "coordinator", "directory", "json_response", "limits")
+
+    def __init__(
+        self,
+        directory: SessionDirectory,
+        coordinator: Coordinator,
+        *,
+        limits: HttpLimits,
+        closing: Callable[[], bool],
+        json_response: bool = False,
+    ) -> None:
+        self.directory = directory
+        self.coordinator = coordinator
+        self.limits = limits
+        self.closing = closing
+        self.json_response = json_response
+
+    async def post(self, request: McpRequest, receive: Receive, send: Send) -> None:
+        sse = request.check_post(self.json_response)
+        session_id = request.session_id
+        if session_id is None:
+            await self._open(request, receive, send, sse)
+            return
+        live = await self.directory.lookup(session_id)
+        body = await read_body(receive, self.limits.max_request_bytes, request.content_length)
+        message = parse_body(body)
+        if type(message) is JsonRpcRequest:
+            if self.closing():
+                raise shutting_down()
+            self.directory.before_request(live, message)
+            try:
+                async with self.coordinator.serving(live, message.id):
+                    await live.transport.serve_request(message, receive, send, sse=sse)
+            except DuplicateRequest:  # (raised before serving: in flight on another worker)
+                raise in_flight_conflict(message.id) from None
+        elif await self.coordinator.route_inbound(live.record.id, message, body):
+            await send_accepted(send)
+        else:
+            await live.transport.handle_message(message, send)
+
+    async def _open(self, request: McpRequest, receive: Receive, send: Send, sse: bool) -> None:
+        message = parse_body(await read_body(receive, self.limits.max_request_bytes, request.content_length))
+        if type(message) is not JsonRpcRequest or message.method != "initialize":
+            if type(message) is JsonRpcRequest and has_envelope(message.params):
+                # A 2026-07-28 request without its version header: a recognised stateless error, so a
+                # probing client learns this server speaks the revision instead of falling back.
+                raise HttpError(
+                    400,
+                    "Bad request: the MCP-Protocol-Version header is missing (a 2026-07-28 request names its "
+                    "revision in the header as well as in _meta)",
+                    HEADER_MISMATCH,
+                    request_id=message.id,
+                )
+            raise HttpError(400, _MISSING_SESSION)
+        if self.closing():
+            raise shutting_down()
+        live = await self.directory.open()
+        try:
+            await live.transport.serve_request(message, receive, send, sse=sse)
+        finally:
+            await self.directory.opened(live)
+
+    async def get(self, request: McpRequest, receive: Receive, send: Send) -> None:
+        request.check_get()
+        session_id = request.session_id
+        if session_id is None:
+            raise HttpError(400, "Bad request: a GET stream needs the Mcp-Session-Id header of an initialized session")
+        live = await self.directory.lookup(session_id)
+        if self.closing():
+            raise shutting_down()
+        last_id = parse_event_id(request.last_event_id)
+        if last_id is not None and stream_of(last_id) != STANDALONE_STREAM:
+            await live.transport.serve_get(receive, send, last_id)  # a request's stream, resumed
+            return
+        async with self.coordinator.holding_standalone(live):
+            await live.transport.serve_get(receive, send, last_id)
+
+    async def delete(self, request: McpRequest, send: Send) -> None:
+        session_id = request.session_id
+        if session_id is None:
+            raise HttpError(400, "Bad request: DELETE needs the Mcp-Session-Id header of the session to end")
+        live = await self.directory.lookup(session_id)
+        await self.directory.end(live)
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
