@@ -3,17 +3,40 @@
 ``scripts/test.sh`` sets MCP_TEST_NO_SKIP=1: there every peer (Node 22, the
 conformance suite, the official SDKs) is installed, so a test that skips has
 lost its peer, and that is a failure, not a pass.
+
+The Redis fixtures both tests/stores and tests/http_transport (its ``redis``
+deployment) use live here, so one redis-server serves the whole run:
+``redis_server`` (session-scoped, started on first use) and ``redis_prefix``
+(a fresh key prefix per test; ``fixtures.redis_server.client_for`` deletes its
+keys). redis-py is imported only when a test asks for a server.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Generator
-from typing import Any
+import secrets
+from collections.abc import Generator, Iterator
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+if TYPE_CHECKING:
+    from fixtures.redis_server import RedisServer
+
 NO_SKIP = os.environ.get("MCP_TEST_NO_SKIP") == "1"
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    from fixtures.redis_server import redis_running  # skips without redis-py (importorskip)
+
+    with redis_running(tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
+@pytest.fixture
+def redis_prefix() -> str:
+    return f"t{secrets.token_hex(6)}"
 
 
 @pytest.hookimpl(hookwrapper=True)

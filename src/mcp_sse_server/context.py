@@ -76,6 +76,7 @@ class RequestContext:
     __slots__ = (
         "_callbacks",
         "_last_progress",
+        "_make_session",
         "_session",
         "cancel_reason",
         "cancelled",
@@ -106,19 +107,27 @@ class RequestContext:
         self.done = False
         self._callbacks: list[Callable[[], Any]] | None = None
         self.task: asyncio.Task[Any] | None = None
-        self._session: Any = None  # a stateless request's own session (bind_session)
+        self._session: Any = None  # a stateless request's own session, once made (bind_session)
+        self._make_session: Callable[[], Any] | None = None
 
     @property
     def session(self) -> Any:
         """Whom the request came to: the ``ServerSession`` on a server (for a 2026-07-28 request, the
         request's own session, built from its ``_meta``), the ``McpClient`` on a client."""
         session = self._session
-        return session if session is not None else self.connection.owner
+        if session is None:
+            make = self._make_session
+            if make is None:
+                return self.connection.owner
+            session = self._session = make()
+        return session
 
-    def bind_session(self, session: Any) -> None:
-        """Make ``session`` the request's ``session`` in place of the connection's owner: the
-        stateless endpoint binds the session it builds from a 2026-07-28 request's ``_meta``."""
-        self._session = session
+    def bind_session(self, make: Callable[[], Any]) -> None:
+        """Make ``make()`` the request's ``session`` in place of the connection's owner, built on
+        first use: the stateless endpoint binds the session of a 2026-07-28 request's ``_meta``,
+        which most handlers never ask for."""
+        self._session = None
+        self._make_session = make
 
     @property
     def server(self) -> Any:

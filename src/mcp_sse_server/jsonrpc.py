@@ -13,6 +13,7 @@ b'{"jsonrpc":"2.0","id":1,"result":{}}'
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Final, TypeAlias
 
 import orjson
@@ -36,6 +37,7 @@ __all__ = [
     "RequestId",
     "dumps",
     "encode_message",
+    "json_type",
     "message_from_dict",
     "message_to_dict",
     "parse_message",
@@ -48,7 +50,8 @@ INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 RESOURCE_NOT_FOUND: Final = -32002
 # The stateless revision's errors (2026-07-28): a required header missing or unlike the body,
-# a client capability the request needs but did not declare, a protocol version not served.
+# a client capability the request needs but did not declare, a protocol version not served
+# (numbered after the revision's late renumbering: -32001, -32003 and -32004 are not them).
 HEADER_MISMATCH: Final = -32020
 MISSING_CLIENT_CAPABILITY: Final = -32021
 UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
@@ -281,6 +284,29 @@ def dumps(value: Any) -> bytes:
         return orjson.dumps(value)
     except orjson.JSONEncodeError:
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def json_type(value: Any) -> str:
+    """The JSON type of ``value``, for messages about a value of the wrong kind: one of
+    ``null``, ``boolean``, ``number``, ``string``, ``array`` and ``object``, else the Python
+    type's name.
+
+    >>> [json_type(value) for value in (None, True, 1.5, "a", [1], {"k": 1}, b"")]
+    ['null', 'boolean', 'number', 'string', 'array', 'object', 'bytes']
+    """
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "boolean"
+    if isinstance(value, int | float):
+        return "number"
+    if isinstance(value, str):
+        return "string"
+    if isinstance(value, list | tuple):
+        return "array"
+    if isinstance(value, Mapping):
+        return "object"
+    return type(value).__name__
 
 
 def encode_message(message: JsonRpcMessage) -> bytes:

@@ -8,47 +8,12 @@ still importable from here, under its old name.
 
 from __future__ import annotations
 
-from .stateless import (
-    CLIENT_CAPABILITIES,
-    CLIENT_INFO,
-    LOG_LEVEL,
-    PROTOCOL_VERSION_KEY,
-    SERVER_INFO,
-    SUBSCRIPTION_ID,
-    CachePolicy,
-    Envelope,
-    InputRequired,
-    MirroredHeader,
-    RequestSession,
-    StatelessEndpoint,
-    StatelessHost,
-    has_envelope,
-    mirrored_headers,
-    read_envelope,
-    refuse_enveloped,
-    unsupported_version,
-)
+from . import stateless
+from .stateless import *  # noqa: F403  (every name of stateless, under the same name)
+from .stateless import StatelessEndpoint, StatelessHost
 
-__all__ = [
-    "CLIENT_CAPABILITIES",
-    "CLIENT_INFO",
-    "LOG_LEVEL",
-    "PROTOCOL_VERSION_KEY",
-    "SERVER_INFO",
-    "SUBSCRIPTION_ID",
-    "CachePolicy",
-    "Envelope",
-    "InputRequired",
-    "MirroredHeader",
-    "ModernEndpoint",
-    "ModernHost",
-    "RequestSession",
-    "has_envelope",
-    "mirrored_headers",
-    "read_envelope",
-    "refuse_enveloped",
-    "unsupported_version",
-]
+__all__ = ["ModernEndpoint", "ModernHost"]
+__all__ += stateless.__all__
 
 ModernEndpoint = StatelessEndpoint
 """The old name of ``stateless.StatelessEndpoint``."""

@@ -244,7 +244,7 @@ class RequestSession(ServerSession):
                 raise McpError(INVALID_PARAMS, f'Invalid "inputResponses.{key}": expected a result object')
         if answer is not None:
             self.answers[key] = answer
-            return answer  # type: ignore[no-any-return]
+            return answer
         self.questions[key] = {"method": method, "params": params or {}}
         raise InputRequired
 
@@ -289,18 +289,26 @@ class StatelessEndpoint:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}", method)
         # A server-side context's peer is the Connection that built it (context.py types it as
         # the Peer protocol only to stay below protocol.py).
-        session = RequestSession(self.server, cast(Connection, context.connection), envelope, revision)
-        context.bind_session(session)
+        made: list[RequestSession] = []
+
+        def make_session() -> RequestSession:
+            # Built when first asked for (most handlers never ask): the request's own session.
+            made.append(RequestSession(self.server, cast(Connection, context.connection), envelope, revision))
+            return made[0]
+
+        context.bind_session(make_session)
         if method not in _MAY_ASK:
             return self._stamp(method, await self._run(handler, params, context))
         target = params.get("name") if method != "resources/read" else params.get("uri")
         arguments = params.get("arguments")
-        self._resume(session, method, target, arguments, params)
+        if "inputResponses" in params or "requestState" in params:
+            self._resume(context.session, method, target, arguments, params)
         try:
             result = await self._run(handler, params, context)
         except InputRequired:
-            if not session.questions:  # raised by the handler itself, not by a question
+            if not made or not made[0].questions:  # raised by the handler itself, not by a question
                 raise McpError(INTERNAL_ERROR, "Internal error") from None
+            session = made[0]
             sealer = self.server.request_state
             state = sealer.seal(
                 {"answers": session.answers},

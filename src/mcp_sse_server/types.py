@@ -15,7 +15,7 @@ import base64
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeAlias
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeAlias, TypedDict, Unpack
 
 from .jsonrpc import dumps
 
@@ -431,6 +431,16 @@ class ResourceInfo:
         return _describe(out, self.title, self.description, self.mime_type, self.size, self.annotations, self.meta)
 
 
+class _FixedDetails(TypedDict, total=False):
+    """The keywords ``Resource.text`` and ``Resource.blob`` take besides ``mime_type``: the
+    ``Resource`` fields of the same names."""
+
+    title: str | None
+    description: str | None
+    annotations: Annotations | None
+    icons: list[Icon] | None
+
+
 @dataclass(slots=True)
 class Resource:
     """A resource at a fixed URI.
@@ -456,28 +466,11 @@ class Resource:
 
     @classmethod
     def text(
-        cls,
-        uri: str,
-        name: str,
-        text: str,
-        *,
-        mime_type: str = "text/plain",
-        title: str | None = None,
-        description: str | None = None,
-        annotations: Annotations | None = None,
-        icons: list[Icon] | None = None,
+        cls, uri: str, name: str, text: str, *, mime_type: str = "text/plain", **details: Unpack[_FixedDetails]
     ) -> Resource:
-        return cls(
-            uri,
-            name,
-            title=title,
-            description=description,
-            mime_type=mime_type,
-            size=len(text.encode()),
-            annotations=annotations,
-            contents=TextResourceContents(uri, text, mime_type),
-            icons=icons,
-        )
+        """Fixed text contents; ``size`` is their length in UTF-8 bytes."""
+        contents = TextResourceContents(uri, text, mime_type)
+        return cls(uri, name, mime_type=mime_type, size=len(text.encode()), contents=contents, **details)
 
     @classmethod
     def blob(
@@ -487,22 +480,11 @@ class Resource:
         data: bytes,
         *,
         mime_type: str = "application/octet-stream",
-        title: str | None = None,
-        description: str | None = None,
-        annotations: Annotations | None = None,
-        icons: list[Icon] | None = None,
+        **details: Unpack[_FixedDetails],
     ) -> Resource:
-        return cls(
-            uri,
-            name,
-            title=title,
-            description=description,
-            mime_type=mime_type,
-            size=len(data),
-            annotations=annotations,
-            contents=BlobResourceContents.from_bytes(uri, data, mime_type),
-            icons=icons,
-        )
+        """Fixed binary contents (sent base64-encoded); ``size`` is their length in bytes."""
+        contents = BlobResourceContents.from_bytes(uri, data, mime_type)
+        return cls(uri, name, mime_type=mime_type, size=len(data), contents=contents, **details)
 
     def info(self) -> ResourceInfo:
         return ResourceInfo(

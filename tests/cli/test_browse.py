@@ -112,9 +112,9 @@ def test_inspect_summarises_the_server(cli: Cli, shop: Path) -> None:
         "      Greet someone.",
     ]
     # The handshake's serverInfo carries the title too.
-    legacy = cli("inspect", "shop.py:build", "--mode", "legacy").stdout.splitlines()
+    legacy = cli("inspect", "shop.py:build", "--mode", "session").stdout.splitlines()
     assert legacy[:2] == ["Server: shop 2.0.0", "Title: The Shop"]
-    assert legacy[2].startswith("Protocol revision: 2025-") and legacy[2].endswith(" (handshake)")
+    assert legacy[2].startswith("Protocol revision: 2025-") and legacy[2].endswith(" (session)")
 
 
 def test_inspect_json_is_the_wire_form(cli: Cli, shop: Path) -> None:

@@ -37,7 +37,7 @@ async def test_ask_model_says_the_client_did_not_answer_in_time(monkeypatch: pyt
         raise AssertionError("unreachable")
 
     # A session: sampling is a real request to the client, which the server can time out.
-    async with InMemoryClient(demo.build_demo_server(), sampling_handler=silent, mode="legacy") as client:
+    async with InMemoryClient(demo.build_demo_server(), sampling_handler=silent, mode="session") as client:
         result = await client.call_tool("ask_model", {"question": "why?"})
     assert result.is_error
     text = result.content[0].text  # type: ignore[union-attr]
@@ -49,7 +49,7 @@ async def test_ask_model_passes_on_the_clients_refusal() -> None:
     async def decline(params: dict[str, Any]) -> dict[str, Any]:
         raise McpError(-1, "User rejected sampling request")
 
-    async with InMemoryClient(demo.build_demo_server(), sampling_handler=decline, mode="legacy") as client:
+    async with InMemoryClient(demo.build_demo_server(), sampling_handler=decline, mode="session") as client:
         result = await client.call_tool("ask_model", {"question": "why?"})
     assert result.is_error
     assert "User rejected sampling request" in result.content[0].text  # type: ignore[union-attr]

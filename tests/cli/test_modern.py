@@ -1,6 +1,6 @@
 """``tools`` and ``call`` and revision 2026-07-28 where no peer SDK is needed: a server that
 refuses every revision the client speaks shows its supported list, and ``--verbose`` names
-the handshake revision of a built-in server."""
+the session revision of a built-in server."""
 
 from __future__ import annotations
 
@@ -50,8 +50,8 @@ def test_an_unsupported_revision_shows_what_the_server_supports(cli: Cli, refusi
     assert "the server supports: 2099-01-01" in result.stderr, result.stderr
     assert "(JSON-RPC error -32022)" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
-    legacy = cli("tools", "--mode", "legacy", refusing)  # the handshake gets the same answer
-    assert "the server supports: 2099-01-01" in legacy.stderr, legacy.stderr
+    session = cli("tools", "--mode", "session", refusing)  # the handshake gets the same answer
+    assert "the server supports: 2099-01-01" in session.stderr, session.stderr
 
 
 def test_tools_verbose_on_a_built_in_server(cli: Cli) -> None:
@@ -59,5 +59,8 @@ def test_tools_verbose_on_a_built_in_server(cli: Cli) -> None:
     assert result.returncode == 0, result.stderr
     # The built-in servers serve the stateless revision, which the CLI prefers.
     assert result.stderr.startswith("Protocol revision 2026-07-28 (stateless)")
+    session = cli("tools", "--verbose", "--mode", "session", "math")
+    assert session.returncode == 0 and "(session)" in session.stderr
+    # "legacy", the old name of "session", is kept for one release.
     legacy = cli("tools", "--verbose", "--mode", "legacy", "math")
-    assert legacy.returncode == 0 and "(handshake)" in legacy.stderr
+    assert legacy.returncode == 0 and "(session)" in legacy.stderr

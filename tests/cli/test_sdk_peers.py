@@ -96,14 +96,14 @@ def test_a_legacy_server_registered_by_name(cli: Cli, sdk_sse: str) -> None:
 
 
 def test_tools_verbose_names_the_revision_spoken(cli: Cli, sdk_http: str) -> None:
-    """The SDK server speaks 2026-07-28, which the CLI prefers; --mode legacy keeps the handshake."""
+    """The SDK server speaks 2026-07-28, which the CLI prefers; --mode session keeps the handshake."""
     url = f"{sdk_http}/mcp"
     modern = cli("tools", "--verbose", url)
     assert modern.returncode == 0, modern.stderr
     assert "Protocol revision 2026-07-28 (stateless) with sdk-peer\n" in modern.stderr
     assert modern.stdout.startswith("add(")
-    legacy = cli("tools", "-v", "--mode", "legacy", url)
-    assert "Protocol revision 2025-11-25 (handshake) with sdk-peer" in legacy.stderr
+    legacy = cli("tools", "-v", "--mode", "session", url)
+    assert "Protocol revision 2025-11-25 (session) with sdk-peer" in legacy.stderr
     assert legacy.stdout == modern.stdout
 
 

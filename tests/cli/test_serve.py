@@ -117,7 +117,7 @@ def test_serve_a_factory_or_a_server_from_a_file(
     (tmp_path / "my_server.py").write_text(_COUNTING_FACTORY)
     server = serve([f"{tmp_path / 'my_server.py'}:{target}", "--port", "0", *flags])
     # Sessions (the handshake): a per-session factory gives each a server of its own.
-    calls = [cli("call", server.url, "session", "--mode", "legacy").stdout for _ in seen]
+    calls = [cli("call", server.url, "session", "--mode", "session").stdout for _ in seen]
     assert calls == [f"{text}\n" for text in seen]
     status, _ = server.stop()
     assert status == 0

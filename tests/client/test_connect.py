@@ -92,7 +92,7 @@ async def test_a_server_config_object_works_too() -> None:
 
 async def test_client_options_reach_the_client() -> None:
     client = await initialize_mcp_server(
-        MATH, client_name="my-app", client_version="9.9.9", request_timeout=12.0, mode="legacy"
+        MATH, client_name="my-app", client_version="9.9.9", request_timeout=12.0, mode="session"
     )
     try:
         assert isinstance(client, InMemoryClient)

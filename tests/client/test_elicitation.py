@@ -181,7 +181,7 @@ async def test_the_sdk_server_gets_the_defaults_of_an_empty_accept() -> None:
         return {"action": "accept", "content": {"name": "Ada"}}
 
     client = StdioClient(
-        PYTHON, [SDK_PEER, "stdio"], elicitation_handler=accept_nothing, on_stderr=lambda line: None, mode="legacy"
+        PYTHON, [SDK_PEER, "stdio"], elicitation_handler=accept_nothing, on_stderr=lambda line: None, mode="session"
     )
     async with client:
         result = await client.call_tool("ask_profile")

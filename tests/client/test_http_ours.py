@@ -91,7 +91,7 @@ async def test_server_requests_logs_progress_and_the_standalone_stream(ours: tup
 
     # A session: a standalone GET stream carries what is sent outside any request.
     client = StreamableHttpClient(
-        http.endpoint, on_log=on_log, sampling_handler=sample, elicitation_handler=elicit, mode="legacy"
+        http.endpoint, on_log=on_log, sampling_handler=sample, elicitation_handler=elicit, mode="session"
     )
     async with client:
         progress: list[Any] = []
@@ -108,7 +108,7 @@ async def test_server_requests_logs_progress_and_the_standalone_stream(ours: tup
 
 async def test_cancellation_reaches_the_handler(ours: tuple[Sessions, McpHttpServer]) -> None:
     sessions, http = ours
-    async with StreamableHttpClient(http.endpoint, mode="legacy") as client:
+    async with StreamableHttpClient(http.endpoint, mode="session") as client:
         call = asyncio.create_task(client.call_tool("slow", {"steps": 1000}, on_progress=lambda *p: None))
         await asyncio.wait_for(sessions.started.wait(), WAIT)
         call.cancel()
@@ -120,7 +120,7 @@ async def test_cancellation_reaches_the_handler(ours: tuple[Sessions, McpHttpSer
 
 async def test_a_deleted_session_is_reinitialized(ours: tuple[Sessions, McpHttpServer]) -> None:
     sessions, http = ours
-    async with StreamableHttpClient(http.endpoint, mode="legacy") as client:
+    async with StreamableHttpClient(http.endpoint, mode="session") as client:
         old = client.session_id
         async with httpx.AsyncClient() as raw:
             response = await raw.delete(http.endpoint, headers={"mcp-session-id": old or ""})
@@ -157,7 +157,7 @@ async def test_a_restarted_server_gets_a_new_session_transparently() -> None:
     first = Sessions()
     http = await McpHttpServer.bind(on_session=first, port=0)
     port = http.port
-    client = StreamableHttpClient(http.endpoint, reconnect_delay=0.01, mode="legacy")
+    client = StreamableHttpClient(http.endpoint, reconnect_delay=0.01, mode="session")
     try:
         await client.initialize()
         old = client.session_id

@@ -75,7 +75,7 @@ def redirecting(status: int, location: str) -> Recorder:
     return Recorder(app)
 
 
-@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+@pytest.mark.parametrize("mode", ["session", "2026-07-28"])
 async def test_a_mounted_app_is_reached_through_its_307(mode: str) -> None:
     recorder = Recorder(Starlette(routes=[Mount("/mcp", app=McpHttpApp(math_server()))]))
     async with serve(recorder) as base:
@@ -84,9 +84,9 @@ async def test_a_mounted_app_is_reached_through_its_307(mode: str) -> None:
             assert (await client.call_tool("add", {"a": 2, "b": 3})).content[0].text == "5"  # type: ignore[union-attr]
             assert [tool.name for tool in await client.list_tools()] == ["add"]
             assert client.transport is not None and client.transport.url == f"{base}/mcp/"
-            if mode == "legacy":  # a session: its standalone GET stream goes to the new URL too
+            if mode == "session":  # a session: its standalone GET stream goes to the new URL too
                 await asyncio.wait_for(recorder.request("GET"), WAIT)
-        if mode == "legacy":
+        if mode == "session":
             assert recorder.seen[-1][:2] == ("DELETE", "/mcp/")
     # Only the very first request met the redirect; every later one went straight to /mcp/.
     assert recorder.seen[0] == ("POST", "/mcp", 307)
@@ -96,7 +96,7 @@ async def test_a_mounted_app_is_reached_through_its_307(mode: str) -> None:
 async def test_auto_mode_probes_through_the_redirect_and_speaks_2026_07_28() -> None:
     app = Starlette(routes=[Mount("/mcp", app=McpHttpApp(math_server()))])
     async with serve(app) as base, StreamableHttpClient(f"{base}/mcp") as client:
-        assert client.era == "modern"
+        assert client.era == "stateless"
         assert (await client.call_tool("add", {"a": 1, "b": 1})).content[0].text == "2"  # type: ignore[union-attr]
 
 
@@ -113,7 +113,7 @@ async def test_a_relative_308_location_is_resolved_against_the_request_url() -> 
 
     recorder = Recorder(app)
     async with serve(recorder) as base:
-        client = StreamableHttpClient(f"{base}/old/mcp", mode="legacy")
+        client = StreamableHttpClient(f"{base}/old/mcp", mode="session")
         async with client:
             assert (await client.call_tool("add", {"a": 4, "b": 5})).content[0].text == "9"  # type: ignore[union-attr]
             assert client.transport is not None and client.transport.url == f"{base}/v2/mcp"
@@ -121,7 +121,7 @@ async def test_a_relative_308_location_is_resolved_against_the_request_url() -> 
     assert {path for _, path, _ in recorder.seen[1:]} == {"/v2/mcp"}
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("mode", ["session", "auto"])
 async def test_a_redirect_to_another_origin_is_refused_and_nothing_reaches_it(mode: str) -> None:
     elsewhere = Recorder(McpHttpApp(math_server()))
     async with serve(elsewhere) as other:
@@ -141,7 +141,7 @@ async def test_a_redirect_to_another_origin_is_refused_and_nothing_reaches_it(mo
 async def test_a_redirect_loop_is_an_error_naming_it() -> None:
     sender = redirecting(307, "/mcp")
     async with serve(sender) as base:
-        client = StreamableHttpClient(f"{base}/mcp", mode="legacy")
+        client = StreamableHttpClient(f"{base}/mcp", mode="session")
         with pytest.raises(McpConnectionError) as looped:
             await client.initialize()
         await client.close()
@@ -162,7 +162,7 @@ async def test_a_redirect_that_may_change_the_method_stays_an_error(status: int)
 
     recorder = Recorder(app)
     async with serve(recorder) as base:
-        client = StreamableHttpClient(f"{base}/mcp", mode="legacy")
+        client = StreamableHttpClient(f"{base}/mcp", mode="session")
         with pytest.raises(McpConnectionError) as failed:
             await client.initialize()
         await client.close()

@@ -18,7 +18,7 @@ from mcp_sse_server.jsonrpc import CONNECTION_CLOSED
 def client_for(peer: Peer, **options: Any) -> StreamableHttpClient:
     """A client of the handshake revisions (sessions, GET stream, DELETE, resumption): the SDK
     server also speaks 2026-07-28, which test_modern_sdk.py covers."""
-    options.setdefault("mode", "legacy")
+    options.setdefault("mode", "session")
     return StreamableHttpClient(f"{peer.base}/mcp", reconnect_delay=0.02, **options)
 
 
@@ -138,7 +138,7 @@ async def test_a_call_survives_the_server_closing_its_stream(sdk_http_resumable:
     (``Context.close_sse_stream``); the client waits ``retry`` and resumes with a GET
     carrying Last-Event-ID, and the call completes with every progress notification."""
     progress: list[Any] = []
-    async with StreamableHttpClient(f"{sdk_http_resumable.base}/mcp", reconnect_delay=5.0, mode="legacy") as client:
+    async with StreamableHttpClient(f"{sdk_http_resumable.base}/mcp", reconnect_delay=5.0, mode="session") as client:
         assert client.transport is not None and client.transport.protocol_version == "2025-11-25"
         result = await client.call_tool("interrupted", {"steps": 4}, on_progress=lambda *p: progress.append(p))
         assert result.content[0].text == "survived 4"  # type: ignore[union-attr]

@@ -21,7 +21,7 @@ from mcp_sse_server.types import CallToolResult, Tool
 
 EMPTY = {"type": "object", "properties": {}}
 LEVELS = ("debug", "info", "warning")
-ERAS = {"auto": "modern", "legacy": "legacy"}
+ERAS = {"auto": "stateless", "session": "session"}
 
 
 def chatty_server() -> McpServer:
@@ -82,21 +82,21 @@ async def check_default(client: McpClient, logs: Logs, mode: str) -> None:
         assert logs.entries[0] == {"level": "info", "data": "a info line", "logger": "chatty"}
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "session"])
 async def test_in_memory_a_handler_gets_logs_from_info_up(mode: str) -> None:
     logs = Logs()
     client = InMemoryClient(chatty_server(), on_log=logs, mode=mode)
     await check_default(client, logs, mode)
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "session"])
 async def test_over_http_a_handler_gets_logs_from_info_up(http: McpHttpServer, mode: str) -> None:
     logs = Logs()
     client = StreamableHttpClient(http.endpoint, on_log=logs, mode=mode)
     await check_default(client, logs, mode)
 
 
-@pytest.mark.parametrize("mode", ["auto", "legacy"])
+@pytest.mark.parametrize("mode", ["auto", "session"])
 async def test_log_level_is_asked_for_and_set_log_level_still_changes_it(http: McpHttpServer, mode: str) -> None:
     logs = Logs()
     async with StreamableHttpClient(http.endpoint, on_log=logs, log_level="debug", mode=mode) as client:
@@ -109,9 +109,9 @@ async def test_log_level_is_asked_for_and_set_log_level_still_changes_it(http: M
 
 async def test_a_handshake_session_of_our_server_records_the_level() -> None:
     server = chatty_server()
-    client = InMemoryClient(server, on_log=Logs(), mode="legacy")
+    client = InMemoryClient(server, on_log=Logs(), mode="session")
     async with client:
         assert client.session is not None and client.session.log_level == "info"
-    client = InMemoryClient(server, mode="legacy")
+    client = InMemoryClient(server, mode="session")
     async with client:  # no handler: nothing is asked
         assert client.session is not None and client.session.log_level is None

@@ -1,6 +1,6 @@
 """InMemoryClient and the revision choice: this package's servers serve 2026-07-28, so auto
-mode speaks it (and "legacy" keeps the handshake); listen() on a handshake session falls
-back to resources/subscribe plus the session's notifications."""
+mode speaks it (and "session" keeps the handshake); listen() on a session falls back to
+resources/subscribe plus the session's notifications."""
 
 from __future__ import annotations
 
@@ -13,17 +13,37 @@ from mcp_sse_server import versions
 from mcp_sse_server.client import InMemoryClient
 from mcp_sse_server.jsonrpc import McpError
 from mcp_sse_server.servers import MemoryServerFactory
-from mcp_sse_server.types import Resource
+from mcp_sse_server.types import Resource, Root
 
 
 async def test_auto_mode_speaks_2026_07_28_with_our_server() -> None:
     server = MemoryServerFactory.create_memory_server("math")
     async with InMemoryClient(server) as client:
-        assert (client.era, client.protocol_version) == ("modern", versions.MODERN[-1].name)
+        assert (client.era, client.protocol_version) == ("stateless", versions.STATELESS[-1].name)
         assert (await client.call_tool("add", {"a": 2, "b": 3})).structured_content == {"result": 5}
         assert not server.sessions[0].initialized  # no handshake happened
+    async with InMemoryClient(server, mode="session") as client:
+        assert (client.era, client.protocol_version) == ("session", versions.CLIENT_OFFERS)
+
+
+async def test_the_names_before_stateless_and_session_still_work() -> None:
+    """mode="legacy", ``modern``, ``modern_capabilities`` and the ``client.modern`` module:
+    kept for one release."""
+    from mcp_sse_server.client import modern, stateless
+
+    server = MemoryServerFactory.create_memory_server("math")
     async with InMemoryClient(server, mode="legacy") as client:
-        assert (client.era, client.protocol_version) == ("legacy", versions.CLIENT_OFFERS)
+        assert client.mode == "session"
+        assert client.era == "session"
+        assert (client.stateless, client.modern) == (False, False)
+    async with InMemoryClient(server, roots=[Root("file:///tmp")]) as client:
+        assert client.era == "stateless"
+        assert (client.stateless, client.modern) == (True, True)
+        assert client.modern_capabilities == client.stateless_capabilities == {"roots": {}}
+    assert modern.is_modern_error is stateless.is_stateless_error
+    assert modern.UnsupportedProtocolVersionError is stateless.UnsupportedProtocolVersionError
+    with pytest.raises(ValueError, match="mode must be one of auto, session, legacy, 2026-07-28"):
+        InMemoryClient(server, mode="modern")
 
 
 async def test_forcing_2026_07_28_asks_no_handshake() -> None:
@@ -35,11 +55,11 @@ async def test_forcing_2026_07_28_asks_no_handshake() -> None:
         assert unknown.value.code == -32602
 
 
-async def test_listen_on_a_handshake_session_subscribes_and_filters() -> None:
+async def test_listen_on_a_session_subscribes_and_filters() -> None:
     server = MemoryServerFactory.create_memory_server("math")
     server.add_resource(Resource.text("memo://a", "a", "A"))
     server.add_resource(Resource.text("memo://b", "b", "B"))
-    async with InMemoryClient(server, mode="legacy") as client:
+    async with InMemoryClient(server, mode="session") as client:
         async with client.listen(tools_list_changed=True, resource_subscriptions=["memo://a"]) as subscription:
             assert await subscription.ready() == {"toolsListChanged": True, "resourceSubscriptions": ["memo://a"]}
             await server.notify_resource_updated("memo://b")  # not subscribed: never sent

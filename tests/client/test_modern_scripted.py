@@ -18,7 +18,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
 from mcp_sse_server.client import StreamableHttpClient
-from mcp_sse_server.client.modern import (
+from mcp_sse_server.client.stateless import (
     InputRoundsExceededError,
     UnsupportedProtocolVersionError,
     encode_header_value,
@@ -134,7 +134,7 @@ async def test_a_modern_server_is_spoken_to_statelessly(scripted: Callable[..., 
     request carries the envelope and the routing headers."""
     async with scripted() as (server, url):
         async with StreamableHttpClient(url, client_name="probe", client_version="1") as client:
-            assert (client.era, client.protocol_version, client.modern) == ("modern", MODERN, True)
+            assert (client.era, client.protocol_version, client.stateless) == ("stateless", MODERN, True)
             assert client.server_info == {"name": "scripted", "version": "9"}
             assert client.instructions == "be nice"
             assert await client.initialize() == {
@@ -164,7 +164,7 @@ async def test_a_modern_server_is_spoken_to_statelessly(scripted: Callable[..., 
 @pytest.mark.parametrize(
     ("answer", "why"),
     [
-        (lambda m: error(m, -32600, "Bad Request: Missing session ID"), "a legacy 400 about the session"),
+        (lambda m: error(m, -32600, "Bad Request: Missing session ID"), "a session server's 400 about the session"),
         (lambda m: (404, "Not Found"), "a bare 404"),
         (lambda m: (405, "Method Not Allowed"), "a bare 405"),
         (lambda m: (400, "bad request"), "a 400 with an unrecognised body"),
@@ -182,7 +182,7 @@ async def test_anything_but_a_modern_answer_falls_back_to_the_handshake(
 
     async with scripted(script) as (server, url):
         async with StreamableHttpClient(url) as client:
-            assert (client.era, client.protocol_version) == ("legacy", "2025-11-25"), why
+            assert (client.era, client.protocol_version) == ("session", "2025-11-25"), why
             await client.call_tool("add")
         assert server.methods[:3] == ["server/discover", "initialize", "notifications/initialized"], why
         ((headers, body),) = server.posted("tools/call")
@@ -205,7 +205,7 @@ async def test_a_recognised_modern_error_keeps_the_client_modern(
 
     async with scripted(script) as (server, url):
         async with StreamableHttpClient(url) as client:
-            assert client.era == "modern"
+            assert client.era == "stateless"
         assert "initialize" not in server.methods
 
 
@@ -236,10 +236,10 @@ async def test_minus_32022_without_a_mutual_revision_names_the_supported_ones(sc
     assert str(caught.value) == "Unsupported protocol version (asked for 2026-07-28); the server supports: 2099-01-01"
 
 
-async def test_mode_legacy_never_probes_and_mode_modern_never_initializes(scripted: Callable[..., Any]) -> None:
+async def test_mode_session_never_probes_and_mode_stateless_never_initializes(scripted: Callable[..., Any]) -> None:
     async with scripted() as (server, url):
-        async with StreamableHttpClient(url, mode="legacy") as client:
-            assert client.era == "legacy"
+        async with StreamableHttpClient(url, mode="session") as client:
+            assert client.era == "session"
         assert "server/discover" not in server.methods
     refuse = lambda m, h: error(m, -32601, "Method not found", status=404)  # noqa: E731
     async with scripted(refuse) as (server, url):

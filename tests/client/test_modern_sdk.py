@@ -45,7 +45,7 @@ def text(result: Any) -> str:
 async def exercise(client: McpClient) -> None:
     """What both transports must do at 2026-07-28."""
     async with client:
-        assert (client.era, client.protocol_version) == ("modern", MODERN)
+        assert (client.era, client.protocol_version) == ("stateless", MODERN)
         assert client.server_info is not None and client.server_info["name"] == "sdk-peer"
         assert {"add", "resolve_all"} <= {tool.name for tool in await client.list_tools()}
         assert text(await client.call_tool("add", {"a": 2, "b": 3})) == "5"
@@ -91,8 +91,8 @@ async def test_stdio_auto_mode_speaks_2026_07_28_to_the_sdk_server() -> None:
 
 async def test_the_same_tools_work_by_handshake(sdk_http: Peer) -> None:
     """The resolver tools send real server requests on a 2025-11-25 session."""
-    async with StreamableHttpClient(f"{sdk_http.base}/mcp", mode="legacy", **OPTIONS) as client:
-        assert (client.era, client.protocol_version) == ("legacy", "2025-11-25")
+    async with StreamableHttpClient(f"{sdk_http.base}/mcp", mode="session", **OPTIONS) as client:
+        assert (client.era, client.protocol_version) == ("session", "2025-11-25")
         assert text(await client.call_tool("resolve_all", {"question": "Q"})) == "blue / Q Paris / file:///work"
 
 

@@ -19,7 +19,7 @@ import pytest
 from fixtures.node import require_node
 from fixtures.peers import START_TIMEOUT, WAIT
 from mcp_sse_server.client import StreamableHttpClient
-from mcp_sse_server.client.modern import UnsupportedProtocolVersionError
+from mcp_sse_server.client.stateless import UnsupportedProtocolVersionError
 from mcp_sse_server.types import Root
 
 TS_MODERN_PEER = str(Path(__file__).with_name("ts_modern_peer.mjs"))
@@ -71,7 +71,7 @@ def text(result: Any) -> str:
 
 async def test_auto_mode_speaks_2026_07_28_with_the_typescript_v2_server(ts_modern: str) -> None:
     async with client_for(ts_modern) as client:
-        assert (client.era, client.protocol_version, client.session_id) == ("modern", MODERN, None)
+        assert (client.era, client.protocol_version, client.session_id) == ("stateless", MODERN, None)
         assert client.server_info == {"name": "ts-modern-peer", "version": "2.4.0"}
         assert {"add", "confirm", "headed"} <= {tool.name for tool in await client.list_tools()}
         added = await client.call_tool("add", {"a": 2, "b": 3})
@@ -104,6 +104,6 @@ async def test_listen_receives_list_changed_after_its_ack(ts_modern: str) -> Non
 
 async def test_a_handshake_client_is_refused_with_the_supported_revisions(ts_modern: str) -> None:
     with pytest.raises(UnsupportedProtocolVersionError) as caught:
-        await StreamableHttpClient(ts_modern, mode="legacy").initialize()
+        await StreamableHttpClient(ts_modern, mode="session").initialize()
     assert MODERN in caught.value.supported
     assert MODERN in str(caught.value)

@@ -394,7 +394,7 @@ async def test_start_math_returns_a_client_with_19_tools_cached(path: Path) -> N
 
 
 async def test_stop_and_restart(path: Path) -> None:
-    provider = McpServerProvider(path, client_options={"client_name": "provider-test", "mode": "legacy"})
+    provider = McpServerProvider(path, client_options={"client_name": "provider-test", "mode": "session"})
     client = await provider.start("Math")
     assert isinstance(client, InMemoryClient)
     assert client.server.client_info is not None and client.server.client_info["name"] == "provider-test"

@@ -26,7 +26,7 @@ from .scenario import run_scenario
 # Python SDK 2026-07-28 too, which our clients prefer; our own server answers what it serves.
 SDK_REVISION = "2025-11-25"
 MODERN_REVISION = "2026-07-28"
-OURS = versions.MODERN[-1].name  # our clients prefer the stateless revision, and our servers serve it
+OURS = versions.STATELESS[-1].name  # our clients prefer the stateless revision, and our servers serve it
 
 
 async def reference() -> dict[str, Any]:
@@ -60,7 +60,7 @@ async def test_streamable_http_client_against_the_sdk_server(sdk_http: Peer) -> 
 
 
 async def test_streamable_http_client_against_the_sdk_server_by_handshake(sdk_http: Peer) -> None:
-    record = await run_scenario(StreamableHttpClient(f"{sdk_http.base}/mcp", mode="legacy"))
+    record = await run_scenario(StreamableHttpClient(f"{sdk_http.base}/mcp", mode="session"))
     assert same_as_reference(record, await reference(), SDK_REVISION)
 
 

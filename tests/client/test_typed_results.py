@@ -72,7 +72,7 @@ def catalogue() -> McpServer:
     return server
 
 
-@pytest.fixture(params=["memory-auto", "memory-legacy", "http-auto", "http-legacy"])
+@pytest.fixture(params=["memory-auto", "memory-session", "http-auto", "http-session"])
 async def client(request: pytest.FixtureRequest) -> AsyncIterator[McpClient]:
     transport, mode = request.param.split("-")
     served = None
@@ -83,7 +83,7 @@ async def client(request: pytest.FixtureRequest) -> AsyncIterator[McpClient]:
         opened = StreamableHttpClient(served.endpoint, mode=mode)
     try:
         async with opened:
-            assert opened.era == ("modern" if mode == "auto" else "legacy")
+            assert opened.era == ("stateless" if mode == "auto" else "session")
             yield opened
     finally:
         if served is not None:

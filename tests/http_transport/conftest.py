@@ -1,12 +1,28 @@
 """The fixtures of the HTTP transport tests: the app (``make_app``, ``app``) the tests drive through
 ``fixtures.asgi`` (no socket), and ``bound``, a real ``McpHttpServer`` on a loopback port for tests
 that need uvicorn, TLS or a real client library. Helpers are in tests/fixtures (asgi, messages,
-http_app, node).
+http_app, node, redis_server).
+
+Deployments: the app is built for one ``deployment``:
+
+* ``local``: the in-process default (memory stores, ``LocalCoordinator``);
+* ``redis``: one worker on Redis (``RedisSessionStore``, ``RedisEventLog`` and a
+  ``RedisCoordinator`` over a ``WorkerMesh``) under the test's own key prefix, on the
+  session's redis-server (tests/conftest.py).
+
+A module whose tests hold for both says so with ``pytestmark = pytest.mark.deployments("local",
+"redis")``: each of its tests that builds an app runs once per deployment (``[local]``,
+``[redis]``). A test (or module) that checks something only the in-process deployment has says
+so with ``@pytest.mark.deployments("local", reason="...")`` (a reason is required; its test ids
+stay unchanged). Unmarked modules run on ``local`` only. A Redis app is shut down with
+``fixtures.redis_server.shut_down`` (the inbox reader's blocking read would add a second).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+import contextlib
+import itertools
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -14,6 +30,36 @@ import pytest
 from fixtures.http_app import Clock, Gate, build_server, http_app
 from mcp_sse_server import McpServer
 from mcp_sse_server.transport.http import HttpLimits, McpHttpApp, McpHttpServer
+
+DEPLOYMENTS = ("local", "redis")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "deployments(*names, reason=None): the deployments (local, redis) the app of these tests is built for",
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "deployment" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("deployments")
+    if marker is None:
+        return  # local only, test ids unchanged
+    names = marker.args
+    unknown = set(names) - set(DEPLOYMENTS)
+    assert names and not unknown, f"{metafunc.definition.nodeid}: unknown deployments {sorted(unknown)}"
+    assert set(names) == set(DEPLOYMENTS) or marker.kwargs.get("reason"), (
+        f"{metafunc.definition.nodeid}: say why it runs on {', '.join(names)} only (reason=...)"
+    )
+    if names != ("local",):  # (local is the default: its test ids stay unchanged)
+        metafunc.parametrize("deployment", names, indirect=True)
+
+
+@pytest.fixture
+def deployment(request: pytest.FixtureRequest) -> str:
+    return getattr(request, "param", "local")
 
 
 @pytest.fixture
@@ -26,19 +72,45 @@ def clock() -> Clock:
     return Clock()
 
 
+@contextlib.asynccontextmanager
+async def _deployed(
+    deployment: str, request: pytest.FixtureRequest
+) -> AsyncIterator[tuple[Callable[[HttpLimits], Any], Callable[[McpHttpApp, float], Awaitable[None]]]]:
+    """The app options of ``deployment``, per app (a function of the app's limits), and how to shut an app down."""
+    if deployment == "local":
+        yield (lambda limits: {}), (lambda app, deadline: app.shutdown(deadline=deadline))
+        return
+    from fixtures.redis_server import client_for, redis_deployment, shut_down
+
+    prefix: str = request.getfixturevalue("redis_prefix")
+    async with client_for(request.getfixturevalue("redis_server"), prefix) as client:
+        made = itertools.count(1)
+
+        def options(limits: HttpLimits) -> dict[str, Any]:
+            # Apps of one test are as apart as in process: the first on the test's prefix, the others under it.
+            n = next(made)
+            return redis_deployment(client, prefix if n == 1 else f"{prefix}:{n}", limits, f"w{n}")
+
+        yield options, shut_down
+
+
 @pytest.fixture
-async def make_app(gate: Gate, clock: Clock) -> AsyncIterator[Callable[..., McpHttpApp]]:
-    """Build apps with test limits; every app is shut down after the test."""
+async def make_app(
+    gate: Gate, clock: Clock, deployment: str, request: pytest.FixtureRequest
+) -> AsyncIterator[Callable[..., McpHttpApp]]:
+    """Build apps with test limits on the test's deployment; every app is shut down after the test."""
     apps: list[McpHttpApp] = []
+    async with _deployed(deployment, request) as (options, shut_down):
 
-    def make(factory: McpServer | Callable[[], Any] | None = None, **limits: Any) -> McpHttpApp:
-        app = http_app(factory, gate, clock, limits=HttpLimits(**limits))
-        apps.append(app)
-        return app
+        def make(factory: McpServer | Callable[[], Any] | None = None, **limits: Any) -> McpHttpApp:
+            built = HttpLimits(**limits)
+            app = http_app(factory, gate, clock, limits=built, **options(built))
+            apps.append(app)
+            return app
 
-    yield make
-    for app in apps:
-        await app.shutdown(deadline=0.5)
+        yield make
+        for app in apps:
+            await shut_down(app, 0.5)
 
 
 @pytest.fixture

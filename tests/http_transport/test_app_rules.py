@@ -15,6 +15,8 @@ from mcp_sse_server.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from mcp_sse_server.stores import MemorySessionStore
 from mcp_sse_server.transport.http import McpHttpApp
 
+pytestmark = pytest.mark.deployments("local", "redis")
+
 
 def assert_error(reply: Any, status: int, *words: str, code: int | None = None) -> dict[str, Any]:
     """The reply has this status and a JSON-RPC error body whose message names ``words``."""

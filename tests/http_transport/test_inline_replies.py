@@ -7,12 +7,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from fixtures.asgi import open_session
 from fixtures.http_app import Gate
 from fixtures.messages import notification, request
 from mcp_sse_server import Tool
 from mcp_sse_server.context import RequestContext
 from mcp_sse_server.transport.http import McpHttpApp
+
+pytestmark = pytest.mark.deployments("local", "redis")
 
 
 async def test_a_plain_reply_is_the_whole_response_and_leaves_no_table(app: McpHttpApp) -> None:

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from fixtures.asgi import Session, open_session
 from fixtures.http_app import Clock, Gate
 from fixtures.messages import notification, parse_sse, request
 from mcp_sse_server.transport.http import McpHttpApp
+
+pytestmark = pytest.mark.deployments("local", "redis")
 
 NEW = "2025-11-25"
 
@@ -157,6 +161,11 @@ async def test_a_resumption_does_not_supersede_the_standalone_stream(app: McpHtt
     await standalone.finish()
 
 
+@pytest.mark.deployments(
+    "local",
+    reason="the grace runs on the app's clock in process, on Redis's own (PEXPIRE) with Redis: "
+    "tests/stores/test_redis.py checks the Redis grace in real time",
+)
 async def test_a_finished_streams_log_is_dropped_after_the_grace_period(
     make_app: object, gate: Gate, clock: Clock
 ) -> None:

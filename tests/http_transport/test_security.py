@@ -18,6 +18,8 @@ from mcp_sse_server.transport.http.security import (
     split_host_port,
 )
 
+pytestmark = pytest.mark.deployments("local", "redis")
+
 
 @pytest.mark.parametrize(
     ("host", "loopback"),

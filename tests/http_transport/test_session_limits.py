@@ -5,10 +5,14 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+import pytest
+
 from fixtures.asgi import call, open_session, until
 from fixtures.http_app import Clock, Gate
 from fixtures.messages import initialize_message, request
 from mcp_sse_server.transport.http import McpHttpApp
+
+pytestmark = pytest.mark.deployments("local", "redis")
 
 
 async def test_idle_sessions_expire_and_only_inbound_traffic_counts(

@@ -13,6 +13,8 @@ from fixtures.messages import notification, parse_sse, request
 from mcp_sse_server.jsonrpc import CONNECTION_CLOSED, McpError
 from mcp_sse_server.transport.http import McpHttpApp
 
+pytestmark = pytest.mark.deployments("local", "redis")
+
 
 def data_events(events: list[dict[str, object]]) -> list[dict[str, object]]:
     return [event for event in events if "data" in event]

@@ -16,6 +16,8 @@ from mcp_sse_server import Tool
 from mcp_sse_server.context import RequestContext
 from mcp_sse_server.transport.http import McpHttpApp
 
+pytestmark = pytest.mark.deployments("local", "redis")
+
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextprotocol/clientCapabilities": {}}
 

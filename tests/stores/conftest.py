@@ -1,29 +1,29 @@
-"""The Redis fixtures of the store tests: a real redis-server (``redis_server``, session-scoped, or
-``own_redis_server`` for one test), a fresh key prefix per test (``redis_prefix``) whose keys are
-deleted afterwards, clients of it, and ``workers``: apps (workers) that share one Redis, one test
-clock and one gate, for the tests of what crosses workers. The helpers (``RedisServer``,
-``client_for``, ``open_on``) are in tests/fixtures/redis_server.py.
+"""The Redis fixtures of the store tests: ``own_redis_server`` (a redis-server for one test), clients
+of the shared one, and ``workers``: apps (workers) that share one Redis, one test clock and one
+gate, for the tests of what crosses workers. ``redis_server`` (session-scoped) and ``redis_prefix``
+(a fresh key prefix per test, whose keys are deleted afterwards) are in tests/conftest.py, shared
+with tests/http_transport. The helpers (``RedisServer``, ``client_for``, ``redis_deployment``,
+``open_on``) are in tests/fixtures/redis_server.py.
 """
 
 from __future__ import annotations
 
-import secrets
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from fixtures.http_app import Clock, Gate, http_app
-from fixtures.redis_server import RedisServer, Workers, client_for, redis_asyncio, redis_running
-from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
-from mcp_sse_server.stores.redis_routing import WorkerMesh
+from fixtures.redis_server import (
+    RedisServer,
+    Workers,
+    client_for,
+    redis_asyncio,
+    redis_deployment,
+    redis_running,
+    shut_down,
+)
 from mcp_sse_server.transport.http import HttpLimits, McpHttpApp
-
-
-@pytest.fixture(scope="session")
-def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
-    with redis_running(tmp_path_factory.mktemp("redis")) as server:
-        yield server
 
 
 @pytest.fixture
@@ -31,11 +31,6 @@ def own_redis_server(tmp_path: Path) -> Iterator[RedisServer]:
     """A redis-server for this test alone (to stop and restart it)."""
     with redis_running(tmp_path) as server:
         yield server
-
-
-@pytest.fixture
-def redis_prefix() -> str:
-    return f"t{secrets.token_hex(6)}"
 
 
 @pytest.fixture
@@ -68,21 +63,13 @@ async def workers(gate: Gate, redis_server: RedisServer, redis_prefix: str) -> A
 
         def worker(name: str | None = None, *, heartbeat_ttl: float = 10.0) -> McpHttpApp:
             limits = HttpLimits()
-            store = RedisSessionStore(client, prefix=redis_prefix)
-            events = RedisEventLog(client, limits.backlog_limit, limits.replay_buffer_size, prefix=redis_prefix)
-            coordinator = (
-                None
-                if name is None
-                else WorkerMesh(client, name, heartbeat_ttl=heartbeat_ttl, prefix=redis_prefix).coordinator(
-                    events, store
-                )
+            options = redis_deployment(
+                client, redis_prefix, limits, name, heartbeat_ttl=heartbeat_ttl, coordinated=name is not None
             )
-            app = http_app(
-                None, gate, clock, limits=limits, session_store=store, event_log=events, coordinator=coordinator
-            )
+            app = http_app(None, gate, clock, limits=limits, **options)
             apps.append(app)
             return app
 
         yield worker
         for app in apps:
-            await app.shutdown(deadline=0.2)
+            await shut_down(app, deadline=0.2)

@@ -165,7 +165,7 @@ async def _elicit_at_2026(proxy: RoundRobinProxy) -> str:
     async with StreamableHttpClient(
         endpoint(proxy), headers={"connection": "close"}, elicitation_handler=elicit
     ) as client:
-        assert client.era == "modern"
+        assert client.era == "stateless"
         answered = await client.call_tool("elicit")
         return str(answered.content[0].text)  # type: ignore[union-attr]
 

@@ -126,8 +126,8 @@ async def open_client(spec: ServerSpec, reporter: ProgressReporter) -> McpClient
     if spec.mode is not None:
         client.mode = spec.mode
     if client.log_level is None:
-        # The stateless revision sends logs only for requests that name a level; a handshake
-        # server sends them unasked. Ask for all of them, as a handshake server would send.
+        # The stateless revision sends logs only for requests that name a level; a session
+        # server sends them unasked. Ask for all of them, as a session server would send.
         client.log_level = "debug"
     try:
         await client.initialize()
@@ -204,7 +204,7 @@ def unknown_name(kind: str, name: str, spec: ServerSpec, names: list[str]) -> Ba
 
 def revision_text(client: McpClient) -> str:
     """The protocol revision the client speaks with its server: ``2026-07-28 (stateless)``."""
-    return f"{client.protocol_version} ({'stateless' if client.modern else 'handshake'})"
+    return f"{client.protocol_version} ({'stateless' if client.stateless else 'session'})"
 
 
 def server_text(info: Mapping[str, Any] | None) -> str:
@@ -226,10 +226,13 @@ _CONNECTION_OPTIONS: Final[list[Callable[[Callable[..., Any]], Callable[..., Any
     click.option("--sse", is_flag=True, help="The URL speaks the legacy HTTP+SSE transport (2024-11-05)."),
     click.option(
         "--mode",
-        type=click.Choice(["auto", "legacy", "2026-07-28"]),
+        type=click.Choice(["auto", "session", "2026-07-28", "legacy"]),
         default="auto",
         show_default=True,
-        help="Protocol revisions: try 2026-07-28 and fall back to the handshake, or only one of them.",
+        help=(
+            "Protocol revisions: try the stateless 2026-07-28 and fall back to a session, or only one "
+            "of them (legacy: the old name of session, kept for one release)."
+        ),
     ),
 ]
 

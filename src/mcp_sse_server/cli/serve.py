@@ -82,6 +82,12 @@ def http_options(command: _F) -> _F:
         click.option("--path", "path", default="/mcp", show_default=True, help="The endpoint's path."),
         click.option("--certfile", type=click.Path(exists=True, dir_okay=False), help="TLS certificate chain (PEM)."),
         click.option("--keyfile", type=click.Path(exists=True, dir_okay=False), help="TLS private key (PEM)."),
+        click.option(
+            "--json-response",
+            is_flag=True,
+            help="Answer a request that sends nothing before its result with one application/json body "
+            "instead of an SSE stream, and accept clients whose Accept takes JSON only.",
+        ),
         limit_options,
         click.option(
             "--log-level",
@@ -145,6 +151,7 @@ def serve(
     path: str,
     certfile: str | None,
     keyfile: str | None,
+    json_response: bool,
     log_level: str,
     server_per_session: bool,
     redis_url: str | None,
@@ -208,6 +215,8 @@ def serve(
         raise click.UsageError(str(error)) from error
     if certfile is not None and keyfile is not None:
         options["ssl_context"] = _ssl_context(certfile, keyfile)
+    if json_response:
+        options["json_response"] = True  # reaches McpHttpServer.bind in every worker, like the limits
     if redis_url is None:
         _serve_forever(label, share(served, secrets=secrets), options)
         return

@@ -1,5 +1,5 @@
 """Clients: one McpClient interface over in-memory, Streamable HTTP, stdio and legacy SSE transports,
-speaking revision 2026-07-28 where the server does and the handshake revisions otherwise.
+speaking the stateless revision 2026-07-28 where the server does and the session revisions otherwise.
 
 Each client's module (and so httpx) is imported only when that client is used.
 """
@@ -32,10 +32,6 @@ if TYPE_CHECKING:
     from .memory import (
         InMemoryClient,
     )
-    from .modern import (
-        InputRoundsExceededError,
-        UnsupportedProtocolVersionError,
-    )
     from .provider import (
         ConfigFileError,
         McpServerProvider,
@@ -48,6 +44,10 @@ if TYPE_CHECKING:
     )
     from .sse import (
         SseClient,
+    )
+    from .stateless import (
+        InputRoundsExceededError,
+        UnsupportedProtocolVersionError,
     )
     from .stdio import (
         StdioClient,
@@ -74,8 +74,8 @@ _EXPORTS = {
     "McpServerProvider": ".provider",
     "StartedServers": ".provider",
     "default_config_path": ".provider",
-    "InputRoundsExceededError": ".modern",
-    "UnsupportedProtocolVersionError": ".modern",
+    "InputRoundsExceededError": ".stateless",
+    "UnsupportedProtocolVersionError": ".stateless",
     "Subscription": ".subscription",
     "PromptInfo": ".results",
     "ResourceTemplateInfo": ".results",

@@ -1,12 +1,13 @@
 """What the two HTTP client transports (Streamable HTTP and the legacy
-HTTP+SSE) share: the URL check, the httpx client they may own, the
-same-origin rule for redirects, and the one-line texts their errors are made of."""
+HTTP+SSE) share: their options, the URL check, the httpx client they may own,
+the same-origin rule for redirects, and the one-line texts their errors are made of."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Final
 
 import httpx
@@ -17,6 +18,7 @@ __all__ = [
     "EVENT_STREAM",
     "MAX_REDIRECTS",
     "HttpClientTransport",
+    "HttpOptions",
     "first_line",
     "http_url",
     "media_type",
@@ -33,6 +35,17 @@ EVENT_STREAM: Final = "text/event-stream"
 MAX_REDIRECTS: Final = 5
 _FOLLOWED: Final = frozenset({307, 308})
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HttpOptions:
+    """How an HTTP client transport connects, as its client was configured: ``http_client``, an
+    ``httpx.AsyncClient`` to use (then the caller's to close; else the transport makes one and
+    closes it), and the ``connect_timeout`` and ``post_timeout`` in seconds."""
+
+    http_client: httpx.AsyncClient | None = None
+    connect_timeout: float = 10.0
+    post_timeout: float = 30.0
 
 
 def http_url(url: str) -> httpx.URL:
@@ -81,29 +94,23 @@ def reason(error: BaseException) -> str:
 
 class HttpClientTransport(ClientTransport):
     """A client transport over httpx: ``headers`` go on every request, and the
-    ``httpx.AsyncClient`` is created (and closed by ``close()``) unless one is given."""
+    ``httpx.AsyncClient`` is created (and closed by ``close()``) unless ``options`` gives one."""
 
-    def __init__(
-        self,
-        headers: Mapping[str, str] | None,
-        *,
-        http_client: httpx.AsyncClient | None,
-        connect_timeout: float,
-        post_timeout: float,
-    ) -> None:
+    def __init__(self, headers: Mapping[str, str] | None, options: HttpOptions) -> None:
         super().__init__()
         self.headers = dict(headers or {})
-        self.connect_timeout = connect_timeout
-        self.post_timeout = post_timeout
-        self._owns_client = http_client is None
+        self.connect_timeout = connect = options.connect_timeout
+        self.post_timeout = post = options.post_timeout
+        self._owns_client = options.http_client is None
         # No read timeout: event streams stay open as long as a call (or an SSE
         # session) runs; the engine's request timeout bounds every call instead.
-        self._client = http_client or httpx.AsyncClient(
-            timeout=httpx.Timeout(connect=connect_timeout, read=None, write=post_timeout, pool=connect_timeout)
+        self._client = options.http_client or httpx.AsyncClient(
+            timeout=httpx.Timeout(connect=connect, read=None, write=post, pool=connect)
         )
-        self._post_timeout = httpx.Timeout(post_timeout, connect=connect_timeout)
+        self._post_timeout = httpx.Timeout(post, connect=connect)
 
-    async def _send(
+    @contextlib.asynccontextmanager
+    async def _stream(
         self,
         method: str,
         url: str | httpx.URL,
@@ -111,8 +118,9 @@ class HttpClientTransport(ClientTransport):
         headers: Mapping[str, str],
         content: bytes | None = None,
         timeout: httpx.Timeout | None = None,
-    ) -> httpx.Response:
-        """Send one request; the response comes back with its body unread (``aclose()`` it).
+    ) -> AsyncIterator[httpx.Response]:
+        """Send one request, as ``async with``: the response comes with its body unread
+        (``await response.aread()`` reads it) and is closed when the block ends.
 
         A 307 or 308 answer with a Location is followed with the same method, body and
         headers, at most ``MAX_REDIRECTS`` times, when the Location (resolved against the
@@ -134,7 +142,7 @@ class HttpClientTransport(ClientTransport):
             response = await self._client.send(request, stream=True, follow_redirects=False)
             location = response.headers.get("location")
             if response.status_code not in _FOLLOWED or not location:
-                return response
+                break
             await response.aclose()
             try:
                 target = current.join(location)
@@ -159,37 +167,10 @@ class HttpClientTransport(ClientTransport):
             logger.debug("%s %s: HTTP %s to %s", method, current, response.status_code, target)
             visited.append(target)
             current = target
-
-    @contextlib.asynccontextmanager
-    async def _stream(
-        self,
-        method: str,
-        url: str | httpx.URL,
-        *,
-        headers: Mapping[str, str],
-        content: bytes | None = None,
-        timeout: httpx.Timeout | None = None,
-    ) -> AsyncIterator[httpx.Response]:
-        """``_send`` as ``async with``: the response is closed when the block ends."""
-        response = await self._send(method, url, headers=headers, content=content, timeout=timeout)
         try:
             yield response
         finally:
             await response.aclose()
-
-    async def _fetch(
-        self,
-        method: str,
-        url: str | httpx.URL,
-        *,
-        headers: Mapping[str, str],
-        content: bytes | None = None,
-        timeout: httpx.Timeout | None = None,
-    ) -> httpx.Response:
-        """``_send`` with the body read and the connection given back."""
-        async with self._stream(method, url, headers=headers, content=content, timeout=timeout) as response:
-            await response.aread()
-        return response
 
     async def _release(self) -> None:
         if self._owns_client:

@@ -22,7 +22,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Any, Final, Literal, overload
+from typing import Any, Final, Literal, TypeAlias, overload
 
 from .. import versions
 from ..context import RequestContext
@@ -59,7 +59,14 @@ from .elicitation import (
     check_mode,
     complete_answer,
 )
-from .modern import (
+from .results import (
+    PromptInfo,
+    ResourceTemplateInfo,
+    get_prompt_result_from_dict,
+    prompt_info_from_dict,
+    resource_template_info_from_dict,
+)
+from .stateless import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
     HEADER_MISMATCH,
@@ -72,19 +79,13 @@ from .modern import (
     StreamLostError,
     UnsupportedProtocolVersionError,
     invalid_x_mcp_header,
-    is_modern_error,
-)
-from .results import (
-    PromptInfo,
-    ResourceTemplateInfo,
-    get_prompt_result_from_dict,
-    prompt_info_from_dict,
-    resource_template_info_from_dict,
+    is_stateless_error,
 )
 from .subscription import Subscription
 
 __all__ = [
     "MODES",
+    "Era",
     "InputRoundsExceededError",
     "McpClient",
     "SessionExpiredError",
@@ -102,11 +103,12 @@ DEFAULT_PROBE_TIMEOUT: Final = 10.0
 # The level asked for when an on_log handler is set and no log_level is given: what a log
 # handler is usually for (notices, warnings, errors, and the informational lines), without debug noise.
 DEFAULT_LOG_LEVEL: Final = "info"
-# mode=: probe for the stateless revision and fall back to the handshake, only the handshake, or
-# only the stateless revision.
+# mode=: probe for the stateless revision and fall back to a session, only a session, or only the
+# stateless revision (named by its date).
 MODE_AUTO: Final = "auto"
-MODE_LEGACY: Final = "legacy"
-MODES: Final = (MODE_AUTO, MODE_LEGACY, *versions.CLIENT_MODERN)
+MODE_SESSION: Final = "session"
+MODE_LEGACY: Final = "legacy"  # the name of MODE_SESSION before "session"; kept for one release
+MODES: Final = (MODE_AUTO, MODE_SESSION, MODE_LEGACY, *versions.CLIENT_STATELESS)
 # Requests that may answer input_required (MRTR); the inputs a server may ask for in one.
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 _STATE_ONLY_DELAYS: Final = (0.05, 0.1, 0.2, 0.25)
@@ -126,6 +128,13 @@ NotificationHandler = Callable[[JsonRpcNotification], Any]
 
 class SessionExpiredError(Exception):
     """The server no longer knows this client's session (HTTP 404); re-initialize."""
+
+
+Era: TypeAlias = Literal["stateless", "session"]
+"""What ``McpClient.era`` holds once connected (before 0.3: "modern" and "legacy")."""
+
+ERA_STATELESS: Final[Era] = "stateless"
+ERA_SESSION: Final[Era] = "session"
 
 
 class McpClient(ABC):
@@ -164,7 +173,7 @@ class McpClient(ABC):
     Logs: servers send none, or any they like, until the client names a level,
     so a client that wants them asks: ``effective_log_level`` is ``log_level``,
     else ``"info"`` (``DEFAULT_LOG_LEVEL``) when ``on_log`` is set, else None
-    (nothing is asked). On a handshake revision it is sent as
+    (nothing is asked). On a session revision it is sent as
     ``logging/setLevel`` right after ``initialize`` (and after every new
     session) when the server declares the ``logging`` capability; in the
     stateless revision it goes in every request's ``_meta``. Pass
@@ -174,13 +183,15 @@ class McpClient(ABC):
     ``server/discover`` at 2026-07-28, the stateless revision, and speaks it
     when the server lists it (or answers with an error only such a server
     sends: -32020, -32021, -32022 naming a revision both speak); on anything
-    else it performs the ``initialize`` handshake as before. ``"legacy"``
-    only does the handshake; ``"2026-07-28"`` only speaks that revision.
-    ``era`` says which came out (``"modern"`` or ``"legacy"``) and
-    ``protocol_version`` the revision. In the stateless revision every
-    request carries the version, the capabilities above, ``client_info`` and
-    the ``effective_log_level`` (``set_log_level`` keeps it client-side) in ``_meta``;
-    what the server asks of the client comes as ``input_required`` results,
+    else it performs the ``initialize`` handshake and opens a session.
+    ``"session"`` only does that (``"legacy"``, its old name, is kept for
+    one release); ``"2026-07-28"`` only speaks that revision. ``era`` says
+    which came out (``"stateless"`` or ``"session"``;
+    ``stateless`` is True for the former) and ``protocol_version`` the
+    revision. In the stateless revision every request carries the version,
+    the capabilities above, ``client_info`` and the ``effective_log_level``
+    (``set_log_level`` keeps it client-side) in ``_meta``; what the server
+    asks of the client comes as ``input_required`` results,
     answered through the same handlers, at most ``max_input_rounds`` (10)
     rounds per call; ``listen()`` receives change notifications; list results
     and discover are cached for the ``ttlMs`` the server allows (``cache``).
@@ -206,8 +217,6 @@ class McpClient(ABC):
         probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
         cache: bool = True,
     ) -> None:
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         if max_input_rounds < 1:
             raise ValueError("max_input_rounds must be at least 1")
         self.mode = mode
@@ -215,7 +224,7 @@ class McpClient(ABC):
         self.log_level = log_level  # as given; effective_log_level says what is asked for
         self.probe_timeout = probe_timeout
         self.cache = cache
-        self.era: str | None = None  # "modern" or "legacy" once known; kept across reconnects
+        self.era: Era | None = None  # ERA_STATELESS or ERA_SESSION once known; kept across reconnects
         self.discover_result: dict[str, Any] | None = None
         self._cached: dict[tuple[str, str], tuple[float, Any]] = {}
         self._subscriptions: dict[Any, Subscription] = {}
@@ -237,6 +246,18 @@ class McpClient(ABC):
         self._tools_cache: list[Tool] | None = None
         self._initialize_result: dict[str, Any] | None = None
 
+    @property
+    def mode(self) -> str:
+        """``"auto"``, ``"session"`` or a stateless revision (see the class); set to ``"legacy"``,
+        it reads ``"session"``."""
+        return self._mode
+
+    @mode.setter
+    def mode(self, mode: str) -> None:
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
+        self._mode = MODE_SESSION if mode == MODE_LEGACY else mode
+
     # --- what subclasses provide --------------------------------------------------
 
     @abstractmethod
@@ -257,13 +278,18 @@ class McpClient(ABC):
         return capabilities
 
     @property
-    def modern_capabilities(self) -> dict[str, Any]:
+    def stateless_capabilities(self) -> dict[str, Any]:
         """The capabilities stamped on every request of the stateless revision (same handlers,
         that revision's shape: roots has no listChanged there)."""
         capabilities = self.capabilities
         if "roots" in capabilities:
             capabilities["roots"] = {}
         return capabilities
+
+    @property
+    def modern_capabilities(self) -> dict[str, Any]:
+        """The old name of ``stateless_capabilities``; kept for one release."""
+        return self.stateless_capabilities
 
     @property
     def effective_log_level(self) -> str | None:
@@ -274,9 +300,14 @@ class McpClient(ABC):
         return DEFAULT_LOG_LEVEL if self.on_log is not None else None
 
     @property
-    def modern(self) -> bool:
+    def stateless(self) -> bool:
         """True when this client speaks the stateless revision (2026-07-28) to its server."""
-        return self.era == "modern"
+        return self.era == ERA_STATELESS
+
+    @property
+    def modern(self) -> bool:
+        """The old name of ``stateless``; kept for one release."""
+        return self.era == ERA_STATELESS
 
     @property
     def elicitation_modes(self) -> tuple[str, ...]:
@@ -297,7 +328,7 @@ class McpClient(ABC):
 
     def _may_probe(self) -> bool:
         """True when this client should ask for the stateless revision before the handshake."""
-        return self.mode != MODE_LEGACY and self.era != "legacy"
+        return self.mode != MODE_SESSION and self.era != ERA_SESSION
 
     async def _handshake(self) -> dict[str, Any]:
         if self.connection is None or self.connection.closed:
@@ -307,13 +338,14 @@ class McpClient(ABC):
             adopted = await self._probe()
             if adopted is not None:
                 return adopted
-            logger.debug("the server does not speak %s; falling back to initialize", ", ".join(versions.CLIENT_MODERN))
+            stateless = ", ".join(versions.CLIENT_STATELESS)
+            logger.debug("the server does not speak %s; falling back to initialize", stateless)
             try:
                 return await self._initialize()
             except UnsupportedProtocolVersionError as refusal:
                 # The probe got no usable answer (a timeout, say) but the server turns the
                 # handshake down naming a revision both speak: ask once more.
-                if not any(name in versions.CLIENT_MODERN for name in refusal.supported):
+                if not any(name in versions.CLIENT_STATELESS for name in refusal.supported):
                     raise
                 if self.connection is None or self.connection.closed:
                     self.connection = Connection(await self._open(), self)
@@ -329,8 +361,8 @@ class McpClient(ABC):
         """``params`` with the stateless revision's ``_meta`` envelope (a new dict)."""
         stamped = dict(params or {})
         meta = dict(stamped.get("_meta") or {})
-        meta[PROTOCOL_VERSION_KEY] = version or self.protocol_version or versions.CLIENT_MODERN[-1]
-        meta[CLIENT_CAPABILITIES_KEY] = self.modern_capabilities
+        meta[PROTOCOL_VERSION_KEY] = version or self.protocol_version or versions.CLIENT_STATELESS[-1]
+        meta[CLIENT_CAPABILITIES_KEY] = self.stateless_capabilities
         meta[CLIENT_INFO_KEY] = self.client_info
         level = self.effective_log_level
         if level is not None:
@@ -340,9 +372,9 @@ class McpClient(ABC):
 
     async def _probe(self) -> dict[str, Any] | None:
         """Ask ``server/discover``; the adopted result when the server speaks the stateless
-        revision, None when the handshake should follow (never on a recognised modern error)."""
+        revision, None when the handshake should follow (never on a recognised stateless error)."""
         forced = self.mode != MODE_AUTO
-        version = self.mode if forced else versions.CLIENT_MODERN[-1]
+        version = self.mode if forced else versions.CLIENT_STATELESS[-1]
         for attempt in range(2):
             try:
                 result = await self._live().request(
@@ -358,7 +390,7 @@ class McpClient(ABC):
                     raise  # the server cannot be reached: no revision question to settle
                 if error.code == UNSUPPORTED_PROTOCOL_VERSION:
                     refusal = UnsupportedProtocolVersionError(error.message, error.data)
-                    mutual = [name for name in refusal.supported if name in versions.CLIENT_MODERN]
+                    mutual = [name for name in refusal.supported if name in versions.CLIENT_STATELESS]
                     if mutual and attempt == 0:
                         version = mutual[-1]
                         continue
@@ -366,7 +398,7 @@ class McpClient(ABC):
                         return None
                     await self.close()
                     raise refusal from None
-                if is_modern_error(error):
+                if is_stateless_error(error):
                     logger.info("server/discover failed with %s; the server speaks %s", error.code, version)
                     return self._adopt({}, version)
                 if forced:
@@ -374,7 +406,7 @@ class McpClient(ABC):
                 return None
             listed = result.get("supportedVersions")
             names = [name for name in listed if isinstance(name, str)] if isinstance(listed, list) else []
-            mutual = [name for name in names if name in versions.CLIENT_MODERN]
+            mutual = [name for name in names if name in versions.CLIENT_STATELESS]
             if not mutual:
                 if forced:
                     await self.close()
@@ -391,7 +423,7 @@ class McpClient(ABC):
 
     def _adopt(self, discovered: dict[str, Any], version: str) -> dict[str, Any]:
         """Speak the stateless revision ``version`` with a server that answered ``discovered``."""
-        self.era = "modern"
+        self.era = ERA_STATELESS
         self.protocol_version = version
         self.discover_result = discovered or None
         meta = discovered.get("_meta")
@@ -415,13 +447,13 @@ class McpClient(ABC):
     async def discover(self) -> dict[str, Any]:
         """The server's DiscoverResult (stateless revision only), from the cache while its
         ``ttlMs`` lasts."""
-        if not self.modern:
+        if not self.stateless:
             raise McpError(METHOD_NOT_FOUND, f"server/discover is not a method of revision {self.protocol_version}")
         cached = self._recall("server/discover", "")
         if cached is not None:
             return dict(cached)
         result = await self.request("server/discover")
-        self._adopt(result, self.protocol_version or versions.CLIENT_MODERN[-1])
+        self._adopt(result, self.protocol_version or versions.CLIENT_STATELESS[-1])
         self._remember("server/discover", "", result)
         return result
 
@@ -467,7 +499,7 @@ class McpClient(ABC):
                 f"(it speaks {', '.join(versions.CLIENT_ACCEPTED)})",
             )
         self.protocol_version = answered
-        self.era = "legacy"
+        self.era = ERA_SESSION
         self.server_info = result.get("serverInfo")
         self.server_capabilities = result.get("capabilities") or {}
         self.instructions = result.get("instructions")
@@ -528,8 +560,8 @@ class McpClient(ABC):
         retries once.
         """
         limit = self.request_timeout if timeout is True else (None if timeout is False else timeout)
-        if self.modern:
-            return await self._modern_request(method, params, limit, on_progress)
+        if self.stateless:
+            return await self._stateless_request(method, params, limit, on_progress)
         try:
             try:
                 return await self._send_request(method, params, limit, on_progress)
@@ -551,7 +583,7 @@ class McpClient(ABC):
     ) -> dict[str, Any]:
         return await self._live().request(method, params, timeout=timeout, on_progress=on_progress)
 
-    async def _modern_request(
+    async def _stateless_request(
         self, method: str, params: dict[str, Any] | None, timeout: float | None, on_progress: ProgressCallback | None
     ) -> dict[str, Any]:
         """One request of the stateless revision: stamped, retried once at a revision the server
@@ -575,7 +607,7 @@ class McpClient(ABC):
             except McpError as error:
                 if error.code == UNSUPPORTED_PROTOCOL_VERSION:
                     refusal = UnsupportedProtocolVersionError(error.message, error.data)
-                    mutual = [name for name in refusal.supported if name in versions.CLIENT_MODERN]
+                    mutual = [name for name in refusal.supported if name in versions.CLIENT_STATELESS]
                     if mutual and not retried_version:
                         retried_version = True
                         self.protocol_version = mutual[-1]
@@ -668,7 +700,7 @@ class McpClient(ABC):
 
     async def ping(self) -> None:
         """ping; the stateless revision has none, so there it asks server/discover instead."""
-        await self.request("server/discover" if self.modern else "ping")
+        await self.request("server/discover" if self.stateless else "ping")
 
     async def _all_pages(self, method: str, key: str) -> list[dict[str, Any]]:
         """Every item of a paginated list; cached (stateless revision) for the shortest ``ttlMs``
@@ -703,7 +735,7 @@ class McpClient(ABC):
         """Every tool, across all pages; ``raw=True``: their tools/list entries (``tools`` is then
         left as it was)."""
         items = await self._all_pages("tools/list", "tools")
-        if self.modern:
+        if self.stateless:
             kept = []
             for item in items:
                 problem = invalid_x_mcp_header(item.get("inputSchema")) if isinstance(item, dict) else None
@@ -803,16 +835,16 @@ class McpClient(ABC):
         return dict(result) if raw else read_resource_result_from_dict(result)
 
     async def subscribe_resource(self, uri: str) -> None:
-        """resources/subscribe (handshake revisions; the stateless one has ``listen()`` instead)."""
-        self._legacy_only("resources/subscribe", "listen(resource_subscriptions=[...])")
+        """resources/subscribe (session revisions; the stateless one has ``listen()`` instead)."""
+        self._session_only("resources/subscribe", "listen(resource_subscriptions=[...])")
         await self.request("resources/subscribe", {"uri": uri})
 
     async def unsubscribe_resource(self, uri: str) -> None:
-        self._legacy_only("resources/unsubscribe", "the end of a listen() block")
+        self._session_only("resources/unsubscribe", "the end of a listen() block")
         await self.request("resources/unsubscribe", {"uri": uri})
 
-    def _legacy_only(self, method: str, instead: str) -> None:
-        if self.modern:
+    def _session_only(self, method: str, instead: str) -> None:
+        if self.stateless:
             raise McpError(
                 METHOD_NOT_FOUND, f"{method} does not exist in protocol revision {self.protocol_version}: use {instead}"
             )
@@ -890,13 +922,13 @@ class McpClient(ABC):
         level is kept here and stamped on every request instead (the server sends logs only for
         requests that carry one)."""
         self.log_level = level
-        if not self.modern:
+        if not self.stateless:
             await self.request("logging/setLevel", {"level": level})
 
     async def notify_roots_changed(self) -> None:
         """notifications/roots/list_changed (the stateless revision has none: the server asks for
         roots when it needs them)."""
-        if not self.modern:
+        if not self.stateless:
             await self.notify("notifications/roots/list_changed")
 
     # --- subscriptions ---------------------------------------------------------------
@@ -918,7 +950,7 @@ class McpClient(ABC):
         ``subscription.acknowledged`` is the filter the server honours (known once
         ``await subscription.ready()`` returns). A stream that ends without the server's
         closing result is listened to again, at most ``max_relistens`` times in a row.
-        Handshake revisions: the named resources are subscribed with resources/subscribe
+        Session revisions: the named resources are subscribed with resources/subscribe
         (and unsubscribed at the end) and the session's notifications of the asked kinds
         are delivered.
         """
@@ -932,8 +964,8 @@ class McpClient(ABC):
         if resource_subscriptions:
             wanted["resourceSubscriptions"] = list(resource_subscriptions)
         subscription = Subscription(wanted)
-        if not self.modern:
-            async with self._legacy_listen(subscription):
+        if not self.stateless:
+            async with self._session_listen(subscription):
                 yield subscription
             return
         runner = asyncio.get_running_loop().create_task(self._run_listen(subscription, max_relistens))
@@ -998,7 +1030,7 @@ class McpClient(ABC):
         raise reply.to_exception()  # type: ignore[union-attr]
 
     @asynccontextmanager
-    async def _legacy_listen(self, subscription: Subscription) -> AsyncIterator[None]:
+    async def _session_listen(self, subscription: Subscription) -> AsyncIterator[None]:
         uris = list(subscription.wanted.get("resourceSubscriptions", ()))
         subscribed: list[str] = []
         key = object()
@@ -1022,7 +1054,7 @@ class McpClient(ABC):
         return await self._serve(request.method, request.params or {})
 
     async def _serve(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """What the server asks of the client, by request (handshake revisions) or as an
+        """What the server asks of the client, by request (session revisions) or as an
         ``input_required`` entry (stateless revision): the same handlers answer both."""
         if method == "ping":
             return {}
@@ -1050,7 +1082,7 @@ class McpClient(ABC):
             else:
                 logger.debug("dropping %s for unknown subscription %r", method, meta[SUBSCRIPTION_ID_KEY])
             return
-        if not self.modern:
+        if not self.stateless:
             for subscription in list(self._subscriptions.values()):
                 subscription.offer(notification)
         if notification.method == "notifications/message" and self.on_log is not None:

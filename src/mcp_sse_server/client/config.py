@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
+from ..jsonrpc import json_type
+
 __all__ = ["TRANSPORTS", "ConfigError", "ServerConfig", "TransportName", "format_location", "is_url", "normalize_type"]
 
 TransportName = Literal["inmemory", "streamable", "sse", "stdio"]
@@ -85,22 +87,6 @@ class ConfigError(ValueError):
         return format_location(self.location)
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list | tuple):
-        return "array"
-    if isinstance(value, Mapping):
-        return "object"
-    return type(value).__name__
-
-
 def is_url(text: str | None) -> bool:
     """True for an ``http://`` or ``https://`` URL (what routes a config to HTTP)."""
     return isinstance(text, str) and text[:8].lower().startswith(("http://", "https://"))
@@ -122,17 +108,17 @@ def normalize_type(value: str) -> TransportName | None:
 def _optional_str(value: Any, location: Location) -> str | None:
     if value is None or isinstance(value, str):
         return value
-    raise ConfigError(location, f"expected a string, got {_json_type(value)}")
+    raise ConfigError(location, f"expected a string, got {json_type(value)}")
 
 
 def _str_list(value: Any, location: Location) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list | tuple):
-        raise ConfigError(location, f"expected a list of strings, got {_json_type(value)}")
+        raise ConfigError(location, f"expected a list of strings, got {json_type(value)}")
     for index, item in enumerate(value):
         if not isinstance(item, str):
-            raise ConfigError((*location, index), f"expected a string, got {_json_type(item)}")
+            raise ConfigError((*location, index), f"expected a string, got {json_type(item)}")
     return list(value)
 
 
@@ -140,12 +126,12 @@ def _str_map(value: Any, location: Location) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
-        raise ConfigError(location, f"expected an object of strings, got {_json_type(value)}")
+        raise ConfigError(location, f"expected an object of strings, got {json_type(value)}")
     for key, item in value.items():
         if not isinstance(key, str):
-            raise ConfigError(location, f"expected string keys, got {_json_type(key)}")
+            raise ConfigError(location, f"expected string keys, got {json_type(key)}")
         if not isinstance(item, str):
-            raise ConfigError((*location, key), f"expected a string, got {_json_type(item)}")
+            raise ConfigError((*location, key), f"expected a string, got {json_type(item)}")
     return dict(value)
 
 
@@ -176,10 +162,10 @@ class ServerConfig:
 
     def _check(self, where: Location) -> None:
         if not isinstance(self.name, str):
-            raise ConfigError((*where, "name"), f"expected a string, got {_json_type(self.name)}")
+            raise ConfigError((*where, "name"), f"expected a string, got {json_type(self.name)}")
         if self.type is not None:
             if not isinstance(self.type, str):
-                raise ConfigError((*where, "type"), f"expected a string, got {_json_type(self.type)}")
+                raise ConfigError((*where, "type"), f"expected a string, got {json_type(self.type)}")
             if normalize_type(self.type) is None:
                 raise ConfigError((*where, "type"), f"unknown type {self.type!r}; expected one of {_KNOWN_TYPES}")
         self.command = _optional_str(self.command, (*where, "command"))
@@ -188,7 +174,7 @@ class ServerConfig:
         self.env = _str_map(self.env, (*where, "env"))
         self.headers = _str_map(self.headers, (*where, "headers"))
         if not isinstance(self.auto_approve, bool):
-            raise ConfigError((*where, "auto_approve"), f"expected true or false, got {_json_type(self.auto_approve)}")
+            raise ConfigError((*where, "auto_approve"), f"expected true or false, got {json_type(self.auto_approve)}")
         if not isinstance(self.extra, dict):
             raise ConfigError(where, "extra must be a dict")
         if self.url is not None and not _valid_url(self.url):
@@ -246,12 +232,12 @@ class ServerConfig:
         if name is None and isinstance(data, Mapping):
             raw_name = data.get("name", "")
             if not isinstance(raw_name, str):
-                raise ConfigError((*(location or ()), "name"), f"expected a string, got {_json_type(raw_name)}")
+                raise ConfigError((*(location or ()), "name"), f"expected a string, got {json_type(raw_name)}")
             name = raw_name
         name = name or ""
         where = location if location is not None else (("mcpServers", name) if name else ())
         if not isinstance(data, Mapping):
-            raise ConfigError(where, f"expected an object, got {_json_type(data)}")
+            raise ConfigError(where, f"expected an object, got {json_type(data)}")
         # a "name" inside an entry whose key is the name is not ours to interpret: keep it
         consumed = _KNOWN_KEYS if given_name is not None else _KNOWN_KEYS | {"name"}
         extra = {key: value for key, value in data.items() if key not in consumed}

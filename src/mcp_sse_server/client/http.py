@@ -5,7 +5,7 @@ The stateless revision (2026-07-28), which the client probes for first (see
 ``MCP-Protocol-Version``, ``Mcp-Method``, ``Mcp-Name`` (tools/call,
 prompts/get, resources/read) and ``Mcp-Param-*`` headers (from the tool's
 ``x-mcp-header`` annotations), never a session id, a GET stream or a DELETE;
-cancelling a request closes its stream. What follows is the handshake
+cancelling a request closes its stream. What follows is the session
 revisions' transport.
 
 Every client message is a POST. A request's answer comes back either as one
@@ -55,6 +55,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx
@@ -78,6 +79,7 @@ from ._common import McpConnectionError, RemoteClient, SessionExpiredMcpError
 from ._http_common import (
     EVENT_STREAM,
     HttpClientTransport,
+    HttpOptions,
     first_line,
     http_url,
     media_type,
@@ -85,10 +87,10 @@ from ._http_common import (
     redirect_error,
 )
 from ._sse import SseParser
-from .modern import PROTOCOL_VERSION_KEY, StreamLostError, param_headers, routing_headers
 from .sse import SseClientTransport
+from .stateless import PROTOCOL_VERSION_KEY, StreamLostError, param_headers, routing_headers
 
-__all__ = ["LegacySseEndpointError", "StreamableHttpClient", "StreamableHttpTransport"]
+__all__ = ["LegacySseEndpointError", "StreamableHttpClient", "StreamableHttpOptions", "StreamableHttpTransport"]
 
 logger = logging.getLogger("mcp_sse_server.client")
 
@@ -128,7 +130,7 @@ async def _read_capped(response: httpx.Response, limit: int) -> bytes:
     return bytes(body[:limit])
 
 
-def _modern_version(request: JsonRpcRequest | None) -> str | None:
+def _stateless_version(request: JsonRpcRequest | None) -> str | None:
     """The stateless revision a request is stamped with (its ``_meta`` protocolVersion), else None."""
     params = request.params if request is not None else None
     meta = params.get("_meta") if params else None
@@ -161,6 +163,19 @@ class _StreamState:
         self.opened = False
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StreamableHttpOptions(HttpOptions):
+    """``HttpOptions`` and how dropped streams are reconnected (``StreamableHttpClient`` says how)."""
+
+    reconnect_delay: float = 1.0
+    max_reconnect_delay: float = 30.0
+    max_reconnect_attempts: int = 5
+
+    def __post_init__(self) -> None:
+        if self.reconnect_delay <= 0 or self.max_reconnect_attempts < 0:
+            raise ValueError("reconnect_delay must be positive and max_reconnect_attempts not negative")
+
+
 class StreamableHttpTransport(HttpClientTransport):
     """The client side of one Streamable HTTP connection (used by StreamableHttpClient).
 
@@ -171,35 +186,25 @@ class StreamableHttpTransport(HttpClientTransport):
     """
 
     def __init__(
-        self,
-        url: str,
-        headers: Mapping[str, str] | None = None,
-        *,
-        http_client: httpx.AsyncClient | None = None,
-        connect_timeout: float = 10.0,
-        post_timeout: float = 30.0,
-        reconnect_delay: float = 1.0,
-        max_reconnect_delay: float = 30.0,
-        max_reconnect_attempts: int = 5,
+        self, url: str, headers: Mapping[str, str] | None = None, options: StreamableHttpOptions | None = None
     ) -> None:
         http_url(url)  # ValueError unless an http(s) URL, before anything is opened
-        if reconnect_delay <= 0 or max_reconnect_attempts < 0:
-            raise ValueError("reconnect_delay must be positive and max_reconnect_attempts not negative")
-        super().__init__(headers, http_client=http_client, connect_timeout=connect_timeout, post_timeout=post_timeout)
+        options = options or StreamableHttpOptions()
+        super().__init__(headers, options)
         self.url = url
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.expired = False
-        self.reconnect_delay = reconnect_delay
-        self.max_reconnect_delay = max_reconnect_delay
-        self.max_reconnect_attempts = max_reconnect_attempts
+        self.reconnect_delay = options.reconnect_delay
+        self.max_reconnect_delay = options.max_reconnect_delay
+        self.max_reconnect_attempts = options.max_reconnect_attempts
         self._streams: dict[RequestId, asyncio.Task[None]] = {}
         self._listener: asyncio.Task[None] | None = None
         # The last ``retry`` any stream of this connection sent, for streams that send none.
         self.retry: int | None = None
         # A tool's inputSchema by name, for the Mcp-Param-* headers of the stateless revision.
         self.tool_schema: Callable[[str], dict[str, Any] | None] | None = None
-        self._modern_requests: set[RequestId] = set()
+        self._stateless_requests: set[RequestId] = set()
 
     # --- headers and errors ---------------------------------------------------------
 
@@ -215,7 +220,7 @@ class StreamableHttpTransport(HttpClientTransport):
         headers["accept"] = accept
         if body:
             headers["content-type"] = "application/json"
-        version = _modern_version(request)
+        version = _stateless_version(request)
         if version is not None:
             # The stateless revision: no session; the version, method and target in headers.
             assert request is not None
@@ -319,8 +324,8 @@ class StreamableHttpTransport(HttpClientTransport):
             raise SessionExpiredMcpError(f"The session with MCP server at {self.url} has expired")
         if isinstance(message, JsonRpcRequest):
             self._track(message)
-            if _modern_version(message) is not None:
-                self._modern_requests.add(message.id)
+            if _stateless_version(message) is not None:
+                self._stateless_requests.add(message.id)
             # The reply is read in its own task, so the engine's timeout and
             # cancellation govern the call even when the server is silent.
             task = asyncio.get_running_loop().create_task(self._run_request(message))
@@ -330,7 +335,7 @@ class StreamableHttpTransport(HttpClientTransport):
             isinstance(message, JsonRpcNotification)
             and message.method == "notifications/cancelled"
             and message.params
-            and message.params.get("requestId") in self._modern_requests
+            and message.params.get("requestId") in self._stateless_requests
         ):
             # The stateless revision cancels a request by closing its stream, nothing else.
             stream_task = self._streams.get(message.params["requestId"])
@@ -384,7 +389,7 @@ class StreamableHttpTransport(HttpClientTransport):
             self._fail(request.id, McpConnectionError(f"Reading the reply from {self.url} failed: {reason(error)}"))
         finally:
             self._streams.pop(request.id, None)
-            self._modern_requests.discard(request.id)
+            self._stateless_requests.discard(request.id)
 
     async def _post_request(self, request: JsonRpcRequest) -> None:
         stream = _StreamState()
@@ -401,7 +406,7 @@ class StreamableHttpTransport(HttpClientTransport):
             if stream.last_event_id is None:
                 if stream.opened:
                     message = f"Lost the connection to MCP server at {self.url} during {request.method}"
-                    lost = _LostStream if request.id in self._modern_requests else McpConnectionError
+                    lost = _LostStream if request.id in self._stateless_requests else McpConnectionError
                     self._fail(request.id, lost(f"{message}: {reason(error)}"))
                     return
                 message = f"Cannot reach MCP server at {self.url}"
@@ -410,10 +415,10 @@ class StreamableHttpTransport(HttpClientTransport):
             logger.debug("the stream for %s dropped: %s; resuming", request.method, reason(error))
         if not self._is_outstanding(request.id):
             return
-        if stream.last_event_id is not None and request.id not in self._modern_requests:
+        if stream.last_event_id is not None and request.id not in self._stateless_requests:
             await self._resume(request, stream)  # the stateless revision has no resumable streams
         else:
-            lost = _LostStream if request.id in self._modern_requests else McpConnectionError
+            lost = _LostStream if request.id in self._stateless_requests else McpConnectionError
             self._fail(
                 request.id, lost(f"MCP server at {self.url} ended the stream for {request.method} without answering")
             )
@@ -637,14 +642,14 @@ class StreamableHttpClient(RemoteClient):
         self.headers = dict(headers or {})
         self.fallback_to_sse = fallback_to_sse
         self.legacy = False  # True once the URL turned out to be a legacy HTTP+SSE endpoint
-        self._transport_options: dict[str, Any] = {
-            "http_client": http_client,
-            "connect_timeout": connect_timeout,
-            "post_timeout": post_timeout,
-            "reconnect_delay": reconnect_delay,
-            "max_reconnect_delay": max_reconnect_delay,
-            "max_reconnect_attempts": max_reconnect_attempts,
-        }
+        self._transport_options = StreamableHttpOptions(
+            http_client=http_client,
+            connect_timeout=connect_timeout,
+            post_timeout=post_timeout,
+            reconnect_delay=reconnect_delay,
+            max_reconnect_delay=max_reconnect_delay,
+            max_reconnect_attempts=max_reconnect_attempts,
+        )
         httpx.URL(url)  # a malformed URL fails here, not at the first call
         self.transport: StreamableHttpTransport | None = None
         self.legacy_transport: SseClientTransport | None = None
@@ -656,12 +661,11 @@ class StreamableHttpClient(RemoteClient):
 
     async def _open(self) -> Transport:
         if self.legacy:
-            options = {key: self._transport_options[key] for key in ("http_client", "connect_timeout", "post_timeout")}
-            legacy = SseClientTransport(self.url, self.headers, **options)
+            legacy = SseClientTransport(self.url, self.headers, self._transport_options)
             await legacy.start()
             self.legacy_transport = legacy
             return legacy
-        self.transport = StreamableHttpTransport(self.url, self.headers, **self._transport_options)
+        self.transport = StreamableHttpTransport(self.url, self.headers, self._transport_options)
         self.transport.tool_schema = self.tool_schema
         return self.transport
 

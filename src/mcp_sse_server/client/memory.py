@@ -13,7 +13,7 @@ from ..server import McpServer
 from ..session import ServerSession
 from ..transport.base import Transport
 from ..transport.memory import MemoryTransport
-from .base import McpClient
+from .base import MODE_AUTO, McpClient
 
 __all__ = ["InMemoryClient"]
 
@@ -33,8 +33,8 @@ class InMemoryClient(McpClient):
     """
 
     def __init__(self, server: McpServer, **options: Any) -> None:
-        # The stateless revision only when this package's servers serve it (versions.MODERN);
-        # mode="2026-07-28" asks for it anyway, mode="legacy" never.
+        # The stateless revision only when this package's servers serve it (versions.STATELESS);
+        # mode="2026-07-28" asks for it anyway, mode="session" never.
         options.setdefault("mode", "auto")
         super().__init__(**options)
         self.server = server
@@ -42,7 +42,7 @@ class InMemoryClient(McpClient):
         self._transport: MemoryTransport | None = None
 
     def _may_probe(self) -> bool:
-        if self.mode == "auto" and not versions.MODERN:
+        if self.mode == MODE_AUTO and not versions.STATELESS:
             return False  # the server in this process cannot speak it: no need to ask
         return super()._may_probe()
 

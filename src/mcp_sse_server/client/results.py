@@ -25,7 +25,9 @@ from ..types import (
     PromptArgument,
     PromptMessage,
     _annotations_from,
+    _describe,
     _icons_from,
+    _put_icons,
     content_from_dict,
 )
 
@@ -90,18 +92,10 @@ class ResourceTemplateInfo:
     icons: list[Icon] | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """The resources/templates/list entry."""
+        """The resources/templates/list entry (as ``ResourceTemplate.to_dict`` writes it)."""
         out: dict[str, Any] = {"uriTemplate": self.uri_template, "name": self.name}
-        for key, value in (("title", self.title), ("description", self.description), ("mimeType", self.mime_type)):
-            if value is not None:
-                out[key] = value
-        if self.icons:
-            out["icons"] = [icon.to_dict() for icon in self.icons]
-        if self.annotations is not None:
-            out["annotations"] = self.annotations.to_dict()
-        if self.meta is not None:
-            out["_meta"] = self.meta
-        return out
+        _put_icons(out, self.icons, True)
+        return _describe(out, self.title, self.description, self.mime_type, None, self.annotations, self.meta)
 
 
 def prompt_argument_from_dict(data: Mapping[str, Any]) -> PromptArgument:

@@ -38,6 +38,7 @@ from ._common import McpConnectionError, RemoteClient
 from ._http_common import (
     EVENT_STREAM,
     HttpClientTransport,
+    HttpOptions,
     first_line,
     http_url,
     media_type,
@@ -46,6 +47,7 @@ from ._http_common import (
     redirect_error,
 )
 from ._sse import SseParser
+from .base import MODE_AUTO, MODE_SESSION
 
 __all__ = ["SseClient", "SseClientTransport"]
 
@@ -55,17 +57,9 @@ logger = logging.getLogger("mcp_sse_server.client")
 class SseClientTransport(HttpClientTransport):
     """The client side of one legacy HTTP+SSE session (used by SseClient)."""
 
-    def __init__(
-        self,
-        url: str,
-        headers: Mapping[str, str] | None = None,
-        *,
-        http_client: httpx.AsyncClient | None = None,
-        connect_timeout: float = 10.0,
-        post_timeout: float = 30.0,
-    ) -> None:
+    def __init__(self, url: str, headers: Mapping[str, str] | None = None, options: HttpOptions | None = None) -> None:
         parsed = http_url(url)
-        super().__init__(headers, http_client=http_client, connect_timeout=connect_timeout, post_timeout=post_timeout)
+        super().__init__(headers, options or HttpOptions())
         self.url = parsed
         self.endpoint: httpx.URL | None = None
         self._ready: asyncio.Future[httpx.URL] | None = None
@@ -154,13 +148,14 @@ class SseClientTransport(HttpClientTransport):
             raise McpConnectionError(f"The connection to MCP server at {self.url} is closed")
         self._track(message)
         try:
-            response = await self._fetch(
+            async with self._stream(
                 "POST",
                 self.endpoint,
                 content=encode_message(message),
                 headers={**self.headers, "content-type": "application/json"},
                 timeout=self._post_timeout,
-            )
+            ) as response:
+                await response.aread()
         except httpx.HTTPError as error:
             self._untrack(message)
             raise McpConnectionError(f"Cannot reach MCP server at {self.endpoint}: {reason(error)}") from None
@@ -206,20 +201,18 @@ class SseClient(RemoteClient):
         **options: Any,
     ) -> None:
         super().__init__(**options)
-        if self.mode not in ("auto", "legacy"):
-            raise ValueError("the legacy HTTP+SSE transport only speaks the handshake revisions")
+        if self.mode not in (MODE_AUTO, MODE_SESSION):
+            raise ValueError("the legacy HTTP+SSE transport only speaks the session revisions")
         httpx.URL(url)
         self.url = url
         self.headers = dict(headers or {})
-        self._transport_options: dict[str, Any] = {
-            "http_client": http_client,
-            "connect_timeout": connect_timeout,
-            "post_timeout": post_timeout,
-        }
+        self._transport_options = HttpOptions(
+            http_client=http_client, connect_timeout=connect_timeout, post_timeout=post_timeout
+        )
         self.transport: SseClientTransport | None = None
 
     async def _open(self) -> Transport:
-        transport = SseClientTransport(self.url, self.headers, **self._transport_options)
+        transport = SseClientTransport(self.url, self.headers, self._transport_options)
         await transport.start()
         self.transport = transport
         return transport

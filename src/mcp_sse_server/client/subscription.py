@@ -75,7 +75,7 @@ class Subscription:
         self._put(notification)
 
     def offer(self, notification: JsonRpcNotification) -> None:
-        """A session notification (handshake revisions): kept when it is of a kind asked for."""
+        """A session notification (session revisions): kept when it is of a kind asked for."""
         kind = _KINDS.get(notification.method)
         if kind is not None and self.wanted.get(kind):
             self._put(notification)

@@ -37,6 +37,7 @@ from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any, ClassVar, Final, TypeAlias
 
 from ..context import RequestContext
+from ..jsonrpc import json_type
 from ..types import CallToolResult, Tool, ToolAnnotations
 from .memory_server import MemoryServer
 
@@ -108,18 +109,20 @@ def _show(value: Number) -> str:
     return repr(value)
 
 
+_ARTICLED: Final = {
+    "null": "null",
+    "boolean": "a boolean",
+    "number": "a number",
+    "string": "a string",
+    "array": "an array",
+    "object": "an object",
+}
+
+
 def _describe(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list | tuple):
-        return "an array"
-    if isinstance(value, dict):
-        return "an object"
-    return f"a value of type {type(value).__name__}"
+    """What ``value`` is, for a message: ``an array``, ``null``, ``a value of type bytes``."""
+    kind = json_type(value)
+    return _ARTICLED.get(kind, f"a value of type {kind}")
 
 
 def _checked(op: str, value: Number) -> Number:

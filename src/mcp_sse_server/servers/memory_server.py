@@ -38,7 +38,7 @@ class MemoryServer(McpServer):
     server_title: ClassVar[str | None] = None
     server_instructions: ClassVar[str | None] = None
     if TYPE_CHECKING:  # subclasses declare it; at class creation it moves to _declared_tools
-        tools: ClassVar[list[Tool]]  # type: ignore[misc]
+        tools: ClassVar[list[Tool]]
     _declared_tools: ClassVar[Any] = ()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

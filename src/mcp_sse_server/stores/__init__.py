@@ -4,8 +4,9 @@ A store holds plain data only (``SessionRecord``, ``StoredEvent``), behind
 async methods, so an implementation may live in another process. ``memory``
 is the default (one process); ``redis`` shares sessions, event logs and the
 event bus between workers and hosts, ``redis_routing`` has what they need to
-route a session's traffic among themselves, and ``RedisStores.from_url`` builds them all
-for one worker. The Redis names need the ``redis`` extra
+route a session's traffic among themselves (``WorkerMesh``, and ``RedisCoordinator``: the
+HTTP app's ``Coordinator`` of ``coordination``, whose ``LocalCoordinator`` is the
+one-process default), and ``RedisStores.from_url`` builds them all for one worker. The Redis names need the ``redis`` extra
 (``pip install 'mcp-sse-server[redis]'``) and are imported on first use.
 """
 
@@ -13,14 +14,17 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
 from .base import EventBus, EventLog, SessionStore, StoredEvent, StoreError, StoreUnavailable
+from .coordination import CoordinatedSession, Coordinator, DuplicateRequest, LocalCoordinator, SessionPeers
 from .memory import MemoryEventBus, MemoryEventLog, MemorySessionStore
 
 if TYPE_CHECKING:
     from .redis import RedisEventBus, RedisEventLog, RedisSessionStore
     from .redis_routing import (
         Lease,
+        RedisCoordinator,
         RequestIndex,
         WorkerInbox,
+        WorkerMesh,
         WorkerRegistry,
         WorkerRouter,
         reap_dead_workers,
@@ -30,12 +34,14 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "Lease": ".redis_routing",
+    "RedisCoordinator": ".redis_routing",
     "RedisEventBus": ".redis",
     "RedisEventLog": ".redis",
     "RedisSessionStore": ".redis",
     "RedisStores": ".redis_setup",
     "RequestIndex": ".redis_routing",
     "WorkerInbox": ".redis_routing",
+    "WorkerMesh": ".redis_routing",
     "WorkerRegistry": ".redis_routing",
     "WorkerRouter": ".redis_routing",
     "reap_dead_workers": ".redis_routing",
@@ -45,22 +51,29 @@ _LAZY = {
 __getattr__, _dir = lazy_exports(__name__, _LAZY)
 
 __all__ = [
+    "CoordinatedSession",
+    "Coordinator",
+    "DuplicateRequest",
     "EventBus",
     "EventLog",
     "Lease",
+    "LocalCoordinator",
     "MemoryEventBus",
     "MemoryEventLog",
     "MemorySessionStore",
+    "RedisCoordinator",
     "RedisEventBus",
     "RedisEventLog",
     "RedisSessionStore",
     "RedisStores",
     "RequestIndex",
+    "SessionPeers",
     "SessionStore",
     "StoreError",
     "StoreUnavailable",
     "StoredEvent",
     "WorkerInbox",
+    "WorkerMesh",
     "WorkerRegistry",
     "WorkerRouter",
     "reap_dead_workers",

@@ -523,6 +523,10 @@ class WorkerMesh:
     async def stop(self) -> None:
         reader, self._reader = self._reader, None
         if reader is not None:
+            # An empty message ends the reader's blocking XREAD now: redis-py may lose a
+            # cancellation that arrives during it, which then waits for the block to run out.
+            with contextlib.suppress(StoreUnavailable):
+                await self.inbox.send(self.worker_id, {})
             reader.cancel()
             try:
                 await reader
@@ -589,8 +593,9 @@ class StandaloneHolder:
 
     @classmethod
     def decode(cls, value: str) -> StandaloneHolder:
+        """The holder a lease value names (worker ``""`` for a value this format cannot read)."""
         worker_id, _, number = value.rpartition(":")
-        return cls(worker_id, int(number) if number.isdigit() else 0)
+        return cls(worker_id, int(number) if number.isascii() and number.isdigit() else 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -791,7 +796,7 @@ class RedisCoordinator:
         self._holding[session_id] = holder
         if previous is not None:
             worker_id = StandaloneHolder.decode(previous).worker_id
-            if worker_id != mesh.worker_id:
+            if worker_id and worker_id != mesh.worker_id:
                 await mesh.send(worker_id, encode_routed(ReleaseHolder(session_id, previous)))
 
         async def renew() -> None:
@@ -828,6 +833,8 @@ class RedisCoordinator:
         if holder is None:
             return
         worker_id = StandaloneHolder.decode(holder).worker_id
+        if not worker_id:
+            return  # a value no worker of this version wrote: nobody to wake
         if worker_id != self.mesh.worker_id:
             await self.mesh.send(worker_id, encode_routed(WakeHolder(session_id)))
             return

@@ -23,7 +23,7 @@ from typing import Any, Final, Protocol
 from redis.asyncio import Redis
 
 from .redis import DEFAULT_PREFIX, RedisEventBus, RedisEventLog, RedisSessionStore
-from .redis_routing import WorkerRouter
+from .redis_routing import RedisCoordinator, WorkerMesh
 
 __all__ = ["DEFAULT_SIZES", "RedisStores", "StoreSizes"]
 
@@ -47,6 +47,10 @@ class StoreSizes(Protocol):
     def replay_buffer_size(self) -> int:
         """Stream events kept for a reconnect with Last-Event-ID."""
 
+    @property
+    def stream_log_grace(self) -> float:
+        """Seconds a request's stream stays resumable after its response."""
+
 
 @dataclass(frozen=True, slots=True)
 class _Sizes:
@@ -54,23 +58,31 @@ class _Sizes:
     session_max_lifetime: float
     backlog_limit: int
     replay_buffer_size: int
+    stream_log_grace: float
 
 
 DEFAULT_SIZES: Final[StoreSizes] = _Sizes(
-    session_idle_timeout=30 * 60.0, session_max_lifetime=12 * 3600.0, backlog_limit=256, replay_buffer_size=256
+    session_idle_timeout=30 * 60.0,
+    session_max_lifetime=12 * 3600.0,
+    backlog_limit=256,
+    replay_buffer_size=256,
+    stream_log_grace=30.0,
 )
 """The sizes of ``HttpLimits()`` (``tests/core/test_layers.py`` checks that they agree)."""
 
 
 @dataclass(slots=True)
 class RedisStores:
-    """One worker's Redis client, session store, event log, event bus and router."""
+    """One worker's Redis client, session store, event log, event bus, its place among the
+    workers (``router``, a ``WorkerMesh``: the name is kept for one release) and the app's
+    ``coordinator`` over it."""
 
     redis: Redis
     sessions: RedisSessionStore
     events: RedisEventLog
     bus: RedisEventBus
-    router: WorkerRouter
+    router: WorkerMesh
+    coordinator: RedisCoordinator
 
     @classmethod
     def from_url(
@@ -100,24 +112,33 @@ class RedisStores:
         if replay_buffer_size is None:
             replay_buffer_size = limits.replay_buffer_size
         redis = Redis.from_url(url)
+        sessions = RedisSessionStore(redis, idle_timeout=idle_timeout, max_lifetime=max_lifetime, prefix=prefix)
+        events = RedisEventLog(redis, backlog_limit, replay_buffer_size, ttl=max_lifetime + 60.0, prefix=prefix)
+        mesh = WorkerMesh(redis, worker_id, heartbeat_ttl=worker_ttl, prefix=prefix)
         return cls(
             redis=redis,
-            sessions=RedisSessionStore(redis, idle_timeout=idle_timeout, max_lifetime=max_lifetime, prefix=prefix),
-            events=RedisEventLog(redis, backlog_limit, replay_buffer_size, ttl=max_lifetime + 60.0, prefix=prefix),
+            sessions=sessions,
+            events=events,
             bus=RedisEventBus(redis, channel=f"{prefix}:events"),
-            router=WorkerRouter(redis, worker_id, heartbeat_ttl=worker_ttl, prefix=prefix),
+            router=mesh,
+            coordinator=mesh.coordinator(events, sessions, stream_log_grace=limits.stream_log_grace),
         )
 
     def bind_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``McpHttpServer.bind`` or ``McpHttpApp``: the stores, the router,
-        and the wall clock every worker agrees on."""
-        return {"session_store": self.sessions, "event_log": self.events, "router": self.router, "clock": time.time}
+        """Keyword arguments for ``McpHttpServer.bind`` or ``McpHttpApp``: the stores, the
+        coordinator, and the wall clock every worker agrees on."""
+        return {
+            "session_store": self.sessions,
+            "event_log": self.events,
+            "coordinator": self.coordinator,
+            "clock": time.time,
+        }
 
     async def start(self, timeout: float = 5.0) -> None:
         """Check Redis answers and open the event bus (``StoreUnavailable`` when it cannot)."""
         await self.bus.start(timeout)
 
     async def close(self) -> None:
-        """Close the bus and the client (after the app shut down: its router stops with it)."""
+        """Close the bus and the client (after the app shut down: its coordinator stops with it)."""
         await self.bus.close()
         await self.redis.aclose()

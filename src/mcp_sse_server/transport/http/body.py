@@ -33,6 +33,7 @@ __all__ = [
     "parse_body",
     "read_body",
     "read_json_rpc_post",
+    "read_message",
 ]
 
 UNSUPPORTED_MEDIA_TYPE: Final = "Unsupported media type: the body must be application/json"
@@ -101,6 +102,15 @@ def parse_body(body: bytes) -> JsonRpcMessage:
     """One JSON-RPC message from a POST body; HttpError 400 (-32700/-32600) otherwise."""
     try:
         return parse_message(body)
+    except McpError as error:
+        raise HttpError(400, error.message, error.code) from None
+
+
+async def read_message(receive: Receive, max_bytes: int, content_length: bytes | None) -> tuple[JsonRpcMessage, bytes]:
+    """A POST's one JSON-RPC message and the body it came in (rules 2-4)."""
+    body = await read_body(receive, max_bytes, content_length)
+    try:
+        return parse_message(body), body
     except McpError as error:
         raise HttpError(400, error.message, error.code) from None
 

@@ -9,7 +9,8 @@ Rules (the HTTP side of a session's life; ``session.py`` has the protocol side):
 3. ``lookup`` answers 404 for a session that is unknown, ended, expired, or
    still being initialized on another worker, and refreshes its idle clock at
    most once per ``_TOUCH_GRANULARITY`` (a shared store is spared a write per
-   request).
+   request). In process, a session served here is read from its live copy
+   alone: the store holds the same record.
 4. ``end`` ends a session for good: its record, its transport, its event log
    and what the coordinator keeps for it. ``release`` only stops serving it
    here: with a shared store, other workers go on serving it.
@@ -32,7 +33,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, Final
 
 from ...background import in_background
-from ...jsonrpc import JsonRpcMessage, JsonRpcRequest, RequestId
+from ...jsonrpc import JsonRpcMessage, RequestId
 from ...server import McpServer
 from ...session import ServerSession, SessionRecord
 from ...stores.base import EventLog, SessionStore
@@ -50,8 +51,6 @@ logger = logging.getLogger("mcp_sse_server.http")
 # A session's last activity is written at most this often (seconds): idle timeouts are minutes
 # long, and a shared store is spared a write per request.
 _TOUCH_GRANULARITY: Final = 1.0
-# Requests a client may send before notifications/initialized (any other shows it was sent).
-_BEFORE_READY: Final = frozenset({"initialize", "ping"})
 
 
 class LiveSession:
@@ -140,20 +139,9 @@ class SessionDirectory:
     async def lookup(self, session_id: bytes) -> LiveSession:
         """The live session a request names (its idle clock refreshed), or HttpError 404."""
         key = session_id.decode("latin-1")
-        record = await self.store.get(key)
         live = self._live.get(key)
-        if record is None:
-            if live is not None and not live.closing:
-                self._end_soon(live)  # ended by another worker (DELETE, expiry): this copy goes too
-            raise HttpError(404, UNKNOWN_SESSION)
-        if live is None:
-            if record.revision is None:  # still being initialized, on another worker
-                raise HttpError(404, UNKNOWN_SESSION)
-            live = await self._adopt(record)
-        elif live.closing:
-            raise HttpError(404, UNKNOWN_SESSION)
-        elif live.record is not record:
-            self._follow(live, record)
+        if live is None or live.closing or self.shared:
+            live = await self._from_store(key, live)
         now = self.clock()
         record = live.record
         if record.expired(now, self.limits.session_idle_timeout, self.limits.session_max_lifetime):
@@ -163,11 +151,27 @@ class SessionDirectory:
             await self.store.touch(record, now)
         return live
 
+    async def _from_store(self, key: str, live: LiveSession | None) -> LiveSession:
+        """The session as the store has it. In process, a session served here is only read from
+        its live copy (the store holds the same record), so this runs for sessions not served
+        here; with a shared store, for every request (another worker may have changed or ended it)."""
+        record = await self.store.get(key)
+        if record is None:
+            if live is not None and not live.closing:
+                self._end_soon(live)  # ended by another worker (DELETE, expiry): this copy goes too
+            raise HttpError(404, UNKNOWN_SESSION)
+        if live is None:
+            if record.revision is None:  # still being initialized, on another worker
+                raise HttpError(404, UNKNOWN_SESSION)
+            return await self._adopt(record)
+        if live.closing:
+            raise HttpError(404, UNKNOWN_SESSION)
+        if live.record is not record:
+            self._follow(live, record)
+        return live
+
     def _follow(self, live: LiveSession, record: SessionRecord) -> None:
         """The store returned a record other than the live one (only a shared store does)."""
-
-    def before_request(self, live: LiveSession, request: JsonRpcRequest) -> None:
-        """A client request on a live session, about to be served."""
 
     # --- opening ---------------------------------------------------------------------------
 
@@ -348,9 +352,11 @@ class SharedSessionDirectory(SessionDirectory):
         if record.log_level is not None and record.log_level != level:
             live.session.set_log_level(record.log_level)
 
-    def before_request(self, live: LiveSession, request: JsonRpcRequest) -> None:
-        if not live.session.ready and request.method not in _BEFORE_READY:
-            # The client is past the handshake: its notifications/initialized reached another worker.
+    async def opened(self, live: LiveSession) -> None:
+        await super().opened(live)
+        if live.transport.initialized:
+            # The client's notifications/initialized may reach another worker: past its initialize,
+            # the session is served here as ready (as an adopted copy is).
             live.session.ready = True
 
     def _watch_record(self, session: ServerSession) -> None:

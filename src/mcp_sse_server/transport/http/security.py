@@ -162,16 +162,17 @@ class OriginHostMiddleware:
             return
         request = McpRequest.of(scope)  # the header view the endpoint reads too: one scan per request
         host, origin = request.host, request.origin
-        hosts, origins = int(host is not None), int(origin is not None)
-        if request.repeated:
+        if host is None or request.repeated:
             hosts, origins = request.count(b"host"), request.count(b"origin")
-        if hosts != 1 or origins > 1:
-            if hosts == 0:
-                problem = "no Host header"
-            else:
-                problem = "several Host headers" if hosts > 1 else "several Origin headers"
-            await HttpError(400, f"Bad request: {problem}; send exactly one Host and at most one Origin").write(send)
-            return
+            if hosts != 1 or origins > 1:
+                if hosts == 0:
+                    problem = "no Host header"
+                else:
+                    problem = "several Host headers" if hosts > 1 else "several Origin headers"
+                await HttpError(400, f"Bad request: {problem}; send exactly one Host and at most one Origin").write(
+                    send
+                )
+                return
         refusal = self.policy.check(origin, host)
         if refusal is not None:
             logger.info("refused a request: %s (Origin %r, Host %r)", refusal, origin, host)

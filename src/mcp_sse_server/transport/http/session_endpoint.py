@@ -19,7 +19,7 @@ from ...stateless_meta import has_envelope
 from ...stores.base import STANDALONE_STREAM, stream_of
 from ...stores.coordination import Coordinator, DuplicateRequest
 from .asgi import Receive, Send
-from .body import parse_body, read_body
+from .body import read_message
 from .directory import SessionDirectory
 from .errors import HttpError, in_flight_conflict, shutting_down
 from .limits import HttpLimits
@@ -63,12 +63,10 @@ class HttpSessionEndpoint:
             await self._open(request, receive, send, sse)
             return
         live = await self.directory.lookup(session_id)
-        body = await read_body(receive, self.limits.max_request_bytes, request.content_length)
-        message = parse_body(body)
+        message, body = await read_message(receive, self.limits.max_request_bytes, request.content_length)
         if type(message) is JsonRpcRequest:
             if self.closing():
                 raise shutting_down()
-            self.directory.before_request(live, message)
             try:
                 async with self.coordinator.serving(live, message.id):
                     await live.transport.serve_request(message, receive, send, sse=sse)
@@ -80,7 +78,7 @@ class HttpSessionEndpoint:
             await live.transport.handle_message(message, send)
 
     async def _open(self, request: McpRequest, receive: Receive, send: Send, sse: bool) -> None:
-        message = parse_body(await read_body(receive, self.limits.max_request_bytes, request.content_length))
+        message, _ = await read_message(receive, self.limits.max_request_bytes, request.content_length)
         if type(message) is not JsonRpcRequest or message.method != "initialize":
             if type(message) is JsonRpcRequest and has_envelope(message.params):
                 # A 2026-07-28 request without its version header: a recognised stateless error, so a

@@ -19,7 +19,7 @@ from ...server import McpServer
 from ...stateless import StatelessEndpoint, unsupported_version
 from ...stateless_meta import has_envelope
 from .asgi import Receive, Send
-from .body import parse_body, read_body
+from .body import read_message
 from .directory import ServerSource
 from .errors import HttpError, shutting_down
 from .limits import HttpLimits
@@ -101,7 +101,7 @@ class HttpStatelessEndpoint:
         sse = request.check_post(self.json_response)
         if self.closing():
             raise shutting_down()
-        message = parse_body(await read_body(receive, self.limits.max_request_bytes, request.content_length))
+        message, _ = await read_message(receive, self.limits.max_request_bytes, request.content_length)
         if type(message) is JsonRpcNotification:
             await send_accepted(send)
             return

@@ -319,21 +319,25 @@ class SseTransport(Transport):
             self._keepalive().watch(self)
         try:
             reply = await dispatcher.dispatch(request)
-            if (
-                pending.stream is None
-                and not pending.detached
-                and streams.get(request_id) is pending
-                and self._streams is streams
-            ):
-                # The usual case: the reply (or, cancelled, nothing) is the response's only content.
-                self._forget(request_id, pending)
-                if reply is None:
-                    await send_whole(send, POST_SSE_HEADERS, b"")
-                elif self.json_response or not sse:
-                    await send_whole(send, self._json_headers(pending, reply), encode_message(reply))
-                else:
-                    await send_whole(send, self._reply_headers(pending, reply), _data(reply))
-                return
+        except BaseException:
+            self._forget(request_id, pending)
+            raise
+        if pending.stream is None and not pending.detached and self._streams is streams:
+            # The usual case: the reply (or, cancelled, nothing) is the response's only content.
+            if streams.get(request_id) is pending:
+                del streams[request_id]
+                if not streams:
+                    self._streams = None  # an idle session keeps no table
+            if pending.timer is not None:
+                pending.timer.cancel()
+            if reply is None:
+                await send_whole(send, POST_SSE_HEADERS, b"")
+            elif self.json_response or not sse:
+                await send_whole(send, self._json_headers(pending, reply), encode_message(reply))
+            else:
+                await send_whole(send, self._reply_headers(pending, reply), b"data: " + encode_message(reply) + b"\n\n")
+            return
+        try:
             if reply is None:
                 stream = pending.open()
                 if stream is not None:
@@ -679,6 +683,8 @@ class SseTransport(Transport):
                 stream = pending.open()
                 if stream is not None:
                     await stream.write(b"data: " + body + b"\n\n", final=True)
+                elif not pending.sse and not pending.detached:
+                    await send_whole(pending.send, JSON_HEADERS, body)  # a client that reads JSON only
         if standalone is not None:
             await standalone.end()
         if self._on_end is not None and end_session:

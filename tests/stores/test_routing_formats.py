@@ -1,0 +1,205 @@
+"""The formats ``RedisCoordinator`` writes (``stores/redis_routing.py``): each one round-trips,
+and what another version or a stray write left in Redis decodes to nothing, without raising.
+
+The routing of answers and cancellations between two workers is in test_routed_answers.py;
+here, only that a worker's inbox reader goes on routing past entries it cannot read, and
+that the app takes the coordinator the way ``RedisStores.bind_options()`` passes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import orjson
+import pytest
+
+from fixtures.asgi import Session, call
+from fixtures.http_app import build_server
+from fixtures.messages import initialize_message, notification, request
+from fixtures.redis_server import NEW, Workers, mesh
+from mcp_sse_server.stores.redis_routing import (
+    OwnedRequest,
+    RedisCoordinator,
+    ReleaseHolder,
+    RoutedAnswer,
+    RoutedCancel,
+    RoutedMessage,
+    StandaloneHolder,
+    WakeHolder,
+    decode_routed,
+    encode_routed,
+)
+from mcp_sse_server.stores.redis_setup import RedisStores
+from mcp_sse_server.transport.http import McpHttpApp
+
+WAIT = 5.0
+
+# --- OwnedRequest: "<session id> <stream id, or nothing> <request id as JSON>" -------------------
+
+
+@pytest.mark.parametrize(
+    "owned",
+    [
+        OwnedRequest("s1", "r2", 7),
+        OwnedRequest("s1", "r2", 0),
+        OwnedRequest("s1", "r2", -3),
+        OwnedRequest("s1", None, 7),  # a reply that is not logged
+        OwnedRequest("s1", "r2", "7"),  # the string "7" is another id than 7
+        OwnedRequest("s1", None, "a b  c"),  # spaces in the id, after an empty stream id
+        OwnedRequest("s1", "r2", ""),
+        OwnedRequest("s1", "r2", 'quo"te\\ é'),
+        OwnedRequest("AbC-123_xyz" * 3, "r12345", 2**53),
+    ],
+)
+def test_an_owned_request_round_trips(owned: OwnedRequest) -> None:
+    assert OwnedRequest.decode(owned.encode()) == owned
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        "",
+        "s1",
+        "s1 r2",
+        "s1 r2 ",
+        " r2 7",  # no session
+        "s1 r2 not-json",
+        "s1 r2 1.5",
+        "s1 r2 true",  # a bool is no request id
+        "s1 r2 null",
+        "s1 r2 [7]",
+        's1 r2 {"id": 7}',
+        "s1 r2 7 8",
+        "s1 r2 99999999999999999999999",  # beyond 64 bits
+        "\x00\x00 \x00",
+    ],
+)
+def test_an_unreadable_owned_entry_decodes_to_none(entry: str) -> None:
+    assert OwnedRequest.decode(entry) is None
+
+
+# --- StandaloneHolder: "<worker id>:<n>", the standalone lease's value -----------------------------
+
+
+@pytest.mark.parametrize(
+    "holder",
+    [StandaloneHolder("host-1-ab", 3), StandaloneHolder("w", 0), StandaloneHolder("ip6:host:9", 12)],
+)
+def test_a_standalone_holder_round_trips(holder: StandaloneHolder) -> None:
+    assert StandaloneHolder.decode(holder.encode()) == holder
+
+
+@pytest.mark.parametrize(
+    ("value", "worker_id"),
+    [("", ""), ("garbage", ""), (":", ""), ("w:", "w"), ("w:x", "w"), ("w:-1", "w"), ("w:1.0", "w")],
+)
+def test_an_unreadable_holder_decodes_without_raising(value: str, worker_id: str) -> None:
+    # (its contract has no None: a holder it cannot read is a worker it cannot name, number 0)
+    assert StandaloneHolder.decode(value) == StandaloneHolder(worker_id, 0)
+
+
+def test_a_holder_numbered_with_a_non_decimal_digit_decodes_without_raising() -> None:
+    assert StandaloneHolder.decode("w:²") == StandaloneHolder("w", 0)
+
+
+# --- the routed messages: what one worker's inbox carries from another -----------------------------
+
+
+ROUTED: list[RoutedMessage] = [
+    RoutedAnswer("s1", '{"jsonrpc":"2.0","id":"A.1","result":{}}'),
+    RoutedAnswer("s1", ""),
+    RoutedCancel("s1", {"requestId": 3, "reason": "user"}),
+    RoutedCancel("s1", {"requestId": "x y"}),
+    RoutedCancel("s1", {}),
+    WakeHolder("s1"),
+    ReleaseHolder("s1", "host-1-ab:3"),
+]
+
+
+@pytest.mark.parametrize("message", ROUTED, ids=lambda message: type(message).__name__)
+def test_a_routed_message_round_trips_through_the_inbox_encoding(message: RoutedMessage) -> None:
+    encoded = encode_routed(message)
+    assert encoded["session"] == "s1" and isinstance(encoded["type"], str)
+    assert decode_routed(encoded) == message
+    assert decode_routed(orjson.loads(orjson.dumps(encoded))) == message  # as WorkerInbox carries it
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {},
+        {"session": "s1"},
+        {"type": "wake"},  # no session
+        {"type": "wake", "session": 7},
+        {"type": "wake", "session": None},
+        {"type": "answer", "session": "s1"},
+        {"type": "answer", "session": "s1", "message": {"id": 1}},  # not the message's text
+        {"type": "cancel", "session": "s1"},
+        {"type": "cancel", "session": "s1", "params": [3]},
+        {"type": "cancel", "session": "s1", "params": None},
+        {"type": "release", "session": "s1"},
+        {"type": "release", "session": "s1", "holder": 3},
+        {"type": "later-version", "session": "s1"},
+        {"type": ["wake"], "session": "s1"},
+        {"type": None, "session": "s1", "message": "{}"},
+    ],
+)
+def test_an_unreadable_routed_message_decodes_to_none(data: dict[str, Any]) -> None:
+    assert decode_routed(data) is None
+
+
+# --- a worker's inbox reader goes on past what it cannot read --------------------------------------
+
+
+async def test_entries_a_worker_cannot_read_do_not_stop_its_routing(
+    workers: Workers, caplog: pytest.LogCaptureFixture
+) -> None:
+    a, b = workers("A"), workers("B")
+    opened = await call(a, body=initialize_message(protocol_version=NEW, sampling={}))
+    session_id = opened.headers["mcp-session-id"]
+    on_a, on_b = Session(a, session_id, NEW), Session(b, session_id, NEW)
+    assert (await on_a.post(notification("notifications/initialized")).finish()).status == 202
+    running = on_a.post(request(5, "tools/call", {"name": "sample", "arguments": {"prompt": "still there?"}}))
+    await running.wait_until(lambda: any(m.get("method") == "sampling/createMessage" for m in running.messages))
+    asked = next(m for m in running.messages if m.get("method") == "sampling/createMessage")
+    # Ahead of the real answer, A's inbox gets what it cannot use: raw entries that are no
+    # message, messages of no known format, and readable ones for no session A serves or
+    # carrying no JSON-RPC message.
+    inbox, redis = mesh(a).inbox, mesh(a).registry.redis
+    await redis.xadd(inbox.key("A"), {"x": b"no d field"})
+    await redis.xadd(inbox.key("A"), {"d": b"{not json"})
+    await redis.xadd(inbox.key("A"), {"d": b"[1, 2]"})
+    sender = mesh(b)
+    for garbage in (
+        {"type": "later-version", "session": session_id},
+        encode_routed(RoutedAnswer("no-such-session", "{}")),
+        encode_routed(WakeHolder("no-such-session")),
+        encode_routed(RoutedAnswer(session_id, "{not json-rpc")),
+        encode_routed(ReleaseHolder(session_id, "A:999")),  # a holder A does not have
+    ):
+        await sender.send("A", garbage)
+    answer = {
+        "jsonrpc": "2.0",
+        "id": asked["id"],
+        "result": {"role": "assistant", "content": {"type": "text", "text": "yes"}, "model": "m"},
+    }
+    assert (await on_b.post(answer).finish()).status == 202  # routed to A, behind the garbage
+    await asyncio.wait_for(running.finish(), WAIT)
+    assert running.messages[-1]["result"]["content"][0]["text"] == "model said: yes"
+    assert "could not handle a routed 'answer'" in caplog.text  # the unparseable one, read before
+    assert (await on_a.result("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}}))["content"][0][
+        "text"
+    ] == "3"
+
+
+# --- how the app gets its coordinator ---------------------------------------------------------------
+
+
+async def test_the_app_takes_what_bind_options_gives() -> None:
+    stores = RedisStores.from_url("redis://127.0.0.1:1/0")  # (no connection is made)
+    try:
+        app = McpHttpApp(build_server(), **stores.bind_options())
+        assert isinstance(app.coordinator, RedisCoordinator) and app.coordinator.mesh is stores.router
+    finally:
+        await stores.redis.aclose()
