@@ -6,8 +6,8 @@ is the default (one process); ``redis`` shares sessions, event logs and the
 event bus between workers and hosts, ``redis_routing`` has what they need to
 route a session's traffic among themselves (``WorkerMesh``, and ``RedisCoordinator``: the
 HTTP app's ``Coordinator`` of ``coordination``, whose ``LocalCoordinator`` is the
-one-process default), and ``RedisStores.from_url`` builds them all for one worker. The Redis names need the ``redis`` extra
-(``pip install 'mcp-sse-server[redis]'``) and are imported on first use.
+one-process default), and ``RedisStores.from_url`` builds them all for one worker. The
+Redis names need the ``redis`` extra (``pip install 'mcp-sse-server[redis]'``) and are imported on first use.
 """
 
 from typing import TYPE_CHECKING
