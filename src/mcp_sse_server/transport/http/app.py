@@ -33,7 +33,7 @@ from ...stores.base import EventLog, SessionStore
 from ...stores.coordination import Coordinator, LocalCoordinator
 from ...stores.memory import MemoryEventLog, MemorySessionStore
 from .asgi import ASGIApp, Receive, Scope, Send
-from .directory import LiveSession, SessionDirectory, directory_for
+from .directory import LiveSession, Serving, SessionDirectory, directory_for
 from .limits import DEFAULT_LIMITS, HttpLimits
 from .router import McpRouter
 from .security import OriginHostMiddleware, OriginPolicy
@@ -109,16 +109,8 @@ class McpHttpApp:
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
         self._closing = False
         self._closed = False
-        self.directory: SessionDirectory = directory_for(
-            self.sessions,
-            self.events,
-            servers=self._server_for_session,
-            coordinator=self.coordinator,
-            limits=limits,
-            keepalive=self.keepalive,
-            clock=clock,
-            json_response=json_response,
-        )
+        serving = Serving(self._server_for_session, self.coordinator, limits, self.keepalive, clock, json_response)
+        self.directory: SessionDirectory = directory_for(self.sessions, self.events, serving)
         self._stateless = HttpStatelessEndpoint(
             server=server,
             servers=self._server_for_session,

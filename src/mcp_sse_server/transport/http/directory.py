@@ -34,8 +34,9 @@ from typing import Any, Final
 
 from ...background import in_background
 from ...jsonrpc import JsonRpcMessage, RequestId
+from ...records import SessionRecord
 from ...server import McpServer
-from ...session import ServerSession, SessionRecord
+from ...session import ServerSession
 from ...stores.base import EventLog, SessionStore
 from ...stores.coordination import Coordinator
 from .errors import SERVER_BUSY, UNKNOWN_SESSION, HttpError
@@ -44,7 +45,7 @@ from .sessions import Clock, new_session_id
 from .streams import KeepaliveTicker
 from .transport import SseTransport
 
-__all__ = ["LiveSession", "ServerSource", "SessionDirectory", "SharedSessionDirectory", "directory_for"]
+__all__ = ["LiveSession", "ServerSource", "Serving", "SessionDirectory", "SharedSessionDirectory", "directory_for"]
 
 logger = logging.getLogger("mcp_sse_server.http")
 
@@ -91,31 +92,32 @@ ServerSource = Callable[[], Awaitable[McpServer]]
 """Returns the ``McpServer`` for a new session (the one shared server, or a fresh one)."""
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class Serving:
+    """How a directory's sessions are served: the app's settings, given once."""
+
+    servers: ServerSource  # the McpServer of a new session
+    coordinator: Coordinator  # the other workers serving these sessions (LocalCoordinator: none)
+    limits: HttpLimits
+    keepalive: KeepaliveTicker
+    clock: Clock  # seconds, for expiry
+    json_response: bool = False  # replies that go out whole are application/json
+
+
 class SessionDirectory:
     """The sessions this process serves, by id, over a store of their records (rules above)."""
 
     shared = False  # other workers never serve these sessions
 
-    def __init__(
-        self,
-        store: SessionStore,
-        events: EventLog,
-        *,
-        servers: ServerSource,
-        coordinator: Coordinator,
-        limits: HttpLimits,
-        keepalive: KeepaliveTicker,
-        clock: Clock,
-        json_response: bool = False,
-    ) -> None:
+    def __init__(self, store: SessionStore, events: EventLog, serving: Serving) -> None:
         self.store = store
         self.events = events
-        self.servers = servers
-        self.coordinator = coordinator
-        self.limits = limits
-        self.keepalive = keepalive
-        self.clock = clock
-        self.json_response = json_response
+        self.servers = serving.servers
+        self.coordinator = serving.coordinator
+        self.limits = serving.limits
+        self.keepalive = serving.keepalive
+        self.clock = serving.clock
+        self.json_response = serving.json_response
         self.closing = False
         self._live: dict[str, LiveSession] = {}
         self._creating = 0
@@ -370,26 +372,7 @@ class SharedSessionDirectory(SessionDirectory):
         await self.release(live)  # the session lives on: other workers serve it
 
 
-def directory_for(
-    store: SessionStore,
-    events: EventLog,
-    *,
-    servers: ServerSource,
-    coordinator: Coordinator,
-    limits: HttpLimits,
-    keepalive: KeepaliveTicker,
-    clock: Clock,
-    json_response: bool = False,
-) -> SessionDirectory:
+def directory_for(store: SessionStore, events: EventLog, serving: Serving) -> SessionDirectory:
     """The directory of the sessions in ``store``: shared with other workers when the store is."""
     kind = SharedSessionDirectory if store.shared else SessionDirectory
-    return kind(
-        store,
-        events,
-        servers=servers,
-        coordinator=coordinator,
-        limits=limits,
-        keepalive=keepalive,
-        clock=clock,
-        json_response=json_response,
-    )
+    return kind(store, events, serving)
