@@ -8,7 +8,9 @@ uvicorn runs in the caller's event loop (use uvloop for the loop when you
 own it: ``uvloop.run(main())``) with the httptools parser, no access log, no
 Server/Date headers, no signal handlers of its own. The connection limits of
 ``HttpLimits`` (head size and count, read and idle timeouts, the connection
-cap) are enforced by the protocol class of ``connections.py``.
+cap) are enforced by the protocol class of ``connections.py``; connections are
+accepted by ``listener.py`` (every pending one at each wake-up, which uvloop's
+own server does not do).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ..loop import run_loop
 from .app import McpHttpApp, SessionFactory
 from .limits import DEFAULT_LIMITS, HttpLimits
+from .listener import Listener
 from .security import is_loopback_host
 from .sessions import Clock
 
@@ -70,12 +73,13 @@ def _is_wildcard(host: str) -> bool:
 class McpHttpServer:
     """A running MCP endpoint. Make one with ``await McpHttpServer.bind(...)``."""
 
-    def __init__(self, app: McpHttpApp, server: uvicorn.Server, sock: socket.socket, endpoint: str, port: int) -> None:
+    def __init__(self, app: McpHttpApp, server: uvicorn.Server, listener: Listener, endpoint: str, port: int) -> None:
         self.app = app
         self.endpoint = endpoint
         self.port = port
         self._server = server
-        self._socket = sock
+        self._listener = listener
+        self._socket = listener.sock
         self._closed = False
 
     @classmethod
@@ -182,14 +186,22 @@ class McpHttpServer:
             config.ssl = ssl_context
             uvicorn_server = uvicorn.Server(config)
             uvicorn_server.lifespan = config.lifespan_class(config)
-            await uvicorn_server.startup(sockets=[sock])
+            await uvicorn_server.startup(sockets=[])  # uvicorn listens on nothing: the Listener accepts
+
+            def protocol() -> asyncio.Protocol:
+                # What uvicorn's own startup() makes per connection (uvicorn 0.54, the pinned range).
+                return config.http_protocol_class(  # type: ignore[call-arg]
+                    config=config, server_state=uvicorn_server.server_state, app_state=uvicorn_server.lifespan.state
+                )
+
+            listener = Listener(sock, protocol, ssl_context)
         except BaseException:
             sock.close()
             await app.shutdown(0)  # stop what the coordinator started: nothing was served
             raise
         bound_port = sock.getsockname()[1]
         endpoint = endpoint_url(host, bound_port, path, tls=ssl_context is not None)
-        return cls(app, uvicorn_server, sock, endpoint, bound_port)
+        return cls(app, uvicorn_server, listener, endpoint, bound_port)
 
     async def close(self, deadline: float | None = None) -> None:
         """Stop accepting, let in-flight requests finish (``shutdown_deadline``),
@@ -198,8 +210,7 @@ class McpHttpServer:
             return
         self._closed = True
         server = self._server
-        for listener in server.servers:
-            listener.close()
+        self._listener.close()
         await self.app.shutdown(deadline)
         loop = asyncio.get_running_loop()
         until = loop.time() + 1.0
@@ -212,8 +223,6 @@ class McpHttpServer:
             transport: Any = getattr(connection, "transport", None)
             if transport is not None:
                 transport.close()
-        for listener in server.servers:
-            await listener.wait_closed()
         self._socket.close()
 
     async def serve_forever(
