@@ -9,7 +9,13 @@ is built once) or `on_session` (before the one-server refactor, up to
 540ab25: a factory called once per session, so each session has its own).
 
     python bench/ours.py PORT      serve on http://127.0.0.1:PORT/mcp until SIGTERM
-    python bench/ours.py --probe   print one JSON line: {"available": bool, "reason": str}
+    python bench/ours.py --probe   print one JSON line: {"available": bool, "reason": str, "shared": bool,
+                                   "json": bool, "json_reason": str} (shared: one server for every
+                                   session; json: bind() takes json_response, and why not)
+    python bench/ours.py PORT --json
+                                   the same with JSON replies: bind(..., json_response=True), which
+                                   answers application/json a POST whose request sends nothing before
+                                   its result (run.py's JSON point; --probe says whether this code has it)
     python bench/ours.py PORT --decorated
                                    the same `add` written as a typed function with `@server.tool`
                                    (bench/decorated.py's HTTP rows)
@@ -21,6 +27,12 @@ is built once) or `on_session` (before the one-server refactor, up to
                                    the same server through the CLI (run.py's Redis points:
                                    `--redis-url URL --workers N`, and the in-process store beside them)
 
+BENCH_GC in the environment (for investigations, not used by run.py): `freeze`
+(gc.freeze() once bound: what start-up allocated is never scanned again),
+`off` (gc.disable()), or `A,B,C` (gc.set_threshold(A, B, C)); with
+BENCH_GC_LOG=PATH, every collection's generation and pause are counted and
+written to PATH as JSON when the server stops.
+
 The tool handler is async, as in the TypeScript peer: a sync handler would
 run in a worker thread, which is a different thing to measure. It reports
 one progress notification before answering when the call carries
@@ -31,8 +43,10 @@ one progress notification before answering when the call carries
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import json
+import os
 import signal
 import sys
 import time
@@ -64,6 +78,22 @@ def load_http() -> Any:
         raise ImportError("McpHttpServer has no bind()")
     shared_server(McpHttpServer.bind)
     return McpHttpServer
+
+
+def json_support(bind: Callable[..., Any]) -> str:
+    """'' when bind() takes json_response (a parameter, or a field of HttpLimits, which bind
+    takes as keywords), else why not."""
+    params = inspect.signature(bind).parameters
+    if "json_response" in params:
+        return ""
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        try:
+            from mcp_sse_server.transport.http.limits import HttpLimits
+        except ImportError:
+            return "McpHttpServer.bind takes no json_response in this code"
+        if "json_response" in getattr(HttpLimits, "__dataclass_fields__", {}):
+            return ""
+    return "McpHttpServer.bind takes no json_response in this code"
 
 
 def shared_server(bind: Callable[..., Any]) -> bool:
@@ -139,13 +169,58 @@ def redis_options(url: str) -> tuple[dict[str, Any], Any]:
     }, client
 
 
-async def serve(port: int, redis_url: str | None = None, decorated: bool = False) -> None:
+class GcWatch:
+    """BENCH_GC and BENCH_GC_LOG (see the module's docstring)."""
+
+    def __init__(self) -> None:
+        self.mode = os.environ.get("BENCH_GC", "")
+        self.log = os.environ.get("BENCH_GC_LOG", "")
+        self.pauses: dict[int, list[float]] = {0: [], 1: [], 2: []}
+        self.t0 = 0.0
+        if self.log:
+            gc.callbacks.append(self.callback)
+
+    def callback(self, phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            self.t0 = time.perf_counter()
+        else:
+            self.pauses[info["generation"]].append(time.perf_counter() - self.t0)
+
+    def bound(self) -> None:
+        """Once the server is bound (start-up done)."""
+        if self.mode == "freeze":
+            gc.freeze()
+        elif self.mode == "off":
+            gc.disable()
+        elif self.mode:
+            gc.set_threshold(*(int(x) for x in self.mode.split(",")))
+
+    def write(self) -> None:
+        if not self.log:
+            return
+        summary: dict[str, Any] = {"mode": self.mode or "default", "threshold": gc.get_threshold()}
+        for generation, pauses in self.pauses.items():
+            ordered = sorted(pauses)
+            summary[f"gen{generation}"] = {"collections": len(ordered), "total_ms": round(sum(ordered) * 1000, 2),
+                                           "max_ms": round(ordered[-1] * 1000, 3) if ordered else 0.0}
+        with open(self.log, "w") as f:
+            json.dump(summary, f)
+
+
+async def serve(port: int, redis_url: str | None = None, decorated: bool = False, json_replies: bool = False) -> None:
     """Bind, print the endpoint, serve until SIGTERM or SIGINT, close."""
     McpHttpServer = load_http()
     factory = make_factory(decorated)
     served = factory() if shared_server(McpHttpServer.bind) else factory
     options, client = redis_options(redis_url) if redis_url else ({}, None)
+    if json_replies:
+        why = json_support(McpHttpServer.bind)
+        if why:
+            raise SystemExit(f"--json: {why}")
+        options["json_response"] = True
+    watch = GcWatch()
     http = await McpHttpServer.bind(served, **bind_options(McpHttpServer.bind, port), **options)
+    watch.bound()
     print(f"listening on {http.endpoint}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -157,26 +232,29 @@ async def serve(port: int, redis_url: str | None = None, decorated: bool = False
         await http.close()
         if client is not None:
             await client.aclose()
+        watch.write()
 
 
 def main() -> None:
     if sys.argv[1:] == ["--probe"]:
         try:
             load_core()
-            load_http()
-            print(json.dumps({"available": True, "reason": ""}))
+            bind = load_http().bind
+            why = json_support(bind)
+            print(json.dumps({"available": True, "reason": "", "shared": shared_server(bind), "json": not why,
+                              "json_reason": why}))
         except ImportError as exc:
             print(json.dumps({"available": False, "reason": f"{type(exc).__name__}: {exc}"}))
         return
-    port = int(sys.argv[1])
-    redis_url = sys.argv[3] if sys.argv[2:3] == ["--redis"] else None
-    decorated = sys.argv[2:3] == ["--decorated"]
+    port, flags = int(sys.argv[1]), sys.argv[2:]
+    redis_url = flags[flags.index("--redis") + 1] if "--redis" in flags else None
+    run = serve(port, redis_url, decorated="--decorated" in flags, json_replies="--json" in flags)
     try:
         import uvloop  # the peers' uvicorn picks uvloop too, so both sides get the same loop
     except ImportError:
-        asyncio.run(serve(port, redis_url, decorated))
+        asyncio.run(run)
     else:
-        uvloop.run(serve(port, redis_url, decorated))
+        uvloop.run(run)
 
 
 if __name__ == "__main__":

@@ -31,13 +31,19 @@ LOAD_CPU = 1
 _live: set[int] = set()  # process-group ids of servers not yet reaped
 
 
-def _kill_group(pgid: int, grace: float = 3.0) -> None:
+def _kill_group(pgid: int, grace: float = 3.0, leader: subprocess.Popen[bytes] | None = None) -> None:
+    """SIGTERM the group, wait up to `grace` seconds for all of it to exit, then SIGKILL it.
+    `leader`: the group's leader as started here, reaped while waiting: an exited leader
+    stays a zombie, and so a member of its group, until it is reaped, and would hold the
+    wait for the whole grace."""
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
         return
     stop_at = time.monotonic() + grace
     while time.monotonic() < stop_at:
+        if leader is not None:
+            leader.poll()
         try:
             os.killpg(pgid, 0)
         except ProcessLookupError:
@@ -160,7 +166,7 @@ class Server:
     def stop(self) -> None:
         if self.proc is None:
             return
-        _kill_group(self.proc.pid)
+        _kill_group(self.proc.pid, leader=self.proc)
         _live.discard(self.proc.pid)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(5)
@@ -253,7 +259,7 @@ class RedisServer:
 
     def stop(self) -> None:
         if self.proc is not None:
-            _kill_group(self.proc.pid)
+            _kill_group(self.proc.pid, leader=self.proc)
             _live.discard(self.proc.pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.proc.wait(5)
