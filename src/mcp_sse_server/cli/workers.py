@@ -18,7 +18,6 @@ seconds after it began exits anyway.
 
 from __future__ import annotations
 
-import ctypes
 import logging
 import multiprocessing
 import os
@@ -203,6 +202,8 @@ def signal_when_parent_dies(number: int = signal.SIGTERM) -> bool:
     """
     if not sys.platform.startswith("linux"):
         return False
+    import ctypes  # (only in a worker process: a single-process serve never loads it)
+
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         return int(libc.prctl(_PR_SET_PDEATHSIG, int(number), 0, 0, 0)) == 0
