@@ -19,6 +19,8 @@ __all__ = ["LOG_LEVELS", "Peer", "RequestContext", "current_context"]
 
 logger = logging.getLogger("mcp_sse_server")
 
+_TOKEN_TYPES: Final = (str, int)  # a progress token's (a tuple: isinstance with str | int builds a union per call)
+
 # RFC 5424 severities, lowest first, as logging/setLevel names them.
 LOG_LEVELS: Final[dict[str, int]] = {
     name: rank
@@ -98,7 +100,7 @@ class RequestContext:
             meta = params["_meta"]
             if type(meta) is dict:
                 token = meta.get("progressToken")
-                if not isinstance(token, str | int):
+                if not isinstance(token, _TOKEN_TYPES):
                     token = None
         self.progress_token: str | int | None = token
         self._last_progress: float | None = None

@@ -37,6 +37,7 @@ Rules, in the order they are checked:
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, cast
@@ -289,14 +290,10 @@ class StatelessEndpoint:
             raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}", method)
         # A server-side context's peer is the Connection that built it (context.py types it as
         # the Peer protocol only to stay below protocol.py).
-        made: list[RequestSession] = []
-
-        def make_session() -> RequestSession:
-            # Built when first asked for (most handlers never ask): the request's own session.
-            made.append(RequestSession(self.server, cast(Connection, context.connection), envelope, revision))
-            return made[0]
-
-        context.bind_session(make_session)
+        # The request's own session is built when first asked for (most handlers never ask).
+        context.bind_session(
+            functools.partial(RequestSession, self.server, cast(Connection, context.connection), envelope, revision)
+        )
         if method not in _MAY_ASK:
             return self._stamp(method, await self._run(handler, params, context))
         target = params.get("name") if method != "resources/read" else params.get("uri")
@@ -306,9 +303,9 @@ class StatelessEndpoint:
         try:
             result = await self._run(handler, params, context)
         except InputRequired:
-            if not made or not made[0].questions:  # raised by the handler itself, not by a question
+            session = context.session  # (made now if the handler never asked: then it has no questions)
+            if not session.questions:  # raised by the handler itself, not by a question
                 raise McpError(INTERNAL_ERROR, "Internal error") from None
-            session = made[0]
             sealer = self.server.request_state
             state = sealer.seal(
                 {"answers": session.answers},

@@ -87,10 +87,11 @@ def check_routing_headers(request: JsonRpcRequest, http: McpRequest, mirrored: M
         names = [name for name, _ in http.raw if name in _ROUTING or name.startswith(_PARAM_PREFIX)]
         if len(names) != len(set(names)):
             raise _mismatch("Bad request: a routing header (MCP-Protocol-Version, Mcp-*) appears more than once")
-    version = found.get(b"mcp-protocol-version")
+    version = http.version
     if version is None or version.decode("latin-1") != meta[PROTOCOL_VERSION_KEY]:
         raise _mismatch("Bad request: the MCP-Protocol-Version header does not match the request's _meta")
-    if not _same(found.get(b"mcp-method"), request.method):
+    method = found.get(b"mcp-method")
+    if method is None or (method.decode("latin-1") != request.method and not _same(method, request.method)):
         raise _mismatch(f"Bad request: the Mcp-Method header must be the request's method ({request.method})")
     body = params or {}
     member = _NAMED_BY.get(request.method)
