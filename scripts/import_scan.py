@@ -54,6 +54,7 @@ LAYERS: Final[dict[str, int]] = {
     "records": 0,
     "elicitation_schema": 0,
     "background": 0,
+    "auth.tokens": 0,
     # L1: what a handler gets, and what a transport is
     "context": 1,
     "transport.base": 1,
@@ -72,7 +73,9 @@ LAYERS: Final[dict[str, int]] = {
     "modern": 6,
     "server": 7,
     "files": 7,
-    # L8: transports
+    # L8: transports, and what guards them
+    "auth": 8,
+    "auth.*": 8,
     "transport": 8,
     "transport.*": 8,
     # L9: clients and bundled servers

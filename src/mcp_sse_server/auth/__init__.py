@@ -1,0 +1,30 @@
+"""Authorization for a server exposed beyond the machine: bearer tokens checked as a resource server.
+
+* ``AccessToken``, ``TokenVerifier``, ``InvalidToken``, ``VerifierUnavailable`` and
+  ``VerifiedTokens`` (``tokens.py``): what a verifier returns, how it fails, its cache.
+* ``JwtVerifier`` (``jwt_verifier.py``): JWT access tokens against an authorization
+  server's key set (PyJWT, on ``cryptography``).
+
+Imported on first use: a server without authorization loads none of it.
+"""
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .jwt_verifier import JwtVerifier
+    from .tokens import AccessToken, InvalidToken, TokenVerifier, VerifiedTokens, VerifierUnavailable
+
+_EXPORTS = {
+    "AccessToken": ".tokens",
+    "InvalidToken": ".tokens",
+    "TokenVerifier": ".tokens",
+    "VerifiedTokens": ".tokens",
+    "VerifierUnavailable": ".tokens",
+    "JwtVerifier": ".jwt_verifier",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = ["AccessToken", "InvalidToken", "JwtVerifier", "TokenVerifier", "VerifiedTokens", "VerifierUnavailable"]
