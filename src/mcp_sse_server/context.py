@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
+from .auth.tokens import AccessToken, current_access_token
 from .jsonrpc import INVALID_PARAMS, JsonRpcRequest, McpError, RequestId
 
 __all__ = ["LOG_LEVELS", "Peer", "RequestContext", "current_context"]
@@ -143,6 +144,11 @@ class RequestContext:
         # Read by name, not by type: this module sits below the session and imports none of it.
         session = self.session
         return getattr(session, "server", session)
+
+    @property
+    def auth(self) -> AccessToken | None:
+        """The verified access token the request came with; None on a server without authorization."""
+        return current_access_token.get()
 
     @property
     def is_cancelled(self) -> bool:

@@ -20,6 +20,7 @@ Rules every ``TokenVerifier`` keeps:
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import hashlib
 import time
@@ -27,7 +28,15 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Protocol
 
-__all__ = ["AccessToken", "InvalidToken", "TokenVerifier", "VerifiedTokens", "VerifierUnavailable", "token_key"]
+__all__ = [
+    "AccessToken",
+    "InvalidToken",
+    "TokenVerifier",
+    "VerifiedTokens",
+    "VerifierUnavailable",
+    "current_access_token",
+    "token_key",
+]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -50,6 +59,13 @@ class AccessToken:
     def principal(self) -> tuple[str, str | None, str | None]:
         """Who the token speaks for (issuer, subject, client id): what a session is bound to."""
         return (self.issuer, self.subject, self.client_id)
+
+
+current_access_token: contextvars.ContextVar[AccessToken | None] = contextvars.ContextVar(
+    "mcp_sse_server.access_token", default=None
+)
+"""The token of the HTTP request being served (set by the bearer check around it; what
+``RequestContext.auth`` reads). None on a server without authorization."""
 
 
 class InvalidToken(Exception):

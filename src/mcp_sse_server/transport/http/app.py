@@ -6,6 +6,7 @@
 The app is a stack, Starlette style, configured once in the constructor::
 
     OriginHostMiddleware       Host and Origin (400/403)        security.py
+     (BearerMiddleware         bearer tokens (401/403), RFC 9728 metadata: with auth=   bearer.py)
       McpRouter                path, method, version: route()   router.py
         HttpSessionEndpoint    POST/GET/DELETE on sessions      session_endpoint.py
           SessionDirectory     find/open/end/expire sessions    directory.py
@@ -28,11 +29,13 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeAlias
 
+from ...auth.resource import ResourceServer
 from ...server import McpServer
 from ...stores.base import EventLog, SessionStore
 from ...stores.coordination import Coordinator, LocalCoordinator
 from ...stores.memory import MemoryEventLog, MemorySessionStore
 from .asgi import ASGIApp, Receive, Scope, Send
+from .bearer import BearerMiddleware
 from .directory import LiveSession, Serving, SessionDirectory, directory_for
 from .limits import DEFAULT_LIMITS, HttpLimits
 from .router import McpRouter
@@ -64,7 +67,10 @@ class McpHttpApp:
     works with others serving the same sessions (``stores.RedisStores``
     builds one; by default there are none). ``json_response`` answers a
     request whose reply goes out whole with ``application/json`` instead of
-    one SSE event, and accepts clients whose Accept takes JSON only.
+    one SSE event, and accepts clients whose Accept takes JSON only. ``auth``
+    makes the endpoint a protected resource (``auth.ResourceServer``): every
+    request needs a bearer token its verifier accepts, and the protected-resource
+    metadata is served beside the endpoint.
     """
 
     def __init__(
@@ -80,6 +86,7 @@ class McpHttpApp:
         clock: Clock = time.monotonic,
         coordinator: Coordinator | None = None,
         json_response: bool = False,
+        auth: ResourceServer | None = None,
     ) -> None:
         if server is not None and not isinstance(server, McpServer):
             if on_session is not None or not callable(server):
@@ -122,7 +129,11 @@ class McpHttpApp:
         session_endpoint = HttpSessionEndpoint(
             self.directory, self.coordinator, limits=limits, closing=self._is_closing, json_response=json_response
         )
-        self._stack: ASGIApp = OriginHostMiddleware(McpRouter(session_endpoint, self._stateless, path), self.policy)
+        endpoint: ASGIApp = McpRouter(session_endpoint, self._stateless, path)
+        if auth is not None:  # bearer tokens checked before anything else of the endpoint
+            endpoint = BearerMiddleware(endpoint, auth, path)
+        self.auth = auth
+        self._stack: ASGIApp = OriginHostMiddleware(endpoint, self.policy)
 
     @property
     def live_sessions(self) -> Mapping[str, LiveSession]:

@@ -36,6 +36,7 @@ from .sessions import Clock
 if TYPE_CHECKING:
     import uvicorn
 
+    from ...auth.resource import ResourceServer
     from ...server import McpServer
     from ...stores.base import EventLog, SessionStore
     from ...stores.coordination import Coordinator
@@ -101,6 +102,7 @@ class McpHttpServer:
         coordinator: Coordinator | None = None,
         router: WorkerMesh | None = None,
         json_response: bool = False,
+        auth: ResourceServer | None = None,
         sock: socket.socket | None = None,
         **overrides: Any,
     ) -> McpHttpServer:
@@ -119,7 +121,9 @@ class McpHttpServer:
         Raises OSError when the address cannot be bound.
 
         ``json_response`` answers a request whose reply goes out whole with
-        ``application/json`` instead of one SSE event (``McpHttpApp``).
+        ``application/json`` instead of one SSE event, and ``auth`` (an
+        ``auth.ResourceServer``) makes the endpoint a protected resource
+        (``McpHttpApp``).
 
         Several workers or hosts sharing sessions: pass ``session_store``,
         ``event_log``, ``coordinator`` and ``clock`` from
@@ -158,6 +162,7 @@ class McpHttpServer:
             clock=clock,
             coordinator=_coordinator(coordinator, router, session_store, event_log, limits),
             json_response=json_response,
+            auth=auth,
         )
         # Imported here so embedders of the ASGI app or SseTransport never load uvicorn.
         import uvicorn

@@ -1,0 +1,115 @@
+"""``ResourceServer``: how an MCP endpoint checks bearer tokens, and what it tells clients (pure data).
+
+Rules (the digest's RS-1 to RS-9; RFC 9728, RFC 6750):
+
+1. ``resource`` is the endpoint's canonical URI, from configuration: never from
+   a request's ``Host``. It is what clients name in ``resource=`` and what a
+   token's audience must hold.
+2. The protected-resource metadata (``metadata()``) lists ``resource``, the
+   ``authorization_servers`` (issuers exactly as they publish them),
+   ``scopes_supported`` (the baseline, never ``offline_access``) and
+   ``bearer_methods_supported`` (the header only). It is served without
+   authentication at ``metadata_path``: ``/.well-known/oauth-protected-resource``
+   followed by the endpoint's path.
+3. Every 401 and 403 carries ``WWW-Authenticate: Bearer`` with
+   ``resource_metadata`` and ``scope`` (``challenge()``). No token: no
+   ``error``; a bad one: ``invalid_token``; too few scopes:
+   ``insufficient_scope`` naming what the operation needs, with the scopes the
+   token already has that this server knows of (so a client that replaces its
+   grant keeps them); a malformed request: ``invalid_request``.
+
+>>> server = ResourceServer("https://mcp.example/mcp", ("https://as.example",), verifier=None, required_scopes={"mcp"})
+>>> server.metadata_path
+'/.well-known/oauth-protected-resource/mcp'
+>>> server.challenge("insufficient_scope", needed={"files:write"}, granted={"mcp", "other"})
+'Bearer error="insufficient_scope", scope="files:write mcp", resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp"'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from .tokens import TokenVerifier
+
+__all__ = ["ResourceServer"]
+
+
+class ResourceServer:
+    """The bearer-token settings of one MCP endpoint (rules above).
+
+    ``verifier`` checks tokens (``JwtVerifier``, or any ``TokenVerifier``);
+    ``required_scopes`` are needed for every request; ``scopes_supported`` are
+    what the metadata lists (the required ones by default).
+    """
+
+    __slots__ = (
+        "authorization_servers",
+        "metadata_path",
+        "metadata_url",
+        "required_scopes",
+        "resource",
+        "scopes_supported",
+        "verifier",
+    )
+
+    def __init__(
+        self,
+        resource: str,
+        authorization_servers: Iterable[str],
+        *,
+        verifier: TokenVerifier | None,
+        required_scopes: Iterable[str] = (),
+        scopes_supported: Iterable[str] | None = None,
+    ) -> None:
+        parts = urlsplit(resource)
+        if parts.scheme not in ("https", "http") or not parts.netloc or parts.fragment:
+            raise ValueError(f"resource must be the endpoint's absolute URL, without a fragment: {resource!r}")
+        servers = tuple(authorization_servers)
+        if not servers:
+            raise ValueError("a protected resource names at least one authorization server")
+        self.resource = resource
+        self.authorization_servers = servers
+        self.verifier = verifier
+        self.required_scopes = frozenset(required_scopes)
+        supported = self.required_scopes if scopes_supported is None else frozenset(scopes_supported)
+        self.scopes_supported = tuple(sorted(supported - {"offline_access"}))
+        self.metadata_path = "/.well-known/oauth-protected-resource" + parts.path.rstrip("/")
+        self.metadata_url = f"{parts.scheme}://{parts.netloc}{self.metadata_path}"
+
+    def metadata(self) -> dict[str, Any]:
+        """The RFC 9728 document (rule 2)."""
+        document: dict[str, Any] = {
+            "resource": self.resource,
+            "authorization_servers": list(self.authorization_servers),
+            "bearer_methods_supported": ["header"],
+        }
+        if self.scopes_supported:
+            document["scopes_supported"] = list(self.scopes_supported)
+        return document
+
+    def challenge(
+        self,
+        error: str | None = None,
+        *,
+        needed: Iterable[str] = (),
+        granted: Iterable[str] = (),
+        description: str | None = None,
+    ) -> str:
+        """The ``WWW-Authenticate`` value of a refusal (rule 3)."""
+        scopes = set(needed) | set(self.required_scopes) | (set(granted) & set(self.scopes_supported))
+        parts = []
+        if error is not None:
+            parts.append(f'error="{error}"')
+            if description:
+                parts.append(f'error_description="{_quotable(description)}"')
+        if scopes:
+            parts.append(f'scope="{" ".join(sorted(scopes))}"')
+        parts.append(f'resource_metadata="{self.metadata_url}"')
+        return "Bearer " + ", ".join(parts)
+
+
+def _quotable(text: str) -> str:
+    """RFC 6750's error_description: printable ASCII without '"' or '\\'."""
+    return "".join(c for c in text if " " <= c <= "~" and c not in '"\\')

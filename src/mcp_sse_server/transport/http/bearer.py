@@ -1,0 +1,157 @@
+"""``BearerMiddleware``: the resource server's checks, as a wrapping ASGI app; the metadata served beside.
+
+Order, for an HTTP request (``auth/resource.py`` states what each answer carries):
+
+1. ``GET``/``HEAD`` of the protected-resource metadata path: the RFC 9728
+   document, without authentication (and ``OPTIONS``: CORS preflight).
+2. Other paths than the endpoint's pass on untouched (the router answers 404).
+3. The ``Authorization`` header, before the body is read, so an
+   unauthenticated request costs no more than its headers:
+   - sent twice, a ``Bearer`` without a token, or a token in the query string:
+     400 ``invalid_request``;
+   - missing, or another scheme: 401 with the challenge (no ``error``);
+   - a token the verifier refuses: 401 ``invalid_token`` (its reason, never
+     the token, in ``error_description``); a verifier that cannot decide
+     (its key set out of reach): 503 with ``Retry-After``;
+   - a token without the ``required_scopes``: 403 ``insufficient_scope``.
+4. The request goes on with the token in ``current_access_token`` (what
+   handlers read as ``context.auth``) and in the scope under ``SCOPE_KEY``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+import orjson
+
+from ...auth.resource import ResourceServer
+from ...auth.tokens import AccessToken, InvalidToken, VerifierUnavailable, current_access_token
+from .asgi import ASGIApp, Receive, Scope, Send
+from .errors import SERVER_BUSY, HttpError
+from .request import McpRequest
+
+__all__ = ["SCOPE_KEY", "BearerMiddleware"]
+
+logger = logging.getLogger("mcp_sse_server.auth")
+
+SCOPE_KEY: Final = "mcp_sse_server.access_token"
+
+_CORS: Final = [
+    (b"access-control-allow-origin", b"*"),
+    (b"access-control-allow-methods", b"GET, HEAD, OPTIONS"),
+    (b"access-control-allow-headers", b"mcp-protocol-version"),
+]
+
+
+class BearerMiddleware:
+    """Wraps the MCP endpoint ``app``: requests reach it only with a valid token (rules above).
+    ``path`` is the endpoint's path (None: every path but the metadata's)."""
+
+    __slots__ = ("_document", "app", "path", "server")
+
+    def __init__(self, app: ASGIApp, server: ResourceServer, path: str | None = None) -> None:
+        if server.verifier is None:
+            raise ValueError("a ResourceServer needs a verifier to guard an endpoint")
+        self.app = app
+        self.server = server
+        self.path = path
+        self._document = orjson.dumps(server.metadata())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = McpRequest.of(scope)
+        if request.path == self.server.metadata_path:
+            await self._metadata(request, send)
+            return
+        if self.path is not None and request.path != self.path:
+            await self.app(scope, receive, send)
+            return
+        token = await self._authenticate(request, scope, send)
+        if token is None:
+            return
+        scope[SCOPE_KEY] = token
+        reset = current_access_token.set(token)
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            current_access_token.reset(reset)
+
+    async def _authenticate(self, request: McpRequest, scope: Scope, send: Send) -> AccessToken | None:
+        """The request's verified token, or None once a refusal was sent."""
+        server = self.server
+        header = request.headers.get(b"authorization")
+        if request.repeated and request.count(b"authorization") > 1:
+            await self._refuse(send, 400, "invalid_request", "Bad request: send one Authorization header")
+            return None
+        if b"access_token=" in scope.get("query_string", b""):
+            await self._refuse(
+                send, 400, "invalid_request", "Bad request: send the token in the Authorization header only"
+            )
+            return None
+        scheme, _, credentials = (header or b"").partition(b" ")
+        if header is None or scheme.lower() != b"bearer":
+            await self._refuse(send, 401, None, "Unauthorized: this server needs a bearer token")
+            return None
+        value = credentials.strip()
+        if not value:
+            await self._refuse(send, 400, "invalid_request", "Bad request: the Bearer credentials are empty")
+            return None
+        assert server.verifier is not None
+        try:
+            token = await server.verifier.verify(value.decode("latin-1"))
+        except InvalidToken as refused:
+            logger.info("refused a bearer token: %s", refused.reason)
+            await self._refuse(
+                send, 401, "invalid_token", "Unauthorized: the bearer token is not valid", refused.reason
+            )
+            return None
+        except VerifierUnavailable as error:
+            logger.warning("could not check a bearer token: %s", error)
+            await HttpError(
+                503,
+                "Service unavailable: the token cannot be checked now; try again later",
+                SERVER_BUSY,
+                headers=[(b"retry-after", b"5")],
+            ).write(send)
+            return None
+        if not token.has_scopes(server.required_scopes):
+            await self._refuse(
+                send,
+                403,
+                "insufficient_scope",
+                "Forbidden: the token lacks a scope this server requires",
+                granted=token.scopes,
+            )
+            return None
+        return token
+
+    async def _refuse(
+        self,
+        send: Send,
+        status: int,
+        error: str | None,
+        message: str,
+        description: str | None = None,
+        *,
+        granted: frozenset[str] = frozenset(),
+    ) -> None:
+        challenge = self.server.challenge(error, granted=granted, description=description)
+        await HttpError(status, message, headers=[(b"www-authenticate", challenge.encode("latin-1"))]).write(send)
+
+    async def _metadata(self, request: McpRequest, send: Send) -> None:
+        if request.method == "OPTIONS":
+            await send({"type": "http.response.start", "status": 204, "headers": _CORS})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        if request.method not in ("GET", "HEAD"):
+            await HttpError(
+                405, "Method not allowed: the metadata is read with GET", headers=[(b"allow", b"GET, HEAD, OPTIONS")]
+            ).write(send)
+            return
+        body = self._document
+        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)), *_CORS]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"" if request.method == "HEAD" else body})

@@ -1,0 +1,169 @@
+"""The endpoint as a protected resource (``McpHttpApp(auth=ResourceServer(...))``): the metadata,
+every refusal's status and challenge, and a token's way to the handler, with real signed tokens."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import orjson
+import pytest
+
+from fixtures.asgi import AsgiCall, call
+from fixtures.keys import ISSUER, RESOURCE, KeySetServer, SigningKey
+from fixtures.messages import initialize_message, notification, request
+from mcp_sse_server import McpServer, RequestContext, Tool
+from mcp_sse_server.auth import JwtVerifier
+from mcp_sse_server.auth.resource import ResourceServer
+from mcp_sse_server.transport.http import McpHttpApp, McpHttpServer
+
+METADATA_PATH = "/.well-known/oauth-protected-resource/mcp"
+
+
+@pytest.fixture(scope="module")
+def key() -> SigningKey:
+    return SigningKey("k1", "ES256")
+
+
+def whoami_server() -> McpServer:
+    server = McpServer("protected")
+
+    async def whoami(arguments: dict[str, Any], context: RequestContext) -> str:
+        auth = context.auth
+        return "nobody" if auth is None else f"{auth.subject} {sorted(auth.scopes)}"
+
+    server.add_tool(Tool("whoami", {"type": "object"}, whoami))
+    return server
+
+
+def resource(key: SigningKey, **settings: Any) -> ResourceServer:
+    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, keys={"keys": [key.jwk()]})
+    return ResourceServer(RESOURCE, [ISSUER], verifier=verifier, required_scopes={"mcp:tools"}, **settings)
+
+
+@pytest.fixture
+def app(key: SigningKey) -> McpHttpApp:
+    return McpHttpApp(whoami_server(), path="/mcp", auth=resource(key))
+
+
+def challenge(reply: AsgiCall) -> str:
+    return reply.headers["www-authenticate"]
+
+
+async def test_the_metadata_is_served_without_a_token(app: McpHttpApp) -> None:
+    reply = await call(app, "GET", path=METADATA_PATH)
+    assert reply.status == 200 and reply.headers["content-type"] == "application/json"
+    assert orjson.loads(reply.body) == {
+        "resource": RESOURCE,
+        "authorization_servers": [ISSUER],
+        "bearer_methods_supported": ["header"],
+        "scopes_supported": ["mcp:tools"],
+    }
+    assert reply.headers["access-control-allow-origin"] == "*"
+    head = await call(app, "HEAD", path=METADATA_PATH)
+    assert (head.status, head.body) == (200, b"")
+    assert (await call(app, "POST", b"{}", path=METADATA_PATH)).status == 405
+
+
+async def test_no_token_is_401_with_the_challenge_and_no_error(app: McpHttpApp) -> None:
+    for headers in ({}, {"authorization": "Basic YTpi"}):
+        reply = await call(app, body=initialize_message(), headers=headers)
+        assert reply.status == 401
+        assert challenge(reply) == (
+            'Bearer scope="mcp:tools", resource_metadata="https://mcp.example.test' + METADATA_PATH + '"'
+        )
+        assert reply.json["error"]["code"] == -32600 and "bearer token" in reply.json["error"]["message"]
+
+
+async def test_malformed_credentials_are_400_invalid_request(app: McpHttpApp, key: SigningKey) -> None:
+    empty = await call(app, body=initialize_message(), headers={"authorization": "Bearer "})
+    assert empty.status == 400 and 'error="invalid_request"' in challenge(empty)
+    twice = AsgiCall(app, "POST", initialize_message(), {"authorization": f"Bearer {key.sign()}"})
+    twice.scope["headers"].append((b"authorization", f"Bearer {key.sign()}".encode()))
+    assert (await twice.start().finish()).status == 400
+    in_query = AsgiCall(app, "POST", initialize_message(), {"authorization": f"Bearer {key.sign()}"})
+    in_query.scope["query_string"] = b"access_token=abc"
+    assert (await in_query.start().finish()).status == 400
+
+
+@pytest.mark.parametrize(
+    ("claims", "reason"),
+    [({"exp": int(time.time()) - 60}, "expired"), ({"aud": "https://elsewhere.example/mcp"}, "audience")],
+)
+async def test_a_bad_token_is_401_invalid_token_and_never_echoed(
+    app: McpHttpApp, key: SigningKey, claims: dict[str, Any], reason: str
+) -> None:
+    token = key.sign(claims)
+    reply = await call(app, body=initialize_message(), headers={"authorization": f"Bearer {token}"})
+    assert reply.status == 401
+    assert f'error="invalid_token", error_description="{reason}"' in challenge(reply)
+    assert token.encode() not in reply.body and token not in challenge(reply)
+
+
+async def test_a_token_without_the_required_scope_is_403_insufficient_scope(app: McpHttpApp, key: SigningKey) -> None:
+    reply = await call(app, body=initialize_message(), headers={"authorization": f"Bearer {key.sign(scope='other')}"})
+    assert reply.status == 403
+    assert challenge(reply).startswith('Bearer error="insufficient_scope", scope="mcp:tools"')
+
+
+async def test_a_valid_token_reaches_the_handler_as_context_auth(app: McpHttpApp, key: SigningKey) -> None:
+    bearer = {"authorization": f"Bearer {key.sign(scope='mcp:tools mcp:read')}"}
+    opened = await call(app, body=initialize_message(), headers=bearer)
+    assert opened.status == 200
+    session = {**bearer, "mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    assert (await call(app, body=notification("notifications/initialized"), headers=session)).status == 202
+    reply = await call(app, body=request(2, "tools/call", {"name": "whoami", "arguments": {}}), headers=session)
+    assert reply.messages[-1]["result"]["content"][0]["text"] == "alice ['mcp:read', 'mcp:tools']"
+    # Every request of the session needs the token: the session id is not a credential.
+    no_token = {k: v for k, v in session.items() if k != "authorization"}
+    assert (await call(app, body=request(3, "tools/list"), headers=no_token)).status == 401
+
+
+@pytest.fixture
+def down_key_set(key: SigningKey) -> Iterator[KeySetServer]:
+    server = KeySetServer([key])
+    server.status = 503
+    yield server
+    server.close()
+
+
+async def test_a_verifier_that_cannot_decide_is_503_not_a_pass(down_key_set: KeySetServer, key: SigningKey) -> None:
+    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks_uri=down_key_set.url, timeout=1.0)
+    app = McpHttpApp(whoami_server(), auth=ResourceServer(RESOURCE, [ISSUER], verifier=verifier))
+    try:
+        reply = await call(app, body=initialize_message(), headers={"authorization": f"Bearer {key.sign()}"})
+        assert reply.status == 503 and reply.headers["retry-after"] == "5"
+    finally:
+        await verifier.aclose()
+
+
+@pytest.fixture
+async def served(key: SigningKey) -> AsyncIterator[McpHttpServer]:
+    key_set = KeySetServer([key])
+    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks_uri=key_set.url)
+    http = await McpHttpServer.bind(
+        whoami_server(), auth=ResourceServer(RESOURCE, [ISSUER], verifier=verifier, required_scopes={"mcp:tools"})
+    )
+    try:
+        yield http
+    finally:
+        await http.close()
+        await verifier.aclose()
+        key_set.close()
+
+
+async def test_over_a_socket_with_keys_fetched_over_http(served: McpHttpServer, key: SigningKey) -> None:
+    base = served.endpoint.rsplit("/mcp", 1)[0]
+    headers = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+    async with httpx.AsyncClient() as client:
+        metadata = await client.get(base + METADATA_PATH)
+        assert metadata.json()["resource"] == RESOURCE
+        body = orjson.dumps(initialize_message())
+        refused = await client.post(served.endpoint, content=body, headers=headers)
+        assert refused.status_code == 401 and "resource_metadata=" in refused.headers["www-authenticate"]
+        opened = await client.post(
+            served.endpoint, content=body, headers={**headers, "authorization": f"Bearer {key.sign()}"}
+        )
+        assert opened.status_code == 200 and opened.headers["mcp-session-id"]
