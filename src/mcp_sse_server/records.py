@@ -19,7 +19,9 @@ class SessionRecord:
 
     ``revision`` is None until ``initialize`` succeeds; ``log_level`` is None
     until the client sets one (everything is sent). Timestamps are the
-    store's clock (monotonic seconds in process).
+    store's clock (monotonic seconds in process). ``principal`` is who opened
+    the session on a server that checks bearer tokens (issuer, subject, client
+    id): only requests with a token of the same principal may use it.
     """
 
     id: str = ""
@@ -30,6 +32,7 @@ class SessionRecord:
     client_capabilities: dict[str, Any] | None = None
     log_level: str | None = None
     subscriptions: list[str] = field(default_factory=list)
+    principal: list[str | None] | None = None
 
     def expired(self, now: float, idle_timeout: float, max_lifetime: float) -> bool:
         """True once the client has been silent too long or the session is too old."""

@@ -167,3 +167,15 @@ async def test_over_a_socket_with_keys_fetched_over_http(served: McpHttpServer, 
             served.endpoint, content=body, headers={**headers, "authorization": f"Bearer {key.sign()}"}
         )
         assert opened.status_code == 200 and opened.headers["mcp-session-id"]
+
+
+async def test_a_session_answers_only_the_principal_that_opened_it(app: McpHttpApp, key: SigningKey) -> None:
+    alice = {"authorization": f"Bearer {key.sign()}"}
+    opened = await call(app, body=initialize_message(), headers=alice)
+    session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    assert (await call(app, body=notification("notifications/initialized"), headers={**alice, **session})).status == 202
+    mallory = {"authorization": f"Bearer {key.sign(sub='mallory')}"}
+    for method, body in (("POST", request(2, "tools/list")), ("GET", b""), ("DELETE", b"")):
+        hijack = await call(app, method, body, headers={**mallory, **session})
+        assert hijack.status == 404, method  # as if the session did not exist: the id is no credential
+    assert (await call(app, body=request(3, "tools/list"), headers={**alice, **session})).status == 200

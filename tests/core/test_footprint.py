@@ -68,6 +68,7 @@ async def test_sessions_share_the_servers_registry_and_hold_only_their_own_state
         "client_capabilities",
         "log_level",
         "subscriptions",
+        "principal",  # who opened it, on a server that checks bearer tokens
     }
     assert record.revision == "2025-11-25"  # what the raw client offers: the latest served
 

@@ -19,6 +19,9 @@ Rules (the HTTP side of a session's life; ``session.py`` has the protocol side):
    session: a worker that sees a session first adopts it from its record, its
    copy of the record follows the store's, a changed record is written back,
    and shutting down releases sessions instead of ending them.
+7. On a server that checks bearer tokens, a session is bound to the principal
+   of the token that opened it; a request with another principal's token is
+   answered 404, as for an unknown session.
 
 ``SessionDirectory`` is the in-process case; ``directory_for`` picks one by
 ``SessionStore.shared``, once, when the app is made.
@@ -138,14 +141,17 @@ class SessionDirectory:
 
     # --- one request ---------------------------------------------------------------------
 
-    async def lookup(self, session_id: bytes) -> LiveSession:
-        """The live session a request names (its idle clock refreshed), or HttpError 404."""
+    async def lookup(self, session_id: bytes, principal: list[str | None] | None = None) -> LiveSession:
+        """The live session a request names (its idle clock refreshed), or HttpError 404; also 404
+        for a request of another ``principal`` than the one that opened it (rule 7)."""
         key = session_id.decode("latin-1")
         live = self._live.get(key)
         if live is None or live.closing or self.shared:
             live = await self._from_store(key, live)
         now = self.clock()
         record = live.record
+        if record.principal != principal:
+            raise HttpError(404, UNKNOWN_SESSION)  # as if it did not exist: a session id is no credential
         if record.expired(now, self.limits.session_idle_timeout, self.limits.session_max_lifetime):
             self._end_soon(live)
             raise HttpError(404, UNKNOWN_SESSION)
@@ -177,8 +183,9 @@ class SessionDirectory:
 
     # --- opening ---------------------------------------------------------------------------
 
-    async def open(self) -> LiveSession:
-        """A new session for an ``initialize`` (the caller serves it, then ``opened``)."""
+    async def open(self, principal: list[str | None] | None = None) -> LiveSession:
+        """A new session for an ``initialize`` (the caller serves it, then ``opened``), bound to
+        the ``principal`` of the request's token, if the server checks tokens."""
         limit = self.limits.max_sessions
         if await self.store.count() + self._creating >= limit:
             await self.reap_expired()
@@ -190,7 +197,7 @@ class SessionDirectory:
                     headers=[(b"retry-after", b"5")],
                 )
         now = self.clock()
-        record = SessionRecord(new_session_id(), now, now)
+        record = SessionRecord(new_session_id(), now, now, principal=principal)
         transport = self._transport(record)
         self._creating += 1
         try:
