@@ -179,3 +179,32 @@ async def test_a_session_answers_only_the_principal_that_opened_it(app: McpHttpA
         hijack = await call(app, method, body, headers={**mallory, **session})
         assert hijack.status == 404, method  # as if the session did not exist: the id is no credential
     assert (await call(app, body=request(3, "tools/list"), headers={**alice, **session})).status == 200
+
+
+async def test_with_tokens_checked_a_client_without_origin_is_served_and_a_foreign_origin_is_not(
+    key: SigningKey,
+) -> None:
+    from mcp_sse_server.transport.http import HttpLimits
+
+    limits = HttpLimits(allowed_origins=("https://app.example.test",))
+    bearer = {"authorization": f"Bearer {key.sign()}"}
+    guarded = McpHttpApp(whoami_server(), path="/mcp", limits=limits, auth=resource(key))
+    assert (await call(guarded, body=initialize_message(), headers=bearer)).status == 200  # no Origin: not a browser
+    foreign = await call(guarded, body=initialize_message(), headers={**bearer, "origin": "https://evil.example"})
+    assert foreign.status == 403
+    listed = await call(guarded, body=initialize_message(), headers={**bearer, "origin": "https://app.example.test"})
+    assert listed.status == 200
+    # The resource's public name is a Host the server answers to (behind a proxy, say).
+    public = await call(guarded, body=initialize_message(), headers={**bearer, "host": "mcp.example.test"})
+    assert public.status == 200
+    # Without tokens checked, the browser rule stays: an allowlist requires an Origin.
+    strict = McpHttpApp(whoami_server(), path="/mcp", limits=limits)
+    refused = await call(strict, body=initialize_message())
+    assert refused.status == 403 and "bearer tokens" in refused.json["error"]["message"]
+
+
+async def test_binding_beyond_loopback_needs_auth_or_an_origin_allowlist(key: SigningKey) -> None:
+    with pytest.raises(ValueError, match="auth="):
+        await McpHttpServer.bind(whoami_server(), host="0.0.0.0")
+    http = await McpHttpServer.bind(whoami_server(), host="0.0.0.0", auth=resource(key))
+    await http.close()

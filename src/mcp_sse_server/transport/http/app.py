@@ -28,6 +28,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeAlias
+from urllib.parse import urlsplit
 
 from ...auth.resource import ResourceServer
 from ...server import McpServer
@@ -112,7 +113,10 @@ class McpHttpApp:
         )
         self.clock = clock
         self.coordinator: Coordinator = coordinator if coordinator is not None else LocalCoordinator()
-        self.policy = OriginPolicy(limits.allowed_origins, limits.allowed_hosts, bind_host)
+        hosts = list(limits.allowed_hosts)
+        if auth is not None:
+            hosts.append(urlsplit(auth.resource).netloc)  # the public name clients use for the resource
+        self.policy = OriginPolicy(limits.allowed_origins, hosts, bind_host, tokens_checked=auth is not None)
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
         self._closing = False
         self._closed = False

@@ -88,9 +88,13 @@ class OriginPolicy:
         allowed_origins: Iterable[str] = (),
         allowed_hosts: Iterable[str] = (),
         bind_host: str | None = None,
+        *,
+        tokens_checked: bool = False,
     ) -> None:
         self.allowed_origins = frozenset(o.strip().rstrip("/").lower() for o in allowed_origins)
-        self.require_origin = bool(self.allowed_origins)
+        # With bearer tokens checked, a request without Origin (not a browser's) is served: the
+        # token is the control. An Origin that is present must still be allowed.
+        self.require_origin = bool(self.allowed_origins) and not tokens_checked
         hosts = {split_host_port(h)[0] for h in allowed_hosts if h != "*"}
         self.any_host = "*" in allowed_hosts
         for origin in self.allowed_origins:
@@ -134,12 +138,18 @@ class OriginPolicy:
     def _decide(self, origin: bytes | None, host: bytes | None) -> str | None:
         if origin is None:
             if self.require_origin:
-                return "Forbidden: this server only accepts requests from its allowed origins (Origin header missing)"
+                return (
+                    "Forbidden: this server only accepts requests from its allowed origins (Origin header missing; "
+                    "a server that checks bearer tokens serves clients that send none)"
+                )
         elif not self.origin_allowed(origin.decode("latin-1")):
             return "Forbidden: the request's Origin is not allowed to use this MCP server"
         # A request without Host cannot come from a browser (HTTP/1.1 browsers always send it).
         if host is not None and not self.host_allowed(host.decode("latin-1")):
-            return "Forbidden: the request's Host header does not name this MCP server"
+            return (
+                "Forbidden: the request's Host header does not name this MCP server "
+                "(allowed_hosts / --allowed-host adds a name)"
+            )
         return None
 
 

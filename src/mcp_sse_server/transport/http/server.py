@@ -138,10 +138,11 @@ class McpHttpServer:
         if not path.startswith("/"):
             raise ValueError(f"path must start with '/', not {path!r}")
         loopback = not _is_wildcard(host) and is_loopback_host(host)
-        if not loopback and not limits.allowed_origins:
+        if not loopback and not limits.allowed_origins and auth is None:
             raise ValueError(
-                f"Listening on {host or 'all interfaces'} exposes the server beyond this machine: "
-                "pass allowed_origins (the browser origins allowed to connect), and put authentication in front"
+                f"Listening on {host or 'all interfaces'} exposes the server beyond this machine: pass auth= "
+                "(bearer tokens checked: auth.ResourceServer), or allowed_origins (the browser origins allowed "
+                "to connect) with authentication in front"
             )
         if ssl_context is not None and (certfile or keyfile):
             raise ValueError("pass either ssl_context or certfile/keyfile, not both")
