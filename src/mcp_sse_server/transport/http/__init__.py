@@ -18,12 +18,12 @@ new GET supersedes the old); DELETE ends the session; anything else is 405.
 Every 4xx/5xx carries a JSON-RPC error body and never exception text.
 
 Security model: loopback bind by default; a non-loopback bind needs
+``auth`` (bearer tokens checked: ``auth.ResourceServer``) or
 ``allowed_origins``; an Origin must be loopback or allowlisted (with an
-allowlist, Origin is required); Host must name a loopback host, an
-allowlisted origin's host, an ``allowed_hosts`` entry or the bound address
-(DNS-rebinding defence). Only ``initialize`` opens a session. This is a
-browser control, not authentication: put authentication in front of a
-server exposed beyond the machine.
+allowlist and no tokens checked, Origin is required); Host must name a
+loopback host, an allowlisted origin's host, an ``allowed_hosts`` entry, the
+bound address or the resource's public host (DNS-rebinding defence). Only
+``initialize`` opens a session.
 """
 
 from typing import TYPE_CHECKING
