@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar, o
 import orjson
 
 from . import versions
+from .background import in_background
 from .context import LOG_LEVELS, RequestContext, current_context
 from .elicitation_schema import check_elicitation_schema
 from .jsonrpc import (
@@ -123,7 +124,6 @@ _LISTEN_FLAGS: Final = {
     "prompts": "promptsListChanged",
     "resources": "resourcesListChanged",
 }
-_background: set[asyncio.Task[Any]] = set()
 
 
 async def _call(function: Callable[..., Any], is_async: bool, *args: Any) -> Any:
@@ -741,7 +741,7 @@ class McpServer:
 
     def _list_changed(self, method: str) -> None:
         try:
-            loop = asyncio.get_running_loop()
+            asyncio.get_running_loop()
         except RuntimeError:
             home = self._loop
             if home is not None and not home.is_closed():
@@ -753,9 +753,7 @@ class McpServer:
         bus = self._event_bus
         if bus is not None:  # someone listens (subscriptions/listen made it)
             kind = method.split("/")[1]  # notifications/<kind>/list_changed
-            task = loop.create_task(bus.publish({"kind": kind}))
-            _background.add(task)
-            task.add_done_callback(_background.discard)
+            in_background(bus.publish({"kind": kind}))
 
     @property
     def request_state(self) -> RequestStateSealer:

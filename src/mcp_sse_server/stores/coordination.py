@@ -39,9 +39,10 @@ False
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from ..jsonrpc import JsonRpcMessage, RequestId
 
@@ -143,19 +144,7 @@ NO_PEERS: SessionPeers = _NoPeers()
 """The ``SessionPeers`` of a session served by one process only."""
 
 
-class _Nothing:
-    """A reusable ``async with`` that does nothing (one object for every request)."""
-
-    __slots__ = ()
-
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc_info: object) -> None:
-        return None
-
-
-_NOTHING = _Nothing()
+_NOTHING: Final = contextlib.nullcontext()  # one no-op ``async with`` for every request
 
 
 class LocalCoordinator:

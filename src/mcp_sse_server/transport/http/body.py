@@ -109,10 +109,7 @@ def parse_body(body: bytes) -> JsonRpcMessage:
 async def read_message(receive: Receive, max_bytes: int, content_length: bytes | None) -> tuple[JsonRpcMessage, bytes]:
     """A POST's one JSON-RPC message and the body it came in (rules 2-4)."""
     body = await read_body(receive, max_bytes, content_length)
-    try:
-        return parse_message(body), body
-    except McpError as error:
-        raise HttpError(400, error.message, error.code) from None
+    return parse_body(body), body
 
 
 async def read_json_rpc_post(

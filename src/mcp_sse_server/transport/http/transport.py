@@ -324,6 +324,8 @@ class SseTransport(Transport):
             raise
         if pending.stream is None and not pending.detached and self._streams is streams:
             # The usual case: the reply (or, cancelled, nothing) is the response's only content.
+            # (_forget inlined, as every request passes here: no stream was made, so there is none
+            # to finish; bench/opcodes.py counts about 50 opcodes per call fewer this way.)
             if streams.get(request_id) is pending:
                 del streams[request_id]
                 if not streams:
