@@ -55,6 +55,7 @@ LAYERS: Final[dict[str, int]] = {
     "elicitation_schema": 0,
     "background": 0,
     "auth.tokens": 0,
+    "scopes": 0,
     # L1: what a handler gets, and what a transport is
     "context": 1,
     "transport.base": 1,

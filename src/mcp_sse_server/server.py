@@ -26,7 +26,7 @@ import inspect
 import logging
 import re
 import warnings
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar, overload
 
@@ -45,6 +45,7 @@ from .jsonrpc import (
 )
 from .records import SessionRecord
 from .schema import SchemaValidator
+from .scopes import Kind, needed
 from .session import Handler, ServerSession
 from .stateless import StatelessEndpoint, StatelessSwitch
 from .stateless_meta import SUBSCRIPTION_ID, CachePolicy, MirroredHeader, mirrored_headers
@@ -497,6 +498,7 @@ class McpServer:
         meta: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | EllipsisType | None = ...,
         run_in_thread: bool = True,
+        scopes: Collection[str] = (),
     ) -> Callable[[_Function], _Function]: ...
 
     def tool(
@@ -511,13 +513,15 @@ class McpServer:
         meta: dict[str, Any] | None = None,
         output_schema: dict[str, Any] | EllipsisType | None = ...,
         run_in_thread: bool = True,
+        scopes: Collection[str] = (),
     ) -> _Function | Callable[[_Function], _Function]:
         """Register a typed function as a tool, bare (``@server.tool``) or with overrides
         (``@server.tool(name="sum")``); the function stays callable as it was.
 
         Its ``inputSchema`` comes from the parameters' type hints, its description from the
         docstring, its ``outputSchema`` from the return annotation (``output_schema=`` overrides,
-        None for none); a ``RequestContext`` parameter receives the context. The rules are in
+        None for none); a ``RequestContext`` parameter receives the context; ``scopes`` are what a
+        bearer token needs to call it (``Tool.scopes``). The rules are in
         ``mcp_sse_server.typed``. ValueError (``SignatureError``) for a signature they cannot describe.
         """
 
@@ -538,6 +542,7 @@ class McpServer:
                     meta=meta,
                     run_in_thread=run_in_thread,
                     icons=list(icons) if icons is not None else None,
+                    scopes=scopes,
                 )
             )
             return function
@@ -558,6 +563,7 @@ class McpServer:
         size: int | None = None,
         lister: TemplateLister | None = None,
         completer: Completer | None = None,
+        scopes: Collection[str] = (),
     ) -> Callable[[_Function], _Function]:
         """Register a function as the reader of ``uri``: a fixed resource, or a resource template
         when ``uri`` has variables (``"users://{id}"``), each variable a parameter of the same name
@@ -565,8 +571,9 @@ class McpServer:
         dict, list or model (JSON text, ``application/json``), or a ``ReadResourceResult``;
         ``mime_type=`` overrides. A fixed resource takes ``size``; a template takes ``lister`` (its
         resources in resources/list) and ``completer`` (completion of its variables), as
-        ``ResourceTemplate`` does. ValueError for a variable without a parameter, a parameter that is
-        neither a variable, defaulted, nor the context, or an option the kind of resource has not."""
+        ``ResourceTemplate`` does; ``scopes`` are what a bearer token needs to read it. ValueError
+        for a variable without a parameter, a parameter that is neither a variable, defaulted, nor
+        the context, or an option the kind of resource has not."""
 
         def register(function: _Function) -> _Function:
             from .typed import ResourceSignature, resource_reader
@@ -581,6 +588,7 @@ class McpServer:
                 "annotations": annotations,
                 "meta": meta,
                 "icons": list(icons) if icons is not None else None,
+                "scopes": scopes,
             }
             if template.variables:
                 if size is not None:
@@ -621,6 +629,7 @@ class McpServer:
         icons: Sequence[Icon] | None = None,
         meta: dict[str, Any] | None = None,
         completer: Completer | None = None,
+        scopes: Collection[str] = (),
     ) -> Callable[[_Function], _Function]: ...
 
     def prompt(
@@ -633,12 +642,13 @@ class McpServer:
         icons: Sequence[Icon] | None = None,
         meta: dict[str, Any] | None = None,
         completer: Completer | None = None,
+        scopes: Collection[str] = (),
     ) -> _Function | Callable[[_Function], _Function]:
         """Register a typed function as a prompt, bare or with overrides: its ``arguments`` come
         from the parameters (required unless defaulted; descriptions as for tools), converted
         from the client's strings to the annotated types. It returns a ``str`` (one user
         message), a list of messages or a ``GetPromptResult``. ``completer`` completes its
-        arguments, as ``Prompt``'s does."""
+        arguments, as ``Prompt``'s does; ``scopes`` are what a bearer token needs to get it."""
 
         def register(function: _Function) -> _Function:
             from .typed import PromptSignature, prompt_handler
@@ -654,6 +664,7 @@ class McpServer:
                     completer=completer,
                     meta=meta,
                     icons=list(icons) if icons is not None else None,
+                    scopes=scopes,
                 )
             )
             return function
@@ -695,6 +706,40 @@ class McpServer:
         """The arguments of a tool that 2026-07-28 clients also send as ``Mcp-Param-*`` headers."""
         entry = self._tools.get(tool_name)
         return entry.headers if entry is not None else ()
+
+    def scopes_needed(self, method: str, params: Any) -> frozenset[str]:
+        """The scopes a bearer token needs for this request, beyond the endpoint's own: those of
+        the tool, prompt or resource it names (``scopes=``; the rules are in ``scopes.py``)."""
+        return needed(method, params, self._scopes_of)
+
+    def _scopes_of(self, kind: Kind, key: str) -> Collection[str]:
+        if kind == "tool":
+            entry = self._tools.get(key)
+            return entry.tool.scopes if entry is not None else ()
+        if kind == "prompt":
+            prompt = self._prompts.get(key)
+            return prompt.scopes if prompt is not None else ()
+        if kind == "template":
+            found = self._templates.get(key)
+            return found[1].scopes if found is not None else ()
+        resource = self._resources.get(key)  # resolved as _read_resource reads it
+        if resource is not None:
+            return resource.scopes
+        for matcher, template in self._templates.values():
+            if matcher.match(key) is not None:
+                return template.scopes
+        return ()
+
+    def _visible(
+        self, kind: Kind, key: str, items: list[dict[str, Any]], context: RequestContext
+    ) -> list[dict[str, Any]]:
+        """``items`` without the entries the request's token lacks the scopes for (rule 3 of
+        ``scopes.py``; all of them without a token: a server without authorization checks none)."""
+        token = context.auth
+        if token is None:
+            return items
+        granted, scopes_of = token.scopes, self._scopes_of
+        return [item for item in items if granted.issuperset(scopes_of(kind, item[key]))]
 
     @property
     def tools(self) -> list[Tool]:
@@ -896,7 +941,8 @@ class McpServer:
 
     async def _list_tools(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         self._require("tools")
-        return self._page("tools", "tools", self._listing("tools", context.session.protocol), params)
+        items = self._visible("tool", "name", self._listing("tools", context.session.protocol), context)
+        return self._page("tools", "tools", items, params)
 
     async def _call_tool(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         name = params.get("name")
@@ -967,8 +1013,11 @@ class McpServer:
     async def _list_resources(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         self._require("resources")
         protocol = context.session.protocol
-        items = self._listing("resources", protocol)
+        items = self._visible("resource", "uri", self._listing("resources", protocol), context)
         listers = [template for _, template in self._templates.values() if template.lister is not None]
+        token = context.auth
+        if token is not None:  # a template's listed resources need its scopes
+            listers = [template for template in listers if token.scopes.issuperset(template.scopes)]
         if listers:
             items = list(items)  # listed entries are added to a copy: the cached fixed entries stay as they are
         icons = protocol is None or protocol.icons
@@ -988,7 +1037,9 @@ class McpServer:
 
     async def _list_templates(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         self._require("resources")
-        items = self._listing("resourceTemplates", context.session.protocol)
+        items = self._visible(
+            "template", "uriTemplate", self._listing("resourceTemplates", context.session.protocol), context
+        )
         return self._page("resourceTemplates", "resourceTemplates", items, params)
 
     async def _read_resource(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
@@ -1090,7 +1141,8 @@ class McpServer:
 
     async def _list_prompts(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         self._require("prompts")
-        return self._page("prompts", "prompts", self._listing("prompts", context.session.protocol), params)
+        items = self._visible("prompt", "name", self._listing("prompts", context.session.protocol), context)
+        return self._page("prompts", "prompts", items, params)
 
     async def _get_prompt(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         name = _params_str(params, "name")

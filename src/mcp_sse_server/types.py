@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Self, TypeAlias, TypedDict, Unpack
 
@@ -361,7 +361,9 @@ class Tool:
     loop instead: only for handlers that return at once (no I/O, no heavy
     work). It returns a ``CallToolResult``, a ``str`` (one text block) or a
     ``dict`` (structured content). Arguments are validated against
-    ``input_schema`` before it runs.
+    ``input_schema`` before it runs. ``scopes``: what a bearer token needs to
+    call it and to see it in tools/list, on a server serving with ``auth=``
+    (without authorization there is no token, and they are not checked).
 
     >>> Tool("echo", {"type": "object", "properties": {"s": {"type": "string"}}},
     ...      lambda args, ctx: args["s"], description="Echoes s.")  # doctest: +ELLIPSIS
@@ -378,6 +380,7 @@ class Tool:
     meta: dict[str, Any] | None = None
     run_in_thread: bool = True
     icons: list[Icon] | None = None
+    scopes: Collection[str] = ()
 
     def to_dict(self, icons: bool = True) -> dict[str, Any]:
         """The tools/list entry; schemas are passed through verbatim. ``icons=False``: without icons."""
@@ -439,6 +442,7 @@ class _FixedDetails(TypedDict, total=False):
     description: str | None
     annotations: Annotations | None
     icons: list[Icon] | None
+    scopes: Collection[str]
 
 
 @dataclass(slots=True)
@@ -446,7 +450,8 @@ class Resource:
     """A resource at a fixed URI.
 
     Use ``Resource.text`` or ``Resource.blob`` for fixed contents, or pass a
-    ``reader(uri, context)`` that produces contents on each read.
+    ``reader(uri, context)`` that produces contents on each read. ``scopes``:
+    what a bearer token needs to read it and see it listed (as ``Tool``'s).
 
     >>> Resource.text("config://app", "app-config", '{"debug": false}').uri
     'config://app'
@@ -463,6 +468,7 @@ class Resource:
     meta: dict[str, Any] | None = None
     contents: ResourceContents | None = None
     icons: list[Icon] | None = None
+    scopes: Collection[str] = ()
 
     @classmethod
     def text(
@@ -515,7 +521,8 @@ class ResourceTemplate:
 
     ``reader(uri, variables, context)`` reads one; ``lister()`` (optional)
     contributes concrete entries to resources/list; ``completer`` (optional)
-    completes template variables.
+    completes template variables. ``scopes``: what a bearer token needs to read
+    its resources and see it listed (as ``Tool``'s).
     """
 
     uri_template: str
@@ -529,6 +536,7 @@ class ResourceTemplate:
     annotations: Annotations | None = None
     meta: dict[str, Any] | None = None
     icons: list[Icon] | None = None
+    scopes: Collection[str] = ()
 
     def to_dict(self, icons: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {"uriTemplate": self.uri_template, "name": self.name}
@@ -592,7 +600,8 @@ PromptHandler: TypeAlias = Callable[[dict[str, str], "RequestContext"], "PromptR
 
 @dataclass(slots=True)
 class Prompt:
-    """A prompt template. Required arguments are checked before ``handler`` runs."""
+    """A prompt template. Required arguments are checked before ``handler`` runs. ``scopes``:
+    what a bearer token needs to get it and see it listed (as ``Tool``'s)."""
 
     name: str
     handler: PromptHandler
@@ -602,6 +611,7 @@ class Prompt:
     completer: Completer | None = None
     meta: dict[str, Any] | None = None
     icons: list[Icon] | None = None
+    scopes: Collection[str] = ()
 
     def to_dict(self, icons: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}

@@ -36,7 +36,7 @@ from ...stores.base import EventLog, SessionStore
 from ...stores.coordination import Coordinator, LocalCoordinator
 from ...stores.memory import MemoryEventLog, MemorySessionStore
 from .asgi import ASGIApp, Receive, Scope, Send
-from .bearer import BearerMiddleware
+from .bearer import BearerMiddleware, ScopeCheck
 from .directory import LiveSession, Serving, SessionDirectory, directory_for
 from .limits import DEFAULT_LIMITS, HttpLimits
 from .router import McpRouter
@@ -122,6 +122,7 @@ class McpHttpApp:
         self._closed = False
         serving = Serving(self._server_for_session, self.coordinator, limits, self.keepalive, clock, json_response)
         self.directory: SessionDirectory = directory_for(self.sessions, self.events, serving)
+        scopes = ScopeCheck(auth) if auth is not None else None
         self._stateless = HttpStatelessEndpoint(
             server=server,
             servers=self._server_for_session,
@@ -129,9 +130,15 @@ class McpHttpApp:
             keepalive=self.keepalive,
             closing=self._is_closing,
             json_response=json_response,
+            scopes=scopes,
         )
         session_endpoint = HttpSessionEndpoint(
-            self.directory, self.coordinator, limits=limits, closing=self._is_closing, json_response=json_response
+            self.directory,
+            self.coordinator,
+            limits=limits,
+            closing=self._is_closing,
+            json_response=json_response,
+            scopes=scopes,
         )
         endpoint: ASGIApp = McpRouter(session_endpoint, self._stateless, path)
         if auth is not None:  # bearer tokens checked before anything else of the endpoint

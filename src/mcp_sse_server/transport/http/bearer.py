@@ -16,22 +16,27 @@ Order, for an HTTP request (``auth/resource.py`` states what each answer carries
    - a token without the ``required_scopes``: 403 ``insufficient_scope``.
 4. The request goes on with the token in ``current_access_token`` (what
    handlers read as ``context.auth``) and in the scope under ``SCOPE_KEY``.
+5. Once the endpoint has read the body (``ScopeCheck``, called by both
+   endpoints): a request naming a tool, prompt or resource whose ``scopes``
+   the token lacks is 403 ``insufficient_scope`` naming them, before it is
+   served (``scopes.py`` says which request needs what).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Final
+from typing import Any, Final, Protocol
 
 import orjson
 
 from ...auth.resource import ResourceServer
 from ...auth.tokens import AccessToken, InvalidToken, VerifierUnavailable, current_access_token
+from ...jsonrpc import JsonRpcRequest
 from .asgi import ASGIApp, Receive, Scope, Send
 from .errors import SERVER_BUSY, HttpError
 from .request import McpRequest
 
-__all__ = ["SCOPE_KEY", "BearerMiddleware"]
+__all__ = ["SCOPE_KEY", "BearerMiddleware", "ScopeCheck", "ScopedServer"]
 
 logger = logging.getLogger("mcp_sse_server.auth")
 
@@ -155,3 +160,41 @@ class BearerMiddleware:
         headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)), *_CORS]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"" if request.method == "HEAD" else body})
+
+
+class ScopedServer(Protocol):
+    """What ``ScopeCheck`` asks of a server (``McpServer`` is one)."""
+
+    def scopes_needed(self, method: str, params: Any) -> frozenset[str]:
+        """The scopes a request needs beyond the endpoint's."""
+
+
+class ScopeCheck:
+    """Rule 5: the scopes of what a request names, checked against the request's token."""
+
+    __slots__ = ("server",)
+
+    def __init__(self, server: ResourceServer) -> None:
+        self.server = server
+
+    def check(self, catalog: ScopedServer, message: JsonRpcRequest) -> None:
+        """HttpError 403 ``insufficient_scope`` when the token lacks a scope ``message`` needs."""
+        needed = catalog.scopes_needed(message.method, message.params)
+        if not needed:
+            return
+        token = current_access_token.get()
+        granted = token.scopes if token is not None else frozenset()
+        if granted.issuperset(needed):
+            return
+        missing = " ".join(sorted(needed - granted))
+        challenge = self.server.challenge("insufficient_scope", needed=needed, granted=granted)
+        raise HttpError(
+            403,
+            f"Forbidden: {message.method} of this {_target(message.method)} needs the scope {missing}",
+            headers=[(b"www-authenticate", challenge.encode("latin-1"))],
+            request_id=message.id,
+        )
+
+
+def _target(method: str) -> str:
+    return {"tools/call": "tool", "prompts/get": "prompt", "completion/complete": "completion"}.get(method, "resource")

@@ -59,16 +59,20 @@ _TOUCH_GRANULARITY: Final = 1.0
 
 class LiveSession:
     """A session this process serves: its ``record`` (plain data, also in the store),
-    its ``transport`` and its ``session`` (the ``ServerSession`` that sends to the client).
+    its ``transport``, its ``session`` (the ``ServerSession`` that sends to the client) and
+    the ``server`` serving it.
 
     It is also what a ``Coordinator`` asks of a session (``CoordinatedSession``)."""
 
-    __slots__ = ("closing", "record", "session", "transport")
+    __slots__ = ("closing", "record", "server", "session", "transport")
 
-    def __init__(self, record: SessionRecord, transport: SseTransport, session: ServerSession) -> None:
+    def __init__(
+        self, record: SessionRecord, transport: SseTransport, session: ServerSession, server: McpServer
+    ) -> None:
         self.record = record
         self.transport = transport
         self.session = session
+        self.server = server
         self.closing = False
 
     @property
@@ -209,7 +213,7 @@ class SessionDirectory:
         finally:
             self._creating -= 1
         await self.store.create(record)
-        live = LiveSession(record, transport, session)
+        live = LiveSession(record, transport, session, server)
         self._watch_record(session)
         await self._serve_here(live)
         return live
@@ -239,7 +243,7 @@ class SessionDirectory:
             raise HttpError(500, "Internal error: the server could not resume the session") from None
         live = self._live.get(record.id)
         if live is None:  # (another request of the session may have adopted it meanwhile)
-            live = LiveSession(record, transport, session)
+            live = LiveSession(record, transport, session, server)
             await self._serve_here(live)
         return live
 

@@ -20,6 +20,7 @@ from ...stateless_meta import has_envelope
 from ...stores.base import STANDALONE_STREAM, stream_of
 from ...stores.coordination import Coordinator, DuplicateRequest
 from .asgi import Receive, Send
+from .bearer import ScopeCheck
 from .body import read_message
 from .directory import SessionDirectory
 from .errors import HttpError, in_flight_conflict, shutting_down
@@ -37,10 +38,11 @@ class HttpSessionEndpoint:
     """Serves the requests of sessions over HTTP (checks in the module docstring).
 
     ``closing`` says whether the app is shutting down; ``json_response`` answers a
-    reply that goes out whole with ``application/json``.
+    reply that goes out whole with ``application/json``; ``scopes`` (with
+    authorization) checks the scopes of what a request names before it is served.
     """
 
-    __slots__ = ("closing", "coordinator", "directory", "json_response", "limits")
+    __slots__ = ("closing", "coordinator", "directory", "json_response", "limits", "scopes")
 
     def __init__(
         self,
@@ -50,12 +52,14 @@ class HttpSessionEndpoint:
         limits: HttpLimits,
         closing: Callable[[], bool],
         json_response: bool = False,
+        scopes: ScopeCheck | None = None,
     ) -> None:
         self.directory = directory
         self.coordinator = coordinator
         self.limits = limits
         self.closing = closing
         self.json_response = json_response
+        self.scopes = scopes
 
     async def post(self, request: McpRequest, receive: Receive, send: Send) -> None:
         sse = request.check_post(self.json_response)
@@ -68,6 +72,8 @@ class HttpSessionEndpoint:
         if type(message) is JsonRpcRequest:
             if self.closing():
                 raise shutting_down()
+            if self.scopes is not None:
+                self.scopes.check(live.server, message)
             try:
                 async with self.coordinator.serving(live, message.id):
                     await live.transport.serve_request(message, receive, send, sse=sse)

@@ -19,6 +19,7 @@ from ...server import McpServer
 from ...stateless import StatelessEndpoint, unsupported_version
 from ...stateless_meta import has_envelope
 from .asgi import Receive, Send
+from .bearer import ScopeCheck
 from .body import read_message
 from .directory import ServerSource
 from .errors import HttpError, shutting_down
@@ -49,7 +50,8 @@ class HttpStatelessEndpoint:
     """Serves 2026-07-28 requests over HTTP (checks in the module docstring).
 
     ``server`` serves every request; without one, ``servers`` gives a server per
-    request. ``closing`` says whether the app is shutting down.
+    request. ``closing`` says whether the app is shutting down. ``scopes`` (with
+    authorization) checks the scopes of what a request names before it is served.
     """
 
     __slots__ = (
@@ -61,6 +63,7 @@ class HttpStatelessEndpoint:
         "json_response",
         "keepalive",
         "limits",
+        "scopes",
         "servers",
     )
 
@@ -73,6 +76,7 @@ class HttpStatelessEndpoint:
         keepalive: KeepaliveTicker,
         closing: Callable[[], bool],
         json_response: bool = False,
+        scopes: ScopeCheck | None = None,
     ) -> None:
         self._server = server
         self._engine = StatelessEndpoint(server) if server is not None else None
@@ -81,6 +85,7 @@ class HttpStatelessEndpoint:
         self.keepalive = keepalive
         self.closing = closing
         self.json_response = json_response
+        self.scopes = scopes
         self._in_flight = _InFlight()
         self._versions = frozenset(revision.name for revision in versions.STATELESS)
 
@@ -121,6 +126,8 @@ class HttpStatelessEndpoint:
         except HttpError as error:
             error.request_id = message.id
             raise
+        if self.scopes is not None:
+            self.scopes.check(server, message)
         transport = StatelessTransport(json_response=self.json_response)
         Connection(transport, engine)
         in_flight = self._in_flight
