@@ -17,6 +17,8 @@ from typing import IO, TYPE_CHECKING, Any, Final, TypeVar, cast
 import click
 
 from ..transport.http.limits import DEFAULT_LIMITS, HttpLimits
+from .announce import announce
+from .auth import AuthSettings, auth_options
 from .builtin import DEMO, builtin_servers
 from .errors import EXIT_INTERRUPTED, BadUsage, Failure, describe_error
 from .render import safe_stem, stdout_to_stderr
@@ -89,6 +91,7 @@ def http_options(command: _F) -> _F:
             "instead of an SSE stream, and accept clients whose Accept takes JSON only.",
         ),
         limit_options,
+        auth_options,
         click.option(
             "--log-level",
             type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
@@ -174,6 +177,11 @@ def serve(
     Limits left out keep the defaults shown in brackets. Ctrl-C or SIGTERM shuts down gracefully.
 
     \b
+    Beyond this machine: --auth-issuer with --auth-jwks-uri (JWT access tokens) or
+    --auth-introspection-url (RFC 7662) makes every request need a bearer token;
+    --auth-resource URL is the public URL clients use (needed with --host 0.0.0.0).
+
+    \b
     Several workers or hosts: --redis-url makes every `serve` given the same URL serve the
     same sessions; --workers N runs N processes on this port. MCP_REQUEST_STATE_KEYS
     (comma-separated secrets of 16 bytes or more, newest first) is the key ring sealing
@@ -206,6 +214,13 @@ def serve(
         raise click.UsageError(f"MCP_REQUEST_STATE_KEYS: {error}") from error
     if redis_url is not None:
         check_redis(redis_url)
+    from ..transport.http.server import endpoint_url, is_wildcard_host
+
+    settings = AuthSettings.take(limits)
+    auth = settings.resource_server(
+        endpoint_url(host, port, path, tls=certfile is not None),
+        derivable=port != 0 and not is_wildcard_host(host),
+    )
     resolved = resolve_target(target)
     label, served = resolved.label, resolved.served(per_session=server_per_session)
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
@@ -213,6 +228,8 @@ def serve(
         options = bind_options(host=host, port=port, path=path, **limits)
     except ValueError as error:
         raise click.UsageError(str(error)) from error
+    if auth is not None:
+        options["auth"] = auth  # built once here; every worker inherits it
     if certfile is not None and keyfile is not None:
         options["ssl_context"] = _ssl_context(certfile, keyfile)
     if json_response:
@@ -450,8 +467,7 @@ def _serve_forever(label: str, served: McpServer | Callable[[], McpServer], opti
         raise Failure(f"the HTTP transport is not available: {error}") from error
 
     def on_listening(http: Any) -> None:
-        click.echo(f"Serving {label} at {http.endpoint}")
-        sys.stdout.flush()
+        announce(label, http.endpoint, options)
         click.echo("Press Ctrl-C to stop.", err=True)
 
     if isinstance(served, McpServer):

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .announce import announce
 from .errors import EXIT_INTERRUPTED, Failure, describe_error
 
 if TYPE_CHECKING:
@@ -148,8 +149,7 @@ def serve_worker(
             else:
                 http = await McpHttpServer.bind(on_session=shared, **bind)
             if parent is None:
-                click.echo(f"Serving {label} at {http.endpoint}")
-                sys.stdout.flush()
+                announce(label, http.endpoint, options)
                 click.echo("Press Ctrl-C to stop.", err=True)
                 await http.serve_forever(on_stopping=lambda: click.echo("Shutting down...", err=True))
                 return
@@ -276,8 +276,7 @@ def serve_workers(
     signals: list[int] = []
     previous = {number: signal.signal(number, lambda number, _: signals.append(number)) for number in _STOP}
     children = [start() for _ in range(workers)]
-    click.echo(f"Serving {label} at {endpoint}")
-    sys.stdout.flush()
+    announce(label, endpoint, options)
     click.echo(f"{workers} worker processes, sharing sessions through Redis. Press Ctrl-C to stop.", err=True)
     status = 0
     try:

@@ -67,7 +67,8 @@ def _protocol_options(limits: HttpLimits) -> dict[str, Any]:
     }
 
 
-def _is_wildcard(host: str) -> bool:
+def is_wildcard_host(host: str) -> bool:
+    """True when ``host`` means every interface (``0.0.0.0``, ``::``, or empty)."""
     return host in ("", "0.0.0.0", "::", "[::]")
 
 
@@ -137,7 +138,7 @@ class McpHttpServer:
             limits = _with_overrides(limits, overrides)
         if not path.startswith("/"):
             raise ValueError(f"path must start with '/', not {path!r}")
-        loopback = not _is_wildcard(host) and is_loopback_host(host)
+        loopback = not is_wildcard_host(host) and is_loopback_host(host)
         if not loopback and not limits.allowed_origins and auth is None:
             raise ValueError(
                 f"Listening on {host or 'all interfaces'} exposes the server beyond this machine: pass auth= "
@@ -311,7 +312,7 @@ def _with_overrides(limits: HttpLimits, overrides: dict[str, Any]) -> HttpLimits
 
 
 def _url_host(host: str) -> str:
-    if _is_wildcard(host):
+    if is_wildcard_host(host):
         return "127.0.0.1" if host != "::" else "[::1]"
     try:
         if ipaddress.ip_address(host).version == 6:
@@ -339,7 +340,7 @@ def _listen(host: str, port: int) -> socket.socket:
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if family == socket.AF_INET6 and _is_wildcard(host):
+        if family == socket.AF_INET6 and is_wildcard_host(host):
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         sock.bind(address)
         sock.listen(2048)

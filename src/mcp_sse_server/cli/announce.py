@@ -1,0 +1,32 @@
+"""What ``serve`` prints once it listens, for one process and for the parent of several workers."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+__all__ = ["announce"]
+
+
+def announce(label: str, endpoint: str, options: dict[str, Any]) -> None:
+    """The start-up lines on stdout: ``Serving LABEL at URL`` (the line ``dev`` and scripts read; a
+    URL that works from this machine), then, when they differ from it, what is really bound and
+    the protected resource clients elsewhere name."""
+    from urllib.parse import urlsplit
+
+    from ..transport.http.server import is_wildcard_host
+
+    click.echo(f"Serving {label} at {endpoint}")
+    host = options["host"]
+    if is_wildcard_host(host):
+        port = urlsplit(endpoint).port
+        click.echo(f"Listening on every interface ({host or '0.0.0.0'} port {port}), not only this machine's")
+    auth = options.get("auth")
+    if auth is not None:
+        click.echo(
+            f"Protected resource {auth.resource}: bearer tokens from {', '.join(auth.authorization_servers)} "
+            f"(metadata at {auth.metadata_url})"
+        )
+    sys.stdout.flush()
