@@ -4,6 +4,10 @@
   ``VerifiedTokens`` (``tokens.py``): what a verifier returns, how it fails, its cache.
 * ``JwtVerifier`` (``jwt_verifier.py``): JWT access tokens against an authorization
   server's key set (PyJWT, on ``cryptography``).
+* ``IntrospectionVerifier`` (``introspection.py``): any token, asked about at the
+  authorization server (RFC 7662).
+* ``ResourceServer`` (``resource.py``): an endpoint's settings as a protected resource
+  (``McpHttpApp(auth=...)``), and what it tells clients.
 
 Imported on first use: a server without authorization loads none of it.
 """
@@ -13,7 +17,9 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from .introspection import IntrospectionVerifier
     from .jwt_verifier import JwtVerifier
+    from .resource import ResourceServer
     from .tokens import AccessToken, InvalidToken, TokenVerifier, VerifiedTokens, VerifierUnavailable
 
 _EXPORTS = {
@@ -23,8 +29,19 @@ _EXPORTS = {
     "VerifiedTokens": ".tokens",
     "VerifierUnavailable": ".tokens",
     "JwtVerifier": ".jwt_verifier",
+    "IntrospectionVerifier": ".introspection",
+    "ResourceServer": ".resource",
 }
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
-__all__ = ["AccessToken", "InvalidToken", "JwtVerifier", "TokenVerifier", "VerifiedTokens", "VerifierUnavailable"]
+__all__ = [
+    "AccessToken",
+    "IntrospectionVerifier",
+    "InvalidToken",
+    "JwtVerifier",
+    "ResourceServer",
+    "TokenVerifier",
+    "VerifiedTokens",
+    "VerifierUnavailable",
+]

@@ -32,12 +32,12 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 import httpx
 import jwt
 
 from .tokens import AccessToken, InvalidToken, VerifiedTokens, VerifierUnavailable, token_key
+from .urls import check_fetch_url
 
 __all__ = ["DEFAULT_ALGORITHMS", "MAX_KEYS", "JwtVerifier"]
 
@@ -59,11 +59,6 @@ _REASONS: Final[tuple[tuple[type[Exception], str], ...]] = (
     (jwt.MissingRequiredClaimError, "missing claim"),
     (jwt.InvalidSignatureError, "signature"),
 )
-
-
-def _is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
 
 
 class JwtVerifier:
@@ -100,10 +95,8 @@ class JwtVerifier:
             raise ValueError("JwtVerifier needs the issuer (or issuers) it accepts tokens from")
         if (jwks_uri is None) == (keys is None):
             raise ValueError("JwtVerifier takes jwks_uri= or keys=, not both and not neither")
-        if jwks_uri is not None and not (
-            jwks_uri.startswith("https://") or (jwks_uri.startswith("http://") and _is_loopback(jwks_uri))
-        ):
-            raise ValueError(f"jwks_uri must be https:// (http:// only on loopback): {jwks_uri!r}")
+        if jwks_uri is not None:
+            check_fetch_url("jwks_uri", jwks_uri)
         self.algorithms = frozenset(algorithms)
         refused = {alg for alg in self.algorithms if alg == "none" or alg.startswith("HS")}
         if refused:

@@ -1,0 +1,196 @@
+"""``IntrospectionVerifier``: opaque (or any) access tokens checked by asking the authorization server (RFC 7662).
+
+The checks, in order (each failure is an ``InvalidToken`` with a short reason):
+
+1. Size: a token over ``max_token_bytes`` is refused unasked (``"too large"``).
+2. Cache: a token found active less than ``cache_ttl`` seconds ago (and not
+   expired since) is answered from ``VerifiedTokens`` by its SHA-256. Only
+   active answers are kept, so a revoked token is refused at most
+   ``cache_ttl`` seconds after its revocation. Requests carrying the same
+   token while it is being introspected wait for that one answer.
+3. The call: ``POST`` of ``token`` (form-encoded) to ``endpoint``, this
+   resource authenticated as a client (``client_secret_basic`` by default,
+   or ``client_secret_post``), within ``timeout``. No answer, a 4xx or 5xx, or
+   a body that is not a JSON object raises ``VerifierUnavailable``: the
+   token is neither let through nor called invalid.
+4. The answer: ``active`` must be ``true`` (``"inactive"``); ``exp`` and
+   ``nbf`` are checked again with ``leeway`` (``"expired"``, ``"not yet
+   valid"``); ``iss``, when given, must be one of ``issuer`` (``"issuer"``);
+   ``aud`` must name this resource (``"audience"``, RFC 8707), and an answer
+   without ``aud`` is refused unless ``require_audience=False``.
+
+Scopes come from ``scope`` (space-separated); the client id from ``client_id``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final, Literal
+from urllib.parse import quote
+
+import httpx
+
+from .tokens import AccessToken, InvalidToken, VerifiedTokens, VerifierUnavailable, token_key
+from .urls import check_fetch_url
+
+__all__ = ["IntrospectionVerifier"]
+
+logger = logging.getLogger("mcp_sse_server.auth")
+
+_MAX_ANSWER_BYTES: Final = 64 * 1024
+
+
+class IntrospectionVerifier:
+    """Verifies access tokens for one resource by RFC 7662 introspection (checks in the module docstring).
+
+    ``endpoint``: the authorization server's introspection URL (``https``, or
+    ``http`` on loopback only). ``client_id`` and ``client_secret``: this
+    resource's credentials there. ``audience``: this resource's canonical URI
+    (or URIs). ``issuer``: the issuer (or issuers) an answer's ``iss`` must be,
+    when it names one. ``http``: the client to call with (one of its own,
+    closed by ``aclose``, by default).
+    """
+
+    def __init__(
+        self,
+        *,
+        endpoint: str,
+        client_id: str,
+        client_secret: str,
+        audience: str | Iterable[str],
+        issuer: str | Iterable[str] = (),
+        auth_method: Literal["client_secret_basic", "client_secret_post"] = "client_secret_basic",
+        require_audience: bool = True,
+        cache_ttl: float = 60.0,
+        leeway: float = 30.0,
+        timeout: float = 5.0,
+        max_token_bytes: int = 16 * 1024,
+        cache: VerifiedTokens | None = None,
+        http: httpx.AsyncClient | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        check_fetch_url("endpoint", endpoint)
+        if not client_id:
+            raise ValueError("IntrospectionVerifier needs this resource's client id at the authorization server")
+        if auth_method not in ("client_secret_basic", "client_secret_post"):
+            raise ValueError(f"auth_method must be client_secret_basic or client_secret_post, not {auth_method!r}")
+        self.audiences = (audience,) if isinstance(audience, str) else tuple(audience)
+        if not self.audiences or not all(self.audiences):
+            raise ValueError("IntrospectionVerifier needs the resource's audience: a token for any audience passes")
+        self.issuers = (issuer,) if isinstance(issuer, str) else tuple(issuer)
+        self.endpoint = endpoint
+        self.client_id = client_id
+        self._client_secret = client_secret
+        self.auth_method = auth_method
+        self.require_audience = require_audience
+        self.leeway = leeway
+        self.timeout = timeout
+        self.max_token_bytes = max_token_bytes
+        self.cache = cache if cache is not None else VerifiedTokens(ttl=cache_ttl, clock=clock)
+        self.clock = clock
+        self._http = http
+        self._own_http = http is None
+        self._asking: dict[bytes, asyncio.Future[AccessToken]] = {}  # by token_key
+
+    async def verify(self, token: str, /) -> AccessToken:
+        if len(token) > self.max_token_bytes:
+            raise InvalidToken("too large")
+        key = token_key(token)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        asking = self._asking.get(key)
+        if asking is None:
+            # One introspection per token at a time, in a task of its own: a caller that goes away
+            # (its client disconnected) does not cancel it for the others waiting on it.
+            asking = self._asking[key] = asyncio.ensure_future(self._ask(token, key))
+            asking.add_done_callback(self._asked)
+        return await asyncio.shield(asking)
+
+    async def _ask(self, token: str, key: bytes) -> AccessToken:
+        try:
+            verified = self._check(await self._introspect(token))
+        finally:
+            del self._asking[key]
+        self.cache.put(key, verified)
+        return verified
+
+    @staticmethod
+    def _asked(asking: asyncio.Future[AccessToken]) -> None:
+        if not asking.cancelled():
+            asking.exception()  # retrieved, so a failure nobody waited for is not logged as lost
+
+    async def _introspect(self, token: str) -> Mapping[str, Any]:
+        http = self._http
+        if http is None:
+            http = self._http = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
+        form = {"token": token, "token_type_hint": "access_token"}
+        headers = {"accept": "application/json"}
+        if self.auth_method == "client_secret_basic":
+            headers["authorization"] = _basic(self.client_id, self._client_secret)
+        else:
+            form |= {"client_id": self.client_id, "client_secret": self._client_secret}
+        try:
+            async with asyncio.timeout(self.timeout):
+                response = await http.post(self.endpoint, data=form, headers=headers)
+        except (httpx.HTTPError, TimeoutError) as error:
+            logger.warning("could not reach the introspection endpoint %s: %s", self.endpoint, type(error).__name__)
+            raise VerifierUnavailable("the authorization server cannot be asked about the token") from None
+        if response.status_code != 200 or len(response.content) > _MAX_ANSWER_BYTES:
+            # 401/403 here means this resource's own credentials were refused: a configuration error.
+            logger.warning("the introspection endpoint %s answered %d", self.endpoint, response.status_code)
+            raise VerifierUnavailable("the authorization server cannot be asked about the token")
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = None
+        if not isinstance(answer, dict):
+            logger.warning("the introspection endpoint %s answered something other than a JSON object", self.endpoint)
+            raise VerifierUnavailable("the authorization server's answer cannot be read")
+        return answer
+
+    def _check(self, answer: Mapping[str, Any]) -> AccessToken:
+        if answer.get("active") is not True:
+            raise InvalidToken("inactive")
+        now = self.clock()
+        expires = answer.get("exp")
+        if isinstance(expires, int | float) and now > expires + self.leeway:
+            raise InvalidToken("expired")
+        not_before = answer.get("nbf")
+        if isinstance(not_before, int | float) and now + self.leeway < not_before:
+            raise InvalidToken("not yet valid")
+        issuer = answer.get("iss")
+        if issuer is not None and self.issuers and issuer not in self.issuers:
+            raise InvalidToken("issuer")
+        aud = answer.get("aud")
+        audience = (aud,) if isinstance(aud, str) else tuple(a for a in aud or () if isinstance(a, str))
+        if (audience or self.require_audience) and not set(audience) & set(self.audiences):
+            raise InvalidToken("audience")
+        scope = answer.get("scope")
+        subject = answer.get("sub")
+        client_id = answer.get("client_id")
+        return AccessToken(
+            issuer=issuer if isinstance(issuer, str) else (self.issuers[0] if self.issuers else self.endpoint),
+            subject=subject if isinstance(subject, str) else None,
+            client_id=client_id if isinstance(client_id, str) else None,
+            scopes=frozenset(scope.split()) if isinstance(scope, str) else frozenset(),
+            expires_at=float(expires) if isinstance(expires, int | float) else None,
+            audience=audience,
+            claims=dict(answer),
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this verifier made (one it was given stays open)."""
+        if self._own_http and self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+
+def _basic(client_id: str, secret: str) -> str:
+    """RFC 6749 §2.3.1's ``client_secret_basic``: both parts form-encoded before base64."""
+    pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}".encode()
+    return "Basic " + base64.b64encode(pair).decode("ascii")
