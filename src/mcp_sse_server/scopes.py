@@ -16,6 +16,8 @@ Rules (``McpServer.scopes_needed`` applies them; the HTTP endpoint asks before s
    not offered what it cannot use.
 4. Scopes are checked where a token is: the HTTP endpoint served with ``auth=``.
    Without one (stdio, in-process, HTTP without authorization) nothing is.
+5. A scope is an RFC 6749 scope token: one or more printable ASCII characters
+   but space, double quote and backslash (``check_scopes``, at registration).
 
 >>> registry = {("tool", "deploy"): ["ops:write"]}
 >>> sorted(needed("tools/call", {"name": "deploy"}, lambda kind, key: registry.get((kind, key), ())))
@@ -26,12 +28,15 @@ frozenset()
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+import re
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Final, Literal, TypeAlias
 
-__all__ = ["NO_SCOPES", "Kind", "ScopesOf", "needed"]
+__all__ = ["NO_SCOPES", "Kind", "ScopesOf", "check_scopes", "needed"]
 
 NO_SCOPES: Final[frozenset[str]] = frozenset()
+
+_SCOPE_TOKEN: Final = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
 
 Kind: TypeAlias = Literal["tool", "prompt", "resource", "template"]
 """What a key names: a tool or prompt by name, a resource by URI (resolved as the server reads
@@ -66,3 +71,22 @@ def _of(scopes_of: ScopesOf, kind: Kind, key: object) -> frozenset[str]:
         return NO_SCOPES
     scopes = scopes_of(kind, key)
     return frozenset(scopes) if scopes else NO_SCOPES
+
+
+def check_scopes(scopes: Iterable[str]) -> frozenset[str]:
+    """``scopes`` as a frozenset; ValueError for one that is not a scope token (rule 5).
+
+    >>> check_scopes(["files:read", "files:read"])
+    frozenset({'files:read'})
+    >>> check_scopes(["files read"])
+    Traceback (most recent call last):
+        ...
+    ValueError: not an OAuth scope (printable ASCII but space, double quote and backslash): 'files read'
+    """
+    if isinstance(scopes, str):
+        raise ValueError(f"scopes are a collection of scope strings, not one string: {scopes!r}")
+    checked = frozenset(scopes)
+    for scope in checked:
+        if not isinstance(scope, str) or _SCOPE_TOKEN.fullmatch(scope) is None:
+            raise ValueError(f"not an OAuth scope (printable ASCII but space, double quote and backslash): {scope!r}")
+    return checked

@@ -45,7 +45,7 @@ from .jsonrpc import (
 )
 from .records import SessionRecord
 from .schema import SchemaValidator
-from .scopes import Kind, needed
+from .scopes import Kind, check_scopes, needed
 from .session import Handler, ServerSession
 from .stateless import StatelessEndpoint, StatelessSwitch
 from .stateless_meta import SUBSCRIPTION_ID, CachePolicy, MirroredHeader, mirrored_headers
@@ -202,6 +202,15 @@ class _RegisteredTool:
             self.headers = mirrored_headers(tool.input_schema)
         except ValueError as error:
             raise ValueError(f"Tool {tool.name!r}: {error}") from None
+
+
+def _check_scopes(what: str, scopes: Collection[str]) -> None:
+    """ValueError naming ``what`` for scopes that are not OAuth scope tokens."""
+    if scopes:
+        try:
+            check_scopes(scopes)
+        except ValueError as error:
+            raise ValueError(f"{what}: {error}") from None
 
 
 def _params_str(params: dict[str, Any], key: str) -> str:
@@ -474,6 +483,7 @@ class McpServer:
                 raise ValueError(f"Tool {tool.name!r}: {problem}")
             logger.warning("%s: clients may refuse or rename it", problem)
         registered = _RegisteredTool(tool)  # the schemas first: their errors say the most
+        _check_scopes(f"Tool {tool.name!r}", tool.scopes)
         if tool.handler is None:
             if type(self).on_tool_call is McpServer.on_tool_call:
                 raise ValueError(f"Tool {tool.name!r} has no handler (and this server does not override on_tool_call)")
@@ -748,6 +758,7 @@ class McpServer:
     def add_resource(self, resource: Resource) -> None:
         if resource.reader is None and resource.contents is None:
             raise ValueError(f"Resource {resource.uri!r} needs a reader or fixed contents")
+        _check_scopes(f"Resource {resource.uri!r}", resource.scopes)
         self._resources[resource.uri] = resource
         self._forget("resources")
         self._list_changed("notifications/resources/list_changed")
@@ -761,6 +772,7 @@ class McpServer:
 
     def add_resource_template(self, template: ResourceTemplate) -> None:
         """Register a template; ValueError if its URI template is outside {var}/{+var}."""
+        _check_scopes(f"Resource template {template.uri_template!r}", template.scopes)
         self._templates[template.uri_template] = (UriTemplate(template.uri_template), template)
         self._forget("resourceTemplates")
         self._list_changed("notifications/resources/list_changed")
@@ -773,6 +785,7 @@ class McpServer:
         return removed
 
     def add_prompt(self, prompt: Prompt) -> None:
+        _check_scopes(f"Prompt {prompt.name!r}", prompt.scopes)
         self._prompts[prompt.name] = prompt
         self._forget("prompts")
         self._list_changed("notifications/prompts/list_changed")

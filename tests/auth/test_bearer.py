@@ -208,3 +208,29 @@ async def test_binding_beyond_loopback_needs_auth_or_an_origin_allowlist(key: Si
         await McpHttpServer.bind(whoami_server(), host="0.0.0.0")
     http = await McpHttpServer.bind(whoami_server(), host="0.0.0.0", auth=resource(key))
     await http.close()
+
+
+async def test_the_metadata_is_also_at_the_root_form_and_cacheable(app: McpHttpApp, key: SigningKey) -> None:
+    root = await call(app, "GET", path="/.well-known/oauth-protected-resource")
+    assert root.status == 200 and orjson.loads(root.body)["resource"] == RESOURCE
+    assert root.headers["cache-control"] == "public, max-age=3600"
+    only_path = McpHttpApp(whoami_server(), path="/mcp", auth=resource(key, root_metadata=False, resource_name="Who"))
+    assert (await call(only_path, "GET", path="/.well-known/oauth-protected-resource")).status == 404
+    named = await call(only_path, "GET", path=METADATA_PATH)
+    assert orjson.loads(named.body)["resource_name"] == "Who"
+
+
+async def test_an_unauthenticated_request_allocates_no_session(app: McpHttpApp) -> None:
+    for _ in range(50):
+        assert (await call(app, body=initialize_message())).status == 401
+    assert len(app.live_sessions) == 0 and await app.sessions.count() == 0
+
+
+def test_scopes_that_are_not_scope_tokens_are_refused_at_registration(key: SigningKey) -> None:
+    server = McpServer("bad scopes")
+    with pytest.raises(ValueError, match="Tool 'spaced': not an OAuth scope"):
+        server.add_tool(Tool("spaced", {"type": "object"}, lambda args, ctx: "", scopes=["files write"]))
+    with pytest.raises(ValueError, match="not one string"):
+        server.add_tool(Tool("stringy", {"type": "object"}, lambda args, ctx: "", scopes="files:write"))
+    with pytest.raises(ValueError, match="not an OAuth scope"):
+        resource(key, scopes_supported=['quote"d'])

@@ -8,9 +8,13 @@ Rules (the digest's RS-1 to RS-9; RFC 9728, RFC 6750):
 2. The protected-resource metadata (``metadata()``) lists ``resource``, the
    ``authorization_servers`` (issuers exactly as they publish them),
    ``scopes_supported`` (the baseline, never ``offline_access``) and
-   ``bearer_methods_supported`` (the header only). It is served without
-   authentication at ``metadata_path``: ``/.well-known/oauth-protected-resource``
-   followed by the endpoint's path.
+   ``bearer_methods_supported`` (the header only), and ``resource_name`` when
+   given. It is served without authentication at ``metadata_path``:
+   ``/.well-known/oauth-protected-resource`` followed by the endpoint's path,
+   and at the root form ``/.well-known/oauth-protected-resource`` too unless
+   ``root_metadata=False`` (a host with several MCP endpoints).
+4. Scopes are RFC 6749 scope tokens (``scopes.check_scopes``): anything else is
+   refused when the server is built.
 3. Every 401 and 403 carries ``WWW-Authenticate: Bearer`` with
    ``resource_metadata`` and ``scope`` (``challenge()``). No token: no
    ``error``; a bad one: ``invalid_token``; too few scopes:
@@ -31,9 +35,12 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..scopes import check_scopes
 from .tokens import TokenVerifier
 
-__all__ = ["ResourceServer"]
+__all__ = ["METADATA_ROOT", "ResourceServer"]
+
+METADATA_ROOT = "/.well-known/oauth-protected-resource"
 
 
 class ResourceServer:
@@ -41,15 +48,19 @@ class ResourceServer:
 
     ``verifier`` checks tokens (``JwtVerifier``, or any ``TokenVerifier``);
     ``required_scopes`` are needed for every request; ``scopes_supported`` are
-    what the metadata lists (the required ones by default).
+    what the metadata lists (the required ones by default); ``resource_name``
+    is a human-readable name for it; ``root_metadata`` also serves the metadata
+    at the root form of its URL.
     """
 
     __slots__ = (
         "authorization_servers",
         "metadata_path",
+        "metadata_paths",
         "metadata_url",
         "required_scopes",
         "resource",
+        "resource_name",
         "scopes_supported",
         "verifier",
     )
@@ -62,6 +73,8 @@ class ResourceServer:
         verifier: TokenVerifier | None,
         required_scopes: Iterable[str] = (),
         scopes_supported: Iterable[str] | None = None,
+        resource_name: str | None = None,
+        root_metadata: bool = True,
     ) -> None:
         parts = urlsplit(resource)
         if parts.scheme not in ("https", "http") or not parts.netloc or parts.fragment:
@@ -72,10 +85,12 @@ class ResourceServer:
         self.resource = resource
         self.authorization_servers = servers
         self.verifier = verifier
-        self.required_scopes = frozenset(required_scopes)
-        supported = self.required_scopes if scopes_supported is None else frozenset(scopes_supported)
+        self.required_scopes = check_scopes(required_scopes)
+        supported = self.required_scopes if scopes_supported is None else check_scopes(scopes_supported)
         self.scopes_supported = tuple(sorted(supported - {"offline_access"}))
-        self.metadata_path = "/.well-known/oauth-protected-resource" + parts.path.rstrip("/")
+        self.resource_name = resource_name
+        self.metadata_path = METADATA_ROOT + parts.path.rstrip("/")
+        self.metadata_paths = frozenset({self.metadata_path, METADATA_ROOT} if root_metadata else {self.metadata_path})
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{self.metadata_path}"
 
     def metadata(self) -> dict[str, Any]:
@@ -87,6 +102,8 @@ class ResourceServer:
         }
         if self.scopes_supported:
             document["scopes_supported"] = list(self.scopes_supported)
+        if self.resource_name is not None:
+            document["resource_name"] = self.resource_name
         return document
 
     def challenge(

@@ -2,8 +2,9 @@
 
 Order, for an HTTP request (``auth/resource.py`` states what each answer carries):
 
-1. ``GET``/``HEAD`` of the protected-resource metadata path: the RFC 9728
-   document, without authentication (and ``OPTIONS``: CORS preflight).
+1. ``GET``/``HEAD`` of a protected-resource metadata path (its path form and
+   its root form): the RFC 9728 document, without authentication, cacheable
+   for an hour (and ``OPTIONS``: CORS preflight).
 2. Other paths than the endpoint's pass on untouched (the router answers 404).
 3. The ``Authorization`` header, before the body is read, so an
    unauthenticated request costs no more than its headers:
@@ -68,7 +69,7 @@ class BearerMiddleware:
             await self.app(scope, receive, send)
             return
         request = McpRequest.of(scope)
-        if request.path == self.server.metadata_path:
+        if request.path in self.server.metadata_paths:
             await self._metadata(request, send)
             return
         if self.path is not None and request.path != self.path:
@@ -157,7 +158,12 @@ class BearerMiddleware:
             ).write(send)
             return
         body = self._document
-        headers = [(b"content-type", b"application/json"), (b"content-length", b"%d" % len(body)), *_CORS]
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", b"%d" % len(body)),
+            (b"cache-control", b"public, max-age=3600"),
+            *_CORS,
+        ]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"" if request.method == "HEAD" else body})
 
