@@ -196,3 +196,21 @@ def test_tool_and_prompt_objects_take_scopes_too() -> None:
     assert server.scopes_needed("prompts/get", {"name": "p"}) == {"c"}
     server.remove_tool("t")
     assert server.scopes_needed("tools/call", {"name": "t"}) == frozenset()
+
+
+async def test_a_broader_scope_counts_for_the_narrower_ones_it_implies(key: SigningKey) -> None:
+    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, keys={"keys": [key.jwk()]})
+    auth = ResourceServer(
+        RESOURCE,
+        [ISSUER],
+        verifier=verifier,
+        required_scopes={"mcp:tools"},
+        implies={"mcp:admin": ["mcp:tools", "ops:write"]},
+    )
+    app = McpHttpApp(scoped_server(), path="/mcp", auth=auth)
+    session = await open_session(app, key.sign(scope="mcp:admin"))  # no mcp:tools, but implied
+    body = request(2, "tools/call", {"name": "deploy", "arguments": {"service": "db"}})
+    reply = await call(app, body=body, headers=session)
+    assert reply.status == 200 and reply.messages[-1]["result"]["content"][0]["text"] == "deployed db"
+    with pytest.raises(ValueError, match="not an OAuth scope"):
+        ResourceServer(RESOURCE, [ISSUER], verifier=verifier, implies={"a b": ["c"]})

@@ -15,6 +15,9 @@ Rules (the digest's RS-1 to RS-9; RFC 9728, RFC 6750):
    ``root_metadata=False`` (a host with several MCP endpoints).
 4. Scopes are RFC 6749 scope tokens (``scopes.check_scopes``): anything else is
    refused when the server is built.
+5. ``implies`` maps a broader scope to the narrower ones it grants too
+   (transitively): a token's scopes are read with them (``granted``), for the
+   endpoint's scopes, each tool's, and what handlers see in ``context.auth``.
 3. Every 401 and 403 carries ``WWW-Authenticate: Bearer`` with
    ``resource_metadata`` and ``scope`` (``challenge()``). No token: no
    ``error``; a bad one: ``invalid_token``; too few scopes:
@@ -27,11 +30,15 @@ Rules (the digest's RS-1 to RS-9; RFC 9728, RFC 6750):
 '/.well-known/oauth-protected-resource/mcp'
 >>> server.challenge("insufficient_scope", needed={"files:write"}, granted={"mcp", "other"})
 'Bearer error="insufficient_scope", scope="files:write mcp", resource_metadata="https://mcp.example/.well-known/oauth-protected-resource/mcp"'
+>>> admin = ResourceServer("https://mcp.example/mcp", ("https://as.example",), verifier=None,
+...                        implies={"files:admin": ["files:write"], "files:write": ["files:read"]})
+>>> sorted(admin.granted(frozenset({"files:admin"})))
+['files:admin', 'files:read', 'files:write']
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -50,10 +57,12 @@ class ResourceServer:
     ``required_scopes`` are needed for every request; ``scopes_supported`` are
     what the metadata lists (the required ones by default); ``resource_name``
     is a human-readable name for it; ``root_metadata`` also serves the metadata
-    at the root form of its URL.
+    at the root form of its URL; ``implies`` maps a scope to those it grants too.
     """
 
     __slots__ = (
+        "_expanded",
+        "_implied",
         "authorization_servers",
         "metadata_path",
         "metadata_paths",
@@ -75,6 +84,7 @@ class ResourceServer:
         scopes_supported: Iterable[str] | None = None,
         resource_name: str | None = None,
         root_metadata: bool = True,
+        implies: Mapping[str, Iterable[str]] | None = None,
     ) -> None:
         parts = urlsplit(resource)
         if parts.scheme not in ("https", "http") or not parts.netloc or parts.fragment:
@@ -92,6 +102,20 @@ class ResourceServer:
         self.metadata_path = METADATA_ROOT + parts.path.rstrip("/")
         self.metadata_paths = frozenset({self.metadata_path, METADATA_ROOT} if root_metadata else {self.metadata_path})
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{self.metadata_path}"
+        self._implied = _closure(implies or {})
+        self._expanded: dict[frozenset[str], frozenset[str]] = {}
+
+    def granted(self, scopes: frozenset[str]) -> frozenset[str]:
+        """``scopes`` with every scope they imply (rule 5); ``scopes`` itself without ``implies``."""
+        if not self._implied or not scopes & self._implied.keys():
+            return scopes
+        expanded = self._expanded.get(scopes)
+        if expanded is None:
+            expanded = scopes.union(*(self._implied.get(scope, ()) for scope in scopes))
+            if len(self._expanded) >= 1024:  # bounded: distinct grants are few, but tokens are the client's
+                self._expanded.clear()
+            self._expanded[scopes] = expanded
+        return expanded
 
     def metadata(self) -> dict[str, Any]:
         """The RFC 9728 document (rule 2)."""
@@ -125,6 +149,23 @@ class ResourceServer:
             parts.append(f'scope="{" ".join(sorted(scopes))}"')
         parts.append(f'resource_metadata="{self.metadata_url}"')
         return "Bearer " + ", ".join(parts)
+
+
+def _closure(implies: Mapping[str, Iterable[str]]) -> dict[str, frozenset[str]]:
+    """Each scope of ``implies`` with every scope it grants, directly or through others."""
+    direct = {scope: check_scopes(narrower) for scope, narrower in implies.items()}
+    check_scopes(direct)
+    closed: dict[str, frozenset[str]] = {}
+    for scope in direct:
+        seen: set[str] = set()
+        todo = list(direct[scope])
+        while todo:
+            narrower = todo.pop()
+            if narrower not in seen:
+                seen.add(narrower)
+                todo.extend(direct.get(narrower, ()))
+        closed[scope] = frozenset(seen)
+    return closed
 
 
 def _quotable(text: str) -> str:

@@ -25,6 +25,7 @@ Order, for an HTTP request (``auth/resource.py`` states what each answer carries
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any, Final, Protocol
 
@@ -123,6 +124,9 @@ class BearerMiddleware:
                 headers=[(b"retry-after", b"5")],
             ).write(send)
             return None
+        granted = server.granted(token.scopes)
+        if granted is not token.scopes:  # rule 5 of resource.py: read with the scopes it implies
+            token = dataclasses.replace(token, scopes=granted)
         if not token.has_scopes(server.required_scopes):
             await self._refuse(
                 send,
