@@ -12,15 +12,26 @@ ValueError: jwks_uri must be https:// (http:// only on loopback): 'http://as.exa
 
 from __future__ import annotations
 
+import ipaddress
 from urllib.parse import urlsplit
 
 __all__ = ["check_fetch_url", "is_loopback_url"]
 
 
 def is_loopback_url(url: str) -> bool:
-    """True when ``url``'s host is this machine (``localhost``, ``127.*``, ``::1``)."""
+    """True when ``url``'s host is this machine (``localhost``, ``127.0.0.0/8``, ``::1``; a name
+    such as ``127.evil.example`` is not).
+
+    >>> is_loopback_url("http://127.0.0.2:9000/jwks"), is_loopback_url("http://127.evil.example/jwks")
+    (True, False)
+    """
     host = urlsplit(url).hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def check_fetch_url(option: str, url: str) -> None:
