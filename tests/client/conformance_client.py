@@ -11,15 +11,58 @@ does what the scenario asks and exits 0 (1 with the error on stderr).
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import sys
 from typing import Any
 
 from mcp_sse_server.client import StreamableHttpClient
+from mcp_sse_server.client.oauth import EnterpriseIdentity, HeadlessUserAgent, OAuth, OAuthSettings
 from mcp_sse_server.types import Root
 
 # Bounds only a broken run reaches: the runner's own timeout is 30 s.
 CALL_TIMEOUT = 20.0
+
+# What the suite's authorization servers expect of a client: this metadata document URL as its
+# client id (they never fetch it), and a redirect URI nothing listens on (they redirect at once).
+CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json"
+REDIRECT_URI = "http://localhost:3000/callback"
+
+
+def oauth_for(scenario: str, context: dict[str, Any]) -> OAuth:
+    """The OAuth settings each auth scenario calls for, from the context the suite hands over."""
+    name = scenario.removeprefix("auth/")
+    settings = OAuthSettings(client_name="mcp-sse-server conformance client", client_metadata_url=CLIENT_METADATA_URL)
+    if name == "pre-registration":
+        settings = OAuthSettings(client_id=context["client_id"], client_secret=context["client_secret"])
+    elif name == "client-credentials-basic":
+        settings = OAuthSettings(
+            grant="client_credentials", client_id=context["client_id"], client_secret=context["client_secret"]
+        )
+    elif name == "client-credentials-jwt":
+        settings = OAuthSettings(
+            grant="client_credentials",
+            client_id=context["client_id"],
+            private_key=context["private_key_pem"],
+            signing_algorithm=context.get("signing_algorithm", "ES256"),
+        )
+    elif name in ("enterprise-managed-authorization", "cross-app-access-complete-flow"):
+        identity = EnterpriseIdentity(
+            token_endpoint=context["idp_token_endpoint"],
+            client_id=context["idp_client_id"],
+            id_token=context["idp_id_token"],
+        )
+        settings = OAuthSettings(
+            grant="enterprise",
+            client_id=context["client_id"],
+            client_secret=context["client_secret"],
+            identity=identity,
+        )
+    elif name == "wif-jwt-bearer":
+        settings = OAuthSettings(grant="jwt_bearer", client_id=context["client_id"], assertion=context["valid_jwt"])
+    elif name in ("dpop", "dpop-nonce"):
+        settings = OAuthSettings(client_metadata_url=CLIENT_METADATA_URL, dpop=True)
+    return OAuth(settings, user_agent=HeadlessUserAgent(REDIRECT_URI))
 
 
 async def accept_defaults(params: dict[str, Any]) -> dict[str, Any]:
@@ -32,6 +75,9 @@ async def sample(params: dict[str, Any]) -> dict[str, Any]:
 
 
 async def run(url: str, scenario: str) -> None:
+    auth = None
+    if scenario.startswith("auth/"):
+        auth = oauth_for(scenario, json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}"))
     # The runner names the revision under test (MCP_CONFORMANCE_PROTOCOL_VERSION); the client
     # probes and must land on it by itself, so it stays in mode "auto". It declares every
     # capability it has a handler for (request-metadata checks each one's shape).
@@ -41,6 +87,7 @@ async def run(url: str, scenario: str) -> None:
         sampling_handler=sample,
         roots=[Root("file:///tmp", "tmp")],
         request_timeout=CALL_TIMEOUT,
+        auth=auth,
     )
     async with client:
         expected = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")
@@ -53,6 +100,8 @@ async def run(url: str, scenario: str) -> None:
             await client.call_tool("test_client_elicitation_defaults")
         elif scenario == "tools_call":
             await client.call_tool("add_numbers", {"a": 2, "b": 3})
+        elif scenario.startswith("auth/"):
+            await client.call_tool("test-tool", {})
         elif scenario not in ("initialize", "request-metadata"):
             raise SystemExit(f"unknown scenario {scenario!r} (tools: {', '.join(tools)})")
 

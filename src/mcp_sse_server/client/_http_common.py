@@ -41,11 +41,13 @@ _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 class HttpOptions:
     """How an HTTP client transport connects, as its client was configured: ``http_client``, an
     ``httpx.AsyncClient`` to use (then the caller's to close; else the transport makes one and
-    closes it), and the ``connect_timeout`` and ``post_timeout`` in seconds."""
+    closes it), the ``connect_timeout`` and ``post_timeout`` in seconds, and ``auth``, an
+    ``httpx.Auth`` run on every request to the server (``client.oauth.OAuth``, say)."""
 
     http_client: httpx.AsyncClient | None = None
     connect_timeout: float = 10.0
     post_timeout: float = 30.0
+    auth: httpx.Auth | None = None
 
 
 def http_url(url: str) -> httpx.URL:
@@ -108,6 +110,7 @@ class HttpClientTransport(ClientTransport):
             timeout=httpx.Timeout(connect=connect, read=None, write=post, pool=connect)
         )
         self._post_timeout = httpx.Timeout(post, connect=connect)
+        self._auth = options.auth
 
     @contextlib.asynccontextmanager
     async def _stream(
@@ -139,7 +142,10 @@ class HttpClientTransport(ClientTransport):
                 content=content,
                 timeout=timeout if timeout is not None else httpx.USE_CLIENT_DEFAULT,
             )
-            response = await self._client.send(request, stream=True, follow_redirects=False)
+            if self._auth is None:
+                response = await self._client.send(request, stream=True, follow_redirects=False)
+            else:
+                response = await self._client.send(request, stream=True, follow_redirects=False, auth=self._auth)
             location = response.headers.get("location")
             if response.status_code not in _FOLLOWED or not location:
                 break

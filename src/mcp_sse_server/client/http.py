@@ -612,9 +612,10 @@ class StreamableHttpTransport(HttpClientTransport):
 class StreamableHttpClient(RemoteClient):
     """An MCP client over Streamable HTTP.
 
-    ``headers`` go on every request (authorization, say). ``http_client`` lets
-    you bring a configured ``httpx.AsyncClient`` (TLS, proxies); it is then
-    yours to close. Reconnection of dropped streams waits the server's ``retry``
+    ``headers`` go on every request. ``auth`` authenticates them: an
+    ``httpx.Auth``, such as ``client.oauth.OAuth()`` for a server behind OAuth.
+    ``http_client`` lets you bring a configured ``httpx.AsyncClient`` (TLS,
+    proxies); it is then yours to close. Reconnection of dropped streams waits the server's ``retry``
     (else ``reconnect_delay`` seconds), doubling up to ``max_reconnect_delay``
     after reconnects that brought nothing new, at most ``max_reconnect_attempts``
     such times in a row. With ``fallback_to_sse`` (the default) a legacy
@@ -628,6 +629,7 @@ class StreamableHttpClient(RemoteClient):
         url: str,
         headers: Mapping[str, str] | None = None,
         *,
+        auth: httpx.Auth | None = None,
         http_client: httpx.AsyncClient | None = None,
         connect_timeout: float = 10.0,
         post_timeout: float = 30.0,
@@ -649,6 +651,7 @@ class StreamableHttpClient(RemoteClient):
             reconnect_delay=reconnect_delay,
             max_reconnect_delay=max_reconnect_delay,
             max_reconnect_attempts=max_reconnect_attempts,
+            auth=auth,
         )
         httpx.URL(url)  # a malformed URL fails here, not at the first call
         self.transport: StreamableHttpTransport | None = None

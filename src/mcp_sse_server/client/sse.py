@@ -187,7 +187,8 @@ class SseClientTransport(HttpClientTransport):
 class SseClient(RemoteClient):
     """An MCP client for servers on the legacy HTTP+SSE transport (2024-11-05).
 
-    ``headers`` go on the stream and on every POST. Other keyword options are McpClient's.
+    ``headers`` go on the stream and on every POST; ``auth`` (an ``httpx.Auth``, such as
+    ``client.oauth.OAuth()``) authenticates them. Other keyword options are McpClient's.
     """
 
     def __init__(
@@ -195,6 +196,7 @@ class SseClient(RemoteClient):
         url: str,
         headers: Mapping[str, str] | None = None,
         *,
+        auth: httpx.Auth | None = None,
         http_client: httpx.AsyncClient | None = None,
         connect_timeout: float = 10.0,
         post_timeout: float = 30.0,
@@ -207,7 +209,7 @@ class SseClient(RemoteClient):
         self.url = url
         self.headers = dict(headers or {})
         self._transport_options = HttpOptions(
-            http_client=http_client, connect_timeout=connect_timeout, post_timeout=post_timeout
+            http_client=http_client, connect_timeout=connect_timeout, post_timeout=post_timeout, auth=auth
         )
         self.transport: SseClientTransport | None = None
 

@@ -1,0 +1,63 @@
+"""OAuth 2.1 for the HTTP clients: the client finds the authorization server from the MCP
+server's 401, gets a token and sends it on every request.
+
+>>> from mcp_sse_server.client import StreamableHttpClient
+>>> client = StreamableHttpClient("https://mcp.example.com/mcp", auth=OAuth())  # doctest: +SKIP
+
+Modules, lowest first:
+
+* ``errors.py``: ``OAuthError``.
+* ``challenge.py``: ``WWW-Authenticate`` parsing (RFC 9110), pure.
+* ``discovery.py``: the discovery URLs in the specification's order, metadata parsing
+  with exact strings, the checks the client makes (resource, issuer, PKCE, ``iss``,
+  ``state``) and scope selection, pure.
+* ``storage.py``: ``TokenStorage``, in memory or in a 0600 file.
+* ``user_agent.py``: how the user authorizes (a browser and a loopback redirect, or a
+  callback; a headless one for tests).
+* ``assertions.py``: client assertions (``private_key_jwt``) and DPoP proofs.
+* ``flow.py``: ``OAuth``, the ``httpx.Auth`` that runs it all, and its ``OAuthSettings``.
+"""
+
+from typing import TYPE_CHECKING
+
+from ..._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .errors import OAuthError
+    from .flow import EnterpriseIdentity, OAuth, OAuthSettings
+    from .storage import ClientRegistration, FileTokenStorage, MemoryTokenStorage, Tokens, TokenStorage
+    from .user_agent import BrowserUserAgent, CallbackUserAgent, HeadlessUserAgent, UserAgent
+
+_EXPORTS = {
+    "OAuthError": ".errors",
+    "EnterpriseIdentity": ".flow",
+    "OAuth": ".flow",
+    "OAuthSettings": ".flow",
+    "ClientRegistration": ".storage",
+    "FileTokenStorage": ".storage",
+    "MemoryTokenStorage": ".storage",
+    "Tokens": ".storage",
+    "TokenStorage": ".storage",
+    "BrowserUserAgent": ".user_agent",
+    "CallbackUserAgent": ".user_agent",
+    "HeadlessUserAgent": ".user_agent",
+    "UserAgent": ".user_agent",
+}
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
+
+__all__ = [
+    "BrowserUserAgent",
+    "CallbackUserAgent",
+    "ClientRegistration",
+    "EnterpriseIdentity",
+    "FileTokenStorage",
+    "HeadlessUserAgent",
+    "MemoryTokenStorage",
+    "OAuth",
+    "OAuthError",
+    "OAuthSettings",
+    "TokenStorage",
+    "Tokens",
+    "UserAgent",
+]
