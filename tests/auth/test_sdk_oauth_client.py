@@ -31,11 +31,7 @@ from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAu
 from pydantic import AnyUrl
 
 from fixtures.authorization_server import AuthorizationServer
-from mcp_sse_server import McpServer, RequestContext, Tool
-from mcp_sse_server.auth import JwtVerifier
-from mcp_sse_server.auth.resource import ResourceServer
-from mcp_sse_server.transport.http import McpHttpServer
-from mcp_sse_server.transport.http.server import listening_socket
+from fixtures.protected import protected_endpoint
 
 REDIRECT = "http://127.0.0.1/callback"  # the SDK's callback; the browser stand-in never calls it
 AS_METADATA = "/.well-known/oauth-authorization-server"
@@ -101,56 +97,6 @@ class Wire:
         self.seen.append(
             (response.request.method, str(url), response.status_code, response.headers.get("www-authenticate"))
         )
-
-
-def whoami_server() -> McpServer:
-    server = McpServer("protected", "1.0.0")
-
-    async def whoami(arguments: dict[str, Any], context: RequestContext) -> str:
-        auth = context.auth
-        if auth is None:
-            return "null"
-        return orjson.dumps(
-            {
-                "subject": auth.subject,
-                "scopes": sorted(auth.scopes),
-                "client_id": auth.client_id,
-                "issuer": auth.issuer,
-                "audience": list(auth.audience),
-                "jti": auth.claims.get("jti"),
-            }
-        ).decode()
-
-    server.add_tool(Tool("whoami", {"type": "object"}, whoami, description="Who the access token names."))
-
-    @server.tool(scopes=["mcp:admin"])
-    def deploy(service: str, context: RequestContext) -> str:
-        """Needs mcp:admin beyond the endpoint's mcp:tools."""
-        granted = sorted(context.auth.scopes) if context.auth is not None else []
-        return f"deployed {service} with {' '.join(granted)}"
-
-    return server
-
-
-@contextlib.asynccontextmanager
-async def protected_endpoint(auth_server: AuthorizationServer) -> AsyncIterator[str]:
-    """Our MCP endpoint, protected by tokens of ``auth_server``; yields its URL, which is also the
-    resource (the audience its tokens must name), so the port is bound before it is configured."""
-    sock = listening_socket("127.0.0.1", 0)
-    resource = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    verifier = JwtVerifier(issuer=auth_server.issuer, audience=resource, jwks_uri=auth_server.jwks_uri)
-    auth = ResourceServer(resource, [auth_server.issuer], verifier=verifier, required_scopes={"mcp:tools"})
-    try:
-        http = await McpHttpServer.bind(whoami_server(), host="127.0.0.1", path="/mcp", auth=auth, sock=sock)
-    except BaseException:
-        await verifier.aclose()
-        raise
-    try:
-        assert http.endpoint == resource
-        yield resource
-    finally:
-        await http.close(1.0)
-        await verifier.aclose()
 
 
 def provider(endpoint: str, storage: MemoryStorage, browser: Browser) -> OAuthClientProvider:

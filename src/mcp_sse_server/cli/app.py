@@ -13,6 +13,7 @@ from .browse import inspect, prompts, resources
 from .call import call, tools
 from .dev import dev
 from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, PROG, debugging, describe_error, enable_debug
+from .login import login
 from .registry import servers
 from .serve import serve
 
@@ -42,7 +43,7 @@ def cli(ctx: click.Context, config: str | None, debug: bool) -> None:
     ctx.obj = {"config": config}
 
 
-for _command in (serve, dev, servers, tools, call, resources, prompts, inspect):
+for _command in (serve, dev, servers, login, tools, call, resources, prompts, inspect):
     cli.add_command(_command)
 
 

@@ -64,7 +64,16 @@ def resolve_server(
     from .serve import is_python_target, resolve_target
 
     if is_url(target):
-        remote = ServerConfig(target, type="sse" if sse else "streamable", url=target, headers=dict(headers))
+        # A URL server that asks for a token gets one through OAuth (a token kept by `login`, else
+        # the browser), unless the command line gives the Authorization header itself.
+        static = any(name.lower() == "authorization" for name in headers)
+        remote = ServerConfig(
+            target,
+            type="sse" if sse else "streamable",
+            url=target,
+            headers=dict(headers),
+            auth=None if static else "oauth",
+        )
         return ServerSpec(target, lambda: _create_client(remote))
     entry = registry_entry(target, config)
     if entry is not None:

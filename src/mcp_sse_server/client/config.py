@@ -33,6 +33,7 @@ from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
 from ..jsonrpc import json_type
+from .oauth.config import auth_problem
 
 __all__ = ["TRANSPORTS", "ConfigError", "ServerConfig", "TransportName", "format_location", "is_url", "normalize_type"]
 
@@ -50,7 +51,7 @@ _TYPE_NAMES: Final[dict[str, TransportName]] = {
     "stdio": "stdio",
 }
 _KNOWN_TYPES: Final = "inmemory, streamable (or http, streamable-http), sse, stdio"
-_KNOWN_KEYS: Final = frozenset({"type", "command", "args", "env", "url", "headers", "auto_approve"})
+_KNOWN_KEYS: Final = frozenset({"type", "command", "args", "env", "url", "headers", "auth", "auto_approve"})
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 
 Location = tuple[str | int, ...]
@@ -140,7 +141,8 @@ class ServerConfig:
     """One MCP server: how to reach it and whether its tools run without asking.
 
     ``type`` is kept as written (None when absent); ``transport`` is where it
-    routes. ``extra`` holds fields this package does not know, so saving the
+    routes. ``auth`` (a URL server's) is ``"oauth"`` or an object of OAuth
+    settings (``client.oauth.config``). ``extra`` holds fields this package does not know, so saving the
     config does not drop them. Construction validates, raising ConfigError.
     """
 
@@ -151,6 +153,7 @@ class ServerConfig:
     env: dict[str, str] = field(default_factory=dict)
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
+    auth: str | dict[str, Any] | None = None
     auto_approve: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -173,14 +176,21 @@ class ServerConfig:
         self.args = _str_list(self.args, (*where, "args"))
         self.env = _str_map(self.env, (*where, "env"))
         self.headers = _str_map(self.headers, (*where, "headers"))
+        if self.auth is not None:
+            problem = auth_problem(self.auth)
+            if problem is not None:
+                raise ConfigError((*where, "auth", *problem[0]), problem[1])
         if not isinstance(self.auto_approve, bool):
             raise ConfigError((*where, "auto_approve"), f"expected true or false, got {json_type(self.auto_approve)}")
         if not isinstance(self.extra, dict):
             raise ConfigError(where, "extra must be a dict")
         if self.url is not None and not _valid_url(self.url):
             raise ConfigError((*where, "url"), f"expected an http:// or https:// URL, got {self.url!r}")
-        if self._route(where) in ("streamable", "sse") and self.url is None and not _valid_url(self.command or ""):
+        route = self._route(where)
+        if route in ("streamable", "sse") and self.url is None and not _valid_url(self.command or ""):
             raise ConfigError((*where, "command"), f"expected an http:// or https:// URL, got {self.command!r}")
+        if self.auth is not None and route not in ("streamable", "sse"):
+            raise ConfigError((*where, "auth"), "only a URL server (streamable or sse) takes auth")
 
     def _route(self, where: Location) -> TransportName:
         kind = normalize_type(self.type) if self.type is not None else None
@@ -250,6 +260,7 @@ class ServerConfig:
         config.env = data.get("env")  # type: ignore[assignment]
         config.url = data.get("url")
         config.headers = data.get("headers")  # type: ignore[assignment]
+        config.auth = data.get("auth")
         config.auto_approve = False if auto_approve is None else auto_approve
         config.extra = extra
         config._check(where)
@@ -270,6 +281,8 @@ class ServerConfig:
             data["url"] = self.url
         if self.headers:
             data["headers"] = dict(self.headers)
+        if self.auth is not None:
+            data["auth"] = self.auth
         if self.auto_approve:
             data["auto_approve"] = True
         for key, value in self.extra.items():

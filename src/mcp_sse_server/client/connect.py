@@ -107,6 +107,15 @@ def create_client(
         assert config.command is not None
         return cls(config.command, args=list(config.args), env=dict(config.env), **client_options)
     assert config.endpoint is not None
+    if config.auth is not None and "auth" not in client_options:
+        from .oauth.config import oauth_from_config
+
+        try:
+            client_options["auth"] = oauth_from_config(config.auth)
+        except ValueError as error:
+            path, why = error.args
+            where = ("mcpServers", config.name, "auth") if config.name else ("auth",)
+            raise ConfigError((*where, *path), why) from None
     return cls(config.endpoint, headers=dict(config.headers), **client_options)
 
 
