@@ -45,7 +45,7 @@ from .jsonrpc import (
 )
 from .records import SessionRecord
 from .schema import SchemaValidator
-from .scopes import Kind, check_scopes, needed
+from .scopes import NO_SCOPES, Kind, check_scopes, needed
 from .session import Handler, ServerSession
 from .stateless import StatelessEndpoint, StatelessSwitch
 from .stateless_meta import SUBSCRIPTION_ID, CachePolicy, MirroredHeader, mirrored_headers
@@ -354,6 +354,7 @@ class McpServer:
         self._resources: dict[str, Resource] = {}
         self._templates: dict[str, tuple[UriTemplate, ResourceTemplate]] = {}
         self._prompts: dict[str, Prompt] = {}
+        self._scoped: set[tuple[Kind, str]] = set()  # the entries registered with scopes
         # Wire lists built once per revision (name) and collection; dropped when the collection changes.
         self._lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
 
@@ -484,6 +485,7 @@ class McpServer:
             logger.warning("%s: clients may refuse or rename it", problem)
         registered = _RegisteredTool(tool)  # the schemas first: their errors say the most
         _check_scopes(f"Tool {tool.name!r}", tool.scopes)
+        self._mark_scoped("tool", tool.name, tool.scopes)
         if tool.handler is None:
             if type(self).on_tool_call is McpServer.on_tool_call:
                 raise ValueError(f"Tool {tool.name!r} has no handler (and this server does not override on_tool_call)")
@@ -684,6 +686,7 @@ class McpServer:
     def remove_tool(self, name: str) -> bool:
         """Remove a tool; True when it existed."""
         removed = self._tools.pop(name, None) is not None
+        self._scoped.discard(("tool", name))
         if removed:
             self._forget("tools")
             self._list_changed("notifications/tools/list_changed")
@@ -720,7 +723,15 @@ class McpServer:
     def scopes_needed(self, method: str, params: Any) -> frozenset[str]:
         """The scopes a bearer token needs for this request, beyond the endpoint's own: those of
         the tool, prompt or resource it names (``scopes=``; the rules are in ``scopes.py``)."""
+        if not self._scoped:
+            return NO_SCOPES  # most servers: nothing registered with scopes
         return needed(method, params, self._scopes_of)
+
+    def _mark_scoped(self, kind: Kind, key: str, scopes: Collection[str]) -> None:
+        if scopes:
+            self._scoped.add((kind, key))
+        else:
+            self._scoped.discard((kind, key))
 
     def _scopes_of(self, kind: Kind, key: str) -> Collection[str]:
         if kind == "tool":
@@ -759,12 +770,14 @@ class McpServer:
         if resource.reader is None and resource.contents is None:
             raise ValueError(f"Resource {resource.uri!r} needs a reader or fixed contents")
         _check_scopes(f"Resource {resource.uri!r}", resource.scopes)
+        self._mark_scoped("resource", resource.uri, resource.scopes)
         self._resources[resource.uri] = resource
         self._forget("resources")
         self._list_changed("notifications/resources/list_changed")
 
     def remove_resource(self, uri: str) -> bool:
         removed = self._resources.pop(uri, None) is not None
+        self._scoped.discard(("resource", uri))
         if removed:
             self._forget("resources")
             self._list_changed("notifications/resources/list_changed")
@@ -773,12 +786,14 @@ class McpServer:
     def add_resource_template(self, template: ResourceTemplate) -> None:
         """Register a template; ValueError if its URI template is outside {var}/{+var}."""
         _check_scopes(f"Resource template {template.uri_template!r}", template.scopes)
+        self._mark_scoped("template", template.uri_template, template.scopes)
         self._templates[template.uri_template] = (UriTemplate(template.uri_template), template)
         self._forget("resourceTemplates")
         self._list_changed("notifications/resources/list_changed")
 
     def remove_resource_template(self, uri_template: str) -> bool:
         removed = self._templates.pop(uri_template, None) is not None
+        self._scoped.discard(("template", uri_template))
         if removed:
             self._forget("resourceTemplates")
             self._list_changed("notifications/resources/list_changed")
@@ -786,12 +801,14 @@ class McpServer:
 
     def add_prompt(self, prompt: Prompt) -> None:
         _check_scopes(f"Prompt {prompt.name!r}", prompt.scopes)
+        self._mark_scoped("prompt", prompt.name, prompt.scopes)
         self._prompts[prompt.name] = prompt
         self._forget("prompts")
         self._list_changed("notifications/prompts/list_changed")
 
     def remove_prompt(self, name: str) -> bool:
         removed = self._prompts.pop(name, None) is not None
+        self._scoped.discard(("prompt", name))
         if removed:
             self._forget("prompts")
             self._list_changed("notifications/prompts/list_changed")

@@ -105,6 +105,11 @@ class ResourceServer:
         self._implied = _closure(implies or {})
         self._expanded: dict[frozenset[str], frozenset[str]] = {}
 
+    @property
+    def expands(self) -> bool:
+        """True when ``implies`` grants scopes beyond a token's own."""
+        return bool(self._implied)
+
     def granted(self, scopes: frozenset[str]) -> frozenset[str]:
         """``scopes`` with every scope they imply (rule 5); ``scopes`` itself without ``implies``."""
         if not self._implied or not scopes & self._implied.keys():

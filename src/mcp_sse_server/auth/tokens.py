@@ -50,6 +50,11 @@ class AccessToken:
     expires_at: float | None = None
     audience: tuple[str, ...] = ()
     claims: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # Made once: every request of a session compares it with the one that opened the session.
+    _principal: tuple[str, str | None, str | None] = dataclasses.field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "_principal", (self.issuer, self.subject, self.client_id))
 
     def has_scopes(self, needed: Iterable[str]) -> bool:
         """True when every scope in ``needed`` was granted."""
@@ -58,7 +63,7 @@ class AccessToken:
     @property
     def principal(self) -> tuple[str, str | None, str | None]:
         """Who the token speaks for (issuer, subject, client id): what a session is bound to."""
-        return (self.issuer, self.subject, self.client_id)
+        return self._principal
 
 
 current_access_token: contextvars.ContextVar[AccessToken | None] = contextvars.ContextVar(
