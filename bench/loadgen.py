@@ -52,12 +52,14 @@ def realtime_prefix() -> tuple[str, ...]:
 
 def wrk(url: str, *, connections: int, seconds: float, threads: int = 1, session: str = "",
         sessions: list[str] | None = None, revision: str = PROTOCOL_VERSION, streamed: bool = False,
-        cpus: str = str(LOAD_CPU)) -> Load:
+        cpus: str = str(LOAD_CPU), headers: dict[str, str] | None = None) -> Load:
     """Run wrk pinned to `cpus` (LOAD_CPU); any error reply makes the point invalid. `revision`
     is the sessions' protocol revision, or a modern one (no session: each call carries the
-    _meta envelope and its headers); `streamed` calls carry a progress token."""
+    _meta envelope and its headers); `streamed` calls carry a progress token; `headers` go
+    with every request (tools_call.lua's MCP_HEADER: an `Authorization: Bearer` one, say)."""
     env = dict(os.environ, MCP_SESSION=session, MCP_SESSIONS=",".join(sessions or []), MCP_REVISION=revision,
-               MCP_ENVELOPE="1" if is_modern(revision) else "", MCP_PROGRESS="1" if streamed else "")
+               MCP_ENVELOPE="1" if is_modern(revision) else "", MCP_PROGRESS="1" if streamed else "",
+               MCP_HEADER="\n".join(f"{name}: {value}" for name, value in (headers or {}).items()))
     cmd = [*realtime_prefix(), "taskset", "-c", cpus, "wrk", f"-t{threads}", f"-c{connections}",
            f"-d{max(1, round(seconds))}s", "--timeout", "5s", "-s", str(LUA), url]
     before, t0 = resource.getrusage(resource.RUSAGE_CHILDREN), time.monotonic()

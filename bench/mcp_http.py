@@ -14,7 +14,9 @@ import json
 import re
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlsplit
 
 PROTOCOL_VERSION = "2025-06-18"  # what sessions offer unless a point asks for another revision
@@ -47,9 +49,25 @@ def _initialize_body(client: str, revision: str) -> str:
         "clientInfo": {"name": client, "version": "1.0.0"}}})
 
 
-def connect(url: str, timeout: float = 10.0) -> tuple[http.client.HTTPConnection, str]:
-    """A keep-alive connection to the URL's host and the URL's path."""
+class _WithHeaders(http.client.HTTPConnection):
+    """A connection that adds `extra` headers to every request it sends (connect's `headers`)."""
+
+    def __init__(self, host: str | None, port: int | None, timeout: float, extra: dict[str, str]) -> None:
+        super().__init__(host or "", port, timeout=timeout)
+        self.extra = extra
+
+    def request(self, method: str, url: str, body: Any = None, headers: Mapping[str, str] | None = None,
+                **kw: Any) -> None:
+        super().request(method, url, body, {**(headers or {}), **self.extra}, **kw)
+
+
+def connect(url: str, timeout: float = 10.0,
+            headers: dict[str, str] | None = None) -> tuple[http.client.HTTPConnection, str]:
+    """A keep-alive connection to the URL's host and the URL's path. `headers` (an
+    `Authorization: Bearer` one, say) go with every request sent on it, initialize included."""
     parts = urlsplit(url)
+    if headers:
+        return _WithHeaders(parts.hostname, parts.port, timeout, dict(headers)), parts.path or "/"
     return http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout), parts.path or "/"
 
 
@@ -146,8 +164,10 @@ class Opened:
     error: str | None = None
 
 
-def open_sessions(url: str, count: int, *, workers: int = 4, deadline: float = 120.0) -> Opened:
-    """Open `count` idle sessions over `workers` keep-alive connections.
+def open_sessions(url: str, count: int, *, workers: int = 4, deadline: float = 120.0,
+                  headers: dict[str, str] | None = None) -> Opened:
+    """Open `count` idle sessions over `workers` keep-alive connections (each request with
+    `headers`, as connect sends them).
 
     Stops at the first failure or when `deadline` seconds have passed, so a
     server that slows down or caps sessions cannot hold the run.
@@ -158,7 +178,7 @@ def open_sessions(url: str, count: int, *, workers: int = 4, deadline: float = 1
     quotas = [count // workers + (1 if i < count % workers else 0) for i in range(workers)]
 
     def work(quota: int, worker: int) -> None:
-        conn, path = connect(url)
+        conn, path = connect(url, headers=headers)
         try:
             for i in range(quota):
                 if out.error is not None:

@@ -1,8 +1,12 @@
 """Python opcodes one `tools/call add` executes inside our ASGI app: a count that does not move
 with the machine's load, to compare code versions where the timed points are too noisy.
 
-    PYTHONPATH=src python bench/opcodes.py [session|stateless] [--by-function]
+    PYTHONPATH=src python bench/opcodes.py [session|stateless] [--by-function] [--jwt]
     PYTHONPATH=bench/.baseline/540ab25/src python bench/opcodes.py      (run.py --baseline extracts it)
+
+--jwt: the app as `ours.py --jwt` serves it (auth=ResourceServer(...) with a JwtVerifier and a
+local RS256 key), every call with `Authorization: Bearer` and the one token, verified before the
+counted calls (a VerifiedTokens hit): what a token verified before adds to a call (run.py's ours-jwt).
 
 The app is called in process with a minimal ASGI driver (no socket, no uvicorn: their work is
 the same for every version); `sys.settrace` counts every opcode of every Python frame during
@@ -17,11 +21,12 @@ import asyncio
 import collections
 import json
 import sys
+import tempfile
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from ours import make_factory, shared_server
+from ours import jwt_options, make_factory, shared_server
 
 CALLS = 300
 HERE = str(Path(__file__).resolve())
@@ -34,7 +39,8 @@ META = {
 }
 
 
-def make_app() -> Any:
+def make_app(jwt: bool = False) -> tuple[Any, list[tuple[bytes, bytes]]]:
+    """The app, and the headers every call sends besides HOST and ACCEPT (the bearer token with `jwt`)."""
     from mcp_sse_server.transport.http.app import McpHttpApp
 
     try:
@@ -44,7 +50,13 @@ def make_app() -> Any:
     except ImportError:
         shared = False
     factory = make_factory()
-    return McpHttpApp(factory() if shared else factory, path="/mcp")
+    if not jwt:
+        return McpHttpApp(factory() if shared else factory, path="/mcp"), []
+    with tempfile.TemporaryDirectory() as home:
+        token = Path(home, "token")
+        options = jwt_options(8000, str(token))  # resource http://127.0.0.1:8000/mcp: HOST's
+        bearer = [(b"authorization", b"Bearer " + token.read_bytes().strip())]
+    return McpHttpApp(factory() if shared else factory, path="/mcp", **options), bearer
 
 
 async def call(app: Any, headers: list[tuple[bytes, bytes]], body: bytes) -> list[dict[str, Any]]:
@@ -65,26 +77,27 @@ async def call(app: Any, headers: list[tuple[bytes, bytes]], body: bytes) -> lis
     return sent
 
 
-async def request(app: Any, mode: str) -> tuple[list[tuple[bytes, bytes]], bytes]:
-    """The headers and body of the measured call (a session opened first unless stateless)."""
+async def request(app: Any, mode: str, extra: list[tuple[bytes, bytes]]) -> tuple[list[tuple[bytes, bytes]], bytes]:
+    """The headers and body of the measured call (a session opened first unless stateless); `extra`
+    headers go with every request."""
     arguments = {"name": "add", "arguments": {"a": 1, "b": 2}}
     if mode == "stateless":
         body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {**arguments, "_meta": META}})
         routing = [(b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", b"tools/call"), (b"mcp-name", b"add")]
-        return HOST + ACCEPT + routing, body.encode()
+        return HOST + ACCEPT + extra + routing, body.encode()
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}
-    opened = await call(app, HOST + ACCEPT, json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
-                                                       "params": init}).encode())
+    opened = await call(app, HOST + ACCEPT + extra, json.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                                                               "params": init}).encode())
     session = [(b"mcp-session-id", dict(opened[0]["headers"])[b"mcp-session-id"]),
                (b"mcp-protocol-version", b"2025-06-18")]
-    await call(app, HOST + ACCEPT + session, b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
+    await call(app, HOST + ACCEPT + extra + session, b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": arguments}).encode()
-    return HOST + ACCEPT + session, body
+    return HOST + ACCEPT + extra + session, body
 
 
-async def main(mode: str, by_function: bool) -> None:
-    app = make_app()
-    headers, body = await request(app, mode)
+async def main(mode: str, by_function: bool, jwt: bool = False) -> None:
+    app, extra = make_app(jwt)
+    headers, body = await request(app, mode, extra)
     answer = await call(app, headers, body)
     if answer[0]["status"] != 200 or b'"3"' not in answer[-1]["body"]:
         sys.exit(f"the call failed: {answer}")
@@ -107,11 +120,13 @@ async def main(mode: str, by_function: bool) -> None:
             await call(app, headers, body)
     finally:
         sys.settrace(None)
-    print(json.dumps({"mode": mode, "opcodes_per_call": round(sum(counts.values()) / CALLS)}))
+    per_call = round(sum(counts.values()) / CALLS)
+    print(json.dumps({"mode": mode + (" --jwt" if jwt else ""), "opcodes_per_call": per_call}))
     if by_function:
         for name, n in counts.most_common(40):
             print(f"{n / CALLS:8.1f}  {name}")
 
 
 if __name__ == "__main__":
-    asyncio.run(main("stateless" if "stateless" in sys.argv[1:] else "session", "--by-function" in sys.argv))
+    asyncio.run(main("stateless" if "stateless" in sys.argv[1:] else "session", "--by-function" in sys.argv,
+                     "--jwt" in sys.argv))

@@ -10,8 +10,9 @@ is built once) or `on_session` (before the one-server refactor, up to
 
     python bench/ours.py PORT      serve on http://127.0.0.1:PORT/mcp until SIGTERM
     python bench/ours.py --probe   print one JSON line: {"available": bool, "reason": str, "shared": bool,
-                                   "json": bool, "json_reason": str} (shared: one server for every
-                                   session; json: bind() takes json_response, and why not)
+                                   "json": bool, "json_reason": str, "auth": bool, "auth_reason": str}
+                                   (shared: one server for every session; json: bind() takes
+                                   json_response, and why not; auth: --jwt can run on this code)
     python bench/ours.py PORT --json
                                    the same with JSON replies: bind(..., json_response=True), which
                                    answers application/json a POST whose request sends nothing before
@@ -19,6 +20,15 @@ is built once) or `on_session` (before the one-server refactor, up to
     python bench/ours.py PORT --decorated
                                    the same `add` written as a typed function with `@server.tool`
                                    (bench/decorated.py's HTTP rows)
+    python bench/ours.py PORT --jwt PATH
+                                   the same as a protected resource (run.py's `ours-jwt`):
+                                   bind(..., auth=ResourceServer(RESOURCE, [ISSUER],
+                                   verifier=JwtVerifier(issuer=ISSUER, audience=RESOURCE,
+                                   keys={"keys": [jwk]}), required_scopes={"mcp:tools"})), RESOURCE
+                                   being http://127.0.0.1:PORT/mcp; an RS256 key pair made at start
+                                   (cryptography), and one access token for it (PyJWT) written to
+                                   PATH before binding, which every request must carry
+                                   (`Authorization: Bearer <token>`)
     python bench/ours.py PORT --redis URL
                                    the same with only the session store and event log in Redis:
                                    bind(session_store=RedisSessionStore, event_log=RedisEventLog,
@@ -94,6 +104,55 @@ def json_support(bind: Callable[..., Any]) -> str:
         if "json_response" in getattr(HttpLimits, "__dataclass_fields__", {}):
             return ""
     return "McpHttpServer.bind takes no json_response in this code"
+
+
+def auth_support(bind: Callable[..., Any]) -> str:
+    """'' when --jwt can run on this code (bind() takes auth=, mcp_sse_server.auth has JwtVerifier
+    and ResourceServer, PyJWT and cryptography import), else why not."""
+    if "auth" not in inspect.signature(bind).parameters:
+        return "McpHttpServer.bind takes no auth in this code"
+    try:
+        import cryptography  # noqa: F401
+        import jwt  # noqa: F401
+
+        from mcp_sse_server.auth import JwtVerifier, ResourceServer  # noqa: F401
+    except ImportError as exc:
+        return f"{type(exc).__name__}: {exc}"
+    return ""
+
+
+ISSUER = "https://issuer.bench.invalid"  # never fetched: the verifier has its key set in hand
+SCOPE = "mcp:tools"
+KID = "bench-rs256"
+
+
+def jwt_options(port: int, token_path: str) -> dict[str, Any]:
+    """bind()'s auth= for --jwt: an RS256 key pair made now, its public half as the JwtVerifier's
+    key set (keys=, so no JWKS is fetched: what is measured is a request whose token was verified
+    before), and one access token signed with its private half, written to `token_path` (whole,
+    by a rename) before the server binds. The token's claims are RFC 9068's for an access token:
+    iss, aud (the resource), sub, client_id, iat, jti and exp one hour ahead, with scope mcp:tools;
+    its header typ at+jwt and the key's kid."""
+    import jwt
+    from cryptography.hazmat.primitives.asymmetric import rsa
+    from jwt.algorithms import RSAAlgorithm
+
+    from mcp_sse_server.auth import JwtVerifier, ResourceServer
+
+    resource = f"http://127.0.0.1:{port}/mcp"
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = RSAAlgorithm.to_jwk(key.public_key(), as_dict=True)
+    jwk.update(kid=KID, use="sig", alg="RS256")
+    now = int(time.time())
+    claims = {"iss": ISSUER, "aud": resource, "sub": "bench-user", "client_id": "bench-client", "iat": now,
+              "jti": os.urandom(8).hex(), "exp": now + 3600, "scope": SCOPE}
+    token = jwt.encode(claims, key, algorithm="RS256", headers={"typ": "at+jwt", "kid": KID})
+    partial = f"{token_path}.{os.getpid()}.tmp"
+    with open(partial, "w") as f:
+        f.write(token + "\n")
+    os.replace(partial, token_path)
+    verifier = JwtVerifier(issuer=ISSUER, audience=resource, keys={"keys": [jwk]})
+    return {"auth": ResourceServer(resource, [ISSUER], verifier=verifier, required_scopes={SCOPE})}
 
 
 def shared_server(bind: Callable[..., Any]) -> bool:
@@ -207,8 +266,9 @@ class GcWatch:
             json.dump(summary, f)
 
 
-async def serve(port: int, redis_url: str | None = None, decorated: bool = False, json_replies: bool = False) -> None:
-    """Bind, print the endpoint, serve until SIGTERM or SIGINT, close."""
+async def serve(port: int, redis_url: str | None = None, decorated: bool = False, json_replies: bool = False,
+                jwt_token: str | None = None) -> None:
+    """Bind, print the endpoint, serve until SIGTERM or SIGINT, close. `jwt_token`: --jwt's PATH."""
     McpHttpServer = load_http()
     factory = make_factory(decorated)
     served = factory() if shared_server(McpHttpServer.bind) else factory
@@ -218,6 +278,11 @@ async def serve(port: int, redis_url: str | None = None, decorated: bool = False
         if why:
             raise SystemExit(f"--json: {why}")
         options["json_response"] = True
+    if jwt_token is not None:
+        why = auth_support(McpHttpServer.bind)
+        if why:
+            raise SystemExit(f"--jwt: {why}")
+        options.update(jwt_options(port, jwt_token))
     watch = GcWatch()
     http = await McpHttpServer.bind(served, **bind_options(McpHttpServer.bind, port), **options)
     watch.bound()
@@ -240,15 +305,17 @@ def main() -> None:
         try:
             load_core()
             bind = load_http().bind
-            why = json_support(bind)
+            why, auth_why = json_support(bind), auth_support(bind)
             print(json.dumps({"available": True, "reason": "", "shared": shared_server(bind), "json": not why,
-                              "json_reason": why}))
+                              "json_reason": why, "auth": not auth_why, "auth_reason": auth_why}))
         except ImportError as exc:
             print(json.dumps({"available": False, "reason": f"{type(exc).__name__}: {exc}"}))
         return
     port, flags = int(sys.argv[1]), sys.argv[2:]
     redis_url = flags[flags.index("--redis") + 1] if "--redis" in flags else None
-    run = serve(port, redis_url, decorated="--decorated" in flags, json_replies="--json" in flags)
+    jwt_token = flags[flags.index("--jwt") + 1] if "--jwt" in flags else None
+    run = serve(port, redis_url, decorated="--decorated" in flags, json_replies="--json" in flags,
+                jwt_token=jwt_token)
     try:
         import uvloop  # the peers' uvicorn picks uvloop too, so both sides get the same loop
     except ImportError:

@@ -87,6 +87,9 @@ class Server:
     `argv` is a function of the port. `started_s` is the time from spawning
     the process to its first answered initialize (start-up time). `cpus`
     (taskset's list, SERVER_CPU by default) is where it and its workers may run.
+    `token_file`: where a server serving with bearer tokens (ours.py --jwt) writes the one
+    access token it accepts before it listens; every request the harness sends it then
+    carries `headers` (`Authorization: Bearer <token>`), the readiness initialize included.
     """
 
     def __init__(
@@ -101,8 +104,11 @@ class Server:
         path: str = "/mcp",
         ready_timeout: float = 60.0,
         cpus: str = str(SERVER_CPU),
+        token_file: Path | None = None,
     ) -> None:
         self.name, self.argv, self.port, self.cwd, self.cpus = name, argv, port, cwd, cpus
+        self.token_file = token_file
+        self.headers: dict[str, str] = {}  # what every request to it carries (set once the token is read)
         self.env = dict(os.environ, **(env or {}))
         self.url = f"http://127.0.0.1:{port}{path}"
         self.log_path = log_dir / (re.sub(r"[^\w@.+-]", "_", name) + ".log")  # `ours@REF` may hold a slash
@@ -126,6 +132,8 @@ class Server:
             return ""
 
     def __enter__(self) -> Server:
+        if self.token_file is not None:  # (an earlier server on the same port may have left one)
+            self.token_file.unlink(missing_ok=True)
         log = self.log_path.open("ab")
         t0 = time.perf_counter()
         self.proc = subprocess.Popen(
@@ -149,7 +157,13 @@ class Server:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise ServerFailed(f"{self.name} exited with {self.proc.returncode}:\n{self.log_tail()}")
-            conn, path = connect(self.url, timeout=5.0)
+            if self.token_file is not None:
+                try:
+                    self.headers = {"Authorization": "Bearer " + self.token_file.read_text().strip()}
+                except FileNotFoundError:  # not written yet: it is written before the server listens
+                    time.sleep(0.005)
+                    continue
+            conn, path = connect(self.url, timeout=5.0, headers=self.headers)
             try:
                 initialize(conn, path, "bench-ready")
                 self.started_s = time.perf_counter() - t0

@@ -1,7 +1,7 @@
 """Turn a run's results (plain dicts, as saved in results/latest.json) into
 Markdown tables with ratios against our server, and check the targets: the
-"must hold" list of the issue "The request path in one pass" (must_hold), and
-issue 6's (targets)."""
+"must hold" list of the issue "The request path in one pass" (must_hold, with
+issue 19's bearer-token row: ours-jwt against ours), and issue 6's (targets)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,12 @@ from mcp_http import MODERN_REVISIONS, PROTOCOL_VERSION, is_modern
 OURS = "ours"
 BARE = "bare-asgi"  # the ceiling: reads each request's body (as every MCP server must), answers one SSE event
 BARE_NOREAD = "bare-asgi-noread"  # the same app answering without reading the body (the ceiling until now)
+# Ours serving with bearer tokens (ours.py --jwt): point 1 and the pairs only, compared with ours.
+OURS_JWT = "ours-jwt"
+BEARER_CPU = 1.10  # must hold: server CPU per request with a token verified before ≤ this times ours' without
 LABELS = {
     OURS: "mcp-sse-server (ours)",
+    OURS_JWT: "mcp-sse-server, bearer tokens (`ours-jwt`)",
     "official": "official Python SDK",
     "fastmcp": "fastmcp",
     "typescript": "TypeScript SDK",
@@ -98,8 +102,8 @@ def _ms(us: float) -> str:
 
 
 def _times(x: float, name: str = "") -> str:
-    """A ratio; two decimals against a baseline of ours, where the differences are small."""
-    if is_ours(name):
+    """A ratio; two decimals against a baseline of ours or ours-jwt, where the differences are small."""
+    if is_ours(name) or name == OURS_JWT:
         return f"{x:.2f}x"
     return f"{x:.1f}x" if x < 100 else f"{x:,.0f}x"
 
@@ -163,6 +167,8 @@ def http_table(results: dict[str, Any], key: str, title: str, names: list[str] |
             continue
         if key in ("sessions100", "gen_check") and name == BARE_NOREAD:
             continue  # measured on the ceiling only
+        if name == OURS_JWT and key not in ("sse", "json"):
+            continue  # point 1 only
         point = _load(entry.get(key))
         if point is None:
             lines.append(f"| {server_label(name)} | {_why(entry.get(key), entry.get('skip'))} | | | | | |")
@@ -251,8 +257,9 @@ def resumable_cost_table(results: dict[str, Any]) -> list[str]:
 
 
 def mcp_servers(results: dict[str, Any]) -> list[str]:
-    """Every server that speaks MCP: all but the bare ASGI app (the modern point's rows)."""
-    return [name for name in results["order"] if not is_bare(name)]
+    """Every server that speaks MCP: all but the bare ASGI app (the modern point's rows); not
+    ours-jwt either, measured at point 1 only."""
+    return [name for name in results["order"] if not is_bare(name) and name != OURS_JWT]
 
 
 def modern_replies(results: dict[str, Any]) -> list[str]:
@@ -320,8 +327,8 @@ def memory_table(results: dict[str, Any]) -> list[str]:
              "|---|---:|" + "---:|" * len(counts) + "---:|---:|"]
     ours_per = _per_session(mem.get(OURS, {}))
     for name in results["order"]:
-        if name not in mem and name == BARE_NOREAD:
-            continue  # one process for both bare rows: measured as the ceiling's
+        if name not in mem and name in (BARE_NOREAD, OURS_JWT):
+            continue  # one process for both bare rows: measured as the ceiling's; ours-jwt: point 1 only
         m = mem.get(name, {})
         if m.get("skip") or m.get("empty_kb") is None:
             why = f"skipped: {m['skip']}" if m.get("skip") else m.get("error", "not run")
@@ -372,7 +379,7 @@ def startup_table(results: dict[str, Any]) -> list[str]:
     lines = ["**Start-up: import time (wall and CPU time over a bare interpreter, median of runs) and time from "
              "spawning the server to its first answered `initialize` (median of this run's starts)**", "",
              "| server | spawn → first answer ms | import | import ms | import CPU ms |", "|---|---:|---|---:|---:|"]
-    for name in results["order"]:
+    for name in (n for n in results["order"] if n != OURS_JWT):  # (its start makes an RSA key: not a start-up)
         s = starts.get(name) or []
         spawn = _num(statistics.median(s) * 1000) if s else "—"
         rows = imports.get(name) or [{}]
@@ -651,7 +658,8 @@ def pair_summary(results: dict[str, Any], name: str | None, key: str) -> dict[st
     if not rounds or any(_load(r) is None or not _per_cpu(r) for r in rounds):
         return None
     per = [_per_cpu(r) or 0.0 for r in rounds]
-    return {"per_cpu": statistics.median(per), "rounds": per,
+    return {"per_cpu": statistics.median(per), "rounds": per, "rps": statistics.median(r["rps"] for r in rounds),
+            "server_cpu": statistics.median(r["server_cpu"] for r in rounds),
             "p50_us": statistics.median(r["p50_us"] for r in rounds),
             "p99_us": statistics.median(r["p99_us"] for r in rounds),
             "disturbed": sum(r["server_cpu"] < 0.9 for r in rounds) > len(rounds) // 2}
@@ -685,6 +693,102 @@ def pairs_table(results: dict[str, Any]) -> list[str]:
         lines.append(f"| {server_label(name)} | {calls.get(call, call)} | " + " | ".join(cells) + f" | {tail} |")
     if pairs.get("error"):
         lines += ["", f"The pairs stopped early: {pairs['error']}"]
+    return lines
+
+
+CLEAN_SHARE = 0.9  # a round of the pairs is clean when both servers got at least this share of their core
+
+
+def bearer_ratios(results: dict[str, Any], key: str) -> list[tuple[float, bool]]:
+    """(ours-jwt's server CPU per request over ours', clean) for each round of the pairs where both
+    points of `key` ("sse" or "json") are valid; clean: both servers got ≥ CLEAN_SHARE of their core
+    (in a round where one did not, other work ran during its turn only, and the ratio says more of
+    the machine than of the servers). [] without such rounds."""
+    points = (results.get("pairs") or {}).get("points") or {}
+    ratios = []
+    for a, b in zip(points.get(pair_key(OURS, key)) or [], points.get(pair_key(OURS_JWT, key)) or [], strict=False):
+        if _load(a) and _load(b) and _per_cpu(a) and _per_cpu(b):
+            clean = min(a["server_cpu"], b["server_cpu"]) >= CLEAN_SHARE
+            ratios.append(((_per_cpu(a) or 0.0) / (_per_cpu(b) or 1.0), clean))
+    return ratios
+
+
+def bearer_figure(results: dict[str, Any], key: str) -> tuple[float, str] | None:
+    """The pairs' CPU-per-request ratio ours-jwt over ours: the median over the clean rounds, else over
+    every round (marked †); and how it was taken."""
+    ratios = bearer_ratios(results, key)
+    if not ratios:
+        return None
+    clean = [r for r, ok in ratios if ok]
+    if clean:
+        return statistics.median(clean), f"median of the {len(clean)} clean rounds of {len(ratios)}"
+    return statistics.median(r for r, _ in ratios), f"median of all {len(ratios)} rounds, none clean †"
+
+
+def _rounds_list(ratios: list[tuple[float, bool]]) -> str:
+    return ", ".join(f"{r:.2f}x{'' if ok else ' †'}" for r, ok in ratios)
+
+
+def _main_figure(point: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A main point's figures in pair_summary's shape (None when it has none)."""
+    point = _load(point)
+    if point is None or not _per_cpu(point):
+        return None
+    return {"per_cpu": _per_cpu(point), "rps": point["rps"], "server_cpu": point["server_cpu"],
+            "p50_us": point["p50_us"], "p99_us": point["p99_us"], "disturbed": point.get("disturbed", False)}
+
+
+def bearer_table(results: dict[str, Any]) -> list[str]:
+    """Ours and ours-jwt at point 1, SSE and JSON replies: the interleaved pairs' medians (what the
+    must-hold row reads) and the main points, with server CPU per request as ours-jwt over ours."""
+    if OURS_JWT not in results["order"]:
+        return []
+    http = results.get("http", {})
+    points = (results.get("pairs") or {}).get("points") or {}
+    lines = ["**Bearer tokens: `tools/call add`, 16 connections on one 2025-06-18 session, ours without "
+             "authorization and `ours-jwt` (`bind(..., auth=ResourceServer(...))` with a `JwtVerifier` holding a "
+             "local RS256 key; every request, initialize included, carries `Authorization: Bearer` and one JWT "
+             "access token, verified once, then a `VerifiedTokens` hit). CPU per request: server CPU-seconds per "
+             f"request, `ours-jwt` over ours (from the pairs: the median of the clean rounds' own ratios); must "
+             f"hold: ≤ {BEARER_CPU:.2f}x**", "",
+             "| server | replies | figures | requests/s | p50 ms | p99 ms | server CPU | requests per server "
+             "CPU-second | CPU per request vs ours | each round's ratio |",
+             "|---|---|---|---:|---:|---:|---:|---:|---:|---|"]
+
+    def row(name: str, replies: str, how: str, fig: dict[str, Any] | None, ref: dict[str, Any] | None,
+            why: str, rounds: str = "", ratio: str = "") -> str:
+        if fig is None:
+            return f"| {server_label(name)} | {replies} | {how} | {why} | | | | | | |"
+        ratio = ratio or ("—" if name == OURS else f"{ref['per_cpu'] / fig['per_cpu']:.2f}x" if ref else "n/a")
+        cpu = f"{100 * fig['server_cpu']:.0f}%{' †' if fig.get('disturbed') else ''}"
+        return (f"| {server_label(name)} | {replies} | {how} | {_num(fig['rps'])} | {_ms(fig['p50_us'])} | "
+                f"{_ms(fig['p99_us'])} | {cpu} | {_num(fig['per_cpu'])} | {ratio} | {rounds} |")
+
+    for key, replies in (("sse", "SSE"), ("json", "JSON")):
+        paired = {name: pair_summary(results, name, key) for name in (OURS, OURS_JWT)}
+        if any(pair_key(name, key) in points for name in (OURS, OURS_JWT)):
+            a = points.get(pair_key(OURS, key)) or []
+            ratios, figure = _rounds_list(bearer_ratios(results, key)), bearer_figure(results, key)
+            how = f"pairs ({len(a)} rounds, medians)"
+            for name in (OURS, OURS_JWT):
+                why = "a round invalid (see the pairs)" if pair_key(name, key) in points else "not in the pairs"
+                ratio = f"{figure[0]:.2f}x ({figure[1]})" if name == OURS_JWT and figure else ""
+                lines.append(row(name, replies, how, paired[name], paired[OURS], why,
+                                 ratios if name == OURS_JWT else "", ratio))
+        main = {name: _main_figure(http.get(name, {}).get(key)) for name in (OURS, OURS_JWT)}
+        for name in (OURS, OURS_JWT):
+            entry = http.get(name, {})
+            lines.append(row(name, replies, "main point", main[name], main[OURS], _why(entry.get(key),
+                                                                                    entry.get("skip"))))
+    lines += ["", "The token is verified once (an RS256 signature check by PyJWT) when the harness's readiness "
+              "`initialize` reaches a fresh server, before any measured second; the verifier has the key set in "
+              "hand (`keys=`), so no JWKS is fetched. A point then measures requests whose token was verified "
+              "before: the bearer check, the cache lookup by the token's SHA-256, the session bound to the "
+              "token's principal, the scopes of the tool named. Each round's ratio compares the two servers' "
+              f"points of that round, measured back to back; a round is clean when both got at least "
+              f"{100 * CLEAN_SHARE:.0f}% of their core (else marked †: other work ran during one turn), and the "
+              "median of the clean rounds' ratios (of every round's when none is) is the pairs' figure, the one "
+              "the must-hold row reads. The other columns are each server's medians over the rounds."]
     return lines
 
 
@@ -765,6 +869,33 @@ def must_hold(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     else:
         missing = _why_not(results, OURS, "sse" if not ours else "json")
         out += [(target_cpu, missing, _verdict(None)), (target_p99, missing, _verdict(None))]
+    # 3b. bearer tokens (issue 19): ours-jwt against ours, SSE (JSON replies' ratio beside it). A paired
+    # comparison: the median of the rounds' own ratios (each round's two points ran back to back).
+    target = (f"a `tools/call` carrying a JWT access token verified before (`ours-jwt`: RS256, a `VerifiedTokens` "
+              f"hit; SSE, 16 connections, one session) costs ≤ {BEARER_CPU:.2f}x the server CPU per request of "
+              "ours without authorization (issue 19)")
+    paired, jwt = bearer_figure(results, "sse"), figure(OURS_JWT, "sse")
+    main_ours, main_jwt = point(OURS, "sse"), point(OURS_JWT, "sse")
+    main_ratio = ((_per_cpu(main_ours) or 0.0) / (_per_cpu(main_jwt) or 1.0)
+                  if main_ours and main_jwt and _per_cpu(main_ours) and _per_cpu(main_jwt) else None)
+    if paired:
+        ratio = paired[0]
+        shown = f"{ratio:.2f}x (pairs, {paired[1]}; every round: {_rounds_list(bearer_ratios(results, 'sse'))})"
+        if ours and jwt and jwt["how"] == "pairs":
+            shown += (f"; the medians' ratio {ours['per_cpu'] / jwt['per_cpu']:.2f}x{mark(ours, jwt)} (`ours-jwt` "
+                      f"{per_cpu(jwt)}, ours {per_cpu(ours)})")
+    elif main_ratio is not None:
+        ratio = main_ratio
+        shown = f"{ratio:.2f}x (main points)"
+    else:
+        ratio, shown = None, _why_not(results, OURS if not point(OURS, "sse") else OURS_JWT, "sse")
+    if ratio is not None:
+        if paired and main_ratio is not None:
+            shown += f"; main points {main_ratio:.2f}x"
+        json_paired = bearer_figure(results, "json")
+        if json_paired:
+            shown += f"; JSON replies {json_paired[0]:.2f}x ({json_paired[1]})"
+    out.append((target, shown, _verdict(None if ratio is None else ratio <= BEARER_CPU)))
     # 4. fairness at point 4
     many, bare_many = point(OURS, "sessions100"), point(BARE, "sessions100")
     target = f"100 sessions, 1 request each in flight: p99 ≤ {FAIRNESS:g}x p50"
@@ -907,9 +1038,11 @@ def render(results: dict[str, Any]) -> str:
         lines += ["", *redis_tables(results)]
     pairs = pairs_table(results)
     lines += ["", *pairs] if pairs else []
-    lines += ["", '**Must hold (issue "The request path in one pass"; every throughput per server CPU-second, '
-              'i.e. requests/s over the share of its core the server used)**', "", "| must hold | measured | |",
-              "|---|---|---|"]
+    bearer = bearer_table(results)
+    lines += ["", *bearer] if bearer else []
+    lines += ["", '**Must hold (issue "The request path in one pass", and issue 19\'s bearer tokens; every '
+              'throughput per server CPU-second, i.e. requests/s over the share of its core the server used)**', "",
+              "| must hold | measured | |", "|---|---|---|"]
     lines += [f"| {t} | {m} | {v} |" for t, m, v in must_hold(results)]
     lines += ["", "Pairs' medians: the interleaved pairs above (run.py measures them after every server's points); "
               "main points: the tables' own points, measured minutes apart."]

@@ -2,7 +2,8 @@
 run on this machine: every server pinned to CPU 0, every load generator to
 CPU 1. Run bench/setup.sh first (bench/run.sh does both).
 
-    python3 bench/run.py [--quick] [--servers ours,official,...,ours-redis] [--baseline REF]... [--src PATH] [--readme]
+    python3 bench/run.py [--quick] [--servers ours,ours-jwt,official,...,ours-redis] [--baseline REF]... [--src PATH]
+                         [--readme]
 
 Prints Markdown tables (HTTP throughput and latency, many sessions, memory,
 in-process round trip, start-up) with ratios against our server, and saves
@@ -12,10 +13,15 @@ server from git REF's src/ as the server `ours@REF`, and adds a before/after
 table. `ours-redis` (in --servers, and by default when redis-server is
 installed) adds ours on the Redis store against the in-process store, 1 and
 2 workers, and Redis memory per idle session, on a redis-server of the run's
-own. Any error reply makes a point invalid: it is shown as such, never as a
-number. The last tables check the targets: the issue's "must hold" list
-(against the body-reading bare ASGI ceiling and the baselines ours@540ab25 and
-ours@6e30da1, when given), then issue 6's.
+own. `ours-jwt` (in the default run, and in --servers, which then brings ours
+in as its comparison) is ours serving with bearer tokens (ours.py --jwt: a
+JwtVerifier with a local RS256 key, one token sent on every request), at
+point 1 and in the interleaved pairs only: the table "Bearer tokens" and a
+must-hold row compare its server CPU per request with ours'. Any error
+reply makes a point invalid: it is shown as such, never as a number. The
+last tables check the targets: the issue's "must hold" list (against the
+body-reading bare ASGI ceiling and the baselines ours@540ab25 and
+ours@6e30da1, when given, and ours-jwt against ours), then issue 6's.
 
 Standard library only; each server runs in its own environment.
 """
@@ -51,7 +57,8 @@ ROOT = BENCH.parent
 PEERS = BENCH / ".peers"
 BASELINES = BENCH / ".baseline"  # git-ignored: REF's src/ for --baseline REF, reused while REF names the same commit
 RESULTS = BENCH / "results"
-ORDER = [report.OURS, "official", "fastmcp", "typescript", report.BARE, report.BARE_NOREAD]
+TOKENS = RESULTS / "tokens"  # ours-jwt's access tokens, one file per server (ours.py --jwt writes it)
+ORDER = [report.OURS, report.OURS_JWT, "official", "fastmcp", "typescript", report.BARE, report.BARE_NOREAD]
 REDIS = "ours-redis"  # --servers name of the Redis-store points (ours only), which run after the servers
 BOTH_CPUS = f"{SERVER_CPU},{LOAD_CPU}"  # the workers points: server, redis-server and wrk share both cores
 DISTURBED = 0.9  # a saturated server's share of its core below which other work interfered
@@ -99,6 +106,9 @@ class Peer:
     src: Path | None = None  # ours only: the code measured (PYTHONPATH's first entry)
     cpus: str = str(SERVER_CPU)  # where the server (and its workers) may run, as taskset -c takes it
     load_cpus: str = str(LOAD_CPU)  # where wrk runs against it
+    auth_why: str = ""  # ours only: why this code cannot serve with bearer tokens (ours.py --jwt)
+    token_file: Callable[[int], Path] | None = None  # (port) -> where it writes the token every request carries
+    point1_only: bool = False  # ours-jwt: point 1 (SSE and JSON replies) and the pairs, nothing else
 
 
 def our_python() -> str:
@@ -166,6 +176,25 @@ def ours_peer(name: str, src: Path, options: tuple[str, ...] = ()) -> Peer:
         # JSON replies (bind's json_response) where this code has them; "not offered" rows otherwise.
         peer.json, peer.json_why = bool(answer.get("json")), answer.get("json_reason", "")
         peer.shared = answer.get("shared")
+        peer.auth_why = "" if answer.get("auth") else answer.get("auth_reason") or "ours.py --probe says no auth"
+    return peer
+
+
+def token_path(port: int) -> Path:
+    return TOKENS / f"{report.OURS_JWT}-{port}.jwt"
+
+
+def ours_jwt_peer(src: Path) -> Peer:
+    """`ours-jwt`: ours.py's `add` server with `--jwt` (bind(..., auth=ResourceServer(...)) with a
+    JwtVerifier holding an RS256 key made at start, no JWKS fetched), from the code in `src`; the
+    token it writes goes with every request of the harness and of wrk. Point 1 and the pairs only."""
+    py = our_python()
+    peer = ours_peer(report.OURS_JWT, src)
+    peer.argv = lambda p, j: [py, str(BENCH / "ours.py"), str(p), "--jwt", str(token_path(p)),
+                              *(["--json"] if j else [])]
+    peer.imports, peer.token_file, peer.point1_only = (), token_path, True
+    if not peer.skip and peer.auth_why:
+        peer.skip = f"this code cannot serve with bearer tokens ({peer.auth_why})"
     return peer
 
 
@@ -205,6 +234,7 @@ def peers(baselines: dict[str, Path], src: Path = ROOT / "src") -> list[Peer]:
         return ["--json"] if json_ else []
 
     ours = [ours_peer(report.OURS, src)] + [ours_peer(name, base) for name, base in baselines.items()]
+    ours.append(ours_jwt_peer(src))  # (not one of ours' versions: report.is_ours says no)
     others = [
         Peer("official", lambda p, j: [official, str(BENCH / "peers" / "peer_official_sdk.py"), str(p), *flag(j)],
              json=True, imports=("from mcp.server.mcpserver import MCPServer",), python=official),
@@ -237,6 +267,9 @@ class Run:
         self.log_dir = RESULTS / "logs"
         self.log_dir.mkdir(parents=True, exist_ok=True)
         for old in self.log_dir.glob("*.log"):
+            old.unlink()
+        TOKENS.mkdir(parents=True, exist_ok=True)
+        for old in TOKENS.glob("*.jwt"):
             old.unlink()
         self.results: dict[str, Any] = {
             "order": [p.name for p in selected], "http": {}, "memory": {}, "startup": {}, "redis": {},
@@ -278,7 +311,7 @@ class Run:
         port = free_port()
         name = f"{peer.name}{'-json' if json_replies else ''}{tag}"
         return Server(name, peer.argv(port, json_replies), port, cwd=peer.cwd, env=peer.env, log_dir=self.log_dir,
-                      cpus=peer.cpus)
+                      cpus=peer.cpus, token_file=peer.token_file(port) if peer.token_file else None)
 
     def started(self, peer: Peer, srv: Server) -> None:
         self.results["startup"].setdefault(peer.name, []).append(srv.started_s)
@@ -294,7 +327,7 @@ class Run:
         again (at most twice, within the run's retry budget) and the best kept,
         marked as disturbed if it never got its core.
         """
-        warm = wrk(srv.url, seconds=self.s.warmup, **kw)
+        warm = wrk(srv.url, seconds=self.s.warmup, headers=srv.headers, **kw)
         if not warm.ok:
             return asdict(Load(invalid=f"during warm-up: {warm.invalid}"))
         best: Load | None = None
@@ -303,7 +336,7 @@ class Run:
             pids = srv.pids()
             before = counters() if counters else {}
             cpu0, t0 = cpu_seconds(*pids), time.monotonic()
-            load = wrk(srv.url, seconds=self.s.seconds, **kw)
+            load = wrk(srv.url, seconds=self.s.seconds, headers=srv.headers, **kw)
             load.server_cpu = round((cpu_seconds(*pids) - cpu0) / (time.monotonic() - t0), 3)
             if counters:
                 after = counters()
@@ -352,8 +385,8 @@ class Run:
                 with self.server(peer, json_replies) as srv:
                     self.started(peer, srv)
                     self.one_session(peer, srv, entry, key)
-                    if json_replies or peer.name == report.BARE_NOREAD:  # (its 100-session point: the ceiling's)
-                        continue
+                    if json_replies or peer.name == report.BARE_NOREAD or peer.point1_only:
+                        continue  # (the app not reading the body: its 100-session point is the ceiling's)
                     log(f"{peer.name}: 100 sessions, 1 request each in flight")
                     opened = open_sessions(srv.url, 100, deadline=60)
                     if opened.error:
@@ -375,7 +408,7 @@ class Run:
             # Ours on each protocol revision, quick and streamed calls: stream logs live on 30 s
             # after each call, so these points are kept apart from the others.
             self.own_server(peer, entry, [key for key in report.REVISION_POINTS if key != "sse"], "-revisions")
-        if not report.is_bare(peer.name):  # the bare app answers a fixed body: no revision to speak
+        if not report.is_bare(peer.name) and not peer.point1_only:  # the bare app answers a fixed body
             self.own_server(peer, entry, [report.MODERN_KEY], "-modern")
 
     def one_session(self, peer: Peer, srv: Server, entry: dict[str, Any], key: str,
@@ -389,7 +422,7 @@ class Run:
         call, revision = report.POINTS16.get(key, report.POINTS16["sse"])
         streamed = call == report.STREAMED
         what = f"{key.upper()} replies" if key in ("sse", "json") else report.point_label(call, revision)
-        conn, path = connect(srv.url)
+        conn, path = connect(srv.url, headers=srv.headers)
         try:
             sid = "" if is_modern(revision) else open_session(conn, path, "bench-wrk", revision)
             shape = reply_shape(conn, path, sid, revision, streamed)
@@ -432,8 +465,8 @@ class Run:
                 f" CPU server {point['server_cpu']:.0%} wrk {point['wrk_cpu']:.0%}")
 
     def memory(self, peer: Peer) -> None:
-        if peer.name == report.BARE_NOREAD:
-            return  # the ceiling's process, reading or not: measured once
+        if peer.name == report.BARE_NOREAD or peer.point1_only:
+            return  # the ceiling's process, reading or not: measured once; ours-jwt: point 1 only
         m: dict[str, Any] = {}
         self.results["memory"][peer.name] = m
         if peer.shared is not None:
@@ -645,7 +678,8 @@ class Run:
     def pairs(self) -> None:
         """The must-hold comparisons measured again side by side, into results["pairs"]: ours'
         quick call on a 2025-06-18 session (SSE), the same call at the stateless revision and
-        with JSON replies, the body-reading ceiling's, and ours@540ab25's, each on a server of
+        with JSON replies, ours-jwt's SSE and JSON calls (each right after ours' same call), the
+        body-reading ceiling's, and ours@540ab25's, each on a server of
         its own started for this (all alive at once, idle but for their turn), 16 connections,
         one point each in turn, for a few rounds. Taking turns, every figure of a round sees the
         same state of this shared machine, so their ratios do not drift with it the way points
@@ -657,11 +691,16 @@ class Run:
             return
         speed = report.baseline_of(self.results, report.SPEED_REF)
         speed = speed if speed in by_name else None
+        jwt = by_name.get(report.OURS_JWT)
         # (key, peer, JSON replies, revision); the key names the point in results["pairs"]
-        wanted = [(report.pair_key(report.OURS, "sse"), ours, False, report.REVISIONS[0]),
-                  (report.pair_key(report.OURS, report.MODERN_KEY), ours, False, report.MODERN)]
+        wanted = [(report.pair_key(report.OURS, "sse"), ours, False, report.REVISIONS[0])]
+        if jwt:
+            wanted.append((report.pair_key(report.OURS_JWT, "sse"), jwt, False, report.REVISIONS[0]))
+        wanted.append((report.pair_key(report.OURS, report.MODERN_KEY), ours, False, report.MODERN))
         if ours.json:
             wanted.append((report.pair_key(report.OURS, "json"), ours, True, report.REVISIONS[0]))
+            if jwt and jwt.json:
+                wanted.append((report.pair_key(report.OURS_JWT, "json"), jwt, True, report.REVISIONS[0]))
         if report.BARE in by_name:
             wanted.append((report.pair_key(report.BARE, "sse"), by_name[report.BARE], False, report.REVISIONS[0]))
         if speed:
@@ -678,7 +717,7 @@ class Run:
                     if srv is None:
                         srv = servers[(peer.name, json_replies)] = stack.enter_context(
                             self.server(peer, json_replies, tag="-pairs"))
-                    conn, path = connect(srv.url)
+                    conn, path = connect(srv.url, headers=srv.headers)
                     try:
                         sid = "" if is_modern(revision) else open_session(conn, path, "bench-pairs", revision)
                     finally:
@@ -686,14 +725,16 @@ class Run:
                     points.append((key, srv, sid, revision))
                 for i in range(rounds):
                     for key, srv, sid, revision in points:
-                        warm = wrk(srv.url, connections=16, seconds=1, session=sid, revision=revision)
+                        warm = wrk(srv.url, connections=16, seconds=1, session=sid, revision=revision,
+                                   headers=srv.headers)
                         if not warm.ok:
                             entry["points"][key].append(asdict(Load(invalid=f"during warm-up: {warm.invalid}")))
                             continue
                         self.wait_quiet(srv)
                         pids = srv.pids()
                         cpu0, t0 = cpu_seconds(*pids), time.monotonic()
-                        load = wrk(srv.url, connections=16, seconds=seconds, session=sid, revision=revision)
+                        load = wrk(srv.url, connections=16, seconds=seconds, session=sid, revision=revision,
+                                   headers=srv.headers)
                         load.server_cpu = round((cpu_seconds(*pids) - cpu0) / (time.monotonic() - t0), 3)
                         entry["points"][key].append(asdict(load))
                         log(f"  round {i + 1} {key}: {self.brief(asdict(load))}")
@@ -735,7 +776,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="shorter points, memory at 1,000 sessions only")
     parser.add_argument("--servers", help=f"comma-separated subset of {','.join([*ORDER, REDIS])} ({REDIS}: ours"
-                        " on the Redis store, 1 and 2 workers; needs redis-server, skipped without it by default)")
+                        " on the Redis store, 1 and 2 workers; needs redis-server, skipped without it by default;"
+                        f" {report.OURS_JWT}: ours with bearer tokens, point 1 only, with ours beside it)")
     parser.add_argument("--sessions", help="idle-session memory points, e.g. 1000,10000,100000")
     parser.add_argument("--baseline", action="append", default=[], metavar="REF",
                         help="also measure ours from git REF's src/ (as server ours@REF) and compare before/after;"
@@ -756,6 +798,8 @@ def main() -> None:
     wanted = args.servers.split(",") if args.servers else [*ORDER, *([REDIS] if shutil.which("redis-server") else [])]
     if report.BARE in wanted:  # the ceiling comes with its second row, the app that does not read the body
         wanted.append(report.BARE_NOREAD)
+    if report.OURS_JWT in wanted and report.OURS not in wanted:  # ours-jwt is compared with ours
+        wanted.append(report.OURS)
     unknown = set(wanted) - {*ORDER, REDIS}
     if unknown:
         sys.exit(f"unknown servers: {', '.join(sorted(unknown))}")
@@ -764,7 +808,7 @@ def main() -> None:
     if not (ours_src / "mcp_sse_server").is_dir():
         sys.exit(f"--src {args.src}: no mcp_sse_server package there")
     everything = peers({name: base for name, (base, _) in baselines.items()}, ours_src)
-    ours = [p for p in everything if report.is_ours(p.name)]
+    ours = [p for p in everything if report.is_ours(p.name)]  # (not ours-jwt: same code as ours)
     # A before/after comparison needs ours: --baseline brings it in, whatever --servers says.
     selected = [p for p in everything if p.name in wanted or (baselines and report.is_ours(p.name))]
     # Byte-compile our package as installing a wheel would (the peers' pip installs did so

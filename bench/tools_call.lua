@@ -23,7 +23,10 @@
 --                           "resultType":"complete" is an error;
 --   MCP_PROGRESS=1          streamed calls: each carries params._meta.progressToken
 --                           (its JSON-RPC id, so unique too), and a reply whose
---                           stream holds no notifications/progress is an error.
+--                           stream holds no notifications/progress is an error;
+--   MCP_HEADER="Name: value" one more header on every request (several: one
+--                           per line), e.g. "Authorization: Bearer <token>"
+--                           (run.py's ours-jwt); unset or empty: none.
 local one = os.getenv("MCP_SESSION") or ""
 local revision = os.getenv("MCP_REVISION") or ""
 if revision == "" then revision = "2025-06-18" end
@@ -44,6 +47,10 @@ wrk.headers["MCP-Protocol-Version"] = revision
 if envelope then
   wrk.headers["Mcp-Method"] = "tools/call"
   wrk.headers["Mcp-Name"] = "add"
+end
+for line in string.gmatch(os.getenv("MCP_HEADER") or "", "[^\n]+") do
+  local name, value = string.match(line, "^%s*([^:]-)%s*:%s*(.-)%s*$")
+  if name and name ~= "" then wrk.headers[name] = value end
 end
 
 function setup(thread)
