@@ -200,6 +200,8 @@ class OAuth(httpx.Auth):
         self._dpop_nonces: dict[str, str] = {}  # origin -> the last nonce it asked for
         self._step_ups: dict[tuple[str, str], int] = {}
         self._requested_scope: str | None = None
+        self._outcome: Literal["stored", "refreshed", "granted"] = "granted"  # what _on_unauthorized did
+        self._skew = 60.0  # refresh this long before expiry (less for tokens that live under two minutes)
 
     @property
     def user_agent(self) -> UserAgent:
@@ -219,12 +221,16 @@ class OAuth(httpx.Auth):
     async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
         if self._lock is None:
             self._lock = asyncio.Lock()
-        if self.tokens is not None and self._server is not None and self.tokens.expired(self.clock()):
+        if self.tokens is not None and self._server is not None and self._expiring(self.tokens):
             async with self._lock:
-                if self.tokens is not None and self.tokens.expired(self.clock()):
+                if self.tokens is not None and self._expiring(self.tokens):
                     sub = _Delegate(self._refresh_or_forget())
                     while (step := await sub.next()) is not None:
                         sub.reply = yield step
+        # Rule 4: a stored token, a refreshed one or one another request just got may each be tried
+        # once; a new grant (or a step-up) at most once; its refusal ends the request.
+        may_reuse = may_refresh = True
+        granted_here = False
         sent_with = self.tokens
         self._authorize(request)
         response = yield request
@@ -233,34 +239,52 @@ class OAuth(httpx.Auth):
             self._remember_nonce(request.url, response)
             self._authorize(request)
             response = yield request
-        status = response.status_code
-        if status not in (401, 403):
-            return
-        await response.aread()
-        challenge = token_challenge(response.headers.get_list("www-authenticate"))
-        if status == 403 and (challenge is None or challenge.error != "insufficient_scope"):
-            return  # another refusal (an Origin check, a policy): the caller's to report
-        async with self._lock:
-            if status == 401 and self.tokens is not None and self.tokens is not sent_with:
-                pass  # another request got a token meanwhile: try it
-            elif status == 401:
-                sub = _Delegate(self._on_unauthorized(request, challenge, sent_with is not None))
-                while (step := await sub.next()) is not None:
-                    sub.reply = yield step
-            else:
-                assert challenge is not None
-                sub = _Delegate(self._step_up(request, challenge))
-                while (step := await sub.next()) is not None:
-                    sub.reply = yield step
-        self._authorize(request)
-        retried = yield request
-        if self._dpop is not None and _dpop_nonce_requested(retried):
-            await retried.aread()
-            self._remember_nonce(request.url, retried)
+        for _ in range(4):
+            status = response.status_code
+            if status not in (401, 403):
+                return
+            await response.aread()
+            challenge = token_challenge(response.headers.get_list("www-authenticate"))
+            if status == 403 and (challenge is None or challenge.error != "insufficient_scope"):
+                return  # another refusal (an Origin check, a policy): the caller's to report
+            if granted_here:
+                if status == 403:
+                    return  # one step-up per request: the server's refusal is the caller's error
+                break
+            async with self._lock:
+                if status == 401 and self.tokens is not None and self.tokens is not sent_with and may_reuse:
+                    may_reuse = False  # another request got a token meanwhile: try it
+                elif status == 401:
+                    sub = _Delegate(
+                        self._on_unauthorized(
+                            request, challenge, sent_with is not None, may_reuse=may_reuse, may_refresh=may_refresh
+                        )
+                    )
+                    while (step := await sub.next()) is not None:
+                        sub.reply = yield step
+                    outcome = self._outcome
+                    may_reuse = False
+                    may_refresh = may_refresh and outcome != "refreshed"
+                    granted_here = outcome == "granted"
+                else:
+                    assert challenge is not None
+                    sub = _Delegate(self._step_up(request, challenge))
+                    while (step := await sub.next()) is not None:
+                        sub.reply = yield step
+                    granted_here = True
+            sent_with = self.tokens
             self._authorize(request)
-            retried = yield request
-        if retried.status_code == 401:
-            await retried.aread()
+            response = yield request
+            if self._dpop is not None and _dpop_nonce_requested(response):
+                await response.aread()
+                self._remember_nonce(request.url, response)
+                self._authorize(request)
+                response = yield request
+        if response.status_code == 401:
+            await response.aread()
+            if self.tokens is not None:
+                await self.storage.clear_tokens(self.tokens.issuer, self.tokens.resource)
+                self.tokens = None
             raise OAuthError(
                 f"MCP server at {_plain(request.url)} refused the token it was just given (HTTP 401): "
                 "check that the authorization server issues tokens for this resource"
@@ -284,31 +308,40 @@ class OAuth(httpx.Auth):
     # --- 401: discovery, then a token ----------------------------------------------------
 
     async def _on_unauthorized(
-        self, request: httpx.Request, challenge: Challenge | None, had_token: bool
+        self,
+        request: httpx.Request,
+        challenge: Challenge | None,
+        had_token: bool,
+        *,
+        may_reuse: bool = True,
+        may_refresh: bool = True,
     ) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        """Rules 2 and 3; ``self._outcome`` then says what it did: ``stored`` (a token kept from
+        before), ``refreshed`` or ``granted`` (a new grant)."""
         server_url = _plain(request.url)
         previous = self._server
         sub = _Delegate(self._discover(server_url, challenge))
         while (step := await sub.next()) is not None:
             sub.reply = yield step
-        server = self._server
-        assert server is not None
+        server = self._known()
         issuer, resource = server.authorization.issuer, server.token_key
         moved = previous is not None and previous.authorization.issuer != issuer
-        if not had_token:
+        if had_token and self.tokens is not None:
+            await self.storage.clear_tokens(self.tokens.issuer, self.tokens.resource)  # refused: no good any more
+        elif may_reuse:
             stored = await self.storage.load_tokens(issuer, resource)
             if stored is not None and not stored.expired(self.clock()):
-                self.tokens = stored
+                self.tokens, self._outcome = stored, "stored"
                 return
-            if stored is not None:
-                self.tokens = stored
-        elif self.tokens is not None and not moved:
-            await self.storage.clear_tokens(issuer, resource)  # refused: it is no good any more
-        if self.tokens is not None and self.tokens.refresh_token and not moved:
+            self.tokens = stored
+        if moved:
+            self.tokens = None  # another authorization server: nothing of the old one is sent to it
+        if may_refresh and self.tokens is not None and self.tokens.refresh_token:
             sub = _Delegate(self._refresh())
             while (step := await sub.next()) is not None:
                 sub.reply = yield step
             if self.tokens is not None:
+                self._outcome = "refreshed"
                 return
         self.tokens = None
         scope = self.settings.scope or initial_scope(
@@ -320,6 +353,7 @@ class OAuth(httpx.Auth):
         sub = _Delegate(self._grant(scope))
         while (step := await sub.next()) is not None:
             sub.reply = yield step
+        self._outcome = "granted"
 
     async def _discover(
         self, server_url: str, challenge: Challenge | None
@@ -411,6 +445,7 @@ class OAuth(httpx.Auth):
         if metadata.authorization_endpoint is None:
             raise OAuthError(f"the authorization server {metadata.issuer} has no authorization endpoint")
         endpoint = check_oauth_url(metadata.authorization_endpoint, "the authorization endpoint")
+        check_oauth_url(metadata.token_endpoint, "the token endpoint")  # before the user is asked for nothing
         if metadata.url is not None and not metadata.supports_pkce():
             raise OAuthError(
                 f"the authorization server {metadata.issuer} does not list PKCE S256 support: refusing to authorize"
@@ -528,7 +563,7 @@ class OAuth(httpx.Auth):
         tokens = _tokens(
             _token_answer(response, "the token endpoint"), metadata.issuer, server.token_key, scope, self.clock()
         )
-        self.tokens = tokens
+        self._held(tokens)
         await self.storage.save_tokens(tokens)
 
     def _client_authentication(
@@ -582,7 +617,7 @@ class OAuth(httpx.Auth):
         refreshed = _tokens(answer, metadata.issuer, server.token_key, tokens.scope, self.clock())
         if refreshed.refresh_token is None:  # no rotation: the old one stays good (CL-26)
             refreshed = dataclasses.replace(refreshed, refresh_token=tokens.refresh_token)
-        self.tokens = refreshed
+        self._held(refreshed)
         await self.storage.save_tokens(refreshed)
 
     async def _refresh_or_forget(self) -> AsyncGenerator[httpx.Request, httpx.Response]:
@@ -680,31 +715,49 @@ class OAuth(httpx.Auth):
     async def _step_up(
         self, request: httpx.Request, challenge: Challenge
     ) -> AsyncGenerator[httpx.Request, httpx.Response]:
-        granted = self.tokens.scope if self.tokens is not None else None
-        if step_up_hopeless(granted, challenge.scope):
-            raise OAuthError(
-                f"MCP server at {_plain(request.url)} asks for scope {challenge.scope!r}, which the token already "
-                "has: it will not accept this request"
-            )
-        key = _operation(request)
-        attempts = self._step_ups.get(key, 0)
-        if attempts >= self.settings.max_step_ups:
-            raise OAuthError(
-                f"MCP server at {_plain(request.url)} still needs scope {challenge.scope!r} for {key[0]} "
-                f"after {attempts} re-authorizations: giving up"
-            )
-        self._step_ups[key] = attempts + 1
         if self._server is None:
             sub = _Delegate(self._discover(_plain(request.url), challenge))
             while (step := await sub.next()) is not None:
                 sub.reply = yield step
-        scope = step_up_scope(self._requested_scope, granted, challenge.scope)
+        server = self._known()
+        granted = self.tokens.scope if self.tokens is not None else None
+        # A challenge that names no scope: what the resource says it supports (the selection rule).
+        supported = server.resource.scopes_supported if server.resource is not None else None
+        challenged = challenge.scope or (" ".join(supported) if supported else None)
+        if step_up_hopeless(granted, challenged):
+            named = (
+                f"scope {challenged!r}, which the token already has" if challenged else "more scope without naming it"
+            )
+            raise OAuthError(f"MCP server at {_plain(request.url)} asks for {named}: it will not accept this request")
+        key = _operation(request)
+        attempts = self._step_ups.get(key, 0)
+        if attempts >= self.settings.max_step_ups:
+            raise OAuthError(
+                f"MCP server at {_plain(request.url)} still needs scope {challenged!r} for {key[0]} "
+                f"after {attempts} re-authorizations: giving up"
+            )
+        self._step_ups[key] = attempts + 1
+        scope = step_up_scope(self._requested_scope, granted, challenged)
+        kept = self.tokens
         self.tokens = None
-        sub = _Delegate(self._grant(scope))
-        while (step := await sub.next()) is not None:
-            sub.reply = yield step
+        try:
+            sub = _Delegate(self._grant(scope))
+            while (step := await sub.next()) is not None:
+                sub.reply = yield step
+        finally:
+            if self.tokens is None:
+                self.tokens = kept  # refused: the token held before still serves what it served
 
     # --- helpers -------------------------------------------------------------------------
+
+    def _expiring(self, tokens: Tokens) -> bool:
+        return tokens.expired(self.clock(), self._skew)
+
+    def _held(self, tokens: Tokens) -> None:
+        """Hold (and keep) new tokens; a short-lived one is refreshed at half its life, not every time."""
+        self.tokens = tokens
+        if tokens.expires_at is not None:
+            self._skew = min(60.0, max(0.0, tokens.expires_at - self.clock()) / 2)
 
     def _known(self) -> _Server:
         if self._server is None:
