@@ -34,7 +34,8 @@ from urllib.parse import quote
 
 import httpx
 
-from .tokens import AccessToken, InvalidToken, VerifiedTokens, VerifierUnavailable, token_key
+from .fetch import fetch_json
+from .tokens import AccessToken, InvalidToken, VerifiedTokens, token_key
 from .urls import check_fetch_url
 
 __all__ = ["IntrospectionVerifier"]
@@ -134,24 +135,16 @@ class IntrospectionVerifier:
             headers["authorization"] = _basic(self.client_id, self._client_secret)
         else:
             form |= {"client_id": self.client_id, "client_secret": self._client_secret}
-        try:
-            async with asyncio.timeout(self.timeout):
-                response = await http.post(self.endpoint, data=form, headers=headers)
-        except (httpx.HTTPError, TimeoutError) as error:
-            logger.warning("could not reach the introspection endpoint %s: %s", self.endpoint, type(error).__name__)
-            raise VerifierUnavailable("the authorization server cannot be asked about the token") from None
-        if response.status_code != 200 or len(response.content) > _MAX_ANSWER_BYTES:
-            # 401/403 here means this resource's own credentials were refused: a configuration error.
-            logger.warning("the introspection endpoint %s answered %d", self.endpoint, response.status_code)
-            raise VerifierUnavailable("the authorization server cannot be asked about the token")
-        try:
-            answer = response.json()
-        except ValueError:
-            answer = None
-        if not isinstance(answer, dict):
-            logger.warning("the introspection endpoint %s answered something other than a JSON object", self.endpoint)
-            raise VerifierUnavailable("the authorization server's answer cannot be read")
-        return answer
+        return await fetch_json(
+            http,
+            "POST",
+            self.endpoint,
+            what="the authorization server's answer about the token",
+            timeout=self.timeout,
+            limit=_MAX_ANSWER_BYTES,
+            data=form,
+            headers=headers,
+        )
 
     def _check(self, answer: Mapping[str, Any]) -> AccessToken:
         if answer.get("active") is not True:

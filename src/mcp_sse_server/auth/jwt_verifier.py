@@ -36,7 +36,8 @@ from typing import Any, Final
 import httpx
 import jwt
 
-from .tokens import AccessToken, InvalidToken, VerifiedTokens, VerifierUnavailable, token_key
+from .fetch import fetch_json
+from .tokens import AccessToken, InvalidToken, VerifiedTokens, token_key
 from .urls import check_fetch_url
 
 __all__ = ["DEFAULT_ALGORITHMS", "MAX_KEYS", "JwtVerifier"]
@@ -189,25 +190,15 @@ class JwtVerifier:
         http = self._http
         if http is None:
             http = self._http = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
-        try:
-            async with asyncio.timeout(self.timeout):
-                response = await http.get(self.jwks_uri, headers={"accept": "application/json"})
-        except (httpx.HTTPError, TimeoutError) as error:
-            logger.warning("could not fetch the key set at %s: %s", self.jwks_uri, type(error).__name__)
-            raise VerifierUnavailable("the authorization server's key set cannot be fetched") from None
-        if response.status_code != 200 or len(response.content) > _MAX_JWKS_BYTES:
-            logger.warning(
-                "the key set at %s answered %d (%d bytes)", self.jwks_uri, response.status_code, len(response.content)
-            )
-            raise VerifierUnavailable("the authorization server's key set cannot be fetched")
-        try:
-            data = response.json()
-        except ValueError:
-            data = None
-        if not isinstance(data, dict):
-            logger.warning("the key set at %s is not a JSON object", self.jwks_uri)
-            raise VerifierUnavailable("the authorization server's key set cannot be read")
-        return data
+        return await fetch_json(
+            http,
+            "GET",
+            self.jwks_uri,
+            what="the authorization server's key set",
+            timeout=self.timeout,
+            limit=_MAX_JWKS_BYTES,
+            headers={"accept": "application/json"},
+        )
 
     def _read_keys(self, jwks: Mapping[str, Any]) -> dict[str | None, jwt.PyJWK]:
         """The usable keys of a JWKS by ``kid`` (keys of other uses or unknown types are left out)."""

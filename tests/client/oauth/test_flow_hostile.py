@@ -24,6 +24,7 @@ from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.types import Message, Receive, Scope, Send
 
 from fixtures.authorization_server import AuthorizationServer
+from fixtures.protected import whoami_server
 from mcp_sse_server.auth import JwtVerifier
 from mcp_sse_server.auth.resource import ResourceServer
 from mcp_sse_server.client import McpConnectionError, StreamableHttpClient
@@ -33,7 +34,6 @@ from mcp_sse_server.transport.http import McpHttpServer
 from mcp_sse_server.transport.http.server import listening_socket
 
 from ..asgi_server import serve
-from .test_flow_ours import whoami_server
 
 REDIRECT = "http://127.0.0.1:9/callback"
 PRM_PATH = "/.well-known/oauth-protected-resource/mcp"

@@ -19,25 +19,19 @@ SDK's server in ``test_flow_sdk_server.py``.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import stat
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Self
-from urllib.parse import parse_qs
+from typing import Any
 
 import httpx
 import orjson
 import pytest
-from starlette.types import Message, Receive, Scope, Send
 
-from fixtures.authorization_server import AuthorizationServer
-from mcp_sse_server import McpServer, RequestContext, Tool
-from mcp_sse_server.auth import JwtVerifier
-from mcp_sse_server.auth.introspection import IntrospectionVerifier
-from mcp_sse_server.auth.resource import ResourceServer
+from fixtures.oauth_records import PRM_PATH, RecordingAuthorizationServer, Wire
+from fixtures.protected import protected_endpoint as protected
 from mcp_sse_server.client import McpClient, StreamableHttpClient
 from mcp_sse_server.client.oauth import (
     FileTokenStorage,
@@ -50,175 +44,10 @@ from mcp_sse_server.client.oauth import (
     TokenStorage,
 )
 from mcp_sse_server.jsonrpc import McpError
-from mcp_sse_server.transport.http import McpHttpServer
-from mcp_sse_server.transport.http.server import listening_socket
 
 REDIRECT = "http://127.0.0.1:9/callback"  # never served: HeadlessUserAgent reads the Location
 AS_METADATA = "/.well-known/oauth-authorization-server"
-PRM_PATH = "/.well-known/oauth-protected-resource/mcp"
 LOGIN = [("GET", AS_METADATA), ("POST", "/register"), ("GET", "/authorize"), ("POST", "/token")]
-
-
-# --- records -----------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class Seen:
-    """One request the authorization server got."""
-
-    method: str
-    path: str
-    query: str
-    authorization: str | None
-    body: bytearray = dataclasses.field(default_factory=bytearray)
-
-    def params(self) -> dict[str, str]:
-        """The query (GET) or form (POST) parameters, one value each."""
-        text = self.query if self.method == "GET" else self.body.decode("ascii")
-        return {name: values[0] for name, values in parse_qs(text).items()}
-
-
-class RecordingAuthorizationServer(AuthorizationServer):
-    """The test authorization server, keeping every request whole in ``seen`` as well."""
-
-    def __init__(self, **options: Any) -> None:
-        super().__init__(**options)
-        self.seen: list[Seen] = []
-
-    async def __aenter__(self) -> Self:
-        await super().__aenter__()
-        return self
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await super().__call__(scope, receive, send)
-            return
-        headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope["headers"]}
-        entry = Seen(
-            scope["method"], scope["path"], scope["query_string"].decode("latin-1"), headers.get("authorization")
-        )
-        self.seen.append(entry)
-
-        async def recording() -> Message:
-            message = await receive()
-            if message["type"] == "http.request":
-                entry.body += message.get("body", b"")
-            return message
-
-        await super().__call__(scope, recording, send)
-
-    def count(self, method: str, path: str) -> int:
-        return self.requests.count((method, path))
-
-    def of(self, method: str, path: str) -> list[Seen]:
-        return [entry for entry in self.seen if (entry.method, entry.path) == (method, path)]
-
-    def flow(self) -> list[tuple[str, str]]:
-        """The requests of the OAuth client (the verifier's key fetches left out)."""
-        return [request for request in self.requests if request != ("GET", "/jwks")]
-
-
-@dataclasses.dataclass
-class Sent:
-    method: str
-    url: str  # without the query
-    authorization: str | None
-    status: int | None = None
-
-
-class Wire:
-    """Every request our client's HTTP client sent (httpx event hooks see the auth flow's own)."""
-
-    def __init__(self) -> None:
-        self.sent: list[Sent] = []
-        self._open: dict[int, Sent] = {}
-
-    async def on_request(self, request: httpx.Request) -> None:
-        sent = Sent(request.method, str(request.url.copy_with(query=None)), request.headers.get("authorization"))
-        self.sent.append(sent)
-        self._open[id(request)] = sent
-
-    async def on_response(self, response: httpx.Response) -> None:
-        sent = self._open.pop(id(response.request), None)
-        if sent is not None:
-            sent.status = response.status_code
-
-    def client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(
-            timeout=httpx.Timeout(10.0, read=30.0),
-            event_hooks={"request": [self.on_request], "response": [self.on_response]},
-        )
-
-    def to(self, url: str) -> list[Sent]:
-        return [sent for sent in self.sent if sent.url == url]
-
-
-# --- the protected endpoint ------------------------------------------------------------------------
-
-
-def whoami_server() -> McpServer:
-    server = McpServer("protected", "1.0.0")
-
-    async def whoami(arguments: dict[str, Any], context: RequestContext) -> str:
-        auth = context.auth
-        if auth is None:
-            return "null"
-        return orjson.dumps(
-            {
-                "subject": auth.subject,
-                "scopes": sorted(auth.scopes),
-                "client_id": auth.client_id,
-                "issuer": auth.issuer,
-                "audience": list(auth.audience),
-                "jti": auth.claims.get("jti"),
-            }
-        ).decode()
-
-    server.add_tool(Tool("whoami", {"type": "object"}, whoami, description="Who the access token names."))
-
-    @server.tool(scopes=["mcp:admin"])
-    def deploy(service: str, context: RequestContext) -> str:
-        """Needs mcp:admin beyond the endpoint's mcp:tools."""
-        granted = sorted(context.auth.scopes) if context.auth is not None else []
-        return f"deployed {service} with {' '.join(granted)}"
-
-    return server
-
-
-@contextlib.asynccontextmanager
-async def protected(auth_server: AuthorizationServer, *, introspection: bool = False) -> AsyncIterator[str]:
-    """Our MCP endpoint (``/mcp``, needing ``mcp:tools``), its tokens checked as JWTs (no leeway, so
-    an expired token is refused at once) or by introspection at ``auth_server`` (no cache, so a
-    revoked token is refused at once); yields its URL, which is the resource."""
-    sock = listening_socket("127.0.0.1", 0)
-    resource = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    verifier: JwtVerifier | IntrospectionVerifier
-    if introspection:
-        client_id, secret = auth_server.register_client()
-        assert secret is not None
-        verifier = IntrospectionVerifier(
-            endpoint=auth_server.introspection_endpoint,
-            client_id=client_id,
-            client_secret=secret,
-            audience=resource,
-            issuer=auth_server.issuer,
-            cache_ttl=0,
-            leeway=0,
-        )
-    else:
-        verifier = JwtVerifier(issuer=auth_server.issuer, audience=resource, jwks_uri=auth_server.jwks_uri, leeway=0)
-    auth = ResourceServer(resource, [auth_server.issuer], verifier=verifier, required_scopes={"mcp:tools"})
-    try:
-        http = await McpHttpServer.bind(whoami_server(), host="127.0.0.1", path="/mcp", auth=auth, sock=sock)
-    except BaseException:
-        await verifier.aclose()
-        raise
-    try:
-        assert http.endpoint == resource
-        yield resource
-    finally:
-        await http.close(1.0)
-        await verifier.aclose()
 
 
 def oauth(

@@ -34,11 +34,10 @@ from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import MCPServer
 
+from fixtures.oauth_records import PRM_PATH, RecordingAuthorizationServer, Wire
 from mcp_sse_server.client import McpClient, SseClient, StreamableHttpClient
 from mcp_sse_server.client.oauth import HeadlessUserAgent, MemoryTokenStorage, OAuth, OAuthError, OAuthSettings
 from mcp_sse_server.jsonrpc import McpError
-
-from .test_flow_ours import PRM_PATH, RecordingAuthorizationServer, Wire
 
 REDIRECT = "http://127.0.0.1:9/callback"
 START_WAIT = 10.0

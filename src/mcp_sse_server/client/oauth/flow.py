@@ -234,12 +234,15 @@ class OAuth(httpx.Auth):
         sent_with = self.tokens
         self._authorize(request)
         response = yield request
-        if self._dpop is not None and _dpop_nonce_requested(response):
-            await response.aread()
-            self._remember_nonce(request.url, response)
-            self._authorize(request)
-            response = yield request
-        for _ in range(4):
+        nonce_asked = False  # rule 6: once per token sent
+        for _ in range(8):
+            if self._dpop is not None and not nonce_asked and _dpop_nonce_requested(response):
+                nonce_asked = True
+                await response.aread()
+                self._remember_nonce(request.url, response)
+                self._authorize(request)
+                response = yield request
+                continue
             status = response.status_code
             if status not in (401, 403):
                 return
@@ -272,14 +275,9 @@ class OAuth(httpx.Auth):
                     while (step := await sub.next()) is not None:
                         sub.reply = yield step
                     granted_here = True
-            sent_with = self.tokens
+            sent_with, nonce_asked = self.tokens, False
             self._authorize(request)
             response = yield request
-            if self._dpop is not None and _dpop_nonce_requested(response):
-                await response.aread()
-                self._remember_nonce(request.url, response)
-                self._authorize(request)
-                response = yield request
         if response.status_code == 401:
             await response.aread()
             if self.tokens is not None:
