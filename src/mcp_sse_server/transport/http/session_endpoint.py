@@ -39,7 +39,8 @@ class HttpSessionEndpoint:
 
     ``closing`` says whether the app is shutting down; ``json_response`` answers a
     reply that goes out whole with ``application/json``; ``scopes`` (with
-    authorization) checks the scopes of what a request names before it is served.
+    authorization: None without) checks the scopes of what a request names before
+    it is served, and with it sessions are bound to the token's principal.
     """
 
     __slots__ = ("closing", "coordinator", "directory", "json_response", "limits", "scopes")
@@ -67,7 +68,7 @@ class HttpSessionEndpoint:
         if session_id is None:
             await self._open(request, receive, send, sse)
             return
-        live = await self.directory.lookup(session_id, _principal())
+        live = await self.directory.lookup(session_id, _principal() if self.scopes is not None else None)
         message, body = await read_message(receive, self.limits.max_request_bytes, request.content_length)
         if type(message) is JsonRpcRequest:
             if self.closing():
