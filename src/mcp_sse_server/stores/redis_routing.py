@@ -502,6 +502,38 @@ class WorkerMesh:
     async def send(self, worker_id: str, message: Mapping[str, Any]) -> None:
         await self.inbox.send(worker_id, message)
 
+    async def run(self, owned: OwnedRequest) -> bool:
+        """Claim a client request for this worker and note it among what it owns, in one round
+        trip (a pipeline: the two keys are in different slots). False, with nothing noted, when
+        its id is already in flight in the session on any worker: a duplicate."""
+        index, registry = self.index, self.registry
+        key, owns, entry = index.inflight_key(owned.session_id), registry.owns_key(self.worker_id), owned.encode()
+        with redis_unavailable("request claim"):
+            async with index.redis.pipeline(transaction=False) as pipe:
+                pipe.hsetnx(key, orjson.dumps(owned.request_id), f"{self.worker_id} {owned.stream_id or ''}")
+                pipe.pexpire(key, milliseconds(index.ttl))
+                pipe.sadd(owns, entry)
+                claimed, _, noted = await pipe.execute()
+            if not claimed and noted:  # (a duplicate's note, unless it is the running request's own)
+                await registry.redis.srem(owns, entry)
+        return bool(claimed)
+
+    async def ran(self, owned: OwnedRequest) -> None:
+        """The request is over: its claim and its note go, in one round trip."""
+        with redis_unavailable("request finish"):
+            async with self.index.redis.pipeline(transaction=False) as pipe:
+                pipe.hdel(self.index.inflight_key(owned.session_id), orjson.dumps(owned.request_id))
+                pipe.srem(self.registry.owns_key(self.worker_id), owned.encode())
+                await pipe.execute()
+
+    async def renote(self, noted: OwnedRequest, running: OwnedRequest) -> None:
+        """A request claimed under ``noted`` runs as ``running`` (another stream id: another
+        request of the session took the predicted one while the claim was in flight)."""
+        registry = self.registry
+        await self.index.note_stream(running.session_id, running.request_id, self.worker_id, running.stream_id or "")
+        await registry.own(running.encode())
+        await registry.disown(noted.encode())
+
     async def _read(self) -> None:
         backoff = 0.05
         while True:
@@ -741,24 +773,21 @@ class RedisCoordinator:
         stream (for resumptions elsewhere) while it runs, and drop both once it is over."""
         mesh = self.mesh
         session_id = session.session_id
-        if not await mesh.index.claim(session_id, request_id, mesh.worker_id):
-            raise DuplicateRequest(request_id)
-        # The stream the transport gives this request: nothing awaits between here and its call.
+        # The stream the transport will give this request, predicted before the claim so one round
+        # trip notes both; checked again after it (another request may have taken that stream).
         owned = OwnedRequest(session_id, session.next_stream_id(), request_id)
-        noted = asyncio.ensure_future(self._note_running(owned))
+        if not await mesh.run(owned):
+            raise DuplicateRequest(request_id)
+        stream_id = session.next_stream_id()
+        if stream_id != owned.stream_id:
+            running = OwnedRequest(session_id, stream_id, request_id)
+            await mesh.renote(owned, running)
+            owned = running
         try:
             yield
         finally:
             with contextlib.suppress(StoreUnavailable):
-                await noted
-                await mesh.registry.disown(owned.encode())
-            await mesh.index.finish(session_id, request_id)
-
-    async def _note_running(self, owned: OwnedRequest) -> None:
-        mesh = self.mesh
-        await mesh.registry.own(owned.encode())
-        if owned.stream_id is not None:
-            await mesh.index.note_stream(owned.session_id, owned.request_id, mesh.worker_id, owned.stream_id)
+                await mesh.ran(owned)
 
     async def route_inbound(self, session_id: str, message: JsonRpcMessage, body: bytes) -> bool:
         """A client's answer to a server-to-client request another worker sent, or a cancellation
