@@ -129,6 +129,14 @@ async def test_delete_and_count(sessions: SessionStore) -> None:
     assert await sessions.count() == 2
 
 
+async def test_present_says_which_records_are_still_there(sessions: SessionStore) -> None:
+    await sessions.create(record("kept"))
+    await sessions.create(record("gone"))
+    await sessions.delete("gone")
+    assert await sessions.present(["kept", "gone", "never", "bad id"]) == {"kept"}
+    assert await sessions.present([]) == set()
+
+
 async def test_expired_by_idle_time_or_lifetime(sessions: SessionStore) -> None:
     await sessions.create(record("old", created=0.0, seen=0.0))  # past its lifetime at 100
     await sessions.create(record("idle", created=60.0, seen=60.0))  # silent 40 s at 100

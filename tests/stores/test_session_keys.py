@@ -94,13 +94,6 @@ async def test_delete_leaves_no_key_of_the_session(workers: Workers, gate: Gate,
     assert await owned_by_session(app, session.id) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="src gap: RedisCoordinator.session_ended (stores/redis_routing.py:818) only drops the request "
-    "index; no other worker serving the session hears of the DELETE, so worker A keeps its copy "
-    "(its GET, its requests, their log writes) until a request of the session happens to reach A",
-)
 async def test_a_delete_on_another_worker_ends_the_copy_this_worker_serves(workers: Workers, gate: Gate) -> None:
     a, b = workers("A"), workers("B")
     session, _ = await used_for_everything(a, gate, get_held=True)

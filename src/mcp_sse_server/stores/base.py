@@ -17,7 +17,7 @@ Rules every implementation keeps:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,6 +103,11 @@ class SessionStore(ABC):
     @abstractmethod
     async def expired(self, now: float, idle_timeout: float, max_lifetime: float) -> list[str]:
         """The ids of sessions past their idle timeout or lifetime at ``now``."""
+
+    async def present(self, session_ids: Collection[str]) -> set[str]:
+        """Those of ``session_ids`` whose records are still here (a shared store answers for
+        every worker: what another ended is not)."""
+        return {session_id for session_id in session_ids if await self.get(session_id) is not None}
 
 
 class EventLog(ABC):

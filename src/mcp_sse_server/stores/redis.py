@@ -44,7 +44,7 @@ import contextlib
 import dataclasses
 import logging
 import math
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
@@ -286,6 +286,18 @@ class RedisSessionStore(SessionStore):
         reaped them (``expired`` returns those, and ``delete`` clears them)."""
         with redis_unavailable("count"):
             return int(await self.redis.zcard(self.seen_key))
+
+    async def present(self, session_ids: Collection[str]) -> set[str]:
+        """One pipeline of ``EXISTS`` for all of them (a sweep asks about every copy it serves)."""
+        ids = [session_id for session_id in session_ids if valid_session_id(session_id)]
+        if not ids:
+            return set()
+        with redis_unavailable("present"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for session_id in ids:
+                    pipe.exists(self.key(session_id))
+                found = await pipe.execute()
+        return {session_id for session_id, exists in zip(ids, found, strict=True) if exists}
 
     async def expired(self, now: float, idle_timeout: float, max_lifetime: float) -> list[str]:
         with redis_unavailable("expired"):

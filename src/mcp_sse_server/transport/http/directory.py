@@ -382,6 +382,21 @@ class SharedSessionDirectory(SessionDirectory):
     async def _let_go(self, live: LiveSession) -> None:
         await self.release(live)  # the session lives on: other workers serve it
 
+    async def reap_expired(self) -> int:
+        """Also end the copies served here of sessions another worker ended (a DELETE there, an
+        expiry it reaped first): their GET streams and calls stop within one sweep."""
+        reaped = await super().reap_expired()
+        copies = [session_id for session_id, live in self._live.items() if not live.closing]
+        if copies:
+            kept = await self.store.present(copies)
+            for session_id in copies:
+                live = self._live.get(session_id)
+                if session_id not in kept and live is not None and not live.closing:
+                    logger.info("session %s ended on another worker", session_id[:8])
+                    await self.end(live)
+                    reaped += 1
+        return reaped
+
 
 def directory_for(store: SessionStore, events: EventLog, serving: Serving) -> SessionDirectory:
     """The directory of the sessions in ``store``: shared with other workers when the store is."""
