@@ -31,12 +31,13 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import httpx
 import jwt
 
-from .fetch import fetch_json
+if TYPE_CHECKING:
+    import httpx
+
 from .tokens import AccessToken, InvalidToken, VerifiedTokens, token_key
 from .urls import check_fetch_url
 
@@ -188,6 +189,10 @@ class JwtVerifier:
     async def _fetch(self) -> Mapping[str, Any]:
         assert self.jwks_uri is not None
         http = self._http
+        import httpx  # (only a verifier that fetches its key set loads the HTTP client)
+
+        from .fetch import fetch_json
+
         if http is None:
             http = self._http = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
         return await fetch_json(
