@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import redis
 
 from fixtures.http_app import Clock, Gate, http_app
 from fixtures.redis_server import (
@@ -73,3 +74,17 @@ async def workers(gate: Gate, redis_server: RedisServer, redis_prefix: str) -> A
         yield worker
         for app in apps:
             await shut_down(app, deadline=0.2)
+
+
+# Each test uses its own Redis database: the served processes use the default key prefix.
+_DBS = iter(range(1, 16))
+
+
+@pytest.fixture
+def redis_url(redis_server: RedisServer) -> str:
+    db = next(_DBS)
+    client = redis.Redis(port=redis_server.port)
+    client.select(db)  # type: ignore[no-untyped-call]
+    client.flushdb()
+    client.close()
+    return f"redis://127.0.0.1:{redis_server.port}/{db}"

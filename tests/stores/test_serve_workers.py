@@ -19,19 +19,6 @@ from fixtures.redis_server import RedisServer
 
 from .serving import WAIT, RawSession, serving, sse_events
 
-# Each test uses its own Redis database: the served processes use the default key prefix.
-_DBS = iter(range(1, 16))
-
-
-@pytest.fixture
-def redis_url(redis_server: RedisServer) -> str:
-    db = next(_DBS)
-    client = redis.Redis(port=redis_server.port)
-    client.select(db)  # type: ignore[no-untyped-call]
-    client.flushdb()
-    client.close()
-    return f"redis://127.0.0.1:{redis_server.port}/{db}"
-
 
 def workers_registered(url: str) -> list[bytes]:
     client = redis.Redis.from_url(url)
