@@ -34,7 +34,7 @@ SCENARIOS: dict[str, set[str]] = {
 
 # The 2026-07-28 client scenarios (only conformance-next has them), run with --spec-version
 # 2026-07-28: the suite's server then speaks the stateless revision only.
-MODERN_SCENARIOS: dict[str, set[str]] = {
+STATELESS_SCENARIOS: dict[str, set[str]] = {
     "request-metadata": {
         "sep-2575-http-client-sends-version-header",
         "sep-2575-client-populates-meta",
@@ -111,14 +111,14 @@ async def test_client_scenario_passes(suite: str, scenario: str, tmp_path: Path)
         assert "OVERALL: PASSED" in log
 
 
-@pytest.mark.parametrize("scenario", sorted(MODERN_SCENARIOS))
-async def test_modern_client_scenario_passes(scenario: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("scenario", sorted(STATELESS_SCENARIOS))
+async def test_stateless_client_scenario_passes(scenario: str, tmp_path: Path) -> None:
     """At 2026-07-28 the suite's server knows no initialize: the client must probe, stay in
     the stateless revision (retrying once at the revision a -32022 names) and stamp every
     request with _meta and the version header."""
     status, log, checks = await run_client_scenario("conformance-next", scenario, tmp_path, "2026-07-28")
     verdicts = {check["id"]: check["status"] for check in checks if check["status"] != "INFO"}
-    assert verdicts == dict.fromkeys(MODERN_SCENARIOS[scenario], "SUCCESS"), log
+    assert verdicts == dict.fromkeys(STATELESS_SCENARIOS[scenario], "SUCCESS"), log
     assert status == 0, log
     assert "OVERALL: PASSED" in log
 

@@ -17,7 +17,7 @@ from mcp_sse_server.jsonrpc import CONNECTION_CLOSED
 
 def client_for(peer: Peer, **options: Any) -> StreamableHttpClient:
     """A client of the handshake revisions (sessions, GET stream, DELETE, resumption): the SDK
-    server also speaks 2026-07-28, which test_modern_sdk.py covers."""
+    server also speaks 2026-07-28, which test_stateless_sdk.py covers."""
     options.setdefault("mode", "session")
     return StreamableHttpClient(f"{peer.base}/mcp", reconnect_delay=0.02, **options)
 

@@ -19,7 +19,7 @@ TOY = str(HERE / "toy_stdio_server.py")
 
 
 def sdk_client(**options: Any) -> StdioClient:
-    # The handshake revisions (ctx.elicit, unasked logs); test_modern_sdk.py covers 2026-07-28.
+    # The handshake revisions (ctx.elicit, unasked logs); test_stateless_sdk.py covers 2026-07-28.
     options.setdefault("mode", "session")
     return StdioClient(PYTHON, [SDK_PEER, "stdio"], **options)
 

@@ -2,7 +2,7 @@
 // 2.4) that speaks only 2026-07-28: createMcpHandler({ legacy: "reject" }) refuses handshake
 // clients. For interop tests of StreamableHttpClient's stateless mode.
 //
-//   node ts_modern_peer.mjs      (MCP_TEST_NODE_MODULES names node_modules)
+//   node ts_stateless_peer.mjs      (MCP_TEST_NODE_MODULES names node_modules)
 //
 // Binds 127.0.0.1 on a free port, prints "PORT <n>", serves /mcp. Tools: add, slow (progress
 // per step), confirm (elicitation through input_required), ask_model (sampling), roots
@@ -23,7 +23,7 @@ const text = (value) => ({ content: [{ type: "text", text: String(value) }] });
 let handler;
 
 function build() {
-  const server = new McpServer({ name: "ts-modern-peer", version: "2.4.0" }, { capabilities: { logging: {} } });
+  const server = new McpServer({ name: "ts-stateless-peer", version: "2.4.0" }, { capabilities: { logging: {} } });
   server.registerTool(
     "add",
     { description: "a + b", inputSchema: object({ a: { type: "number" }, b: { type: "number" } }, ["a", "b"]) },

@@ -1,6 +1,6 @@
 """The official Python SDK client at the stateless revision 2026-07-28 against our server:
 pinned to it and in its default mode="auto" (which probes with server/discover and stays
-modern). Questions to the client travel as input_required rounds; no session is made."""
+stateless). Questions to the client travel as input_required rounds; no session is made."""
 
 from __future__ import annotations
 
@@ -51,4 +51,4 @@ async def test_the_sdk_client_speaks_2026_07_28_with_every_feature(bound: McpHtt
             elicited = await sdk.call_tool("elicit", {})
             assert elicited.content[0].text == "accept: Ada"  # type: ignore[union-attr]
     assert asked == ["sampling", "elicitation"]
-    assert len(bound.app.live_sessions) == 0  # a modern request never makes a session
+    assert len(bound.app.live_sessions) == 0  # a stateless request never makes a session

@@ -1,6 +1,6 @@
 """StreamableHttpClient against the TypeScript SDK v2 (@modelcontextprotocol/server 2.4), whose
 createMcpHandler({ legacy: "reject" }) serves 2026-07-28 only and refuses handshake clients
-(tests/client/ts_modern_peer.mjs): auto mode must get there by probing, and list, call, read,
+(tests/client/ts_stateless_peer.mjs): auto mode must get there by probing, and list, call, read,
 prompt, progress, Mcp-Param headers, elicitation, sampling and roots through input_required,
 and subscriptions/listen must work."""
 
@@ -22,18 +22,18 @@ from mcp_sse_server.client import StreamableHttpClient
 from mcp_sse_server.client.stateless import UnsupportedProtocolVersionError
 from mcp_sse_server.types import Root
 
-TS_MODERN_PEER = str(Path(__file__).with_name("ts_modern_peer.mjs"))
+TS_STATELESS_PEER = str(Path(__file__).with_name("ts_stateless_peer.mjs"))
 MODERN = "2026-07-28"
 
 
 @pytest.fixture(scope="module")
-def ts_modern() -> Iterator[str]:
-    """The URL of a running ts_modern_peer.mjs."""
+def ts_stateless() -> Iterator[str]:
+    """The URL of a running ts_stateless_peer.mjs."""
     node, modules = require_node()
     if not os.path.isdir(os.path.join(modules, "@modelcontextprotocol/server")):
         pytest.skip("@modelcontextprotocol/server 2.4 is not installed (see tests/node/package.json)")
     process = subprocess.Popen(
-        [node, TS_MODERN_PEER],
+        [node, TS_STATELESS_PEER],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         env={**os.environ, "MCP_TEST_NODE_MODULES": modules},
@@ -44,7 +44,7 @@ def ts_modern() -> Iterator[str]:
     reader.join(START_TIMEOUT)
     try:
         if not line or not line[0].startswith(b"PORT "):
-            raise RuntimeError(f"ts_modern_peer.mjs did not start: {line}")
+            raise RuntimeError(f"ts_stateless_peer.mjs did not start: {line}")
         yield f"http://127.0.0.1:{int(line[0].split()[1])}/mcp"
     finally:
         process.kill()
@@ -69,10 +69,10 @@ def text(result: Any) -> str:
     return str(result.content[0].text)
 
 
-async def test_auto_mode_speaks_2026_07_28_with_the_typescript_v2_server(ts_modern: str) -> None:
-    async with client_for(ts_modern) as client:
+async def test_auto_mode_speaks_2026_07_28_with_the_typescript_v2_server(ts_stateless: str) -> None:
+    async with client_for(ts_stateless) as client:
         assert (client.era, client.protocol_version, client.session_id) == ("stateless", MODERN, None)
-        assert client.server_info == {"name": "ts-modern-peer", "version": "2.4.0"}
+        assert client.server_info == {"name": "ts-stateless-peer", "version": "2.4.0"}
         assert {"add", "confirm", "headed"} <= {tool.name for tool in await client.list_tools()}
         added = await client.call_tool("add", {"a": 2, "b": 3})
         assert (text(added), added.structured_content) == ("5", {"result": 5})
@@ -89,8 +89,8 @@ async def test_auto_mode_speaks_2026_07_28_with_the_typescript_v2_server(ts_mode
         assert (await client.read_resource("memo://note")).contents[0].text == "a note"  # type: ignore[union-attr]
 
 
-async def test_listen_receives_list_changed_after_its_ack(ts_modern: str) -> None:
-    async with client_for(ts_modern) as client:
+async def test_listen_receives_list_changed_after_its_ack(ts_stateless: str) -> None:
+    async with client_for(ts_stateless) as client:
         async with client.listen(tools_list_changed=True) as subscription:
             assert await asyncio.wait_for(subscription.ready(), WAIT) == {"toolsListChanged": True}
             await client.call_tool("bump")
@@ -102,8 +102,8 @@ async def test_listen_receives_list_changed_after_its_ack(ts_modern: str) -> Non
             await subscription.__anext__()  # the block's end ended it
 
 
-async def test_a_handshake_client_is_refused_with_the_supported_revisions(ts_modern: str) -> None:
+async def test_a_handshake_client_is_refused_with_the_supported_revisions(ts_stateless: str) -> None:
     with pytest.raises(UnsupportedProtocolVersionError) as caught:
-        await StreamableHttpClient(ts_modern, mode="session").initialize()
+        await StreamableHttpClient(ts_stateless, mode="session").initialize()
     assert MODERN in caught.value.supported
     assert MODERN in str(caught.value)

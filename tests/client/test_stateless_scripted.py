@@ -1,5 +1,5 @@
 """StreamableHttpClient and revision 2026-07-28 against a scripted server: how the probe
-decides between the stateless revision and the handshake, what every modern request
+decides between the stateless revision and the handshake, what every stateless request
 carries, input_required rounds, the ttlMs cache, and the errors a user sees."""
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ def error(message: dict[str, Any], code: int, text: str, data: Any = None, statu
 
 class Server:
     """Records every HTTP request; ``script(message, headers)`` answers the POSTs it wants to,
-    the rest get a modern-server default (discover, tools/list, an empty tools/call result)."""
+    the rest get a stateless-server default (discover, tools/list, an empty tools/call result)."""
 
     def __init__(self, script: Callable[[dict[str, Any], dict[str, str]], Reply | None] | None = None) -> None:
         self.script = script
@@ -129,7 +129,7 @@ async def scripted() -> AsyncIterator[Callable[..., Any]]:
 # --- the probe --------------------------------------------------------------------------------
 
 
-async def test_a_modern_server_is_spoken_to_statelessly(scripted: Callable[..., Any]) -> None:
+async def test_a_stateless_server_is_spoken_to_statelessly(scripted: Callable[..., Any]) -> None:
     """Discover listing 2026-07-28: no initialize, no session, no GET stream, no DELETE; every
     request carries the envelope and the routing headers."""
     async with scripted() as (server, url):
@@ -169,12 +169,12 @@ async def test_a_modern_server_is_spoken_to_statelessly(scripted: Callable[..., 
         (lambda m: (405, "Method Not Allowed"), "a bare 405"),
         (lambda m: (400, "bad request"), "a 400 with an unrecognised body"),
         (lambda m: error(m, -32601, "Method not found", status=200), "method not found"),
-        (lambda m: ok(m, {**DISCOVERED, "supportedVersions": ["2025-11-25"]}), "discover without a modern version"),
+        (lambda m: ok(m, {**DISCOVERED, "supportedVersions": ["2025-11-25"]}), "discover without a stateless version"),
         (lambda m: error(m, -32022, "Unsupported", {"supported": ["2025-11-25"]}), "-32022 naming only handshakes"),
-        (lambda m: error(m, -32001, "Session not found"), "-32001, which is not a modern code"),
+        (lambda m: error(m, -32001, "Session not found"), "-32001, which is not a stateless code"),
     ],
 )
-async def test_anything_but_a_modern_answer_falls_back_to_the_handshake(
+async def test_anything_but_a_stateless_answer_falls_back_to_the_handshake(
     scripted: Callable[..., Any], answer: Callable[[dict[str, Any]], Reply], why: str
 ) -> None:
     def script(message: dict[str, Any], headers: dict[str, str]) -> Reply | None:
@@ -197,7 +197,7 @@ async def test_anything_but_a_modern_answer_falls_back_to_the_handshake(
         (-32602, None, "params._meta must be an object carrying the required envelope keys"),
     ],
 )
-async def test_a_recognised_modern_error_keeps_the_client_modern(
+async def test_a_recognised_stateless_error_keeps_the_client_stateless(
     scripted: Callable[..., Any], code: int, data: Any, message: str
 ) -> None:
     def script(request: dict[str, Any], headers: dict[str, str]) -> Reply | None:
@@ -250,7 +250,7 @@ async def test_mode_session_never_probes_and_mode_stateless_never_initializes(sc
         StreamableHttpClient("http://127.0.0.1:1/mcp", mode="2030-01-01")
 
 
-# --- what every modern request carries -------------------------------------------------------------
+# --- what every stateless request carries -------------------------------------------------------------
 
 
 async def test_capabilities_log_level_and_routing_headers(scripted: Callable[..., Any]) -> None:
@@ -567,7 +567,7 @@ async def test_listen_gives_up_after_max_relistens() -> None:
     assert posts.count("subscriptions/listen") == 3
 
 
-async def test_a_handshake_refused_for_a_modern_revision_probes_again() -> None:
+async def test_a_handshake_refused_for_a_stateless_revision_probes_again() -> None:
     """The first discover gets no answer in time; the fallback initialize is refused with
     -32022 naming 2026-07-28, so the client asks discover once more and speaks it."""
     methods: list[str] = []
