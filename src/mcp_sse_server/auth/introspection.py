@@ -25,15 +25,14 @@ Scopes come from ``scope`` (space-separated); the client id from ``client_id``.
 from __future__ import annotations
 
 import asyncio
-import base64
 import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Literal
-from urllib.parse import quote
 
 import httpx
 
+from .client_auth import client_secret_basic
 from .fetch import fetch_json
 from .tokens import AccessToken, InvalidToken, VerifiedTokens, token_key
 from .urls import check_fetch_url
@@ -132,7 +131,7 @@ class IntrospectionVerifier:
         form = {"token": token, "token_type_hint": "access_token"}
         headers = {"accept": "application/json"}
         if self.auth_method == "client_secret_basic":
-            headers["authorization"] = _basic(self.client_id, self._client_secret)
+            headers["authorization"] = client_secret_basic(self.client_id, self._client_secret)
         else:
             form |= {"client_id": self.client_id, "client_secret": self._client_secret}
         return await fetch_json(
@@ -181,9 +180,3 @@ class IntrospectionVerifier:
         if self._own_http and self._http is not None:
             await self._http.aclose()
             self._http = None
-
-
-def _basic(client_id: str, secret: str) -> str:
-    """RFC 6749 §2.3.1's ``client_secret_basic``: both parts form-encoded before base64."""
-    pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}".encode()
-    return "Basic " + base64.b64encode(pair).decode("ascii")

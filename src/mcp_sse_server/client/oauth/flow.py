@@ -40,7 +40,6 @@ token, secret or code.
 from __future__ import annotations
 
 import asyncio
-import base64
 import dataclasses
 import logging
 import time
@@ -51,6 +50,7 @@ from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 import httpx
 import orjson
 
+from ...auth.client_auth import client_secret_basic
 from .challenge import Challenge, token_challenge
 from .discovery import (
     AuthorizationServer,
@@ -520,7 +520,7 @@ class OAuth(httpx.Auth):
             exchange["scope"] = scope
         headers: dict[str, str] = {}
         if identity.client_secret is not None:
-            headers["authorization"] = _basic(identity.client_id, identity.client_secret)
+            headers["authorization"] = client_secret_basic(identity.client_id, identity.client_secret)
         else:
             exchange["client_id"] = identity.client_id
         endpoint = check_oauth_url(identity.token_endpoint, "the identity provider's token endpoint")
@@ -582,7 +582,7 @@ class OAuth(httpx.Auth):
             return headers
         method = effective_auth_method(client.token_endpoint_auth_method, client.client_secret is not None, metadata)
         if method == "client_secret_basic" and client.client_secret is not None:
-            headers["authorization"] = _basic(client.client_id, client.client_secret)
+            headers["authorization"] = client_secret_basic(client.client_id, client.client_secret)
         elif method == "client_secret_post" and client.client_secret is not None:
             form["client_id"] = client.client_id
             form["client_secret"] = client.client_secret
@@ -884,12 +884,6 @@ def _operation(request: httpx.Request) -> tuple[str, str]:
     params = message.get("params")
     name = params.get("name") or params.get("uri") if isinstance(params, dict) else None
     return (str(message.get("method")), str(name or ""))
-
-
-def _basic(client_id: str, secret: str) -> str:
-    """``client_secret_basic`` (RFC 6749 §2.3.1): both parts form-encoded, then base64."""
-    pair = f"{quote(client_id, safe='')}:{quote(secret, safe='')}".encode()
-    return "Basic " + base64.b64encode(pair).decode("ascii")
 
 
 def _plain(url: httpx.URL | str) -> str:

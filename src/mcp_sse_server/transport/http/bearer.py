@@ -96,6 +96,12 @@ class BearerMiddleware:
         finally:
             current_access_token.reset(reset)
 
+    def _granted(self, token: AccessToken) -> AccessToken:
+        """The token read with the scopes its own imply (rule 5 of ``auth/resource.py``)."""
+        if not self._expands:
+            return token
+        return dataclasses.replace(token, scopes=self.server.granted(token.scopes))
+
     def _seen_before(self, request: McpRequest, scope: Scope) -> AccessToken | None:
         """A speed trick, measured in bench/ (opcodes.py --jwt, the ours-jwt rows): a well-formed
         ``Bearer`` header whose token the verifier's cache holds, and that has the endpoint's
@@ -115,8 +121,7 @@ class BearerMiddleware:
         token = verified.get(hashlib.sha256(header[7:]).digest())
         if token is None:
             return None
-        if self._expands:
-            token = dataclasses.replace(token, scopes=self.server.granted(token.scopes))
+        token = self._granted(token)
         return token if self._required <= token.scopes else None
 
     async def _authenticate(self, request: McpRequest, scope: Scope, send: Send) -> AccessToken | None:
@@ -157,9 +162,7 @@ class BearerMiddleware:
                 headers=[(b"retry-after", b"5")],
             ).write(send)
             return None
-        granted = server.granted(token.scopes)
-        if granted is not token.scopes:  # rule 5 of resource.py: read with the scopes it implies
-            token = dataclasses.replace(token, scopes=granted)
+        token = self._granted(token)
         if not token.has_scopes(server.required_scopes):
             await self._refuse(
                 send,
