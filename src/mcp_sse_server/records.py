@@ -7,10 +7,11 @@ know each other: the stores import this module, not ``session.py``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
-__all__ = ["SessionRecord"]
+__all__ = ["RecordChange", "SessionRecord"]
 
 
 @dataclass(slots=True)
@@ -22,6 +23,8 @@ class SessionRecord:
     store's clock (monotonic seconds in process). ``principal`` is who opened
     the session on a server that checks bearer tokens (issuer, subject, client
     id): only requests with a token of the same principal may use it.
+    ``version`` counts the writes a shared store took (it refuses a write of a
+    copy older than its record: ``StaleRecord``).
     """
 
     id: str = ""
@@ -33,7 +36,13 @@ class SessionRecord:
     log_level: str | None = None
     subscriptions: list[str] = field(default_factory=list)
     principal: list[str | None] | None = None
+    version: int = 0
 
     def expired(self, now: float, idle_timeout: float, max_lifetime: float) -> bool:
         """True once the client has been silent too long or the session is too old."""
         return now - self.last_seen >= idle_timeout or now - self.created_at >= max_lifetime
+
+
+RecordChange: TypeAlias = Callable[[SessionRecord], None]
+"""One change a session made to its record (a log level set, a subscription), as a function that
+makes it: a worker whose copy turned out stale makes it again on the store's newer record."""

@@ -52,7 +52,7 @@ from .jsonrpc import (
     RequestId,
 )
 from .protocol import Connection, ConnectionOwner
-from .records import SessionRecord
+from .records import RecordChange, SessionRecord
 from .types import CreateMessageRequest, CreateMessageResult, ElicitResult, Root, UrlElicitation
 from .versions import Revision
 
@@ -224,9 +224,10 @@ class ServerSession:
         # Rule 5: the hook, and the owner it handed the connection to (if it did).
         self._before_initialize = before_initialize
         self._taken_by: ConnectionOwner | None = None
-        # Called after the record changes past initialize (log level, subscriptions): a shared
-        # store writes it back.
-        self.on_record_change: Callable[[SessionRecord], Any] | None = None
+        # Called after the record changes past initialize (log level, subscriptions), with the
+        # change as a function: a shared store writes the record back (and, its copy found stale,
+        # makes the change again on the newer record).
+        self.on_record_change: Callable[[SessionRecord, RecordChange], Any] | None = None
 
     # --- state ---------------------------------------------------------------------
 
@@ -343,24 +344,27 @@ class ServerSession:
         self._log_rank = log_rank(record.log_level) if record.log_level is not None else 0
         self.ready = True
 
+    def record_followed(self) -> None:
+        """The record changed elsewhere (another worker wrote it): send by its log level from now on."""
+        level = self.record.log_level
+        self._log_rank = log_rank(level) if level is not None else 0
+
     def set_log_level(self, level: str) -> None:
         self._log_rank = log_rank(level)
-        self.record.log_level = level
-        self._record_changed()
+        self._change(_LogLevel(level))
 
     def subscribe(self, uri: str) -> None:
         if uri not in self.record.subscriptions:
-            self.record.subscriptions.append(uri)
-            self._record_changed()
+            self._change(_Subscribe(uri))
 
     def unsubscribe(self, uri: str) -> None:
         if uri in self.record.subscriptions:
-            self.record.subscriptions.remove(uri)
-            self._record_changed()
+            self._change(_Unsubscribe(uri))
 
-    def _record_changed(self) -> None:
+    def _change(self, change: RecordChange) -> None:
+        change(self.record)
         if self.on_record_change is not None:
-            self.on_record_change(self.record)
+            self.on_record_change(self.record, change)
 
     def is_subscribed(self, uri: str) -> bool:
         return uri in self.record.subscriptions
@@ -621,3 +625,32 @@ def _typed_result(form: ElicitationForm[_T], result: ElicitResult) -> TypedElici
         except ArgumentError as error:
             raise ElicitationContentError(error.field, error.message, result.content) from None
     return TypedElicitResult(result.action, result.content, value=value)
+
+
+# --- the changes a session makes to its record (``RecordChange``) ----------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _LogLevel:
+    level: str
+
+    def __call__(self, record: SessionRecord) -> None:
+        record.log_level = self.level
+
+
+@dataclass(frozen=True, slots=True)
+class _Subscribe:
+    uri: str
+
+    def __call__(self, record: SessionRecord) -> None:
+        if self.uri not in record.subscriptions:
+            record.subscriptions.append(self.uri)
+
+
+@dataclass(frozen=True, slots=True)
+class _Unsubscribe:
+    uri: str
+
+    def __call__(self, record: SessionRecord) -> None:
+        if self.uri in record.subscriptions:
+            record.subscriptions.remove(self.uri)

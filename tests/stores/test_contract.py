@@ -8,6 +8,7 @@ to the same behaviour, not each to its own tests.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 
 from fixtures.redis_server import client_for
 from mcp_sse_server.session import SessionRecord
-from mcp_sse_server.stores.base import STANDALONE_STREAM, EventBus, EventLog, SessionStore
+from mcp_sse_server.stores.base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StaleRecord
 from mcp_sse_server.stores.memory import MemoryEventBus, MemoryEventLog, MemorySessionStore
 
 BACKLOG = 3
@@ -106,6 +107,21 @@ async def test_save_writes_back_a_changed_record_and_ignores_unknown_ones(sessio
     assert (again.revision, again.log_level, again.subscriptions) == ("2025-06-18", "warning", ["x://1"])
     await sessions.save(record("never-created"))
     assert await sessions.get("never-created") is None
+
+
+async def test_save_refuses_a_copy_older_than_the_record(sessions: SessionStore) -> None:
+    await sessions.create(record("s"))
+    first = await sessions.get("s")
+    assert first is not None
+    older = dataclasses.replace(first, subscriptions=list(first.subscriptions))  # read at the same version
+    first.log_level = "error"
+    await sessions.save(first)
+    assert first.version == 1
+    older.log_level = "debug"
+    with pytest.raises(StaleRecord):
+        await sessions.save(older)
+    stored = await sessions.get("s")
+    assert stored is not None and (stored.log_level, stored.version) == ("error", 1)  # nothing was written
 
 
 async def test_touch_moves_last_seen(sessions: SessionStore) -> None:

@@ -47,9 +47,9 @@ async def test_a_sessions_keys_share_one_hash_tag_and_slot(redis_client: Redis, 
     index = [key for key in found if tag not in key]
     assert index == [f"{redis_prefix}:{{sessions}}:born", f"{redis_prefix}:{{sessions}}:seen"]
     assert len({key_slot(key.encode()) for key in index}) == 1
-    # The record is plain data (JSON) without last_seen, which has its own field.
+    # The record is plain data (JSON) without last_seen and version, which have fields of their own.
     stored = await redis_client.hgetall(f"{redis_prefix}:{tag}")
-    assert set(stored) == {b"d", b"s"} and stored[b"d"].startswith(b'{"id":"AbC-123_xyz"')
+    assert set(stored) == {b"d", b"s", b"v"} and stored[b"d"].startswith(b'{"id":"AbC-123_xyz"')
 
 
 @pytest.mark.parametrize("bad", ["", "a{b", "a}b", "a b", "é", "x" * 201, "a\nb"])
@@ -363,3 +363,79 @@ async def test_a_connection_error_with_no_cancellation_is_store_unavailable() ->
 
     with pytest.raises(StoreUnavailable, match=r"Redis is unavailable \(test\): refused"), redis_unavailable("test"):
         await command()
+
+
+# --- record announcements (RecordWatch) ---------------------------------------------------------
+
+
+class Heard:
+    """What a ``RecordWatch`` announced, in order."""
+
+    def __init__(self) -> None:
+        self.changes: list[tuple[str | None, int | None]] = []
+
+    def __call__(self, session_id: str | None, version: int | None) -> None:
+        self.changes.append((session_id, version))
+
+    async def until(self, change: tuple[str | None, int | None]) -> None:
+        for _ in range(round(WAIT / POLL)):
+            if change in self.changes:
+                return
+            await asyncio.sleep(POLL)
+        raise AssertionError(f"{change} was never announced: {self.changes}")
+
+
+async def test_saves_and_deletes_by_any_worker_are_announced(
+    redis_client: Redis, second_client: Redis, redis_prefix: str
+) -> None:
+    watching = RedisSessionStore(redis_client, prefix=redis_prefix)
+    other = RedisSessionStore(second_client, prefix=redis_prefix)
+    watch, heard = watching.changes(), Heard()
+    await watch.start(heard)
+    try:
+        assert heard.changes == [(None, None)] and watch.trusted  # nothing read before counts
+        await other.create(SessionRecord("s", 1.0, 1.0))
+        copy = await other.get("s")
+        assert copy is not None
+        copy.log_level = "error"
+        await other.save(copy)
+        await heard.until(("s", 1))
+        await other.touch(copy, 5.0)  # activity is not a change of the record
+        assert await other.delete("s")
+        await heard.until(("s", None))
+        assert heard.changes == [(None, None), ("s", 1), ("s", None)]
+        assert watch.announced == 3
+    finally:
+        await watch.aclose()
+    assert not watch.trusted
+
+
+async def test_a_broken_subscription_distrusts_every_copy_until_it_is_made_again(
+    own_redis_server: RedisServer,
+) -> None:
+    async with client_for(own_redis_server, "mcp") as client:
+        store = RedisSessionStore(client)
+        watch, heard = store.changes(), Heard()
+        await watch.start(heard)
+        try:
+            own_redis_server.stop()
+            for _ in range(round(WAIT / POLL)):
+                if not watch.trusted:
+                    break
+                await asyncio.sleep(POLL)
+            assert not watch.trusted and heard.changes[-1] == (None, None)
+            own_redis_server.start()
+            for _ in range(round(2 * WAIT / POLL)):
+                if watch.trusted:
+                    break
+                await asyncio.sleep(POLL)
+            assert watch.trusted  # subscribed again by itself
+            missed = len(heard.changes)
+            await store.create(SessionRecord("s", 1.0, 1.0))
+            record = await store.get("s")
+            assert record is not None
+            await store.save(record)
+            await heard.until(("s", 1))  # and announcements flow again
+            assert (None, None) in heard.changes[1:missed]
+        finally:
+            await watch.aclose()

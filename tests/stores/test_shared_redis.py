@@ -6,12 +6,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import orjson
+
 from fixtures.asgi import AsgiCall, Session, call
 from fixtures.http_app import Gate, build_server
 from fixtures.messages import initialize_message, request
 from fixtures.redis_server import NEW, RedisServer, Workers, client_for, open_on
 from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
 from mcp_sse_server.transport.http import McpHttpApp
+
+WAIT = 10.0  # bounded: a worker that has not noticed Redis gone by then never will
 
 
 async def test_a_session_opened_on_one_worker_is_served_by_the_other(workers: Workers) -> None:
@@ -82,6 +86,30 @@ async def test_a_log_level_set_on_one_worker_reaches_a_copy_adopted_before(worke
     assert b.live_sessions[session_id].session.log_level == "error"
 
 
+async def test_a_change_made_on_a_stale_copy_is_made_again_on_the_newer_record(workers: Workers) -> None:
+    a = workers()
+    session_id = await open_on(a)
+    await Session(a, session_id, NEW).result("tools/list")  # served from a's copy from now on
+    store = a.sessions
+    assert isinstance(store, RedisSessionStore)
+    # Another worker's write that a has not heard of yet (written here without its announcement).
+    key = store.key(session_id)
+    data, version = await store.redis.hmget(key, ["d", "v"])
+    await store.redis.hset(
+        key, mapping={"d": orjson.dumps({**orjson.loads(data), "log_level": "error"}), "v": int(version) + 1}
+    )
+    await Session(a, session_id, NEW).result("resources/subscribe", {"uri": "test://hello"})
+    for _ in range(100):  # written back in the background: refused, then made again on the newer record
+        stored = await store.get(session_id)
+        assert stored is not None
+        if stored.subscriptions == ["test://hello"]:
+            break
+        await asyncio.sleep(0.02)
+    assert (stored.log_level, stored.subscriptions, stored.version) == ("error", ["test://hello"], int(version) + 2)
+    live = a.live_sessions[session_id]
+    assert live.record.log_level == "error" and live.session.log_level == "error"  # the copy took the newer record
+
+
 async def test_a_stream_resumed_on_another_worker_gets_the_rest_live(workers: Workers, gate: Gate) -> None:
     a, b = workers(), workers()
     session_id = await open_on(a)
@@ -102,13 +130,21 @@ async def test_redis_down_is_a_503_with_a_json_rpc_error(own_redis_server: Redis
         )
         try:
             session_id = await open_on(app)
+            assert (await Session(app, session_id, NEW).request("tools/list")).status == 200  # a copy here now
             own_redis_server.stop()
             try:
-                reply = await Session(app, session_id, NEW).request("tools/list")
+                refused = await call(app, body=initialize_message(protocol_version=NEW))
+                # The copy served here is trusted only while Redis announces record changes: once the
+                # worker saw the subscription break, the session's requests need Redis too.
+                deadline = asyncio.get_running_loop().time() + WAIT
+                while (reply := await Session(app, session_id, NEW).request("tools/list")).status == 200:
+                    assert asyncio.get_running_loop().time() < deadline, "the copy was trusted with Redis down"
+                    await asyncio.sleep(0.05)
             finally:
                 own_redis_server.start()  # empty: no persistence
-            assert reply.status == 503 and reply.headers.get("retry-after") == "2"
-            assert reply.json["error"]["code"] == -32000 and "store" in reply.json["error"]["message"]
+            for answer in (refused, reply):
+                assert answer.status == 503 and answer.headers.get("retry-after") == "2"
+                assert answer.json["error"]["code"] == -32000 and "store" in answer.json["error"]["message"]
             assert (await Session(app, session_id, NEW).request("tools/list")).status == 404  # Redis lost it
             assert (await call(app, body=initialize_message(protocol_version=NEW))).status == 200
         finally:

@@ -13,12 +13,12 @@ Redis names need the ``redis`` extra (``pip install 'mcp-sse-server[redis]'``) a
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_exports
-from .base import EventBus, EventLog, SessionStore, StoredEvent, StoreError, StoreUnavailable
+from .base import EventBus, EventLog, RecordFeed, SessionStore, StaleRecord, StoredEvent, StoreError, StoreUnavailable
 from .coordination import CoordinatedSession, Coordinator, DuplicateRequest, LocalCoordinator, SessionPeers
 from .memory import MemoryEventBus, MemoryEventLog, MemorySessionStore
 
 if TYPE_CHECKING:
-    from .redis import RedisEventBus, RedisEventLog, RedisSessionStore
+    from .redis import RecordWatch, RedisEventBus, RedisEventLog, RedisSessionStore
     from .redis_routing import (
         Lease,
         RedisCoordinator,
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "Lease": ".redis_routing",
+    "RecordWatch": ".redis",
     "RedisCoordinator": ".redis_routing",
     "RedisEventBus": ".redis",
     "RedisEventLog": ".redis",
@@ -61,6 +62,8 @@ __all__ = [
     "MemoryEventBus",
     "MemoryEventLog",
     "MemorySessionStore",
+    "RecordFeed",
+    "RecordWatch",
     "RedisCoordinator",
     "RedisEventBus",
     "RedisEventLog",
@@ -69,6 +72,7 @@ __all__ = [
     "RequestIndex",
     "SessionPeers",
     "SessionStore",
+    "StaleRecord",
     "StoreError",
     "StoreUnavailable",
     "StoredEvent",

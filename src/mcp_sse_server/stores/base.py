@@ -17,9 +17,9 @@ Rules every implementation keeps:
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Collection
+from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from ..jsonrpc import RequestId
 from ..records import SessionRecord
@@ -28,7 +28,9 @@ __all__ = [
     "STANDALONE_STREAM",
     "EventBus",
     "EventLog",
+    "RecordFeed",
     "SessionStore",
+    "StaleRecord",
     "StoreError",
     "StoreUnavailable",
     "StoredEvent",
@@ -54,6 +56,11 @@ class StoreUnavailable(StoreError):
     unreachable). Every method of a shared store raises it instead of the client
     library's own errors, so the app can answer 503 and retry later; the same store
     object works again once the backend is back."""
+
+
+class StaleRecord(StoreError):
+    """``save`` of a copy older than the store's record: another worker wrote it since the copy
+    was read. Read the record again, make the change again on it, and save that."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,7 +93,8 @@ class SessionStore(ABC):
 
     @abstractmethod
     async def save(self, record: SessionRecord) -> None:
-        """Write back a record that changed (after initialize, say)."""
+        """Write back a record that changed (after initialize, say); ``record.version`` counts the
+        write. A shared store raises ``StaleRecord`` when the copy is older than its record."""
 
     @abstractmethod
     async def touch(self, record: SessionRecord, now: float) -> None:
@@ -104,10 +112,47 @@ class SessionStore(ABC):
     async def expired(self, now: float, idle_timeout: float, max_lifetime: float) -> list[str]:
         """The ids of sessions past their idle timeout or lifetime at ``now``."""
 
+    def changes(self) -> RecordFeed | None:
+        """Announcements of the records any worker saves or deletes, for a worker that keeps copies
+        of them (a shared store's; None: nobody else changes these records)."""
+        return None
+
     async def present(self, session_ids: Collection[str]) -> set[str]:
         """Those of ``session_ids`` whose records are still here (a shared store answers for
         every worker: what another ended is not)."""
         return {session_id for session_id in session_ids if await self.get(session_id) is not None}
+
+
+class RecordFeed(Protocol):
+    """The records any worker saved or deleted, as a shared store announces them (``changes()``).
+
+    Once ``start`` returned, every save of a record is announced to
+    ``on_change(session_id, version)`` (the version the save gave it), every
+    delete to ``on_change(session_id, None)``, and ``on_change(None, None)`` says
+    that announcements may have been missed (the subscription broke or was made
+    again): no copy read before can be trusted. ``trusted`` is True while announcements flow.
+    An announcement the worker received is taken in by the time a task that
+    yields once to the event loop resumes (the feed reads as it receives).
+    """
+
+    @property
+    def trusted(self) -> bool:
+        """True while every change is announced: a copy read since the last ``on_change(None)``
+        and not announced since is the store's record."""
+        ...
+
+    @property
+    def announced(self) -> int:
+        """How many announcements were taken in so far (a copy read while it moved may be stale)."""
+        ...
+
+    async def start(self, on_change: Callable[[str | None, int | None], None]) -> None:
+        """Subscribe (raises ``StoreUnavailable`` if the store cannot confirm it) and keep reading."""
+        ...
+
+    async def aclose(self) -> None:
+        """Stop reading and unsubscribe."""
+        ...
 
 
 class EventLog(ABC):

@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from ..jsonrpc import RequestId
 from ..records import SessionRecord
-from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StoredEvent, stream_of
+from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StaleRecord, StoredEvent, stream_of
 
 __all__ = ["MemoryEventBus", "MemoryEventLog", "MemorySessionStore"]
 
@@ -34,8 +34,15 @@ class MemorySessionStore(SessionStore):
         return self._records.get(session_id)
 
     async def save(self, record: SessionRecord) -> None:
-        if record.id in self._records:
-            self._records[record.id] = record
+        stored = self._records.get(record.id)
+        if stored is None:
+            return
+        if stored is not record and record.version != stored.version:
+            raise StaleRecord(
+                f"session {record.id[:8]}: a copy at version {record.version}, the store's at {stored.version}"
+            )
+        record.version += 1
+        self._records[record.id] = record
 
     async def touch(self, record: SessionRecord, now: float) -> None:
         record.last_seen = now

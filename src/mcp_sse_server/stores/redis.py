@@ -10,7 +10,8 @@ the hash tag ``{<session id>}``, so a session's keys share one Redis Cluster
 slot and each multi-key change is one Lua script (all or nothing on the wire):
 
 ============================  ======  ==========================================================
-``mcp:{sid}``                 HASH    ``d``: the record (orjson, without last_seen), ``s``: last_seen
+``mcp:{sid}``                 HASH    ``d``: the record (orjson, without last_seen and version),
+                                      ``s``: last_seen, ``v``: version (the writes it took)
 ``mcp:{sid}:ev``              HASH    ``seq``: the session's event counter (the ``n`` of event ids),
                                       ``s:<stream>``: the stream exists, ``e:<stream>``: it ended
                                       (the Redis time, ms, when its events are dropped)
@@ -20,6 +21,10 @@ slot and each multi-key change is one Lua script (all or nothing on the wire):
 ``mcp:{sessions}:seen``       ZSET    session id -> last_seen (``count``, idle expiry)
 ``mcp:{sessions}:born``       ZSET    session id -> created_at (lifetime expiry)
 ============================  ======  ==========================================================
+
+``save`` announces ``"<session id> <version>"`` and ``delete`` the session id on the channel
+``mcp:sessions:changed`` (``RecordWatch``), so a worker keeping copies of records knows which
+went stale.
 
 The two index sorted sets share their own tag ``{sessions}``; a script that
 changes a record and the index names all three keys, which a single Redis (or
@@ -44,7 +49,7 @@ import contextlib
 import dataclasses
 import logging
 import math
-from collections.abc import AsyncIterator, Collection, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
@@ -53,11 +58,12 @@ from redis.asyncio import Redis
 
 from ..jsonrpc import RequestId
 from ..records import SessionRecord
-from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StoredEvent, StoreUnavailable
+from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StaleRecord, StoredEvent, StoreUnavailable
 from .memory import MemoryEventBus
 
 __all__ = [
     "DEFAULT_PREFIX",
+    "RecordWatch",
     "RedisEventBus",
     "RedisEventLog",
     "RedisSessionStore",
@@ -132,21 +138,28 @@ def milliseconds(seconds: float) -> int:
 
 # --- session records ---------------------------------------------------------------------
 
-_RECORD_FIELDS: Final = tuple(f.name for f in dataclasses.fields(SessionRecord) if f.name != "last_seen")
+_RECORD_FIELDS: Final = tuple(
+    f.name for f in dataclasses.fields(SessionRecord) if f.name not in ("last_seen", "version")
+)
 
 _CREATE: Final = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], 'd', ARGV[1], 's', ARGV[2])
+redis.call('HSET', KEYS[1], 'd', ARGV[1], 's', ARGV[2], 'v', 0)
 redis.call('PEXPIRE', KEYS[1], ARGV[5])
 redis.call('ZADD', KEYS[2], ARGV[2], ARGV[4])
 redis.call('ZADD', KEYS[3], ARGV[3], ARGV[4])
 return 1
 """
 
+# ARGV: the record, the version the copy was read at, the channel, the session id. Returns the new
+# version, 0 (no such record) or -1 (the copy is stale: nothing written).
 _SAVE: Final = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'd', ARGV[1])
-return 1
+local version = tonumber(redis.call('HGET', KEYS[1], 'v') or '0')
+if version ~= tonumber(ARGV[2]) then return -1 end
+redis.call('HSET', KEYS[1], 'd', ARGV[1], 'v', version + 1)
+redis.call('PUBLISH', ARGV[3], ARGV[4] .. ' ' .. (version + 1))
+return version + 1
 """
 
 _TOUCH: Final = """
@@ -161,6 +174,7 @@ _DELETE: Final = """
 local gone = redis.call('DEL', KEYS[1])
 redis.call('ZREM', KEYS[2], ARGV[1])
 redis.call('ZREM', KEYS[3], ARGV[1])
+redis.call('PUBLISH', ARGV[2], ARGV[1])
 return gone
 """
 
@@ -169,11 +183,13 @@ def _encode_record(record: SessionRecord) -> bytes:
     return orjson.dumps({name: getattr(record, name) for name in _RECORD_FIELDS})
 
 
-def _decode_record(data: bytes, last_seen: bytes | None) -> SessionRecord:
+def _decode_record(data: bytes, last_seen: bytes | None, version: bytes | None) -> SessionRecord:
     fields = orjson.loads(data)
     record = SessionRecord(**{name: fields[name] for name in _RECORD_FIELDS if name in fields})
     if last_seen is not None:
         record.last_seen = float(last_seen)
+    if version is not None:
+        record.version = int(version)
     return record
 
 
@@ -181,7 +197,10 @@ class RedisSessionStore(SessionStore):
     """Session records in Redis, shared by every worker that uses the same Redis.
 
     ``get`` returns a fresh copy each time: a change to a record reaches the
-    other workers through ``save`` (or ``touch`` for ``last_seen``).
+    other workers through ``save`` (or ``touch`` for ``last_seen``). ``save`` writes
+    only a copy as new as the record (else ``StaleRecord``); ``save`` and ``delete``
+    announce the session on ``changes_channel`` (``changes()`` subscribes; ``touch``
+    does not announce: a copy's ``last_seen`` may lag, and only its expiry depends on it).
     ``idle_timeout`` and ``max_lifetime`` (the app's limits) set each record's
     key expiry, ``expiry_slack`` seconds after the app would reap it.
     """
@@ -194,6 +213,7 @@ class RedisSessionStore(SessionStore):
         "_save",
         "_touch",
         "born_key",
+        "changes_channel",
         "expiry_slack",
         "idle_timeout",
         "max_lifetime",
@@ -219,6 +239,7 @@ class RedisSessionStore(SessionStore):
         self.prefix = prefix
         self.seen_key = f"{prefix}:{{sessions}}:seen"
         self.born_key = f"{prefix}:{{sessions}}:born"
+        self.changes_channel = f"{prefix}:sessions:changed"
         self._create = redis.register_script(_CREATE)
         self._save = redis.register_script(_SAVE)
         self._touch = redis.register_script(_TOUCH)
@@ -253,17 +274,24 @@ class RedisSessionStore(SessionStore):
         if not valid_session_id(session_id):
             return None
         with redis_unavailable("get"):
-            values: Any = await self.redis.hmget(self.key(session_id), ["d", "s"])
-        data, last_seen = values
+            values: Any = await self.redis.hmget(self.key(session_id), ["d", "s", "v"])
+        data, last_seen, version = values
         if data is None:
             return None
-        return _decode_record(data, last_seen)
+        return _decode_record(data, last_seen, version)
 
     async def save(self, record: SessionRecord) -> None:
         if not valid_session_id(record.id):
             return
         with redis_unavailable("save"):
-            await self._save(keys=[self.key(record.id)], args=[_encode_record(record)])
+            version = await self._save(
+                keys=[self.key(record.id)],
+                args=[_encode_record(record), record.version, self.changes_channel, record.id],
+            )
+        if version == -1:
+            raise StaleRecord(f"session {record.id[:8]}: another worker wrote its record since this copy was read")
+        if version > 0:
+            record.version = int(version)
 
     async def touch(self, record: SessionRecord, now: float) -> None:
         record.last_seen = now
@@ -278,7 +306,9 @@ class RedisSessionStore(SessionStore):
         if not valid_session_id(session_id):
             return False
         with redis_unavailable("delete"):
-            gone = await self._delete(keys=[self.key(session_id), self.seen_key, self.born_key], args=[session_id])
+            gone = await self._delete(
+                keys=[self.key(session_id), self.seen_key, self.born_key], args=[session_id, self.changes_channel]
+            )
         return bool(gone)
 
     async def count(self) -> int:
@@ -286,6 +316,10 @@ class RedisSessionStore(SessionStore):
         reaped them (``expired`` returns those, and ``delete`` clears them)."""
         with redis_unavailable("count"):
             return int(await self.redis.zcard(self.seen_key))
+
+    def changes(self) -> RecordWatch:
+        """A subscription to the sessions any worker saves or deletes (``start`` it)."""
+        return RecordWatch(self.redis, self.changes_channel)
 
     async def present(self, session_ids: Collection[str]) -> set[str]:
         """One pipeline of ``EXISTS`` for all of them (a sweep asks about every copy it serves)."""
@@ -307,6 +341,116 @@ class RedisSessionStore(SessionStore):
                 idle, old = await pipe.execute()
         ids = dict.fromkeys(member.decode() for member in [*idle, *old])
         return list(ids)
+
+
+class RecordWatch:
+    """The ``RecordFeed`` of a ``RedisSessionStore``: a pub/sub subscription, read by a task of its own.
+
+    Each announcement is handed to ``on_change`` as the task reads it. A broken
+    subscription (Redis gone, the connection lost) is ``on_change(None, None)`` and
+    ``trusted`` False until the task has subscribed again and Redis confirmed it;
+    so is a reconnection redis-py made by itself (it subscribes again without
+    saying so: what was announced in between is lost).
+    """
+
+    __slots__ = (  # (redis-py holds connect callbacks weakly: hence __weakref__)
+        "__weakref__",
+        "_on_change",
+        "_pubsub",
+        "_reader",
+        "_subscribed",
+        "announced",
+        "channel",
+        "redis",
+    )
+
+    def __init__(self, redis: Redis, channel: str) -> None:
+        self.redis = redis
+        self.channel = channel
+        self.announced = 0
+        self._pubsub: Any = None  # (redis-py's PubSub is untyped)
+        self._subscribed = False
+        self._reader: asyncio.Task[None] | None = None
+        self._on_change: Callable[[str | None, int | None], None] = lambda session_id, version: None
+
+    @property
+    def trusted(self) -> bool:
+        pubsub = self._pubsub
+        if not self._subscribed or pubsub is None:
+            return False
+        connection = pubsub.connection
+        return connection is not None and bool(connection.is_connected)
+
+    async def start(self, on_change: Callable[[str | None, int | None], None]) -> None:
+        if self._reader is not None:
+            return
+        self._on_change = on_change
+        await self._subscribe()
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+
+    async def _subscribe(self) -> None:
+        pubsub: Any = self.redis.pubsub()
+        with redis_unavailable("subscribe to record changes"):
+            try:
+                await pubsub.subscribe(self.channel)
+                async with asyncio.timeout(5.0):
+                    while True:
+                        message = await pubsub.get_message(timeout=1.0)
+                        if message is not None and message.get("type") == "subscribe":
+                            break
+                pubsub.connection.register_connect_callback(self._reconnected)
+            except TimeoutError:
+                await pubsub.aclose()
+                raise StoreUnavailable("Redis did not confirm the record-change subscription") from None
+            except BaseException:
+                await pubsub.aclose()
+                raise
+        self._pubsub, self._subscribed = pubsub, True
+        self._missed()  # copies read before the subscription was confirmed are not trusted
+
+    async def _reconnected(self, connection: Any) -> None:
+        self._missed()
+
+    def _missed(self) -> None:
+        self.announced += 1
+        self._on_change(None, None)
+
+    async def _read(self) -> None:
+        backoff = 0.05
+        while True:
+            try:
+                if self._pubsub is None:
+                    await self._subscribe()
+                    backoff = 0.05
+                with redis_unavailable("read record changes"):
+                    message = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
+            except (StoreUnavailable, redis_errors.RedisError) as error:
+                self._subscribed = False
+                self._missed()
+                await self._drop()
+                logger.warning("the record-change subscription broke (copies are read again): %s", error)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, 2.0)
+                continue
+            if message is not None and message.get("type") == "message":
+                session_id, _, version = message["data"].decode().partition(" ")
+                self.announced += 1
+                self._on_change(session_id, int(version) if version.isdigit() else None)
+
+    async def _drop(self) -> None:
+        pubsub, self._pubsub = self._pubsub, None
+        if pubsub is not None:
+            with contextlib.suppress(redis_errors.RedisError, OSError):
+                await pubsub.aclose()
+
+    async def aclose(self) -> None:
+        reader, self._reader = self._reader, None
+        self._subscribed = False
+        if reader is not None:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
+        await self._drop()
 
 
 # --- event logs ----------------------------------------------------------------------------

@@ -19,6 +19,15 @@ Rules (the HTTP side of a session's life; ``session.py`` has the protocol side):
    session: a worker that sees a session first adopts it from its record, its
    copy of the record follows the store's, a changed record is written back,
    and shutting down releases sessions instead of ending them.
+8. A shared store's copy is trusted, and a request served from it without
+   asking the store, while the store announces every change of its records
+   (``SessionStore.changes``) and none was announced for it since it was read.
+   A request first yields once to the event loop, so an announcement that
+   reached this worker before the request did is taken in first (a DELETE
+   answered on another worker is a 404 here at once). A copy that looks
+   expired is read again: another worker may have seen the client since.
+   A write of a stale copy is refused by the store (``StaleRecord``): the
+   change is made again on the store's newer record.
 7. On a server that checks bearer tokens, a session is bound to the principal
    of the token that opened it; a request with another principal's token is
    answered 404, as for an unknown session.
@@ -37,10 +46,10 @@ from typing import Any, Final
 
 from ...background import in_background
 from ...jsonrpc import JsonRpcMessage, RequestId
-from ...records import SessionRecord
+from ...records import RecordChange, SessionRecord
 from ...server import McpServer
 from ...session import ServerSession
-from ...stores.base import EventLog, SessionStore
+from ...stores.base import EventLog, RecordFeed, SessionStore, StaleRecord, StoreUnavailable
 from ...stores.coordination import Coordinator
 from .errors import SERVER_BUSY, UNKNOWN_SESSION, HttpError
 from .limits import HttpLimits
@@ -55,6 +64,9 @@ logger = logging.getLogger("mcp_sse_server.http")
 # A session's last activity is written at most this often (seconds): idle timeouts are minutes
 # long, and a shared store is spared a write per request.
 _TOUCH_GRANULARITY: Final = 1.0
+
+# How many times a change is made again on a record that other workers keep writing (rule 8).
+_WRITE_ATTEMPTS: Final = 5
 
 
 class LiveSession:
@@ -160,8 +172,12 @@ class SessionDirectory:
             self._end_soon(live)
             raise HttpError(404, UNKNOWN_SESSION)
         if now - record.last_seen >= _TOUCH_GRANULARITY:
-            await self.store.touch(record, now)
+            await self._seen(record, now)
         return live
+
+    async def _seen(self, record: SessionRecord, now: float) -> None:
+        """The client was active at ``now`` (called at most once per ``_TOUCH_GRANULARITY``)."""
+        await self.store.touch(record, now)
 
     async def _from_store(self, key: str, live: LiveSession | None) -> LiveSession:
         """The session as the store has it. In process, a session served here is only read from
@@ -362,8 +378,8 @@ class SharedSessionDirectory(SessionDirectory):
         level = live.record.log_level
         for field in dataclasses.fields(SessionRecord):
             setattr(live.record, field.name, getattr(record, field.name))
-        if record.log_level is not None and record.log_level != level:
-            live.session.set_log_level(record.log_level)
+        if record.log_level != level:
+            live.session.record_followed()
 
     async def opened(self, live: LiveSession) -> None:
         await super().opened(live)
@@ -372,12 +388,104 @@ class SharedSessionDirectory(SessionDirectory):
             # the session is served here as ready (as an adopted copy is).
             live.session.ready = True
 
+    def __init__(self, store: SessionStore, events: EventLog, serving: Serving) -> None:
+        super().__init__(store, events, serving)
+        self._feed: RecordFeed | None = None
+        self._fresh: set[str] = set()  # sessions whose copy here is the store's record (rule 8)
+
+    async def lookup(self, session_id: bytes, principal: list[str | None] | None = None) -> LiveSession:
+        key = session_id.decode("latin-1")
+        feed = self._feed
+        if feed is None:
+            feed = await self._watch()
+        elif key in self._fresh and feed.trusted:
+            await asyncio.sleep(0)  # the feed takes in what this worker already received (rule 8)
+            live = self._live.get(key)
+            if live is not None and not live.closing and key in self._fresh and feed.trusted:
+                record, now, limits = live.record, self.clock(), self.limits
+                if record.principal != principal:
+                    raise HttpError(404, UNKNOWN_SESSION)  # (as SessionDirectory.lookup answers)
+                if not record.expired(now, limits.session_idle_timeout, limits.session_max_lifetime):
+                    if now - record.last_seen >= _TOUCH_GRANULARITY:
+                        await self._seen(record, now)
+                    return live
+        announced = None if feed is None else feed.announced
+        live = await super().lookup(session_id, principal)
+        if feed is not None and feed.trusted and feed.announced == announced and not live.closing:
+            self._fresh.add(key)  # (nothing was announced while it was read: this copy is the record)
+        return live
+
+    async def _watch(self) -> RecordFeed | None:
+        """Subscribe to the store's record changes (until then, and if that fails, every request
+        reads the store; the next request tries again)."""
+        feed = self.store.changes()
+        if feed is None:
+            return None
+        try:
+            await feed.start(self._record_changed)
+        except StoreUnavailable as error:
+            logger.warning("cannot subscribe to session record changes (records are read each time): %s", error)
+            await feed.aclose()
+            return None
+        if self._feed is not None:  # (another request subscribed meanwhile)
+            await feed.aclose()
+            return self._feed
+        self._feed = feed
+        return feed
+
+    def _record_changed(self, session_id: str | None, version: int | None) -> None:
+        if session_id is None:
+            self._fresh.clear()
+            return
+        live = self._live.get(session_id)
+        if version is None or live is None or live.record.version < version:
+            self._fresh.discard(session_id)  # (a version the copy has is this worker's own write)
+
     def _watch_record(self, session: ServerSession) -> None:
         session.on_record_change = self._save_soon
 
-    def _save_soon(self, record: SessionRecord) -> None:
+    def _save_soon(self, record: SessionRecord, change: RecordChange) -> None:
         """Write a changed record back to the shared store (log level, subscriptions)."""
-        in_background(self.store.save(record))
+        in_background(self._write_back(record, change))
+
+    async def _write_back(self, record: SessionRecord, change: RecordChange) -> None:
+        """Save ``record``; a stale copy (another worker wrote the record since it was read) takes
+        the store's record with ``change`` made again on it, and is saved again (rule 8)."""
+        for _ in range(_WRITE_ATTEMPTS):
+            try:
+                await self.store.save(record)
+                return
+            except StoreUnavailable as error:
+                self._fresh.discard(record.id)
+                logger.warning("session %s: a change of its record was not written: %s", record.id[:8], error)
+                return
+            except StaleRecord:
+                self._fresh.discard(record.id)
+                current = await self.store.get(record.id)
+                if current is None:
+                    return  # ended meanwhile: nothing to write back
+                change(current)
+                live = self._live.get(record.id)
+                if live is not None and live.record is record:
+                    self._follow(live, current)  # (in place: ``record`` is now the newer one, changed)
+                else:
+                    record = current
+        logger.warning("session %s: its record kept changing elsewhere; a change was not written", record.id[:8])
+
+    async def end(self, live: LiveSession) -> None:
+        self._fresh.discard(live.record.id)
+        await super().end(live)
+
+    async def release(self, live: LiveSession) -> None:
+        self._fresh.discard(live.record.id)
+        await super().release(live)
+
+    async def shutdown(self) -> None:
+        await super().shutdown()
+        feed, self._feed = self._feed, None
+        self._fresh.clear()
+        if feed is not None:
+            await feed.aclose()
 
     async def _let_go(self, live: LiveSession) -> None:
         await self.release(live)  # the session lives on: other workers serve it
