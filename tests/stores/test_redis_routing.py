@@ -21,6 +21,7 @@ from mcp_sse_server.stores.redis_routing import (
     new_worker_id,
     reap_dead_workers,
     standalone_lease,
+    worker_of,
 )
 
 WAIT = 5.0
@@ -200,7 +201,7 @@ async def test_routing_raises_store_unavailable_while_redis_is_down(own_redis_se
         assert await lease.acquire("w")
 
 
-async def test_the_request_index_routes_cancellations_and_answers_to_their_worker(
+async def test_the_request_index_says_who_writes_each_running_stream(
     redis_client: Redis, second_client: Redis, redis_prefix: str
 ) -> None:
     on_a = RequestIndex(redis_client, prefix=redis_prefix)
@@ -214,14 +215,9 @@ async def test_the_request_index_routes_cancellations_and_answers_to_their_worke
     await on_a.finish("sid", 7)
     assert await on_b.owner("sid", 7) is None
     assert await on_b.claim("sid", 7, "B", "r3") is True  # a finished id may be used again
-    # A server-to-client request awaited on A; its answer arrives on B and is routed once.
-    await on_a.await_answer("sid", "A.1", "A")
-    assert await on_b.answer_to("sid", "A.1") == "A"
-    assert await on_b.answer_to("sid", "A.1") is None  # a repeated answer goes nowhere
-    assert await on_b.answer_to("other", "A.1") is None  # nor does another session's
-    keys = [on_a.inflight_key("sid"), on_a.pending_key("sid")]
-    assert {key_slot(key.encode()) for key in keys} == {key_slot(b"sid")}
-    assert 0 < await redis_client.pttl(keys[0]) <= round(on_a.ttl * 1000)
+    key = on_a.inflight_key("sid")
+    assert key_slot(key.encode()) == key_slot(b"sid")
+    assert 0 < await redis_client.pttl(key) <= round(on_a.ttl * 1000)
     await on_a.forget("sid")
     assert await on_b.inflight("sid") == {}
 
@@ -243,31 +239,22 @@ async def test_routers_deliver_inbox_messages_to_their_worker(
     await b.start(deliver_to("B"))
     try:
         assert sorted(await a.registry.workers()) == ["A", "B"]
-        ids = a.request_ids()
-        assert [next(ids), next(ids)] == ["A.1", "A.2"]
-        await b.index.await_answer("sid", "B.1", "B")
-        owner = await a.index.answer_to("sid", "B.1")  # an answer to B's request reached A
+        ids = b.request_ids()
+        assert [next(ids), next(ids)] == ["B.1", "B.2"]
+        owner = worker_of("B.1")  # an answer to B's request reached A: its id names B
         assert owner == "B"
         await a.send(owner, {"type": "answer", "session": "sid", "message": '{"jsonrpc":"2.0","id":"B.1","result":{}}'})
         name, message = await asyncio.wait_for(heard.get(), WAIT)
         assert name == "B" and message["type"] == "answer" and message["session"] == "sid"
+        await b.broadcast({"type": "wake", "session": "sid"})  # to every other worker, not itself
+        name, message = await asyncio.wait_for(heard.get(), WAIT)
+        assert (name, message) == ("A", {"type": "wake", "session": "sid"})
+        await asyncio.sleep(0.05)
+        assert heard.empty()
     finally:
         await a.stop()
         await b.stop()
     assert await a.registry.workers() == []
-
-
-async def test_a_dead_workers_awaited_answers_are_forgotten_and_not_its_peers(
-    redis_client: Redis, redis_prefix: str
-) -> None:
-    index = RequestIndex(redis_client, prefix=redis_prefix)
-    await index.await_answer("sid", "A.1", "A")
-    await index.await_answer("sid", "A.2", "A")
-    await index.await_answer("sid", "B.1", "B")
-    assert await index.forget_waiter("sid", "A") == 2
-    assert await index.answer_to("sid", "A.1") is None  # an answer arriving now is dropped
-    assert await index.answer_to("sid", "B.1") == "B"
-    assert await index.forget_waiter("sid", "A") == 0
 
 
 async def test_a_router_stops_however_its_blocked_inbox_read_is_cancelled(

@@ -11,18 +11,21 @@ One interface (``Coordinator``), two implementations that are peers:
 What the app asks, and when (the rules every implementation keeps):
 
 1. ``peers(session_id)`` when it makes the transport of a session it serves:
-   the ``SessionPeers`` that transport takes at construction (outbound
-   requests noted before they go out, resumption of a stream another worker
-   writes, a backlog another worker's GET must take).
+   the ``SessionPeers`` that transport takes at construction (a resumable
+   stream noted before its first event goes out, resumption of a stream
+   another worker writes, a backlog another worker's GET must take).
 2. ``request_ids()`` once per session served here: the ids its server-to-client
    requests take (None: the engine's own counter), so an answer arriving at
    any worker names the worker that awaits it.
 3. ``serving(session, request_id)`` around every client request it serves
-   (``async with``); raises ``DuplicateRequest`` when that id is already in
-   flight in the session on another worker.
+   (``async with``). It may raise ``DuplicateRequest`` when that id is in
+   flight in the session on another worker; it need not look (the transport
+   refuses a duplicate within the worker): the steady state of a request asks
+   nothing of other workers.
 4. ``route_inbound(session_id, message, body)`` for every client notification
-   or response: True when the message belongs to another worker and was sent
-   there (the app then answers 202 and does nothing else).
+   or response: True when the message belongs to other workers and was sent
+   there (the app then answers 202 and does nothing else). A cancellation of
+   a request this worker does not run may go to every worker.
 5. ``holding_standalone(session)`` around a standalone GET stream held here:
    a newer GET on any worker supersedes it.
 6. ``session_ended(session_id)`` when a session ends for good (DELETE, expiry,
@@ -66,8 +69,8 @@ class CoordinatedSession(Protocol):
     @property
     def session_id(self) -> str: ...
 
-    def next_stream_id(self) -> str | None:
-        """The log stream the request served next gets (None: its reply is not resumable)."""
+    def runs(self, request_id: RequestId) -> bool:
+        """True while a client request with this id is in flight here."""
         ...
 
     def on_message(self, message: JsonRpcMessage) -> None:
@@ -90,8 +93,9 @@ class CoordinatedSession(Protocol):
 class SessionPeers(Protocol):
     """What a session's transport asks of the other workers serving the session."""
 
-    async def before_outbound_request(self, request_id: RequestId) -> None:
-        """A server-to-client request is about to go out: note who awaits its answer."""
+    async def stream_started(self, request_id: RequestId, stream_id: str) -> None:
+        """A request's resumable stream is about to send its first event: note who writes it
+        (a client may resume it on another worker; a reaper ends it if this worker dies)."""
         ...
 
     async def runs_elsewhere(self, stream_id: str) -> bool:
@@ -130,7 +134,7 @@ class _NoPeers:
 
     __slots__ = ()
 
-    async def before_outbound_request(self, request_id: RequestId) -> None:
+    async def stream_started(self, request_id: RequestId, stream_id: str) -> None:
         return None
 
     async def runs_elsewhere(self, stream_id: str) -> bool:

@@ -10,10 +10,12 @@
 - ``Lease``: one owner at a time for a name (``SET NX PX``), renewed and
   released only by its owner (a Lua compare); ``take`` supersedes the holder
   and says who it was (the standalone GET stream: a new GET wins).
-- ``RequestIndex``: which worker runs each client request of a session
-  (``claim`` is also the cross-worker duplicate-id check) and which worker
-  awaits each server-to-client request, so a cancellation or a client's answer
-  arriving at another worker is forwarded to the right inbox.
+- ``RequestIndex``: which worker writes each resumable stream of a session
+  whose request is still running, so a resumption on another worker tails it
+  and a reaper ends it if that worker dies. Nothing else is indexed: a quick
+  request costs Redis nothing, a client's answer to a server-to-client request
+  finds its worker by the request's id (``worker_of``), and a cancellation of
+  a request a worker does not run goes to every worker (``WorkerMesh.broadcast``).
 - ``WorkerMesh``: the three above for one worker, with the loop that hands
   its inbox to a callback and the request ids (``"<worker>.<n>"``) that make a
   server-to-client request's id name its worker. (``WorkerRouter`` is its old
@@ -30,7 +32,7 @@ Keys (prefix ``mcp``): ``mcp:worker:{<wid>}`` (liveness), ``mcp:worker:{<wid>}:i
 (STREAM), ``mcp:worker:{<wid>}:owns`` (SET), ``mcp:{workers}`` (ZSET: worker ->
 registration time), ``mcp:{reaper}`` (the reaper's lease), and for a session's
 standalone stream ``mcp:{<sid>}:get`` (a ``Lease``: same slot as the session),
-``mcp:{<sid>}:inflight`` and ``mcp:{<sid>}:pending`` (HASHes of ``RequestIndex``).
+``mcp:{<sid>}:inflight`` (the HASH of ``RequestIndex``).
 """
 
 from __future__ import annotations
@@ -60,7 +62,7 @@ from ..jsonrpc import (
     parse_message,
 )
 from .base import EventLog, SessionStore, StoreUnavailable
-from .coordination import CoordinatedSession, DuplicateRequest, SessionPeers
+from .coordination import CoordinatedSession, SessionPeers
 from .redis import DEFAULT_PREFIX, logger, milliseconds, redis_unavailable
 
 __all__ = [
@@ -83,6 +85,7 @@ __all__ = [
     "new_worker_id",
     "reap_dead_workers",
     "standalone_lease",
+    "worker_of",
 ]
 
 _RENEW: Final = """
@@ -100,6 +103,20 @@ def new_worker_id() -> str:
     """A worker id unique across hosts and restarts: ``<host>-<pid>-<random>``."""
     host = "".join(c for c in socket.gethostname() if c.isalnum() or c in "-.")[:40] or "host"
     return f"{host}-{os.getpid()}-{secrets.token_hex(4)}"
+
+
+def worker_of(request_id: RequestId) -> str | None:
+    """The worker a server-to-client request id names (``WorkerMesh.request_ids``), or None.
+
+    >>> worker_of("host-12-ab.7"), worker_of("host.example-12-ab.7"), worker_of(7), worker_of("x.y")
+    ('host-12-ab', 'host.example-12-ab', None, None)
+    """
+    if not isinstance(request_id, str):
+        return None
+    worker_id, _, number = request_id.rpartition(".")
+    if not worker_id or not number.isascii() or not number.isdigit():
+        return None
+    return worker_id
 
 
 def _inbox_key(prefix: str, worker_id: str) -> str:
@@ -159,12 +176,13 @@ def standalone_lease(redis: Redis, session_id: str, ttl: float, *, prefix: str =
 
 
 class RequestIndex:
-    """Who runs what, per session: ``mcp:{sid}:inflight`` (client request id -> ``<worker>
-    <stream>``) and ``mcp:{sid}:pending`` (server-to-client request id -> worker).
+    """Who writes which resumable stream, per session: ``mcp:{sid}:inflight`` (client request id ->
+    ``<worker> <stream>``), for the requests whose resumable streams started (a client may resume
+    them on another worker). Quick requests are never in it.
 
-    Request ids are keyed by their JSON (``7`` and ``"7"`` differ, as in JSON-RPC). Both hashes
-    expire ``ttl`` seconds after their last change (a safety net: the reaper clears a dead
-    worker's entries, and the session's end deletes them).
+    Request ids are keyed by their JSON (``7`` and ``"7"`` differ, as in JSON-RPC). The hash
+    expires ``ttl`` seconds after its last change (a safety net: the reaper clears a dead
+    worker's entries, and the session's end deletes it).
     """
 
     __slots__ = ("prefix", "redis", "ttl")
@@ -176,9 +194,6 @@ class RequestIndex:
 
     def inflight_key(self, session_id: str) -> str:
         return f"{self.prefix}:{{{session_id}}}:inflight"
-
-    def pending_key(self, session_id: str) -> str:
-        return f"{self.prefix}:{{{session_id}}}:pending"
 
     async def _set(self, key: str, field: bytes, value: str, *, only_new: bool) -> bool:
         with redis_unavailable("request index"):
@@ -196,12 +211,6 @@ class RequestIndex:
         already in flight in this session (on any worker): the request is a duplicate."""
         return await self._set(
             self.inflight_key(session_id), orjson.dumps(request_id), f"{worker_id} {stream_id}", only_new=True
-        )
-
-    async def note_stream(self, session_id: str, request_id: str | int, worker_id: str, stream_id: str) -> None:
-        """Name the log stream of a request ``claim``ed without one (known once it is served)."""
-        await self._set(
-            self.inflight_key(session_id), orjson.dumps(request_id), f"{worker_id} {stream_id}", only_new=False
         )
 
     async def owner(self, session_id: str, request_id: str | int) -> tuple[str, str] | None:
@@ -227,35 +236,10 @@ class RequestIndex:
             result[orjson.loads(field)] = (worker_id, stream_id)
         return result
 
-    async def await_answer(self, session_id: str, request_id: str | int, worker_id: str) -> None:
-        """Note that ``worker_id`` awaits the client's answer to server-to-client ``request_id``."""
-        await self._set(self.pending_key(session_id), orjson.dumps(request_id), worker_id, only_new=False)
-
-    async def answer_to(self, session_id: str, request_id: str | int) -> str | None:
-        """Take the waiter of a server-to-client request (the entry goes: an answer is routed once)."""
-        key, field = self.pending_key(session_id), orjson.dumps(request_id)
-        with redis_unavailable("answer route"):
-            async with self.redis.pipeline(transaction=True) as pipe:
-                pipe.hget(key, field)
-                pipe.hdel(key, field)
-                worker_id, _ = await pipe.execute()
-        return _text(worker_id)
-
-    async def forget_waiter(self, session_id: str, worker_id: str) -> int:
-        """Drop the server-to-client requests ``worker_id`` awaits in the session (it died: their
-        answers, should they come, are dropped instead of queued for nobody). Returns how many."""
-        key = self.pending_key(session_id)
-        with redis_unavailable("forget waiter"):
-            raw: Any = await self.redis.hgetall(key)
-            doomed = [field for field, value in raw.items() if value.decode() == worker_id]
-            if doomed:
-                await self.redis.hdel(key, *doomed)
-        return len(doomed)
-
     async def forget(self, session_id: str) -> None:
-        """The session ended: drop both hashes."""
+        """The session ended: drop its index."""
         with redis_unavailable("request index forget"):
-            await self.redis.delete(self.inflight_key(session_id), self.pending_key(session_id))
+            await self.redis.delete(self.inflight_key(session_id))
 
 
 class WorkerRegistry:
@@ -485,7 +469,8 @@ class WorkerMesh:
         return RedisCoordinator(self, events, sessions, stream_log_grace=stream_log_grace)
 
     def request_ids(self) -> Iterator[str]:
-        """Ids for server-to-client requests: unique across workers, and naming this one."""
+        """Ids for server-to-client requests: unique across workers, and naming this one
+        (``worker_of`` reads it back, so a client's answer finds its way here)."""
         return (f"{self.worker_id}.{n}" for n in itertools.count(1))
 
     @property
@@ -501,6 +486,19 @@ class WorkerMesh:
 
     async def send(self, worker_id: str, message: Mapping[str, Any]) -> None:
         await self.inbox.send(worker_id, message)
+
+    async def broadcast(self, message: Mapping[str, Any]) -> None:
+        """Send ``message`` to every other registered worker (two round trips, whatever their number)."""
+        inbox = self.inbox
+        others = [worker_id for worker_id in await self.registry.workers() if worker_id != self.worker_id]
+        if not others:
+            return
+        data = {"d": orjson.dumps(message)}
+        with redis_unavailable("broadcast"):
+            async with inbox.redis.pipeline(transaction=False) as pipe:
+                for worker_id in others:
+                    pipe.xadd(inbox.key(worker_id), data, maxlen=inbox.maxlen, approximate=True)  # type: ignore[arg-type]
+                await pipe.execute()
 
     async def run(self, owned: OwnedRequest) -> bool:
         """Claim a client request for this worker and note it among what it owns, in one round
@@ -525,14 +523,6 @@ class WorkerMesh:
                 pipe.hdel(self.index.inflight_key(owned.session_id), orjson.dumps(owned.request_id))
                 pipe.srem(self.registry.owns_key(self.worker_id), owned.encode())
                 await pipe.execute()
-
-    async def renote(self, noted: OwnedRequest, running: OwnedRequest) -> None:
-        """A request claimed under ``noted`` runs as ``running`` (another stream id: another
-        request of the session took the predicted one while the claim was in flight)."""
-        registry = self.registry
-        await self.index.note_stream(running.session_id, running.request_id, self.worker_id, running.stream_id or "")
-        await registry.own(running.encode())
-        await registry.disown(noted.encode())
 
     async def _read(self) -> None:
         backoff = 0.05
@@ -712,6 +702,7 @@ class RedisCoordinator:
     """
 
     __slots__ = (
+        "_claims",
         "_holders",
         "_holding",
         "_reaper",
@@ -735,6 +726,7 @@ class RedisCoordinator:
         self._stopped = False
         self._holders = 0  # standalone GET streams held here (numbers their holders)
         self._holding: dict[str, str] = {}  # session id -> this worker's holder of its standalone stream
+        self._claims: dict[tuple[str, RequestId], OwnedRequest] = {}  # requests whose streams started here
 
     @property
     def started(self) -> bool:
@@ -768,30 +760,39 @@ class RedisCoordinator:
 
     @contextlib.asynccontextmanager
     async def serving(self, session: CoordinatedSession, request_id: RequestId) -> AsyncIterator[None]:
-        """Claim the request id in the session's index (a duplicate on any worker is refused),
-        note it among this worker's owned requests (for a reaper, should it die) and its log
-        stream (for resumptions elsewhere) while it runs, and drop both once it is over."""
-        mesh = self.mesh
-        session_id = session.session_id
-        # The stream the transport will give this request, predicted before the claim so one round
-        # trip notes both; checked again after it (another request may have taken that stream).
-        owned = OwnedRequest(session_id, session.next_stream_id(), request_id)
-        if not await mesh.run(owned):
-            raise DuplicateRequest(request_id)
-        stream_id = session.next_stream_id()
-        if stream_id != owned.stream_id:
-            running = OwnedRequest(session_id, stream_id, request_id)
-            await mesh.renote(owned, running)
-            owned = running
+        """Nothing in Redis while the request runs, unless its resumable stream started
+        (``_RedisPeers.stream_started`` claimed it): that claim goes once it is over.
+
+        A duplicate id in flight on another worker is not looked for: that would cost a round trip
+        per request, and JSON-RPC makes unique ids the client's duty (a worker refuses its own).
+        """
         try:
             yield
         finally:
-            with contextlib.suppress(StoreUnavailable):
-                await mesh.ran(owned)
+            owned = self._claims.pop((session.session_id, request_id), None) if self._claims else None
+            if owned is not None:
+                with contextlib.suppress(StoreUnavailable):
+                    await self.mesh.ran(owned)
+
+    async def claim_stream(self, owned: OwnedRequest) -> None:
+        """A request's resumable stream starts: note in Redis that this worker writes it (for a
+        resumption elsewhere, and for a reaper should this worker die) until the request is over."""
+        key = (owned.session_id, owned.request_id)
+        if key in self._claims:
+            return
+        if not await self.mesh.run(owned):
+            logger.warning(
+                "request %r of session %s is in flight on two workers (a duplicate id)",
+                owned.request_id,
+                owned.session_id[:8],
+            )
+            return
+        self._claims[key] = owned
 
     async def route_inbound(self, session_id: str, message: JsonRpcMessage, body: bytes) -> bool:
-        """A client's answer to a server-to-client request another worker sent, or a cancellation
-        of a request another worker runs: to that worker's inbox."""
+        """A client's answer to a server-to-client request another worker sent (its id names that
+        worker), or a cancellation of a request this worker does not run (to every other worker:
+        who runs it is not kept anywhere)."""
         mesh = self.mesh
         kind = type(message)
         if kind is JsonRpcNotification:
@@ -799,17 +800,20 @@ class RedisCoordinator:
             target = params.get("requestId")
             if message.method != "notifications/cancelled" or not isinstance(target, str | int):  # type: ignore[union-attr]
                 return False
-            running = await mesh.index.owner(session_id, target)
-            if running is None or running[0] == mesh.worker_id:
-                return False
-            await mesh.send(running[0], encode_routed(RoutedCancel(session_id, params)))
+            session = self._sessions(session_id)
+            if session is not None and session.runs(target):
+                return False  # running here: the local engine cancels it
+            await mesh.broadcast(encode_routed(RoutedCancel(session_id, params)))
             return True
         if (kind is not JsonRpcResponse and kind is not JsonRpcError) or message.id is None:  # type: ignore[union-attr]
             return False
-        owner = await mesh.index.answer_to(session_id, message.id)  # type: ignore[union-attr]
-        if owner is None or owner == mesh.worker_id:
-            return False  # ours (or unknown: the local engine drops it)
-        await mesh.send(owner, encode_routed(RoutedAnswer(session_id, body.decode())))
+        worker_id = worker_of(message.id)  # type: ignore[union-attr]
+        if worker_id is None or worker_id == mesh.worker_id:
+            return False  # ours (or no worker's: the local engine drops it)
+        if not await mesh.registry.alive(worker_id):
+            logger.info("dropping an answer for worker %s, which is gone", worker_id)
+            return True
+        await mesh.send(worker_id, encode_routed(RoutedAnswer(session_id, body.decode())))
         return True
 
     @contextlib.asynccontextmanager
@@ -924,8 +928,6 @@ class RedisCoordinator:
     async def _fail_requests_of(self, worker_id: str, entries: set[str]) -> None:
         index = self.mesh.index
         owned = [request for request in map(OwnedRequest.decode, entries) if request is not None]
-        for session_id in {request.session_id for request in owned}:
-            await index.forget_waiter(session_id, worker_id)
         for request in owned:
             session_id, request_id = request.session_id, request.request_id
             if await self.sessions.get(session_id) is None:
@@ -953,9 +955,8 @@ class _RedisPeers:
         self.coordinator = coordinator
         self.session_id = session_id
 
-    async def before_outbound_request(self, request_id: RequestId) -> None:
-        mesh = self.coordinator.mesh
-        await mesh.index.await_answer(self.session_id, request_id, mesh.worker_id)
+    async def stream_started(self, request_id: RequestId, stream_id: str) -> None:
+        await self.coordinator.claim_stream(OwnedRequest(self.session_id, stream_id, request_id))
 
     async def runs_elsewhere(self, stream_id: str) -> bool:
         mesh = self.coordinator.mesh

@@ -91,8 +91,8 @@ class LiveSession:
     def session_id(self) -> str:
         return self.record.id
 
-    def next_stream_id(self) -> str | None:
-        return self.transport.next_stream_id()
+    def runs(self, request_id: RequestId) -> bool:
+        return self.transport.runs(request_id)
 
     def on_message(self, message: JsonRpcMessage) -> None:
         self.transport.deliver(message)

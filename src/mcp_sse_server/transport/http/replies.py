@@ -97,9 +97,11 @@ class PendingReply:
         "initialize",
         "on_open",
         "receive",
+        "request_id",
         "retry_ms",
         "send",
         "sse",
+        "started",
         "stream",
         "stream_id",
         "timer",
@@ -114,6 +116,7 @@ class PendingReply:
         stream_id: str | None = None,
         retry_ms: int = 1000,
         sse: bool = True,
+        request_id: RequestId = 0,
     ) -> None:
         self.send = send
         self.receive = receive
@@ -124,6 +127,8 @@ class PendingReply:
         self.retry_ms = retry_ms
         self.sse = sse
         self.detached = False
+        self.request_id = request_id
+        self.started = False  # the other workers know this resumable stream (SessionPeers.stream_started)
         self.on_open: Callable[[PendingReply], None] | None = None  # the stream went live
         self.timer: asyncio.TimerHandle | None = None
 

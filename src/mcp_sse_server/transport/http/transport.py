@@ -38,6 +38,10 @@ Resumable streams (sessions whose revision has them, 2025-11-25 on; SEP-1699):
    client that lost it also lost every id it could resume with.
 4. A resumption never shows another stream's events, nor supersedes the
    standalone GET stream.
+5. Before a resumable stream's first event (or its priming event alone, when
+   it is closed early) reaches the client, ``SessionPeers.stream_started``
+   notes who writes it: the client may resume it on another worker, and a
+   reaper ends it if this worker dies. A reply written whole is not noted.
 """
 
 from __future__ import annotations
@@ -193,13 +197,10 @@ class SseTransport(Transport):
     def _log_key(self) -> str:
         return self.session_id or ""
 
-    def next_stream_id(self) -> str | None:
-        """The log stream ``serve_request`` gives the request it is called with next (None: that
-        request's reply is not resumable). Exact when nothing awaits between the two calls: a
-        coordinator notes it so that a reaper can end the stream if this worker dies."""
-        if self._resumable():
-            return f"r{self._stream_count + 1}"
-        return None
+    def runs(self, request_id: RequestId) -> bool:
+        """True while a client request with this id is in flight in this session (here)."""
+        streams = self._streams
+        return streams is not None and request_id in streams
 
     def _resumable(self) -> bool:
         """True when the session's revision has resumable streams (remembered per revision)."""
@@ -311,7 +312,7 @@ class SseTransport(Transport):
             self._stream_count += 1
             if sse:
                 stream_id = f"r{self._stream_count}"
-        pending = PendingReply(send, receive, headers, initialize, stream_id, self._retry_ms, sse)
+        pending = PendingReply(send, receive, headers, initialize, stream_id, self._retry_ms, sse, request_id)
         if stream_id is not None:
             pending.on_open = self._stream_opened
         streams[request_id] = pending
@@ -420,10 +421,18 @@ class SseTransport(Transport):
             if stream is not None:
                 await stream.write(b"data: " + message + b"\n\n", final)
             return
+        if not pending.started:
+            await self._start_logged(pending, pending.stream_id)
         event, _ = await self._events().append(self._log_key, pending.stream_id, message, None, delivered=True)
         stream = pending.open()
         if stream is not None:
             await stream.write(frame(message, event.event_id), final)
+
+    async def _start_logged(self, pending: PendingReply, stream_id: str) -> None:
+        """Before a resumable stream's first event (or its priming event alone) reaches the client:
+        the other workers learn who writes it (rule 5)."""
+        pending.started = True
+        await self._peers.stream_started(pending.request_id, stream_id)
 
     async def close_stream(self, related_request_id: RequestId | None) -> bool:
         """End the stream of a request in flight while the request goes on: the client
@@ -437,6 +446,8 @@ class SseTransport(Transport):
         return True
 
     async def _hang_up(self, pending: PendingReply) -> None:
+        if not pending.started and pending.stream_id is not None:
+            await self._start_logged(pending, pending.stream_id)
         stream = pending.open()  # made now if need be, so the client has the priming event's id
         pending.detach()
         if stream is not None:
@@ -590,8 +601,6 @@ class SseTransport(Transport):
         if self._closed:
             return
         kind = type(message)
-        if kind is JsonRpcRequest:
-            await self._peers.before_outbound_request(message.id)  # type: ignore[union-attr,arg-type]
         streams = self._streams
         pending = streams.get(related_request_id) if streams and related_request_id is not None else None
         answers = pending is not None and getattr(message, "id", None) == related_request_id
