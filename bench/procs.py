@@ -284,3 +284,46 @@ class RedisServer:
 
     def __exit__(self, *exc_info: object) -> None:
         self.stop()
+
+
+CGROUP_CPU = Path("/sys/fs/cgroup/cpu")  # cgroup v1's cpu controller (cfs quota), as these machines mount it
+
+
+class CpuCap:
+    """Each of `pids` limited to `share` of one core (a cgroup of its own, cfs quota), until exit.
+
+    What the capped workers points stand on: with every worker held to a fraction of a core, N
+    workers need N times that fraction, which two cores hold with room left for wrk and
+    redis-server; so the load generator is not what limits N workers. `why_not()` says why
+    caps cannot be set here (no cgroup v1 cpu controller, or no permission), None when they can.
+    """
+
+    def __init__(self, pids: list[int], share: float) -> None:
+        self.pids, self.share = pids, share
+        self.groups: list[Path] = []
+
+    @staticmethod
+    def why_not() -> str | None:
+        if not (CGROUP_CPU / "cpu.cfs_quota_us").exists():
+            return f"no cgroup v1 cpu controller at {CGROUP_CPU}"
+        if not os.access(CGROUP_CPU, os.W_OK):
+            return f"{CGROUP_CPU} is not writable (run as root)"
+        return None
+
+    def __enter__(self) -> CpuCap:
+        period = 100_000
+        for pid in self.pids:
+            group = CGROUP_CPU / f"mcp-bench-{os.getpid()}-{pid}"
+            group.mkdir(exist_ok=True)
+            self.groups.append(group)
+            (group / "cpu.cfs_period_us").write_text(str(period))
+            (group / "cpu.cfs_quota_us").write_text(str(round(period * self.share)))
+            (group / "cgroup.procs").write_text(str(pid))
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        for pid, group in zip(self.pids, self.groups, strict=False):
+            with contextlib.suppress(OSError):
+                (CGROUP_CPU / "cgroup.procs").write_text(str(pid))  # back to the root group
+            with contextlib.suppress(OSError):
+                group.rmdir()

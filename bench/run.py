@@ -50,7 +50,7 @@ from typing import Any
 import report
 from loadgen import Load, busy_seconds, cpu_busy, cpu_seconds, realtime_prefix, wrk
 from mcp_http import NotServed, SessionError, connect, is_modern, open_session, open_sessions, reply_shape, rss_kb
-from procs import LOAD_CPU, SERVER_CPU, RedisServer, Server, ServerFailed, free_port, kill_all
+from procs import LOAD_CPU, SERVER_CPU, CpuCap, RedisServer, Server, ServerFailed, free_port, kill_all
 
 BENCH = Path(__file__).resolve().parent
 ROOT = BENCH.parent
@@ -316,13 +316,14 @@ class Run:
     def started(self, peer: Peer, srv: Server) -> None:
         self.results["startup"].setdefault(peer.name, []).append(srv.started_s)
 
-    def point(self, srv: Server, counters: Callable[[], dict[str, float]] | None = None, **kw: Any) -> dict[str, Any]:
+    def point(self, srv: Server, counters: Callable[[], dict[str, float]] | None = None, full: float = 1.0,
+              **kw: Any) -> dict[str, Any]:
         """Warm up, then one measured wrk point; an invalid warm-up invalidates it.
 
         Records the CPU share the server (with its workers) and wrk used, and how much each of
         `counters` (cumulative figures: a redis-server's CPU seconds, its commands) grew
         during the measured point. Every server here
-        saturates its core under this load, so a share below DISTURBED means
+        saturates its core under this load (`full` cores: capped workers), so a share below DISTURBED means
         other work on the machine took part of the core: the point is measured
         again (at most twice, within the run's retry budget) and the best kept,
         marked as disturbed if it never got its core.
@@ -342,7 +343,7 @@ class Run:
                 after = counters()
                 load.counters = {k: round(v - before.get(k, 0), 3) for k, v in after.items()}
                 load.counters["seconds"] = round(time.monotonic() - t0, 3)
-            if not load.ok or load.server_cpu >= DISTURBED:
+            if not load.ok or load.server_cpu >= DISTURBED * full:
                 return asdict(load)
             if best is None or load.server_cpu > (best.server_cpu or 0):
                 best = load
@@ -412,14 +413,14 @@ class Run:
             self.own_server(peer, entry, [report.MODERN_KEY], "-modern")
 
     def one_session(self, peer: Peer, srv: Server, entry: dict[str, Any], key: str,
-                    counters: Callable[[], dict[str, float]] | None = None) -> None:
+                    counters: Callable[[], dict[str, float]] | None = None, full: float = 1.0) -> None:
         """The 16-connection point, into entry[key]: "sse" or "json" replies (quick calls on a
         2025-06-18 session), or one of report.POINTS16: quick or streamed calls (the latter
         with a progress token each) on a session of that revision, or at a modern revision
         without a session (each call carries the _meta envelope and its headers). Also records
         how one reply travelled and the server's RSS after the point (what a stream log holds).
         A server that does not serve the revision gets {"not_served": why}."""
-        call, revision = report.POINTS16.get(key, report.POINTS16["sse"])
+        call, revision = report.POINTS16.get(report.redis_point_call(key), report.POINTS16["sse"])
         streamed = call == report.STREAMED
         what = f"{key.upper()} replies" if key in ("sse", "json") else report.point_label(call, revision)
         conn, path = connect(srv.url, headers=srv.headers)
@@ -439,7 +440,7 @@ class Run:
             conn.close()
         log(f"{peer.name}: 16 connections, {'' if is_modern(revision) else 'one session, '}{what}")
         entry[key] = self.point(srv, counters, connections=16, session=sid, revision=revision, streamed=streamed,
-                                cpus=peer.load_cpus)
+                                cpus=peer.load_cpus, full=full)
         entry[key].update(reply=shape, rss_kb=sum(rss_kb(pid) for pid in srv.pids()))
         log(f"  {self.brief(entry[key])}; reply {shape}")
 
@@ -539,16 +540,40 @@ class Run:
                     entry["skip"] = stores[report.REDIS_STORE].skip
                     return
                 for key, peer in stores.items():
-                    self.own_server(peer, entry, [key], "", counters)
+                    points = [key] if key == report.STORES_ALONE else [key, report.streamed_key(key)]
+                    self.own_server(peer, entry, points, "", counters)
                 rs.pin(BOTH_CPUS)
                 for workers in report.WORKERS:
                     key = report.workers_key(workers)
                     peer = served_by_cli(f"{ours.name}-cli-{key}", src, [*on_redis, str(workers)], BOTH_CPUS)
                     self.own_server(peer, entry, [key], "", counters)
+                self.capped_workers(ours.name, src, on_redis, entry, counters)
                 self.redis_memory(stores[report.REDIS_STORE], rs, entry)
         except ServerFailed as exc:
             entry.setdefault("error", first_last(exc))
             log(f"redis: {exc}")
+
+    def capped_workers(self, name: str, src: Path, on_redis: list[str], entry: dict[str, Any],
+                       counters: Callable[[], dict[str, float]]) -> None:
+        """1 and 2 workers on Redis, each held to report.WORKER_SHARE of a core (procs.CpuCap):
+        two workers then need less than a core, and wrk and redis-server have the rest of the
+        machine, so the ratio of their requests/s is the workers' scaling, not wrk's limit."""
+        why = CpuCap.why_not()
+        for workers in report.WORKERS:
+            key = report.capped_key(workers)
+            if why:
+                entry[key] = {"invalid": f"not measured: {why}"}
+                continue
+            peer = served_by_cli(f"{name}-cli-{key}", src, [*on_redis, str(workers)], BOTH_CPUS)
+            try:
+                with self.server(peer) as srv:
+                    self.started(peer, srv)
+                    worker_pids = srv.pids()[1:] if workers > 1 else srv.pids()  # (not the idle supervisor)
+                    with CpuCap(worker_pids, report.WORKER_SHARE):
+                        self.one_session(peer, srv, entry, key, counters, full=workers * report.WORKER_SHARE)
+            except ServerFailed as exc:
+                entry[key] = {"invalid": f"server failed: {first_last(exc)}"}
+                log(f"{peer.name}: {exc}")
 
     def redis_memory(self, peer: Peer, rs: RedisServer, entry: dict[str, Any]) -> None:
         """Redis's used_memory (INFO memory) and the server's RSS before and after opening idle sessions."""
