@@ -12,6 +12,7 @@ from fixtures.asgi import AsgiCall, Session, call
 from fixtures.http_app import Gate, build_server
 from fixtures.messages import initialize_message, request
 from fixtures.redis_server import NEW, RedisServer, Workers, client_for, open_on
+from mcp_sse_server.stores.base import stream_of
 from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
 from mcp_sse_server.transport.http import McpHttpApp
 
@@ -108,6 +109,21 @@ async def test_a_change_made_on_a_stale_copy_is_made_again_on_the_newer_record(w
     assert (stored.log_level, stored.subscriptions, stored.version) == ("error", ["test://hello"], int(version) + 2)
     live = a.live_sessions[session_id]
     assert live.record.log_level == "error" and live.session.log_level == "error"  # the copy took the newer record
+
+
+async def test_streams_of_one_session_on_two_workers_keep_their_own_logs(workers: Workers, gate: Gate) -> None:
+    a, b = workers(), workers()
+    session_id = await open_on(a)
+    on_a = Session(a, session_id, NEW).post(request(1, "tools/call", {"name": "wait", "arguments": {}}))
+    on_b = Session(b, session_id, NEW).post(request(2, "tools/call", {"name": "wait", "arguments": {}}))
+    first_a, first_b = (await on_a.events(1))[0]["id"], (await on_b.events(1))[0]["id"]
+    assert stream_of(first_a) != stream_of(first_b)  # (each worker numbers its streams from 1)
+    on_b.disconnect()
+    gate.release.set()
+    await on_a.finish()
+    resumed = Session(a, session_id, NEW).get({"last-event-id": first_b})
+    await resumed.finish()
+    assert resumed.status == 200 and [m.get("id") for m in resumed.messages if "id" in m] == [2]
 
 
 async def test_a_stream_resumed_on_another_worker_gets_the_rest_live(workers: Workers, gate: Gate) -> None:

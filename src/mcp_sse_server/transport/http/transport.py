@@ -49,6 +49,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import secrets
 from collections.abc import Callable, Collection
 from typing import Any, Final
 
@@ -97,7 +98,8 @@ class SseTransport(Transport):
     runs once after the transport closes (not after ``release``). ``peers``
     are the other workers serving the session (none by default);
     ``shared_log`` says the event log is shared with them, so a stream not
-    written here may be written by another worker.
+    written here may be written by another worker (and the streams written
+    here are named apart from theirs: ``r<n>.<tag of this copy>``).
     ``json_response`` answers a request whose reply goes out whole with
     ``application/json`` instead of one SSE event.
     """
@@ -113,6 +115,7 @@ class SseTransport(Transport):
         "_shared_log",
         "_standalone",
         "_stream_count",
+        "_stream_suffix",
         "_streams",
         "_ticker",
         "dispatcher",
@@ -154,6 +157,9 @@ class SseTransport(Transport):
         self._closed = False
         self._initialized = False
         self._stream_count = 0
+        # Every worker numbers its streams of a shared session from 1: a tag of this copy keeps
+        # its streams' names (and so their logs) apart from other workers'.
+        self._stream_suffix = f".{secrets.token_hex(4)}" if shared_log else ""
         self._retry_ms = round(limits.retry_interval * 1000)
         self._resumable_for: tuple[str | None, bool] = (None, False)  # (revision, its streams resume)
 
@@ -311,7 +317,7 @@ class SseTransport(Transport):
         if self._resumable():
             self._stream_count += 1
             if sse:
-                stream_id = f"r{self._stream_count}"
+                stream_id = f"r{self._stream_count}{self._stream_suffix}"
         pending = PendingReply(send, receive, headers, initialize, stream_id, self._retry_ms, sse, request_id)
         if stream_id is not None:
             pending.on_open = self._stream_opened
