@@ -181,6 +181,22 @@ async def test_ids_count_across_the_session_and_name_their_stream(events: EventL
     assert other.event_id == "1/r1"  # per session
 
 
+async def test_a_logged_stream_is_read_back_in_order_and_an_append_comes_after_it(events: EventLog) -> None:
+    logged = [await events.log("s", "r1", b"m%d" % n) for n in range(3)]
+    numbers = [int(event.event_id.partition("/")[0]) for event in logged]
+    assert numbers == sorted(set(numbers)) and all(event.event_id.endswith("/r1") for event in logged)
+    replay = await events.replay_after("s", "0/r1")  # read back at once, by the log that wrote them
+    assert [(e.event_id, e.message) for e in replay] == [(e.event_id, e.message) for e in logged]
+    standalone, _ = await events.append("s", STANDALONE_STREAM, b"g", None, delivered=True)
+    assert await events.replay_after("s", "0") == [standalone]  # streams apart
+    # Another writer (a reaper, for a worker that died) appends after the logged events.
+    terminal, _ = await events.append("s", "r1", b"end", None, delivered=True)
+    assert [e.message for e in await events.replay_after("s", logged[-1].event_id)] == [b"end"]
+    assert int(terminal.event_id.partition("/")[0]) > numbers[-1]
+    await events.end_stream("s", "r1", 5.0)
+    assert await events.follow("s", terminal.event_id, 0) == ([], True)
+
+
 async def test_replay_after_returns_only_later_events_of_the_named_stream(events: EventLog) -> None:
     ids = []
     for n, stream in enumerate(["r1", STANDALONE_STREAM, "r1", "r2", "r1"]):
@@ -416,3 +432,11 @@ async def test_a_stream_that_ended_without_events_is_followed_to_its_end(events:
     await events.end_stream("s", "r1", keep_for=60.0)
     assert await asyncio.wait_for(events.follow("s", cursor, timeout=WAIT), WAIT) == ([], True)
     assert await events.replay_after("s", cursor) == []
+
+
+async def test_an_abandoned_stream_ends_with_an_event_past_any_its_writer_sent(events: EventLog) -> None:
+    logged = [await events.log("s", "r1", b"m%d" % n) for n in range(2)]
+    unlogged = f"{int(logged[-1].event_id.partition('/')[0]) + 5}/r1"  # sent by a writer that died first
+    terminal = await events.end_abandoned("s", "r1", b"interrupted", 5.0)
+    assert await events.replay_after("s", unlogged) == [terminal]
+    assert await events.follow("s", unlogged, 0) == ([terminal], True)

@@ -439,3 +439,43 @@ async def test_a_broken_subscription_distrusts_every_copy_until_it_is_made_again
             assert (None, None) in heard.changes[1:missed]
         finally:
             await watch.aclose()
+
+
+async def test_a_stream_logged_behind_is_seen_by_another_worker_in_order_with_its_end(
+    redis_client: Redis, second_client: Redis, redis_prefix: str
+) -> None:
+    writer = RedisEventLog(redis_client, 4, 8, prefix=redis_prefix)
+    reader = RedisEventLog(second_client, 4, 8, prefix=redis_prefix)
+    logged = [await writer.log("s", "r1.ab", b"m%d" % n) for n in range(5)]
+    await writer.end_stream("s", "r1.ab", 5.0)  # queued behind the events: nothing waits for Redis here
+    await writer.writes.flushed()
+    events, ended = await reader.follow("s", "0/r1.ab", 0)
+    assert [e.event_id for e in events] == [e.event_id for e in logged] and ended
+
+
+async def test_writes_behind_survive_redis_forgetting_its_scripts(redis_client: Redis, redis_prefix: str) -> None:
+    log = RedisEventLog(redis_client, 4, 8, prefix=redis_prefix)
+    first = await log.log("s", "r1", b"a")
+    await log.writes.flushed()
+    await redis_client.script_flush()  # as after a restart: EVALSHA gets NOSCRIPT
+    await log.end_stream("s", "r1", 5.0)
+    await log.writes.flushed()
+    assert await log.follow("s", first.event_id, 0) == ([], True)
+
+
+async def test_a_logged_stream_names_its_writer_to_every_worker_until_it_ends(
+    redis_client: Redis, second_client: Redis, redis_prefix: str
+) -> None:
+    writing = RedisEventLog(redis_client, 4, 8, prefix=redis_prefix, writer_id="worker-a")
+    other = RedisEventLog(second_client, 4, 8, prefix=redis_prefix, writer_id="worker-b")
+    assert await other.writer("s", "r1.ab") is None
+    await writing.log("s", "r1.ab", b"first")  # in Redis once it returns: no flush here
+    assert await other.writer("s", "r1.ab") == "worker-a"
+    assert await other.writer("s", STANDALONE_STREAM) is None  # (every worker writes that one)
+    await writing.log("s", "r1.ab", b"second")
+    await writing.end_stream("s", "r1.ab", 5.0)
+    await writing.writes.flushed()
+    assert await other.writer("s", "r1.ab") is None
+    await writing.log("s", "r2.ab", b"first")  # a writer that dies: the reaper ends it
+    await other.end_abandoned("s", "r2.ab", b"interrupted", 5.0)
+    assert await other.writer("s", "r2.ab") is None

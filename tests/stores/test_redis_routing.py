@@ -14,7 +14,6 @@ from fixtures.redis_server import RedisServer, client_for
 from mcp_sse_server.stores.base import StoreUnavailable
 from mcp_sse_server.stores.redis_routing import (
     Lease,
-    RequestIndex,
     WorkerInbox,
     WorkerRegistry,
     WorkerRouter,
@@ -199,27 +198,6 @@ async def test_routing_raises_store_unavailable_while_redis_is_down(own_redis_se
         await inbox.send("w", {"n": 1})
         assert await inbox.receive(WAIT) == [{"n": 1}]
         assert await lease.acquire("w")
-
-
-async def test_the_request_index_says_who_writes_each_running_stream(
-    redis_client: Redis, second_client: Redis, redis_prefix: str
-) -> None:
-    on_a = RequestIndex(redis_client, prefix=redis_prefix)
-    on_b = RequestIndex(second_client, prefix=redis_prefix)
-    assert await on_a.claim("sid", 7, "A", "r1") is True
-    assert await on_b.claim("sid", 7, "B", "r2") is False  # a duplicate id, whichever worker sees it
-    assert await on_b.claim("sid", "7", "B", "r2") is True  # "7" is another id than 7
-    assert await on_b.claim("other", 7, "B", "r1") is True  # ids are per session
-    assert await on_b.owner("sid", 7) == ("A", "r1")
-    assert await on_b.inflight("sid") == {7: ("A", "r1"), "7": ("B", "r2")}
-    await on_a.finish("sid", 7)
-    assert await on_b.owner("sid", 7) is None
-    assert await on_b.claim("sid", 7, "B", "r3") is True  # a finished id may be used again
-    key = on_a.inflight_key("sid")
-    assert key_slot(key.encode()) == key_slot(b"sid")
-    assert 0 < await redis_client.pttl(key) <= round(on_a.ttl * 1000)
-    await on_a.forget("sid")
-    assert await on_b.inflight("sid") == {}
 
 
 async def test_routers_deliver_inbox_messages_to_their_worker(

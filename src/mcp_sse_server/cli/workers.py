@@ -1,7 +1,10 @@
 """``serve --redis-url``: serve through Redis-shared sessions, in one process or in ``--workers N``.
 
-With N workers the parent binds the listening socket and forks N children that
-inherit it (the kernel spreads connections among them). Each child builds its
+With N workers on Linux the parent holds the port (bound, not listening) and
+forks N children that each listen on it with ``SO_REUSEPORT``: the kernel
+spreads new connections evenly among them (a shared accept queue lets the
+worker that wakes first take a burst of keep-alive connections, and serve
+them alone). Elsewhere the children inherit the parent's listening socket. Each child builds its
 own Redis client, stores, event bus and router (``RedisStores.from_url``), with
 the wall clock. The parent serves nothing: it prints the endpoint, replaces a
 child that dies, and on SIGINT/SIGTERM sends SIGTERM to every child (their
@@ -116,6 +119,8 @@ def serve_worker(
     secrets: Sequence[str] | None,
     worker_ttl: float,
     sock: socket.socket | None = None,
+    listen_on: tuple[str, int] | None = None,
+    listening: Callable[[], None] | None = None,
     parent: int | None = None,
 ) -> None:
     """One worker: its own Redis stores, serving until SIGTERM (and SIGINT unless it has a ``parent``)."""
@@ -124,7 +129,7 @@ def serve_worker(
     from ..server import McpServer
     from ..stores.base import StoreUnavailable
     from ..stores.redis_setup import RedisStores
-    from ..transport.http.server import McpHttpServer
+    from ..transport.http.server import McpHttpServer, listening_socket
     from ..transport.loop import run_loop
 
     async def main() -> None:
@@ -143,7 +148,12 @@ def serve_worker(
             except StoreUnavailable as error:
                 raise Failure(f"cannot reach Redis at {redis_url}: {error}") from error
             shared = share(served, secrets=secrets, event_bus=stores.bus)
-            bind: dict[str, Any] = {**options, **stores.bind_options(), "sock": sock}
+            own = sock
+            if listen_on is not None:  # (a socket of this worker's own on the parent's port: SO_REUSEPORT)
+                own = listening_socket(*listen_on, reuse_port=True)
+            if listening is not None:
+                listening()  # connections queue up for this worker from now on
+            bind: dict[str, Any] = {**options, **stores.bind_options(), "sock": own}
             if isinstance(shared, McpServer):
                 http = await McpHttpServer.bind(shared, **bind)
             else:
@@ -254,21 +264,33 @@ def serve_workers(
     worker_ttl: float,
 ) -> None:
     """Bind, fork ``workers`` children serving the socket, and supervise them until a signal."""
-    from ..transport.http.server import endpoint_url, listening_socket
+    from ..transport.http.server import endpoint_url, listening_socket, reserved_socket
 
     host, port = options["host"], options["port"]
+    each_listens = _SPREAD_BY_KERNEL
     try:
-        sock = listening_socket(host, port)
+        sock = reserved_socket(host, port) if each_listens else listening_socket(host, port)
     except OSError as error:
         raise Failure(f"cannot listen on {host}:{port}: {describe_error(error)}") from error
-    endpoint = endpoint_url(host, sock.getsockname()[1], options["path"], tls=options.get("ssl_context") is not None)
+    port = sock.getsockname()[1]
+    endpoint = endpoint_url(host, port, options["path"], tls=options.get("ssl_context") is not None)
     context = multiprocessing.get_context("fork")
     parent = os.getpid()
-    kwargs = {"redis_url": redis_url, "secrets": secrets, "worker_ttl": worker_ttl, "sock": sock, "parent": parent}
+    kwargs: dict[str, Any] = {"redis_url": redis_url, "secrets": secrets, "worker_ttl": worker_ttl, "parent": parent}
+    if each_listens:
+        kwargs["listen_on"] = (host, port)
+    else:
+        kwargs["sock"] = sock
+
+    readiness: list[Any] = []
 
     def start() -> tuple[BaseProcess, float]:
+        ready = context.Event()
+        readiness.append(ready)
         process = context.Process(
-            target=_child, args=(serve_worker, (label, served, options), kwargs), name="mcp-sse-server worker"
+            target=_child,
+            args=(serve_worker, (label, served, options), {**kwargs, "listening": ready.set}),
+            name="mcp-sse-server worker",
         )
         process.start()
         return process, time.monotonic()
@@ -276,6 +298,10 @@ def serve_workers(
     signals: list[int] = []
     previous = {number: signal.signal(number, lambda number, _: signals.append(number)) for number in _STOP}
     children = [start() for _ in range(workers)]
+    if each_listens:  # announced once the workers listen: a client told the address is not refused
+        until = time.monotonic() + _STARTUP_GRACE
+        for ready in readiness:
+            ready.wait(max(0.0, until - time.monotonic()))
     announce(label, endpoint, options)
     click.echo(f"{workers} worker processes, sharing sessions through Redis. Press Ctrl-C to stop.", err=True)
     status = 0
@@ -305,6 +331,9 @@ def serve_workers(
 
 
 _STOP = (signal.SIGINT, signal.SIGTERM)
+
+# Linux balances connections among the sockets listening on one port with SO_REUSEPORT.
+_SPREAD_BY_KERNEL = sys.platform == "linux" and hasattr(socket, "SO_REUSEPORT")
 
 
 def _stop(processes: list[BaseProcess], deadline: float, signals: list[int]) -> int:

@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from .redis_routing import (
         Lease,
         RedisCoordinator,
-        RequestIndex,
         WorkerInbox,
         WorkerMesh,
         WorkerRegistry,
@@ -40,7 +39,6 @@ _LAZY = {
     "RedisEventLog": ".redis",
     "RedisSessionStore": ".redis",
     "RedisStores": ".redis_setup",
-    "RequestIndex": ".redis_routing",
     "WorkerInbox": ".redis_routing",
     "WorkerMesh": ".redis_routing",
     "WorkerRegistry": ".redis_routing",
@@ -69,7 +67,6 @@ __all__ = [
     "RedisEventLog",
     "RedisSessionStore",
     "RedisStores",
-    "RequestIndex",
     "SessionPeers",
     "SessionStore",
     "StaleRecord",

@@ -6,9 +6,10 @@ Rules every implementation keeps:
    them holds a task, a future or a socket.
 2. Event ids are strings, unique within a session, and name their stream:
    ``"<n>"`` on the session's standalone stream, ``"<n>/<stream>"`` on any
-   other (``n`` increases across the session). ``replay_after`` only ever
-   returns events of the stream the id names, so one stream never receives
-   another's events.
+   other (``n`` increases along each stream; ``append`` counts across the
+   session, ``log`` may count along its stream alone). ``replay_after`` only
+   ever returns events of the stream the id names, so one stream never
+   receives another's events.
 3. A stream's log is bounded: its backlog (events not yet delivered, waiting
    for a stream to attach) drops its oldest event when full and says which;
    its history (delivered events kept for replay) keeps the newest ones.
@@ -25,6 +26,7 @@ from ..jsonrpc import RequestId
 from ..records import SessionRecord
 
 __all__ = [
+    "LAST_NUMBER",
     "STANDALONE_STREAM",
     "EventBus",
     "EventLog",
@@ -39,6 +41,10 @@ __all__ = [
 
 STANDALONE_STREAM = ""
 """The stream id of a session's standalone (GET) stream."""
+
+LAST_NUMBER = 2**53 - 1
+"""The number of the event a reaper ends an abandoned stream with (``EventLog.end_abandoned``):
+past any a writer may have reached, and exact in every JSON reader's numbers."""
 
 
 def stream_of(event_id: str) -> str:
@@ -169,6 +175,20 @@ class EventLog(ABC):
         Returns the event and the backlog event dropped to make room, if any.
         """
 
+    async def log(self, session_id: str, stream_id: str, message: bytes) -> StoredEvent:
+        """Log a delivered event on a request's stream that this worker alone writes (it runs the
+        request). A shared log may write in the background, in order with this log's other writes
+        and before any later read or end of a stream through this log (another worker sees it a
+        moment later), except a stream's first event: once that returns, every worker knows the
+        stream and who writes it (``writer``). The id it returns is the event's all the same."""
+        event, _ = await self.append(session_id, stream_id, message, None, delivered=True)
+        return event
+
+    async def writer(self, session_id: str, stream_id: str) -> str | None:
+        """The worker writing a request's stream (``log``) that has not ended; None when none does
+        (a log that only this process writes knows no other: None)."""
+        return None
+
     @abstractmethod
     async def take_undelivered(self, session_id: str, stream_id: str) -> list[StoredEvent]:
         """Remove and return the stream's backlog, oldest first, recording it as delivered."""
@@ -197,6 +217,12 @@ class EventLog(ABC):
     async def end_stream(self, session_id: str, stream_id: str, keep_for: float) -> None:
         """The stream is complete: keep its events ``keep_for`` more seconds (for a late
         resumption), then drop them."""
+
+    @abstractmethod
+    async def end_abandoned(self, session_id: str, stream_id: str, message: bytes, keep_for: float) -> StoredEvent:
+        """End a request's stream whose writer died (a reaper's job) with ``message`` as its last
+        event, numbered ``LAST_NUMBER``: past any id that writer may have sent (one that logs
+        behind, ``log``, may have sent events it never logged). Then as ``end_stream``."""
 
     @abstractmethod
     async def forget(self, session_id: str) -> list[StoredEvent]:

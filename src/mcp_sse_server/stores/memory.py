@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from ..jsonrpc import RequestId
 from ..records import SessionRecord
-from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StaleRecord, StoredEvent, stream_of
+from .base import LAST_NUMBER, STANDALONE_STREAM, EventBus, EventLog, SessionStore, StaleRecord, StoredEvent, stream_of
 
 __all__ = ["MemoryEventBus", "MemoryEventLog", "MemorySessionStore"]
 
@@ -215,6 +215,16 @@ class MemoryEventLog(EventLog):
             _, oldest = ended.popleft()
             session.streams.pop(oldest, None)
         self._wake(session_id, stream_id)
+
+    async def end_abandoned(self, session_id: str, stream_id: str, message: bytes, keep_for: float) -> StoredEvent:
+        if stream_id == STANDALONE_STREAM:
+            raise ValueError("the standalone stream has no single writer to outlive")
+        _, stream = self._stream(session_id, stream_id)
+        event = StoredEvent(f"{LAST_NUMBER}/{stream_id}", bytes(message))
+        stream.history.append(event)
+        self._wake(session_id, stream_id)
+        await self.end_stream(session_id, stream_id, keep_for)
+        return event
 
     async def forget(self, session_id: str) -> list[StoredEvent]:
         session = self._sessions.pop(session_id, None)

@@ -49,17 +49,34 @@ import contextlib
 import dataclasses
 import logging
 import math
+import secrets
 from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
+from redis.exceptions import NoScriptError
 
 from ..jsonrpc import RequestId
 from ..records import SessionRecord
-from .base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StaleRecord, StoredEvent, StoreUnavailable
+from .base import (
+    LAST_NUMBER,
+    STANDALONE_STREAM,
+    EventBus,
+    EventLog,
+    SessionStore,
+    StaleRecord,
+    StoredEvent,
+    StoreUnavailable,
+)
 from .memory import MemoryEventBus
+
+_pack: Callable[[tuple[Any, ...]], bytes] | None
+try:
+    from hiredis import pack_command as _pack  # (the redis extra installs it: C packing of commands)
+except ImportError:  # pragma: no cover - without hiredis, redis-py packs in Python
+    _pack = None
 
 __all__ = [
     "DEFAULT_PREFIX",
@@ -67,6 +84,7 @@ __all__ = [
     "RedisEventBus",
     "RedisEventLog",
     "RedisSessionStore",
+    "WriteBehind",
     "redis_unavailable",
     "valid_session_id",
 ]
@@ -453,14 +471,162 @@ class RecordWatch:
         await self._drop()
 
 
+# --- writes nobody waits for ------------------------------------------------------------------
+
+
+_BATCH_TIMEOUT: Final = 5.0  # seconds for the replies of one batch of writes (redis-py's socket timeout)
+
+
+class _Batch:
+    __slots__ = ("commands", "landed")
+
+    def __init__(self) -> None:
+        self.commands: list[tuple[Any, ...]] = []
+        self.landed: asyncio.Future[None] | None = None  # made when someone waits for this batch
+
+
+class WriteBehind:
+    """Writes to Redis in the order they were queued, sent by one task: everything queued while
+    a batch is on the wire goes out as the next batch, in one pipeline (one round trip).
+
+    A caller queues a write (``command``, ``script``) and goes on; ``flushed()`` waits until
+    everything queued before it is in Redis. So the round trip of a write is paid once per
+    batch, shared by the requests of the moment, instead of once per write: the event log's
+    writes on a request's stream go this way (``RedisEventLog.log``). A batch that fails
+    (Redis unreachable) is lost: its waiters get ``StoreUnavailable``, and it is logged.
+    """
+
+    __slots__ = ("_flusher", "_queued", "_sending", "_sources", "redis")
+
+    def __init__(self, redis: Redis) -> None:
+        self.redis = redis
+        self._queued: _Batch | None = None  # filling up: goes out next
+        self._sending: _Batch | None = None  # on the wire
+        self._flusher: asyncio.Task[None] | None = None
+        self._sources: dict[str, str] = {}  # script sha -> source (to load it again after a Redis restart)
+
+    def command(self, *args: Any) -> None:
+        """Queue one command (``"HSET", key, field, value``)."""
+        batch = self._queued
+        if batch is None:
+            batch = self._queued = _Batch()
+        batch.commands.append(args)
+        if self._flusher is None:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+
+    def script(self, script: Any, keys: Sequence[Any], args: Sequence[Any]) -> None:
+        """Queue a call of a script ``Redis.register_script`` made (by its SHA)."""
+        if script.sha not in self._sources:  # loaded first, in order: a NOSCRIPT reply would be retried out of order
+            self._sources[script.sha] = script.script
+            self.command("SCRIPT", "LOAD", script.script)
+        self.command("EVALSHA", script.sha, len(keys), *keys, *args)
+
+    @property
+    def idle(self) -> bool:
+        """True when nothing is queued or on the wire."""
+        return self._queued is None and self._sending is None
+
+    async def flushed(self) -> None:
+        """Wait until what was queued so far is in Redis (``StoreUnavailable`` if it failed)."""
+        batch = self._queued or self._sending
+        if batch is None:
+            return
+        if batch.landed is None:
+            batch.landed = asyncio.get_running_loop().create_future()
+        await asyncio.shield(batch.landed)
+
+    async def _flush(self) -> None:
+        try:
+            while (batch := self._queued) is not None:
+                self._queued, self._sending = None, batch
+                try:
+                    await self._send(batch.commands)
+                except StoreUnavailable as error:
+                    logger.warning("%d writes to Redis were lost: %s", len(batch.commands), error)
+                    if batch.landed is not None and not batch.landed.done():
+                        batch.landed.set_exception(error)
+                else:
+                    if batch.landed is not None and not batch.landed.done():
+                        batch.landed.set_result(None)
+                finally:
+                    self._sending = None
+        finally:
+            self._flusher = None
+
+    async def _send(self, commands: list[tuple[Any, ...]]) -> None:
+        results = await self._round_trip(commands)
+        unknown = [args for args, result in zip(commands, results, strict=True) if isinstance(result, NoScriptError)]
+        for args, result in zip(commands, results, strict=True):
+            if isinstance(result, redis_errors.ResponseError) and not isinstance(result, NoScriptError):
+                logger.warning("Redis refused a write (%s): %s", args[0], result)
+        if unknown:  # (Redis restarted and forgot the scripts: load them, then run those writes again, late)
+            with redis_unavailable("write"):
+                for sha in {args[1] for args in unknown}:
+                    await self.redis.script_load(self._sources[sha])
+            await self._round_trip(unknown)
+
+    async def _round_trip(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+        """Send ``commands`` packed at once on one pooled connection and read their replies (an
+        error reply is returned, not raised). Not redis-py's pipeline: hiredis packs a command in
+        C, and the replies are read under one deadline, without a pipeline's bookkeeping nor a
+        timeout per reply: that is most of the CPU a write costs, and a streamed call makes
+        eleven (bench/README.md, "Sessions in Redis")."""
+        pool: Any = self.redis.connection_pool  # (its get_connection is untyped)
+        with redis_unavailable("write"):
+            connection = await pool.get_connection()
+            try:
+                if _pack is not None:
+                    packed = b"".join([_pack(args) for args in commands])
+                else:
+                    packed = b"".join([b"".join(connection.pack_command(*args)) for args in commands])
+                await connection.send_packed_command(packed, check_health=False)
+                results: list[Any] = []
+                # One deadline for all the replies, not redis-py's (its socket timeout) for each.
+                async with asyncio.timeout(_BATCH_TIMEOUT):
+                    for _ in commands:
+                        try:
+                            results.append(await connection.read_response(timeout=math.inf))
+                        except redis_errors.ResponseError as error:
+                            results.append(error)
+            except BaseException:
+                await connection.disconnect()
+                raise
+            finally:
+                await pool.release(connection)
+        return results
+
+    async def aclose(self) -> None:
+        """Write what is queued (at shutdown, before the client closes)."""
+        with contextlib.suppress(StoreUnavailable):
+            await self.flushed()
+
+
 # --- event logs ----------------------------------------------------------------------------
 
 # KEYS: meta, history, backlog. ARGV: stream, message, request id ('' for none), delivered ('1'/'0'),
 # backlog limit, replay size, ttl ms. Returns {n, 0} or {n, 1, dropped fields} or {n, 2} (the event
-# itself dropped: the backlog holds nothing).
+# itself dropped: the backlog holds nothing). On a request's stream n also follows the newest event
+# of its history, which ``log`` numbered along the stream. ARGV[8], when given, is n itself.
 _APPEND: Final = """
 local meta, stream = KEYS[1], ARGV[1]
-local n = redis.call('HINCRBY', meta, 'seq', 1)
+local n = tonumber(ARGV[8])
+if not n then
+  n = redis.call('HINCRBY', meta, 'seq', 1)
+end
+if stream ~= '' and ARGV[8] == '' then
+  local newest = redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', 2)
+  for _, entry in ipairs(newest) do
+    local fields = entry[2]
+    if fields[1] == 'n' then
+      local last = tonumber(fields[2])
+      if n <= last then
+        n = last + 1
+        redis.call('HSET', meta, 'seq', n)
+      end
+      break
+    end
+  end
+end
 redis.call('HSET', meta, 's:' .. stream, 1)
 redis.call('PEXPIRE', meta, ARGV[7])
 local now = redis.call('TIME')
@@ -502,6 +668,18 @@ end
 return result
 """
 
+# KEYS: meta, history. ARGV: stream, message, replay size, ttl ms, writer. A stream ``log``
+# writes: its first event (number 1), which makes it and names its writer (w:<stream>).
+_START: Final = """
+redis.call('HSET', KEYS[1], 's:' .. ARGV[1], 1, 'w:' .. ARGV[1], ARGV[5])
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+if tonumber(ARGV[3]) > 0 then
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'n', 1, 'm', ARGV[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+end
+return 1
+"""
+
 # KEYS: meta, history, backlog. ARGV: replay size, ttl ms. Moves the backlog into the history.
 _TAKE: Final = """
 local entries = redis.call('XRANGE', KEYS[3], '-', '+')
@@ -528,6 +706,7 @@ return n
 # KEYS: meta, history, backlog. ARGV: stream, keep ms (0: drop now).
 _END: Final = """
 local meta, stream = KEYS[1], ARGV[1]
+redis.call('HDEL', meta, 'w:' .. stream)  -- nobody writes it any more
 if redis.call('HEXISTS', meta, 's:' .. stream) == 0 then return 0 end
 local now = redis.call('TIME')
 now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
@@ -550,6 +729,9 @@ redis.call('PEXPIRE', KEYS[2], keep)
 redis.call('PEXPIRE', KEYS[3], keep)
 return 1
 """
+
+
+_FOLLOW_BLOCK: Final = 1.0  # seconds, the longest blocking read of ``follow``
 
 
 def _fields(entry: Sequence[Any]) -> dict[bytes, bytes]:
@@ -584,9 +766,29 @@ class RedisEventLog(EventLog):
     although Redis trims approximately). ``ttl`` (seconds, the session's
     maximum lifetime by default) bounds how long the keys of a session nobody
     ``forget``s (a crashed worker) stay; every write refreshes it.
+
+    ``log`` numbers the events of a request's stream along the stream, here,
+    and writes them behind (``writes``, a ``WriteBehind``: several logs may
+    share one); every other method first waits for those writes to land. Its
+    streams name ``writer_id`` as their writer (``writer``) until they end: the
+    worker's id (``RedisStores`` gives the mesh's), random when not given.
     """
 
-    __slots__ = ("_append", "_end", "_mark", "_take", "backlog_limit", "prefix", "redis", "replay_size", "ttl")
+    __slots__ = (
+        "_append",
+        "_end",
+        "_mark",
+        "_numbers",
+        "_start",
+        "_take",
+        "backlog_limit",
+        "prefix",
+        "redis",
+        "replay_size",
+        "ttl",
+        "writer_id",
+        "writes",
+    )
 
     def __init__(
         self,
@@ -596,14 +798,20 @@ class RedisEventLog(EventLog):
         *,
         ttl: float = 43200.0 + 60.0,
         prefix: str = DEFAULT_PREFIX,
+        writes: WriteBehind | None = None,
+        writer_id: str | None = None,
     ) -> None:
         _check_client(redis)
         self.redis = redis
+        self.writes = writes if writes is not None else WriteBehind(redis)
+        self.writer_id = writer_id or secrets.token_hex(8)
+        self._numbers: dict[str, dict[str, int]] = {}  # session -> stream -> its last n, for streams logged here
         self.backlog_limit = backlog_limit
         self.replay_size = replay_size
         self.ttl = ttl
         self.prefix = prefix
         self._append = redis.register_script(_APPEND)
+        self._start = redis.register_script(_START)
         self._take = redis.register_script(_TAKE)
         self._mark = redis.register_script(_MARK)
         self._end = redis.register_script(_END)
@@ -620,7 +828,27 @@ class RedisEventLog(EventLog):
     async def append(
         self, session_id: str, stream_id: str, message: bytes, request_id: RequestId | None, *, delivered: bool
     ) -> tuple[StoredEvent, StoredEvent | None]:
+        return await self._append_as(session_id, stream_id, message, request_id, delivered, b"")
+
+    async def end_abandoned(self, session_id: str, stream_id: str, message: bytes, keep_for: float) -> StoredEvent:
+        """Numbered ``LAST_NUMBER``: past whatever the dead writer numbered along the stream."""
+        if stream_id == STANDALONE_STREAM:
+            raise ValueError("the standalone stream has no single writer to outlive")
+        event, _ = await self._append_as(session_id, stream_id, message, None, True, LAST_NUMBER)
+        await self.end_stream(session_id, stream_id, keep_for)
+        return event
+
+    async def _append_as(
+        self,
+        session_id: str,
+        stream_id: str,
+        message: bytes,
+        request_id: RequestId | None,
+        delivered: bool,
+        number: bytes | int,
+    ) -> tuple[StoredEvent, StoredEvent | None]:
         self._check(session_id, stream_id)
+        await self._landed()
         with redis_unavailable("append"):
             result = await self._append(
                 keys=self.keys(session_id, stream_id),
@@ -632,6 +860,7 @@ class RedisEventLog(EventLog):
                     self.backlog_limit,
                     self.replay_size,
                     milliseconds(self.ttl),
+                    number,
                 ],
             )
         event = StoredEvent(_event_id(int(result[0]), stream_id), message, request_id)
@@ -642,8 +871,44 @@ class RedisEventLog(EventLog):
             return event, event
         return event, _event(_fields(result[2]), stream_id)
 
+    async def log(self, session_id: str, stream_id: str, message: bytes) -> StoredEvent:
+        """Number the event here and write it behind (see the class docstring)."""
+        self._check(session_id, stream_id)
+        if stream_id == STANDALONE_STREAM:  # (written by every worker: counted in Redis)
+            return await super().log(session_id, stream_id, message)
+        streams = self._numbers.get(session_id)
+        if streams is None:
+            streams = self._numbers[session_id] = {}
+        n = streams[stream_id] = streams.get(stream_id, 0) + 1
+        # Not _APPEND: this worker alone writes the stream, whose name no other stream had (so
+        # neither its count nor an ended stream of that name is to be looked up): its first event
+        # makes the stream (one script), the others are one XADD each.
+        keys = self.keys(session_id, stream_id)
+        if n == 1:  # in Redis before it goes out: a client may resume the stream on another worker at once
+            args = [stream_id, message, self.replay_size, milliseconds(self.ttl), self.writer_id]
+            self.writes.script(self._start, keys[:2], args)
+            await self._landed()
+        elif self.replay_size > 0:
+            self.writes.command("XADD", keys[1], "MAXLEN", "~", self.replay_size, "*", "n", n, "m", message)
+        return StoredEvent(_event_id(n, stream_id), message)
+
+    async def writer(self, session_id: str, stream_id: str) -> str | None:
+        if not valid_session_id(session_id) or not _valid_stream_id(stream_id) or stream_id == STANDALONE_STREAM:
+            return None
+        await self._landed()
+        with redis_unavailable("writer"):
+            writer: Any = await self.redis.hget(self.keys(session_id, stream_id)[0], f"w:{stream_id}")
+        return None if writer is None else bytes(writer).decode()
+
+    async def _landed(self) -> None:
+        """This log's writes behind are in Redis (what a read or a change reads, it sees)."""
+        if not self.writes.idle:
+            with redis_unavailable("write"):
+                await self.writes.flushed()
+
     async def take_undelivered(self, session_id: str, stream_id: str) -> list[StoredEvent]:
         self._check(session_id, stream_id)
+        await self._landed()
         with redis_unavailable("take_undelivered"):
             entries = await self._take(
                 keys=self.keys(session_id, stream_id), args=[self.replay_size, milliseconds(self.ttl)]
@@ -655,6 +920,7 @@ class RedisEventLog(EventLog):
         if parsed is None or not valid_session_id(session_id) or self.replay_size <= 0:
             return []
         after, stream_id = parsed
+        await self._landed()
         with redis_unavailable("replay_after"):
             entries = await self._newest(session_id, stream_id)
         return self._after(entries, after, stream_id)
@@ -673,6 +939,7 @@ class RedisEventLog(EventLog):
             return [], True
         after, stream_id = parsed
         key = self.keys(session_id, stream_id)[1]
+        await self._landed()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         while True:
@@ -684,13 +951,17 @@ class RedisEventLog(EventLog):
             if events or ended or remaining <= 0:
                 return events, ended
             newest = entries[0][0] if entries else b"0-0"
+            # At most a second per blocking read: redis-py (8) gives up reading after its socket
+            # timeout (5 s by default), which a longer BLOCK would outlast on a quiet stream.
+            block = milliseconds(min(remaining, _FOLLOW_BLOCK))
             with redis_unavailable("follow"):
-                woken = await self.redis.xread({key: newest}, count=1, block=max(1, int(remaining * 1000)))
-            if not woken:
+                woken = await self.redis.xread({key: newest}, count=1, block=block)
+            if not woken and loop.time() >= deadline:
                 return [], False
 
     async def mark(self, session_id: str, stream_id: str) -> str:
         self._check(session_id, stream_id)
+        await self._landed()
         with redis_unavailable("mark"):
             n = await self._mark(keys=self.keys(session_id, stream_id)[:1], args=[stream_id, milliseconds(self.ttl)])
         return _event_id(int(n), stream_id)
@@ -699,6 +970,14 @@ class RedisEventLog(EventLog):
         if not valid_session_id(session_id) or not _valid_stream_id(stream_id):
             return
         keep = 0 if keep_for <= 0 else milliseconds(keep_for)
+        streams = self._numbers.get(session_id)
+        if streams is not None and streams.pop(stream_id, None) is not None:
+            if not streams:
+                del self._numbers[session_id]
+            # Logged here: its end goes behind its events, in order.
+            self.writes.script(self._end, self.keys(session_id, stream_id), [stream_id, keep])
+            return
+        await self._landed()
         with redis_unavailable("end_stream"):
             await self._end(keys=self.keys(session_id, stream_id), args=[stream_id, keep])
 
@@ -706,6 +985,8 @@ class RedisEventLog(EventLog):
         if not valid_session_id(session_id):
             return []
         meta = self.keys(session_id, STANDALONE_STREAM)[0]
+        self._numbers.pop(session_id, None)
+        await self._landed()
         with redis_unavailable("forget"):
             async with self.redis.pipeline(transaction=True) as pipe:
                 for _ in range(16):  # bounded: each retry means another writer changed the session meanwhile
@@ -734,6 +1015,7 @@ class RedisEventLog(EventLog):
         """How many events wait for a stream (for tests and monitoring)."""
         if not valid_session_id(session_id) or not _valid_stream_id(stream_id):
             return 0
+        await self._landed()
         with redis_unavailable("backlog_size"):
             return int(await self.redis.xlen(self.keys(session_id, stream_id)[2]))
 

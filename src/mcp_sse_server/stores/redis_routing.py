@@ -10,13 +10,13 @@
 - ``Lease``: one owner at a time for a name (``SET NX PX``), renewed and
   released only by its owner (a Lua compare); ``take`` supersedes the holder
   and says who it was (the standalone GET stream: a new GET wins).
-- ``RequestIndex``: which worker writes each resumable stream of a session
-  whose request is still running, so a resumption on another worker tails it
-  and a reaper ends it if that worker dies. Nothing else is indexed: a quick
-  request costs Redis nothing, a client's answer to a server-to-client request
-  finds its worker by the request's id (``worker_of``), and a cancellation of
-  a request a worker does not run goes to every worker (``WorkerMesh.broadcast``).
-- ``WorkerMesh``: the three above for one worker, with the loop that hands
+- Which worker writes a resumable stream is in the event log (``EventLog.writer``:
+  a resumption on another worker tails the stream, and a reaper ends it if
+  that worker dies). Nothing else is indexed: a quick request costs Redis
+  nothing, a client's answer to a server-to-client request finds its worker by
+  the request's id (``worker_of``), and a cancellation of a request a worker
+  does not run goes to every worker (``WorkerMesh.broadcast``).
+- ``WorkerMesh``: the registry and the inbox of one worker, with the loop that hands
   its inbox to a callback and the request ids (``"<worker>.<n>"``) that make a
   server-to-client request's id name its worker. (``WorkerRouter`` is its old
   name, kept for one release: "router" now means the HTTP request router only.)
@@ -31,8 +31,7 @@
 Keys (prefix ``mcp``): ``mcp:worker:{<wid>}`` (liveness), ``mcp:worker:{<wid>}:inbox``
 (STREAM), ``mcp:worker:{<wid>}:owns`` (SET), ``mcp:{workers}`` (ZSET: worker ->
 registration time), ``mcp:{reaper}`` (the reaper's lease), and for a session's
-standalone stream ``mcp:{<sid>}:get`` (a ``Lease``: same slot as the session),
-``mcp:{<sid>}:inflight`` (the HASH of ``RequestIndex``).
+standalone stream ``mcp:{<sid>}:get`` (a ``Lease``: same slot as the session).
 """
 
 from __future__ import annotations
@@ -63,14 +62,13 @@ from ..jsonrpc import (
 )
 from .base import EventLog, SessionStore, StoreUnavailable
 from .coordination import CoordinatedSession, SessionPeers
-from .redis import DEFAULT_PREFIX, logger, milliseconds, redis_unavailable
+from .redis import DEFAULT_PREFIX, WriteBehind, logger, milliseconds, redis_unavailable
 
 __all__ = [
     "Lease",
     "OwnedRequest",
     "RedisCoordinator",
     "ReleaseHolder",
-    "RequestIndex",
     "RoutedAnswer",
     "RoutedCancel",
     "RoutedMessage",
@@ -173,73 +171,6 @@ def standalone_lease(redis: Redis, session_id: str, ttl: float, *, prefix: str =
     holder's worker (its inbox) to end that stream; the holder ``renew``s while the stream is open.
     """
     return Lease(redis, f"{prefix}:{{{session_id}}}:get", ttl)
-
-
-class RequestIndex:
-    """Who writes which resumable stream, per session: ``mcp:{sid}:inflight`` (client request id ->
-    ``<worker> <stream>``), for the requests whose resumable streams started (a client may resume
-    them on another worker). Quick requests are never in it.
-
-    Request ids are keyed by their JSON (``7`` and ``"7"`` differ, as in JSON-RPC). The hash
-    expires ``ttl`` seconds after its last change (a safety net: the reaper clears a dead
-    worker's entries, and the session's end deletes it).
-    """
-
-    __slots__ = ("prefix", "redis", "ttl")
-
-    def __init__(self, redis: Redis, *, ttl: float = 43260.0, prefix: str = DEFAULT_PREFIX) -> None:
-        self.redis = redis
-        self.ttl = ttl
-        self.prefix = prefix
-
-    def inflight_key(self, session_id: str) -> str:
-        return f"{self.prefix}:{{{session_id}}}:inflight"
-
-    async def _set(self, key: str, field: bytes, value: str, *, only_new: bool) -> bool:
-        with redis_unavailable("request index"):
-            async with self.redis.pipeline(transaction=True) as pipe:
-                if only_new:
-                    pipe.hsetnx(key, field, value)
-                else:
-                    pipe.hset(key, field, value)
-                pipe.pexpire(key, milliseconds(self.ttl))
-                added, _ = await pipe.execute()
-        return bool(added)
-
-    async def claim(self, session_id: str, request_id: str | int, worker_id: str, stream_id: str = "") -> bool:
-        """Note that ``worker_id`` serves client request ``request_id``; False when that id is
-        already in flight in this session (on any worker): the request is a duplicate."""
-        return await self._set(
-            self.inflight_key(session_id), orjson.dumps(request_id), f"{worker_id} {stream_id}", only_new=True
-        )
-
-    async def owner(self, session_id: str, request_id: str | int) -> tuple[str, str] | None:
-        """(worker, stream) serving a client request, or None when it is not in flight."""
-        with redis_unavailable("request owner"):
-            value = _text(await self.redis.hget(self.inflight_key(session_id), orjson.dumps(request_id)))
-        if value is None:
-            return None
-        worker_id, _, stream_id = value.partition(" ")
-        return worker_id, stream_id
-
-    async def finish(self, session_id: str, request_id: str | int) -> None:
-        with redis_unavailable("request finish"):
-            await self.redis.hdel(self.inflight_key(session_id), orjson.dumps(request_id))
-
-    async def inflight(self, session_id: str) -> dict[str | int, tuple[str, str]]:
-        """Every client request in flight in the session: id -> (worker, stream)."""
-        with redis_unavailable("inflight"):
-            raw: Any = await self.redis.hgetall(self.inflight_key(session_id))
-        result: dict[str | int, tuple[str, str]] = {}
-        for field, value in raw.items():
-            worker_id, _, stream_id = value.decode().partition(" ")
-            result[orjson.loads(field)] = (worker_id, stream_id)
-        return result
-
-    async def forget(self, session_id: str) -> None:
-        """The session ended: drop its index."""
-        with redis_unavailable("request index forget"):
-            await self.redis.delete(self.inflight_key(session_id))
 
 
 class WorkerRegistry:
@@ -437,14 +368,15 @@ class WorkerInbox:
 
 
 class WorkerMesh:
-    """One worker among others: its registry entry (heartbeats), its ``RequestIndex`` view and
-    its inbox, read by a task that hands each message to ``deliver``.
+    """One worker among others: its registry entry (heartbeats) and its inbox, read by a task that
+    hands each message to ``deliver``; and the queue of writes behind (``writes``) it shares with
+    the worker's event log.
 
     ``start(deliver)`` registers and starts reading; ``stop()`` deregisters. Messages are
     plain mappings; ``RedisCoordinator`` writes and reads them (``encode_routed``).
     """
 
-    __slots__ = ("_deliver", "_reader", "inbox", "index", "registry", "worker_id")
+    __slots__ = ("_deliver", "_reader", "inbox", "registry", "worker_id", "writes")
 
     def __init__(
         self,
@@ -452,12 +384,12 @@ class WorkerMesh:
         worker_id: str | None = None,
         *,
         heartbeat_ttl: float = 10.0,
-        index_ttl: float = 43260.0,
         prefix: str = DEFAULT_PREFIX,
+        writes: WriteBehind | None = None,
     ) -> None:
         self.registry = WorkerRegistry(redis, worker_id, ttl=heartbeat_ttl, prefix=prefix)
+        self.writes = writes if writes is not None else WriteBehind(redis)
         self.worker_id = self.registry.worker_id
-        self.index = RequestIndex(redis, ttl=index_ttl, prefix=prefix)
         self.inbox = WorkerInbox(redis, self.worker_id, prefix=prefix)
         self._reader: asyncio.Task[None] | None = None
         self._deliver: Callable[[dict[str, Any]], Awaitable[None]] | None = None
@@ -500,29 +432,14 @@ class WorkerMesh:
                     pipe.xadd(inbox.key(worker_id), data, maxlen=inbox.maxlen, approximate=True)  # type: ignore[arg-type]
                 await pipe.execute()
 
-    async def run(self, owned: OwnedRequest) -> bool:
-        """Claim a client request for this worker and note it among what it owns, in one round
-        trip (a pipeline: the two keys are in different slots). False, with nothing noted, when
-        its id is already in flight in the session on any worker: a duplicate."""
-        index, registry = self.index, self.registry
-        key, owns, entry = index.inflight_key(owned.session_id), registry.owns_key(self.worker_id), owned.encode()
-        with redis_unavailable("request claim"):
-            async with index.redis.pipeline(transaction=False) as pipe:
-                pipe.hsetnx(key, orjson.dumps(owned.request_id), f"{self.worker_id} {owned.stream_id or ''}")
-                pipe.pexpire(key, milliseconds(index.ttl))
-                pipe.sadd(owns, entry)
-                claimed, _, noted = await pipe.execute()
-            if not claimed and noted:  # (a duplicate's note, unless it is the running request's own)
-                await registry.redis.srem(owns, entry)
-        return bool(claimed)
+    def run(self, owned: OwnedRequest) -> None:
+        """Note among what this worker owns (for a reaper, should it die) a request whose resumable
+        stream starts, written behind: the stream's first event, logged at once, takes it along."""
+        self.writes.command("SADD", self.registry.owns_key(self.worker_id), owned.encode())
 
-    async def ran(self, owned: OwnedRequest) -> None:
-        """The request is over: its claim and its note go, in one round trip."""
-        with redis_unavailable("request finish"):
-            async with self.index.redis.pipeline(transaction=False) as pipe:
-                pipe.hdel(self.index.inflight_key(owned.session_id), orjson.dumps(owned.request_id))
-                pipe.srem(self.registry.owns_key(self.worker_id), owned.encode())
-                await pipe.execute()
+    def ran(self, owned: OwnedRequest) -> None:
+        """The request is over: its note goes, written behind (nobody waits for it)."""
+        self.writes.command("SREM", self.registry.owns_key(self.worker_id), owned.encode())
 
     async def _read(self) -> None:
         backoff = 0.05
@@ -771,23 +688,16 @@ class RedisCoordinator:
         finally:
             owned = self._claims.pop((session.session_id, request_id), None) if self._claims else None
             if owned is not None:
-                with contextlib.suppress(StoreUnavailable):
-                    await self.mesh.ran(owned)
+                self.mesh.ran(owned)
 
     async def claim_stream(self, owned: OwnedRequest) -> None:
-        """A request's resumable stream starts: note in Redis that this worker writes it (for a
-        resumption elsewhere, and for a reaper should this worker die) until the request is over."""
+        """A request's resumable stream starts: note it among what this worker owns (for a reaper,
+        should this worker die) until the request is over. (Who writes the stream, for a
+        resumption elsewhere, the event log notes with the stream's first event.)"""
         key = (owned.session_id, owned.request_id)
-        if key in self._claims:
-            return
-        if not await self.mesh.run(owned):
-            logger.warning(
-                "request %r of session %s is in flight on two workers (a duplicate id)",
-                owned.request_id,
-                owned.session_id[:8],
-            )
-            return
-        self._claims[key] = owned
+        if key not in self._claims:
+            self._claims[key] = owned
+            self.mesh.run(owned)
 
     async def route_inbound(self, session_id: str, message: JsonRpcMessage, body: bytes) -> bool:
         """A client's answer to a server-to-client request another worker sent (its id names that
@@ -854,11 +764,9 @@ class RedisCoordinator:
         return standalone_lease(registry.redis, session_id, registry.ttl, prefix=registry.prefix)
 
     async def session_ended(self, session_id: str) -> None:
-        """Drop the session's request index (which worker runs what): nothing runs any more."""
-        try:
-            await self.mesh.index.forget(session_id)
-        except StoreUnavailable as error:
-            logger.warning("could not drop the request index of session %s: %s", session_id[:8], error)
+        """Nothing to drop: what other workers know of the session's requests lives in its event log
+        and in the owners' notes, which their requests' ends remove."""
+        return None
 
     async def wake_holder(self, session_id: str) -> None:
         """A standalone message went to the backlog: the worker holding the GET stream takes it."""
@@ -926,7 +834,6 @@ class RedisCoordinator:
         return await reap_dead_workers(self.mesh.registry, self._fail_requests_of)
 
     async def _fail_requests_of(self, worker_id: str, entries: set[str]) -> None:
-        index = self.mesh.index
         owned = [request for request in map(OwnedRequest.decode, entries) if request is not None]
         for request in owned:
             session_id, request_id = request.session_id, request.request_id
@@ -938,12 +845,8 @@ class RedisCoordinator:
             if request.stream_id is not None:
                 _, ended = await self.events.follow(session_id, f"0/{request.stream_id}", 0)
                 if not ended:  # (ended: its response went out before the worker died)
-                    error = JsonRpcError(request_id, INTERNAL_ERROR, _INTERRUPTED)
-                    await self.events.append(session_id, request.stream_id, encode_message(error), None, delivered=True)
-                    await self.events.end_stream(session_id, request.stream_id, self.stream_log_grace)
-            running = await index.owner(session_id, request_id)
-            if running is not None and running[0] == worker_id:
-                await index.finish(session_id, request_id)
+                    error = encode_message(JsonRpcError(request_id, INTERNAL_ERROR, _INTERRUPTED))
+                    await self.events.end_abandoned(session_id, request.stream_id, error, self.stream_log_grace)
 
 
 class _RedisPeers:
@@ -959,9 +862,8 @@ class _RedisPeers:
         await self.coordinator.claim_stream(OwnedRequest(self.session_id, stream_id, request_id))
 
     async def runs_elsewhere(self, stream_id: str) -> bool:
-        mesh = self.coordinator.mesh
-        running = await mesh.index.inflight(self.session_id)
-        return any(stream == stream_id and worker != mesh.worker_id for worker, stream in running.values())
+        writer = await self.coordinator.events.writer(self.session_id, stream_id)
+        return writer is not None and writer != self.coordinator.mesh.worker_id
 
     async def on_backlog(self) -> None:
         await self.coordinator.wake_holder(self.session_id)

@@ -22,7 +22,7 @@ from typing import Any, Final, Protocol
 
 from redis.asyncio import Redis
 
-from .redis import DEFAULT_PREFIX, RedisEventBus, RedisEventLog, RedisSessionStore
+from .redis import DEFAULT_PREFIX, RedisEventBus, RedisEventLog, RedisSessionStore, WriteBehind
 from .redis_routing import RedisCoordinator, WorkerMesh
 
 __all__ = ["DEFAULT_SIZES", "RedisStores", "StoreSizes"]
@@ -113,8 +113,17 @@ class RedisStores:
             replay_buffer_size = limits.replay_buffer_size
         redis = Redis.from_url(url)
         sessions = RedisSessionStore(redis, idle_timeout=idle_timeout, max_lifetime=max_lifetime, prefix=prefix)
-        events = RedisEventLog(redis, backlog_limit, replay_buffer_size, ttl=max_lifetime + 60.0, prefix=prefix)
-        mesh = WorkerMesh(redis, worker_id, heartbeat_ttl=worker_ttl, prefix=prefix)
+        writes = WriteBehind(redis)  # one queue of writes behind per worker: they share its round trips
+        mesh = WorkerMesh(redis, worker_id, heartbeat_ttl=worker_ttl, prefix=prefix, writes=writes)
+        events = RedisEventLog(
+            redis,
+            backlog_limit,
+            replay_buffer_size,
+            ttl=max_lifetime + 60.0,
+            prefix=prefix,
+            writes=writes,
+            writer_id=mesh.worker_id,
+        )
         return cls(
             redis=redis,
             sessions=sessions,
@@ -139,6 +148,8 @@ class RedisStores:
         await self.bus.start(timeout)
 
     async def close(self) -> None:
-        """Close the bus and the client (after the app shut down: its coordinator stops with it)."""
+        """Close the bus and the client (after the app shut down: its coordinator stops with it),
+        once the writes behind are in Redis."""
         await self.bus.close()
+        await self.events.writes.aclose()
         await self.redis.aclose()

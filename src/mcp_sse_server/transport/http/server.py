@@ -327,23 +327,35 @@ def endpoint_url(host: str, port: int, path: str, *, tls: bool = False) -> str:
     return f"{'https' if tls else 'http'}://{_url_host(host)}:{port}{path}"
 
 
-def listening_socket(host: str, port: int) -> socket.socket:
+def listening_socket(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
     """A listening socket on ``host:port`` (0: a free port) for ``bind(sock=...)``: bound once
-    by a parent process, served by the worker processes that inherit it. OSError as ``bind``."""
-    return _listen(host, port)
+    by a parent process, served by the worker processes that inherit it; or, ``reuse_port``
+    (``SO_REUSEPORT``, Linux), one per worker on the same port, among which the kernel spreads
+    new connections evenly. OSError as ``bind``."""
+    return _listen(host, port, reuse_port=reuse_port)
 
 
-def _listen(host: str, port: int) -> socket.socket:
+def reserved_socket(host: str, port: int) -> socket.socket:
+    """``host:port`` (0: a free port) bound with ``SO_REUSEPORT`` but not listening: it holds the
+    port (and fails as ``bind`` would) while each worker listens on it with a socket of its own
+    (``listening_socket(..., reuse_port=True)``); it takes no connection itself."""
+    return _listen(host, port, reuse_port=True, listen=False)
+
+
+def _listen(host: str, port: int, *, reuse_port: bool = False, listen: bool = True) -> socket.socket:
     """A listening socket; OSError (address in use, say) surfaces to the caller."""
     infos = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     family, kind, proto, _, address = infos[0]
     sock = socket.socket(family, kind, proto)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         if family == socket.AF_INET6 and is_wildcard_host(host):
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
         sock.bind(address)
-        sock.listen(2048)
+        if listen:
+            sock.listen(2048)
         sock.setblocking(False)
     except BaseException:
         sock.close()

@@ -429,7 +429,7 @@ class SseTransport(Transport):
             return
         if not pending.started:
             await self._start_logged(pending, pending.stream_id)
-        event, _ = await self._events().append(self._log_key, pending.stream_id, message, None, delivered=True)
+        event = await self._events().log(self._log_key, pending.stream_id, message)
         stream = pending.open()
         if stream is not None:
             await stream.write(frame(message, event.event_id), final)
