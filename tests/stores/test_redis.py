@@ -12,7 +12,7 @@ from redis.crc import key_slot
 
 from fixtures.redis_server import RedisServer, client_for
 from mcp_sse_server.session import SessionRecord
-from mcp_sse_server.stores.base import STANDALONE_STREAM, StoreError, StoreUnavailable
+from mcp_sse_server.stores.base import STANDALONE_STREAM, StoreError, StoreUnavailable, StreamWriter
 from mcp_sse_server.stores.redis import RedisEventBus, RedisEventLog, RedisSessionStore, redis_unavailable
 
 WAIT = 5.0  # bound of every polling loop; never reached when the code works
@@ -469,13 +469,14 @@ async def test_a_logged_stream_names_its_writer_to_every_worker_until_it_ends(
     writing = RedisEventLog(redis_client, 4, 8, prefix=redis_prefix, writer_id="worker-a")
     other = RedisEventLog(second_client, 4, 8, prefix=redis_prefix, writer_id="worker-b")
     assert await other.writer("s", "r1.ab") is None
-    await writing.log("s", "r1.ab", b"first")  # in Redis once it returns: no flush here
-    assert await other.writer("s", "r1.ab") == "worker-a"
+    await writing.open_stream("s", "r1.ab", 7)  # in Redis once it returns: no flush here
+    assert await other.writer("s", "r1.ab") == StreamWriter("worker-a", 7)
+    await writing.log("s", "r1.ab", b"first")
     assert await other.writer("s", STANDALONE_STREAM) is None  # (every worker writes that one)
     await writing.log("s", "r1.ab", b"second")
     await writing.end_stream("s", "r1.ab", 5.0)
     await writing.writes.flushed()
     assert await other.writer("s", "r1.ab") is None
-    await writing.log("s", "r2.ab", b"first")  # a writer that dies: the reaper ends it
+    await writing.open_stream("s", "r2.ab", "x")  # a writer that dies: the worker a client resumes it on ends it
     await other.end_abandoned("s", "r2.ab", b"interrupted", 5.0)
     assert await other.writer("s", "r2.ab") is None

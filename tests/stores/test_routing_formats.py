@@ -19,7 +19,6 @@ from fixtures.http_app import build_server
 from fixtures.messages import initialize_message, notification, request
 from fixtures.redis_server import NEW, Workers, mesh
 from mcp_sse_server.stores.redis_routing import (
-    OwnedRequest,
     RedisCoordinator,
     ReleaseHolder,
     RoutedAnswer,
@@ -34,50 +33,6 @@ from mcp_sse_server.stores.redis_setup import RedisStores
 from mcp_sse_server.transport.http import McpHttpApp
 
 WAIT = 5.0
-
-# --- OwnedRequest: "<session id> <stream id, or nothing> <request id as JSON>" -------------------
-
-
-@pytest.mark.parametrize(
-    "owned",
-    [
-        OwnedRequest("s1", "r2", 7),
-        OwnedRequest("s1", "r2", 0),
-        OwnedRequest("s1", "r2", -3),
-        OwnedRequest("s1", None, 7),  # a reply that is not logged
-        OwnedRequest("s1", "r2", "7"),  # the string "7" is another id than 7
-        OwnedRequest("s1", None, "a b  c"),  # spaces in the id, after an empty stream id
-        OwnedRequest("s1", "r2", ""),
-        OwnedRequest("s1", "r2", 'quo"te\\ é'),
-        OwnedRequest("AbC-123_xyz" * 3, "r12345", 2**53),
-    ],
-)
-def test_an_owned_request_round_trips(owned: OwnedRequest) -> None:
-    assert OwnedRequest.decode(owned.encode()) == owned
-
-
-@pytest.mark.parametrize(
-    "entry",
-    [
-        "",
-        "s1",
-        "s1 r2",
-        "s1 r2 ",
-        " r2 7",  # no session
-        "s1 r2 not-json",
-        "s1 r2 1.5",
-        "s1 r2 true",  # a bool is no request id
-        "s1 r2 null",
-        "s1 r2 [7]",
-        's1 r2 {"id": 7}',
-        "s1 r2 7 8",
-        "s1 r2 99999999999999999999999",  # beyond 64 bits
-        "\x00\x00 \x00",
-    ],
-)
-def test_an_unreadable_owned_entry_decodes_to_none(entry: str) -> None:
-    assert OwnedRequest.decode(entry) is None
-
 
 # --- StandaloneHolder: "<worker id>:<n>", the standalone lease's value -----------------------------
 

@@ -36,6 +36,7 @@ __all__ = [
     "StoreError",
     "StoreUnavailable",
     "StoredEvent",
+    "StreamWriter",
     "stream_of",
 ]
 
@@ -67,6 +68,14 @@ class StoreUnavailable(StoreError):
 class StaleRecord(StoreError):
     """``save`` of a copy older than the store's record: another worker wrote it since the copy
     was read. Read the record again, make the change again on it, and save that."""
+
+
+@dataclass(frozen=True, slots=True)
+class StreamWriter:
+    """The worker writing a request's stream, and the request (``EventLog.writer``)."""
+
+    worker_id: str
+    request_id: RequestId | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,18 +184,23 @@ class EventLog(ABC):
         Returns the event and the backlog event dropped to make room, if any.
         """
 
+    async def open_stream(self, session_id: str, stream_id: str, request_id: RequestId | None) -> None:
+        """A request's stream that this worker alone will write (``log``), before anything of it
+        reaches the client: once this returns, every worker knows it and who writes it
+        (``writer``). A log no other worker reads has nothing to do."""
+        return None
+
     async def log(self, session_id: str, stream_id: str, message: bytes) -> StoredEvent:
         """Log a delivered event on a request's stream that this worker alone writes (it runs the
-        request). A shared log may write in the background, in order with this log's other writes
-        and before any later read or end of a stream through this log (another worker sees it a
-        moment later), except a stream's first event: once that returns, every worker knows the
-        stream and who writes it (``writer``). The id it returns is the event's all the same."""
+        request; ``open_stream`` first). A shared log may write in the background, in order with
+        this log's other writes and before any later read or end of a stream through this log:
+        another worker sees it a moment later. The id it returns is the event's all the same."""
         event, _ = await self.append(session_id, stream_id, message, None, delivered=True)
         return event
 
-    async def writer(self, session_id: str, stream_id: str) -> str | None:
-        """The worker writing a request's stream (``log``) that has not ended; None when none does
-        (a log that only this process writes knows no other: None)."""
+    async def writer(self, session_id: str, stream_id: str) -> StreamWriter | None:
+        """Who writes a request's stream that has not ended (``open_stream``), and for which
+        request; None when nobody does (a log no other worker reads: always None)."""
         return None
 
     @abstractmethod

@@ -11,9 +11,9 @@ One interface (``Coordinator``), two implementations that are peers:
 What the app asks, and when (the rules every implementation keeps):
 
 1. ``peers(session_id)`` when it makes the transport of a session it serves:
-   the ``SessionPeers`` that transport takes at construction (a resumable
-   stream noted before its first event goes out, resumption of a stream
-   another worker writes, a backlog another worker's GET must take).
+   the ``SessionPeers`` that transport takes at construction (resumption of
+   a stream another worker writes, and its end if that worker died; a
+   backlog another worker's GET must take).
 2. ``request_ids()`` once per session served here: the ids its server-to-client
    requests take (None: the engine's own counter), so an answer arriving at
    any worker names the worker that awaits it.
@@ -93,13 +93,13 @@ class CoordinatedSession(Protocol):
 class SessionPeers(Protocol):
     """What a session's transport asks of the other workers serving the session."""
 
-    async def stream_started(self, request_id: RequestId, stream_id: str) -> None:
-        """A request's resumable stream is about to send its first event: note who writes it
-        (a client may resume it on another worker; a reaper ends it if this worker dies)."""
-        ...
-
     async def runs_elsewhere(self, stream_id: str) -> bool:
         """True when a log stream belongs to a request another worker runs."""
+        ...
+
+    async def end_if_abandoned(self, stream_id: str) -> None:
+        """A stream resumed here, written by another worker, has had no news for a while: if
+        that worker died, end the stream with the terminal error its request gets."""
         ...
 
     async def on_backlog(self) -> None:
@@ -134,11 +134,11 @@ class _NoPeers:
 
     __slots__ = ()
 
-    async def stream_started(self, request_id: RequestId, stream_id: str) -> None:
-        return None
-
     async def runs_elsewhere(self, stream_id: str) -> bool:
         return False
+
+    async def end_if_abandoned(self, stream_id: str) -> None:
+        return None
 
     async def on_backlog(self) -> None:
         return None

@@ -69,6 +69,7 @@ from .base import (
     StaleRecord,
     StoredEvent,
     StoreUnavailable,
+    StreamWriter,
 )
 from .memory import MemoryEventBus
 
@@ -668,15 +669,11 @@ end
 return result
 """
 
-# KEYS: meta, history. ARGV: stream, message, replay size, ttl ms, writer. A stream ``log``
-# writes: its first event (number 1), which makes it and names its writer (w:<stream>).
+# KEYS: meta. ARGV: stream, ttl ms, "<writer> <request id as JSON>". A stream ``log`` will write
+# (``open_stream``): it exists, and w:<stream> names its writer until it ends.
 _START: Final = """
-redis.call('HSET', KEYS[1], 's:' .. ARGV[1], 1, 'w:' .. ARGV[1], ARGV[5])
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-if tonumber(ARGV[3]) > 0 then
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[3], '*', 'n', 1, 'm', ARGV[2])
-  redis.call('PEXPIRE', KEYS[2], ARGV[4])
-end
+redis.call('HSET', KEYS[1], 's:' .. ARGV[1], 1, 'w:' .. ARGV[1], ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return 1
 """
 
@@ -871,34 +868,54 @@ class RedisEventLog(EventLog):
             return event, event
         return event, _event(_fields(result[2]), stream_id)
 
+    async def open_stream(self, session_id: str, stream_id: str, request_id: RequestId | None) -> None:
+        """Name this worker as the stream's writer, in Redis once this returns."""
+        self._check(session_id, stream_id)
+        if stream_id == STANDALONE_STREAM:
+            raise ValueError("the standalone stream has no single writer")
+        streams = self._numbers.get(session_id)
+        if streams is None:
+            streams = self._numbers[session_id] = {}
+        streams.setdefault(stream_id, 0)
+        writer = f"{self.writer_id} {orjson.dumps(request_id).decode()}"
+        self.writes.script(
+            self._start, self.keys(session_id, stream_id)[:1], [stream_id, milliseconds(self.ttl), writer]
+        )
+        await self._landed()
+
     async def log(self, session_id: str, stream_id: str, message: bytes) -> StoredEvent:
         """Number the event here and write it behind (see the class docstring)."""
         self._check(session_id, stream_id)
         if stream_id == STANDALONE_STREAM:  # (written by every worker: counted in Redis)
             return await super().log(session_id, stream_id, message)
         streams = self._numbers.get(session_id)
-        if streams is None:
-            streams = self._numbers[session_id] = {}
-        n = streams[stream_id] = streams.get(stream_id, 0) + 1
-        # Not _APPEND: this worker alone writes the stream, whose name no other stream had (so
-        # neither its count nor an ended stream of that name is to be looked up): its first event
-        # makes the stream (one script), the others are one XADD each.
-        keys = self.keys(session_id, stream_id)
-        if n == 1:  # in Redis before it goes out: a client may resume the stream on another worker at once
-            args = [stream_id, message, self.replay_size, milliseconds(self.ttl), self.writer_id]
-            self.writes.script(self._start, keys[:2], args)
-            await self._landed()
-        elif self.replay_size > 0:
-            self.writes.command("XADD", keys[1], "MAXLEN", "~", self.replay_size, "*", "n", n, "m", message)
+        if streams is None or stream_id not in streams:
+            await self.open_stream(session_id, stream_id, None)
+            streams = self._numbers[session_id]
+        n = streams[stream_id] = streams[stream_id] + 1
+        # Plain commands, not _APPEND: this worker alone writes the stream, whose name no other
+        # stream had, so neither its count nor an ended stream of that name is to be looked up.
+        if self.replay_size > 0:
+            history = self.keys(session_id, stream_id)[1]
+            self.writes.command("XADD", history, "MAXLEN", "~", self.replay_size, "*", "n", n, "m", message)
+            if n == 1:
+                self.writes.command("PEXPIRE", history, milliseconds(self.ttl))
         return StoredEvent(_event_id(n, stream_id), message)
 
-    async def writer(self, session_id: str, stream_id: str) -> str | None:
+    async def writer(self, session_id: str, stream_id: str) -> StreamWriter | None:
         if not valid_session_id(session_id) or not _valid_stream_id(stream_id) or stream_id == STANDALONE_STREAM:
             return None
         await self._landed()
         with redis_unavailable("writer"):
-            writer: Any = await self.redis.hget(self.keys(session_id, stream_id)[0], f"w:{stream_id}")
-        return None if writer is None else bytes(writer).decode()
+            value: Any = await self.redis.hget(self.keys(session_id, stream_id)[0], f"w:{stream_id}")
+        if value is None:
+            return None
+        worker_id, _, request = bytes(value).decode().partition(" ")
+        try:
+            request_id = orjson.loads(request)
+        except orjson.JSONDecodeError:
+            request_id = None
+        return StreamWriter(worker_id, request_id if isinstance(request_id, str | int) else None)
 
     async def _landed(self) -> None:
         """This log's writes behind are in Redis (what a read or a change reads, it sees)."""

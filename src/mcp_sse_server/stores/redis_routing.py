@@ -21,12 +21,13 @@
   server-to-client request's id name its worker. (``WorkerRouter`` is its old
   name, kept for one release: "router" now means the HTTP request router only.)
 - ``RedisCoordinator``: the app's ``Coordinator`` (``stores/coordination.py``)
-  over a ``WorkerMesh``: claims, forwarded answers and cancellations, the
-  standalone stream's holder, the dead-worker reaper. It owns the formats of
-  what it writes (``OwnedRequest``, ``StandaloneHolder``, the routed messages).
+  over a ``WorkerMesh``: forwarded answers and cancellations, the standalone
+  stream's holder, the dead-worker reaper and the end of streams a dead worker
+  left. It owns the formats of what it writes (``StandaloneHolder``, the routed
+  messages).
 - ``reap_dead_workers``: one reaper at a time (a lease) hands each dead
-  worker's owned entries to a callback (which writes terminal errors into the
-  streams), then forgets the worker.
+  worker's owned entries (``WorkerRegistry.own``: the coordinator notes none) to
+  a callback, then forgets the worker.
 
 Keys (prefix ``mcp``): ``mcp:worker:{<wid>}`` (liveness), ``mcp:worker:{<wid>}:inbox``
 (STREAM), ``mcp:worker:{<wid>}:owns`` (SET), ``mcp:{workers}`` (ZSET: worker ->
@@ -44,6 +45,7 @@ import secrets
 import socket
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Final, TypeAlias
 
@@ -66,7 +68,6 @@ from .redis import DEFAULT_PREFIX, WriteBehind, logger, milliseconds, redis_unav
 
 __all__ = [
     "Lease",
-    "OwnedRequest",
     "RedisCoordinator",
     "ReleaseHolder",
     "RoutedAnswer",
@@ -235,6 +236,11 @@ class WorkerRegistry:
                 pass
         await self.forget(self.worker_id)
 
+    async def registered(self, worker_id: str) -> bool:
+        """True while the worker is in the index: alive, or dead and not reaped yet."""
+        with redis_unavailable("worker registered"):
+            return await self.redis.zscore(self.index_key, worker_id) is not None
+
     async def alive(self, worker_id: str) -> bool:
         with redis_unavailable("worker alive"):
             return bool(await self.redis.exists(self.key(worker_id)))
@@ -258,7 +264,7 @@ class WorkerRegistry:
         return [worker_id for worker_id, exists in zip(workers, found, strict=True) if not exists]
 
     async def own(self, entry: str) -> None:
-        """Note something this worker runs (an encoded ``OwnedRequest``) for a reaper to clean up."""
+        """Note something this worker runs, for a reaper to clean up should it die."""
         with redis_unavailable("own"):
             await self.redis.sadd(self.owns_key(self.worker_id), entry)
 
@@ -432,15 +438,6 @@ class WorkerMesh:
                     pipe.xadd(inbox.key(worker_id), data, maxlen=inbox.maxlen, approximate=True)  # type: ignore[arg-type]
                 await pipe.execute()
 
-    def run(self, owned: OwnedRequest) -> None:
-        """Note among what this worker owns (for a reaper, should it die) a request whose resumable
-        stream starts, written behind: the stream's first event, logged at once, takes it along."""
-        self.writes.command("SADD", self.registry.owns_key(self.worker_id), owned.encode())
-
-    def ran(self, owned: OwnedRequest) -> None:
-        """The request is over: its note goes, written behind (nobody waits for it)."""
-        self.writes.command("SREM", self.registry.owns_key(self.worker_id), owned.encode())
-
     async def _read(self) -> None:
         backoff = 0.05
         while True:
@@ -482,38 +479,6 @@ WorkerRouter = WorkerMesh
 
 
 # --- what the coordinator writes: its formats, each encoded and decoded in one place ------
-
-
-@dataclass(frozen=True, slots=True)
-class OwnedRequest:
-    """A client request a worker runs, as its owned set notes it for a reaper:
-    ``"<session id> <stream id, or nothing> <request id as JSON>"``.
-
-    >>> OwnedRequest.decode(OwnedRequest("s1", "r2", 7).encode())
-    OwnedRequest(session_id='s1', stream_id='r2', request_id=7)
-    >>> OwnedRequest("s1", None, "a b").encode()
-    's1  "a b"'
-    """
-
-    session_id: str
-    stream_id: str | None  # its resumable log stream (None: the reply is not logged)
-    request_id: RequestId
-
-    def encode(self) -> str:
-        return f"{self.session_id} {self.stream_id or ''} {orjson.dumps(self.request_id).decode()}"
-
-    @classmethod
-    def decode(cls, entry: str) -> OwnedRequest | None:
-        """The request an entry names; None for an entry this format cannot read."""
-        session_id, _, rest = entry.partition(" ")
-        stream_id, _, raw_id = rest.partition(" ")
-        try:
-            request_id = orjson.loads(raw_id)
-        except orjson.JSONDecodeError:
-            return None
-        if not session_id or isinstance(request_id, bool) or not isinstance(request_id, str | int):
-            return None
-        return cls(session_id, stream_id or None, request_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -606,6 +571,8 @@ def decode_routed(data: Mapping[str, Any]) -> RoutedMessage | None:
 
 _INTERRUPTED: Final = "Request interrupted: the server instance running it stopped"
 
+_NOTHING: Final = contextlib.nullcontext()  # what serving a request does in Redis
+
 
 class RedisCoordinator:
     """The ``Coordinator`` of workers and hosts that share sessions through Redis.
@@ -619,7 +586,6 @@ class RedisCoordinator:
     """
 
     __slots__ = (
-        "_claims",
         "_holders",
         "_holding",
         "_reaper",
@@ -643,7 +609,6 @@ class RedisCoordinator:
         self._stopped = False
         self._holders = 0  # standalone GET streams held here (numbers their holders)
         self._holding: dict[str, str] = {}  # session id -> this worker's holder of its standalone stream
-        self._claims: dict[tuple[str, RequestId], OwnedRequest] = {}  # requests whose streams started here
 
     @property
     def started(self) -> bool:
@@ -675,29 +640,15 @@ class RedisCoordinator:
     def request_ids(self) -> Iterator[RequestId] | None:
         return self.mesh.request_ids()
 
-    @contextlib.asynccontextmanager
-    async def serving(self, session: CoordinatedSession, request_id: RequestId) -> AsyncIterator[None]:
-        """Nothing in Redis while the request runs, unless its resumable stream started
-        (``_RedisPeers.stream_started`` claimed it): that claim goes once it is over.
+    def serving(self, session: CoordinatedSession, request_id: RequestId) -> AbstractAsyncContextManager[None]:
+        """Nothing in Redis while a request runs: its resumable stream, once it starts, names its
+        writer in the event log (``EventLog.open_stream``), which is all a resumption on another
+        worker, or the end of the stream should this worker die, needs.
 
         A duplicate id in flight on another worker is not looked for: that would cost a round trip
         per request, and JSON-RPC makes unique ids the client's duty (a worker refuses its own).
         """
-        try:
-            yield
-        finally:
-            owned = self._claims.pop((session.session_id, request_id), None) if self._claims else None
-            if owned is not None:
-                self.mesh.ran(owned)
-
-    async def claim_stream(self, owned: OwnedRequest) -> None:
-        """A request's resumable stream starts: note it among what this worker owns (for a reaper,
-        should this worker die) until the request is over. (Who writes the stream, for a
-        resumption elsewhere, the event log notes with the stream's first event.)"""
-        key = (owned.session_id, owned.request_id)
-        if key not in self._claims:
-            self._claims[key] = owned
-            self.mesh.run(owned)
+        return _NOTHING
 
     async def route_inbound(self, session_id: str, message: JsonRpcMessage, body: bytes) -> bool:
         """A client's answer to a server-to-client request another worker sent (its id names that
@@ -827,26 +778,34 @@ class RedisCoordinator:
                 logger.exception("looking for dead workers failed")
 
     async def reap_dead_workers(self) -> list[str]:
-        """Fail the requests of workers whose liveness lease lapsed (one reaper at a time across
-        workers): each resumable stream they were writing gets the terminal JSON-RPC error
-        ``-32603 "Request interrupted: the server instance running it stopped"``, so a client
-        resuming it anywhere gets an answer. Returns the workers reaped."""
-        return await reap_dead_workers(self.mesh.registry, self._fail_requests_of)
+        """Forget the workers whose liveness lease lapsed (one reaper at a time across workers);
+        from then on, a stream one of them was writing ends with the terminal JSON-RPC error when
+        a client resumes it anywhere (``end_if_abandoned``). Returns the workers reaped."""
+        return await reap_dead_workers(self.mesh.registry, self._forget_worker)
 
-    async def _fail_requests_of(self, worker_id: str, entries: set[str]) -> None:
-        owned = [request for request in map(OwnedRequest.decode, entries) if request is not None]
-        for request in owned:
-            session_id, request_id = request.session_id, request.request_id
-            if await self.sessions.get(session_id) is None:
-                continue
-            logger.warning(
-                "worker %s stopped while running request %r of session %s", worker_id, request_id, session_id[:8]
-            )
-            if request.stream_id is not None:
-                _, ended = await self.events.follow(session_id, f"0/{request.stream_id}", 0)
-                if not ended:  # (ended: its response went out before the worker died)
-                    error = encode_message(JsonRpcError(request_id, INTERNAL_ERROR, _INTERRUPTED))
-                    await self.events.end_abandoned(session_id, request.stream_id, error, self.stream_log_grace)
+    async def _forget_worker(self, worker_id: str, entries: set[str]) -> None:
+        # Nothing to fail here: a stream the dead worker wrote is ended by the worker a client
+        # resumes it on (``end_if_abandoned``), once the dead worker is no longer registered.
+        logger.warning("worker %s stopped; the streams it was writing end when resumed elsewhere", worker_id)
+
+    async def end_if_abandoned(self, session_id: str, stream_id: str) -> bool:
+        """End a stream whose writer is a worker no longer registered (it died and was reaped):
+        with the terminal JSON-RPC error ``-32603 "Request interrupted: the server instance running
+        it stopped"`` for its request, numbered past anything that worker sent. True when it did."""
+        writer = await self.events.writer(session_id, stream_id)
+        if writer is None or writer.worker_id == self.mesh.worker_id:
+            return False
+        if await self.mesh.registry.registered(writer.worker_id):
+            return False  # alive, or dead and not reaped yet (the reaper's rules decide which)
+        logger.warning(
+            "worker %s stopped while running request %r of session %s",
+            writer.worker_id,
+            writer.request_id,
+            session_id[:8],
+        )
+        error = encode_message(JsonRpcError(writer.request_id, INTERNAL_ERROR, _INTERRUPTED))
+        await self.events.end_abandoned(session_id, stream_id, error, self.stream_log_grace)
+        return True
 
 
 class _RedisPeers:
@@ -858,12 +817,12 @@ class _RedisPeers:
         self.coordinator = coordinator
         self.session_id = session_id
 
-    async def stream_started(self, request_id: RequestId, stream_id: str) -> None:
-        await self.coordinator.claim_stream(OwnedRequest(self.session_id, stream_id, request_id))
-
     async def runs_elsewhere(self, stream_id: str) -> bool:
         writer = await self.coordinator.events.writer(self.session_id, stream_id)
-        return writer is not None and writer != self.coordinator.mesh.worker_id
+        return writer is not None and writer.worker_id != self.coordinator.mesh.worker_id
+
+    async def end_if_abandoned(self, stream_id: str) -> None:
+        await self.coordinator.end_if_abandoned(self.session_id, stream_id)
 
     async def on_backlog(self) -> None:
         await self.coordinator.wake_holder(self.session_id)

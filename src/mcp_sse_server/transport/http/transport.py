@@ -39,9 +39,10 @@ Resumable streams (sessions whose revision has them, 2025-11-25 on; SEP-1699):
 4. A resumption never shows another stream's events, nor supersedes the
    standalone GET stream.
 5. Before a resumable stream's first event (or its priming event alone, when
-   it is closed early) reaches the client, ``SessionPeers.stream_started``
-   notes who writes it: the client may resume it on another worker, and a
-   reaper ends it if this worker dies. A reply written whole is not noted.
+   it is closed early) reaches the client, the log knows the stream and who
+   writes it (``EventLog.open_stream``): the client may resume it on another
+   worker, which ends it should this worker die. A reply written whole is not
+   logged at all.
 """
 
 from __future__ import annotations
@@ -84,6 +85,9 @@ __all__ = ["ClientDisconnected", "SseTransport", "read_body", "read_json_rpc_pos
 logger = logging.getLogger("mcp_sse_server.http")
 
 SESSION_HEADER: Final = b"mcp-session-id"
+
+
+_WRITER_CHECK: Final = 1.0  # seconds: how often a resumed stream with no news asks whether its writer died
 
 
 class SseTransport(Transport):
@@ -436,9 +440,9 @@ class SseTransport(Transport):
 
     async def _start_logged(self, pending: PendingReply, stream_id: str) -> None:
         """Before a resumable stream's first event (or its priming event alone) reaches the client:
-        the other workers learn who writes it (rule 5)."""
+        the log knows the stream and who writes it (rule 5)."""
         pending.started = True
-        await self._peers.stream_started(pending.request_id, stream_id)
+        await self._events().open_stream(self._log_key, stream_id, pending.request_id)
 
     async def close_stream(self, related_request_id: RequestId | None) -> bool:
         """End the stream of a request in flight while the request goes on: the client
@@ -514,7 +518,8 @@ class SseTransport(Transport):
 
     async def _tail(self, stream: PostStream, receive: Receive, last: str) -> None:
         """A resumed stream whose request runs on another worker: what that worker
-        logs, as it logs it (``EventLog.follow``), until the stream ends or the client leaves."""
+        logs, as it logs it (``EventLog.follow``), until the stream ends or the client leaves.
+        Every ``_WRITER_CHECK`` seconds without news, the peers end it if its writer died."""
         log = self._events()
         ticker = self._keepalive()
         ticker.add(stream)
@@ -522,12 +527,14 @@ class SseTransport(Transport):
         try:
             await stream.flush()
             while not gone.done():
-                follow = asyncio.ensure_future(log.follow(self._log_key, last, self.limits.keepalive_interval))
+                follow = asyncio.ensure_future(log.follow(self._log_key, last, _WRITER_CHECK))
                 await asyncio.wait((follow, gone), return_when=asyncio.FIRST_COMPLETED)
                 if not follow.done():
                     follow.cancel()
                     break
                 events, ended = follow.result()
+                if not events and not ended:
+                    await self._peers.end_if_abandoned(stream_of(last))  # (its writer may have died)
                 for event in events:
                     await stream.write(frame(event.message, event.event_id))
                     last = event.event_id
