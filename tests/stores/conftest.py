@@ -56,9 +56,17 @@ def gate() -> Gate:
 
 
 @pytest.fixture
-async def workers(gate: Gate, redis_server: RedisServer, redis_prefix: str) -> AsyncIterator[Workers]:
+def workers_clock() -> Clock:
+    """The clock every worker of ``workers`` reads (a test may move it)."""
+    return Clock()
+
+
+@pytest.fixture
+async def workers(
+    gate: Gate, redis_server: RedisServer, redis_prefix: str, workers_clock: Clock
+) -> AsyncIterator[Workers]:
     """Workers on one Redis under the test's prefix, shut down at the end of the test."""
-    clock = Clock()
+    clock = workers_clock
     apps: list[McpHttpApp] = []
     async with client_for(redis_server, redis_prefix) as client:
 

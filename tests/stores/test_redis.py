@@ -13,7 +13,13 @@ from redis.crc import key_slot
 from fixtures.redis_server import RedisServer, client_for
 from mcp_sse_server.session import SessionRecord
 from mcp_sse_server.stores.base import STANDALONE_STREAM, StoreError, StoreUnavailable, StreamWriter
-from mcp_sse_server.stores.redis import RedisEventBus, RedisEventLog, RedisSessionStore, redis_unavailable
+from mcp_sse_server.stores.redis import (
+    RedisEventBus,
+    RedisEventLog,
+    RedisSessionStore,
+    WriteBehind,
+    redis_unavailable,
+)
 
 WAIT = 5.0  # bound of every polling loop; never reached when the code works
 POLL = 0.05
@@ -78,6 +84,26 @@ async def test_a_client_that_decodes_responses_is_refused(redis_server: RedisSer
             RedisEventLog(client)
     finally:
         await client.aclose()
+
+
+async def test_touch_written_behind_shares_one_round_trip_and_skips_an_ended_session(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    writes = WriteBehind(redis_client)
+    sessions = RedisSessionStore(redis_client, idle_timeout=100.0, prefix=redis_prefix, writes=writes)
+    records = [SessionRecord(f"s{n}", 0.0, 0.0) for n in range(3)]
+    for record in records:
+        await sessions.create(record)
+    await sessions.delete("s2")
+    for n, record in enumerate(records):
+        await sessions.touch(record, 10.0 + n)  # queued: returns before Redis has it
+        assert record.last_seen == 10.0 + n
+    assert not writes.idle
+    await writes.flushed()
+    assert [(await sessions.get(f"s{n}")).last_seen for n in range(2)] == [10.0, 11.0]  # type: ignore[union-attr]
+    assert await sessions.get("s2") is None  # a touch does not bring an ended session back
+    assert await sessions.count() == 2
+    assert await sessions.expired(10.5 + 100.0, 100.0, 1000.0) == ["s0"]
 
 
 async def test_record_keys_expire_after_the_idle_timeout_and_touch_renews(

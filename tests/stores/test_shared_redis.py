@@ -9,7 +9,7 @@ from typing import Any
 import orjson
 
 from fixtures.asgi import AsgiCall, Session, call
-from fixtures.http_app import Gate, build_server
+from fixtures.http_app import Clock, Gate, build_server
 from fixtures.messages import initialize_message, request
 from fixtures.redis_server import NEW, RedisServer, Workers, client_for, open_on
 from mcp_sse_server.stores.base import stream_of
@@ -49,6 +49,37 @@ async def test_delete_on_one_worker_ends_the_session_on_the_other(workers: Worke
     assert deleted.status == 204
     assert (await on_b.request("tools/list")).status == 404
     assert await b.sessions.count() == 0
+
+
+async def test_activity_is_written_lazily_and_a_shared_session_expires_after_its_grace(
+    workers: Workers, workers_clock: Clock
+) -> None:
+    a, b = workers(), workers()
+    session_id = await open_on(a)
+    opened_at = workers_clock.now
+    on_a = Session(a, session_id, NEW)
+    interval = a.directory.touch_interval  # a sixtieth of the default 30 min idle timeout
+    assert interval == 30.0 and a.directory.idle_timeout == 1830.0
+
+    async def stored_last_seen() -> float:
+        await a.directory.store.writes.flushed()  # type: ignore[attr-defined]
+        record = await a.sessions.get(session_id)
+        assert record is not None
+        return record.last_seen
+
+    workers_clock.advance(interval - 1)
+    await on_a.result("tools/list")
+    assert await stored_last_seen() == opened_at  # not written: too soon after the last write
+    workers_clock.advance(2)
+    await on_a.result("tools/list")
+    seen = workers_clock.now
+    assert await stored_last_seen() == seen
+    # Other workers see the lagging last_seen: they wait out the idle timeout plus one interval.
+    workers_clock.now = seen + 1800.0 + interval - 1
+    assert await b.directory.reap_expired() == 0
+    workers_clock.now = seen + 1800.0 + interval + 1
+    assert await b.directory.reap_expired() == 1
+    assert (await on_a.request("tools/list")).status == 404
 
 
 async def test_a_worker_shutting_down_leaves_the_session_to_the_others(workers: Workers) -> None:

@@ -221,7 +221,10 @@ class RedisSessionStore(SessionStore):
     announce the session on ``changes_channel`` (``changes()`` subscribes; ``touch``
     does not announce: a copy's ``last_seen`` may lag, and only its expiry depends on it).
     ``idle_timeout`` and ``max_lifetime`` (the app's limits) set each record's
-    key expiry, ``expiry_slack`` seconds after the app would reap it.
+    key expiry, ``expiry_slack`` seconds after the app would reap it. Given
+    ``writes`` (a ``WriteBehind``), ``touch`` queues its write there and does not
+    wait: many sessions' touches share a round trip, and a lost one only makes
+    the session look idle a little early to other workers.
     """
 
     shared = True  # every worker on the same Redis sees these records
@@ -239,6 +242,7 @@ class RedisSessionStore(SessionStore):
         "prefix",
         "redis",
         "seen_key",
+        "writes",
     )
 
     def __init__(
@@ -249,9 +253,11 @@ class RedisSessionStore(SessionStore):
         max_lifetime: float = 43200.0,
         expiry_slack: float = 60.0,
         prefix: str = DEFAULT_PREFIX,
+        writes: WriteBehind | None = None,
     ) -> None:
         _check_client(redis)
         self.redis = redis
+        self.writes = writes
         self.idle_timeout = idle_timeout
         self.max_lifetime = max_lifetime
         self.expiry_slack = expiry_slack
@@ -316,10 +322,13 @@ class RedisSessionStore(SessionStore):
         record.last_seen = now
         if not valid_session_id(record.id):
             return
+        keys = [self.key(record.id), self.seen_key]
+        args: list[str | int] = [repr(now), record.id, self._ttl_ms(record, now)]
+        if self.writes is not None:
+            self.writes.script(self._touch, keys, args)
+            return
         with redis_unavailable("touch"):
-            await self._touch(
-                keys=[self.key(record.id), self.seen_key], args=[repr(now), record.id, self._ttl_ms(record, now)]
-            )
+            await self._touch(keys=keys, args=args)
 
     async def delete(self, session_id: str) -> bool:
         if not valid_session_id(session_id):

@@ -112,8 +112,10 @@ class RedisStores:
         if replay_buffer_size is None:
             replay_buffer_size = limits.replay_buffer_size
         redis = Redis.from_url(url)
-        sessions = RedisSessionStore(redis, idle_timeout=idle_timeout, max_lifetime=max_lifetime, prefix=prefix)
         writes = WriteBehind(redis)  # one queue of writes behind per worker: they share its round trips
+        sessions = RedisSessionStore(
+            redis, idle_timeout=idle_timeout, max_lifetime=max_lifetime, prefix=prefix, writes=writes
+        )
         mesh = WorkerMesh(redis, worker_id, heartbeat_ttl=worker_ttl, prefix=prefix, writes=writes)
         events = RedisEventLog(
             redis,

@@ -8,9 +8,11 @@ Rules (the HTTP side of a session's life; ``session.py`` has the protocol side):
    ``max_sessions`` are live); a failed initialize leaves nothing behind.
 3. ``lookup`` answers 404 for a session that is unknown, ended, expired, or
    still being initialized on another worker, and refreshes its idle clock at
-   most once per ``_TOUCH_GRANULARITY`` (a shared store is spared a write per
-   request). In process, a session served here is read from its live copy
-   alone: the store holds the same record.
+   most once per ``touch_interval``: a second in process; with a shared store,
+   a sixtieth of the idle timeout (at most 30 s), written behind, so the store's
+   ``last_seen`` may lag by that much and a shared session expires that much
+   later (``idle_timeout`` is the limit plus that grace). In process, a session
+   served here is read from its live copy alone: the store holds the same record.
 4. ``end`` ends a session for good: its record, its transport, its event log
    and what the coordinator keeps for it. ``release`` only stops serving it
    here: with a shared store, other workers go on serving it.
@@ -61,9 +63,13 @@ __all__ = ["LiveSession", "ServerSource", "Serving", "SessionDirectory", "Shared
 
 logger = logging.getLogger("mcp_sse_server.http")
 
-# A session's last activity is written at most this often (seconds): idle timeouts are minutes
-# long, and a shared store is spared a write per request.
+# A session's last activity is written at most this often (seconds) in process (rule 3).
 _TOUCH_GRANULARITY: Final = 1.0
+
+# With a shared store: at most once per this fraction of the idle timeout, and at most this long
+# (below the Redis store's key expiry slack, 60 s, so a key never outlives its grace unwritten).
+_SHARED_TOUCH_FRACTION: Final = 1 / 60
+_SHARED_TOUCH_MAX: Final = 30.0
 
 # How many times a change is made again on a record that other workers keep writing (rule 8).
 _WRITE_ATTEMPTS: Final = 5
@@ -138,9 +144,16 @@ class SessionDirectory:
         self.clock = serving.clock
         self.json_response = serving.json_response
         self.closing = False
+        self.touch_interval = self._touch_interval(self.limits.session_idle_timeout)
+        self.idle_timeout = self.limits.session_idle_timeout + (self.touch_interval if self.shared else 0.0)
         self._live: dict[str, LiveSession] = {}
         self._creating = 0
         self._reaper: asyncio.Task[None] | None = None
+
+    @staticmethod
+    def _touch_interval(idle_timeout: float) -> float:
+        """Seconds between two writes of a session's ``last_seen`` (rule 3)."""
+        return _TOUCH_GRANULARITY
 
     @property
     def live(self) -> Mapping[str, LiveSession]:
@@ -168,16 +181,12 @@ class SessionDirectory:
         record = live.record
         if record.principal != principal:
             raise HttpError(404, UNKNOWN_SESSION)  # as if it did not exist: a session id is no credential
-        if record.expired(now, self.limits.session_idle_timeout, self.limits.session_max_lifetime):
+        if record.expired(now, self.idle_timeout, self.limits.session_max_lifetime):
             self._end_soon(live)
             raise HttpError(404, UNKNOWN_SESSION)
-        if now - record.last_seen >= _TOUCH_GRANULARITY:
-            await self._seen(record, now)
+        if now - record.last_seen >= self.touch_interval:
+            await self.store.touch(record, now)
         return live
-
-    async def _seen(self, record: SessionRecord, now: float) -> None:
-        """The client was active at ``now`` (called at most once per ``_TOUCH_GRANULARITY``)."""
-        await self.store.touch(record, now)
 
     async def _from_store(self, key: str, live: LiveSession | None) -> LiveSession:
         """The session as the store has it. In process, a session served here is only read from
@@ -329,9 +338,7 @@ class SessionDirectory:
 
     async def reap_expired(self) -> int:
         """End every session past its idle timeout or lifetime (by ``clock``); returns how many."""
-        expired = await self.store.expired(
-            self.clock(), self.limits.session_idle_timeout, self.limits.session_max_lifetime
-        )
+        expired = await self.store.expired(self.clock(), self.idle_timeout, self.limits.session_max_lifetime)
         for session_id in expired:
             logger.info("session %s expired", session_id[:8])
             live = self._live.get(session_id)
@@ -372,6 +379,10 @@ class SharedSessionDirectory(SessionDirectory):
 
     shared = True
 
+    @staticmethod
+    def _touch_interval(idle_timeout: float) -> float:
+        return min(idle_timeout * _SHARED_TOUCH_FRACTION, _SHARED_TOUCH_MAX)
+
     def _follow(self, live: LiveSession, record: SessionRecord) -> None:
         """Bring this worker's copy up to date with the store's record, in place (the transport
         and the ServerSession hold the same object); another worker may have changed it."""
@@ -402,12 +413,12 @@ class SharedSessionDirectory(SessionDirectory):
             await asyncio.sleep(0)  # the feed takes in what this worker already received (rule 8)
             live = self._live.get(key)
             if live is not None and not live.closing and key in self._fresh and feed.trusted:
-                record, now, limits = live.record, self.clock(), self.limits
+                record, now = live.record, self.clock()
                 if record.principal != principal:
                     raise HttpError(404, UNKNOWN_SESSION)  # (as SessionDirectory.lookup answers)
-                if not record.expired(now, limits.session_idle_timeout, limits.session_max_lifetime):
-                    if now - record.last_seen >= _TOUCH_GRANULARITY:
-                        await self._seen(record, now)
+                if not record.expired(now, self.idle_timeout, self.limits.session_max_lifetime):
+                    if now - record.last_seen >= self.touch_interval:
+                        await self.store.touch(record, now)
                     return live
         announced = None if feed is None else feed.announced
         live = await super().lookup(session_id, principal)
