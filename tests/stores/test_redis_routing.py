@@ -63,6 +63,26 @@ async def test_a_lease_lapses_without_renewal(redis_client: Redis, redis_prefix:
     assert await lease.acquire("B")
 
 
+async def test_the_heartbeat_renews_the_kept_leases_in_its_pipeline(redis_client: Redis, redis_prefix: str) -> None:
+    registry = WorkerRegistry(redis_client, "w1", ttl=30.0, prefix=redis_prefix)
+    held = standalone_lease(redis_client, "sid-1", ttl=30.0, prefix=redis_prefix)
+    lost = standalone_lease(redis_client, "sid-2", ttl=30.0, prefix=redis_prefix)
+    for lease in (held, lost):
+        assert await lease.take("w1:1") is None
+        registry.keep(lease, "w1:1")
+    await redis_client.pexpire(held.key, 1000)
+    assert await lost.take("w2:1") == "w1:1"  # a newer GET on another worker
+    await registry.beat()
+    assert await redis_client.pttl(held.key) > 20_000  # renewed for a whole ttl
+    assert await lost.holder() == "w2:1"  # not renewed for us, and no longer kept
+    await redis_client.pexpire(lost.key, 1000)
+    registry.drop(held, "w1:1")
+    await redis_client.pexpire(held.key, 1000)
+    await registry.beat()
+    assert await redis_client.pttl(held.key) <= 1000 and await redis_client.pttl(lost.key) <= 1000
+    await registry.forget("w1")
+
+
 async def test_concurrent_acquires_grant_the_lease_once(
     redis_client: Redis, second_client: Redis, redis_prefix: str
 ) -> None:

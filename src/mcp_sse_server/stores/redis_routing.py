@@ -155,6 +155,10 @@ class Lease:
         with redis_unavailable("lease renew"):
             return bool(await self._renew(keys=[self.key], args=[owner, milliseconds(self.ttl)]))
 
+    async def queue_renewal(self, pipe: Any, owner: str) -> None:
+        """Queue a ``renew`` on the pipeline ``pipe`` (its reply: 1 renewed, 0 not held)."""
+        await self._renew(keys=[self.key], args=[owner, milliseconds(self.ttl)], client=pipe)
+
     async def release(self, owner: str) -> bool:
         """Give the lease up; False (and nothing changes) when ``owner`` does not hold it."""
         with redis_unavailable("lease release"):
@@ -179,10 +183,12 @@ class WorkerRegistry:
 
     ``start()`` registers and beats every ``ttl / 3`` seconds in a task; a worker
     whose lease lapsed (missed beats for ``ttl``) is dead (``dead()``). A clean
-    ``stop()`` deregisters at once.
+    ``stop()`` deregisters at once. The other leases this worker holds for as
+    long as something lasts (``keep``) are renewed in the same pipeline as the
+    beat: one round trip per worker per beat, however many it holds.
     """
 
-    __slots__ = ("_task", "index_key", "prefix", "redis", "ttl", "worker_id")
+    __slots__ = ("_kept", "_task", "index_key", "prefix", "redis", "ttl", "worker_id")
 
     def __init__(
         self, redis: Redis, worker_id: str | None = None, *, ttl: float = 10.0, prefix: str = DEFAULT_PREFIX
@@ -193,6 +199,7 @@ class WorkerRegistry:
         self.prefix = prefix
         self.index_key = f"{prefix}:{{workers}}"
         self._task: asyncio.Task[None] | None = None
+        self._kept: dict[str, tuple[Lease, str]] = {}  # lease key -> (lease, owner): renewed with each beat
 
     def key(self, worker_id: str) -> str:
         return f"{self.prefix}:worker:{{{worker_id}}}"
@@ -203,13 +210,30 @@ class WorkerRegistry:
     def inbox_key(self, worker_id: str) -> str:
         return _inbox_key(self.prefix, worker_id)
 
+    def keep(self, lease: Lease, owner: str) -> None:
+        """Renew ``lease`` (held by ``owner``, with a ttl of at least this worker's) with every beat,
+        until ``drop`` or until a renewal finds it held by someone else."""
+        self._kept[lease.key] = (lease, owner)
+
+    def drop(self, lease: Lease, owner: str) -> None:
+        """Stop renewing ``lease`` for ``owner``."""
+        if self._kept.get(lease.key) == (lease, owner):
+            del self._kept[lease.key]
+
     async def beat(self) -> None:
-        """One heartbeat: (re)write the liveness lease and make sure the index lists this worker."""
+        """One heartbeat: (re)write the liveness lease, make sure the index lists this worker and
+        renew the leases it keeps, in one pipeline."""
+        kept = list(self._kept.values())
         with redis_unavailable("heartbeat"):
             async with self.redis.pipeline(transaction=False) as pipe:
                 pipe.set(self.key(self.worker_id), b"1", px=milliseconds(self.ttl))
                 pipe.zadd(self.index_key, {self.worker_id: time.time()}, nx=True)
-                await pipe.execute()
+                for lease, owner in kept:
+                    await lease.queue_renewal(pipe, owner)
+                results = await pipe.execute()
+        for (lease, owner), renewed in zip(kept, results[2:], strict=True):
+            if not renewed:
+                self.drop(lease, owner)  # taken over (a newer GET elsewhere) or lapsed: not ours
 
     async def start(self) -> None:
         """Register (one beat now, so a failure shows) and keep beating in the background."""
@@ -680,7 +704,8 @@ class RedisCoordinator:
     @contextlib.asynccontextmanager
     async def holding_standalone(self, session: CoordinatedSession) -> AsyncIterator[None]:
         """This GET takes the session's standalone lease (a holder on another worker is told to
-        end its stream: a new GET supersedes the old) and renews it while the stream is open."""
+        end its stream: a new GET supersedes the old); the worker's heartbeat renews it while the
+        stream is open."""
         mesh = self.mesh
         session_id = session.session_id
         lease = self._lease(session_id)
@@ -693,18 +718,11 @@ class RedisCoordinator:
             if worker_id and worker_id != mesh.worker_id:
                 await mesh.send(worker_id, encode_routed(ReleaseHolder(session_id, previous)))
 
-        async def renew() -> None:
-            while True:
-                await asyncio.sleep(lease.ttl / 3)
-                with contextlib.suppress(StoreUnavailable):
-                    if not await lease.renew(holder):
-                        return
-
-        renewing = asyncio.get_running_loop().create_task(renew())
+        mesh.registry.keep(lease, holder)  # renewed with the worker's heartbeat while the stream is open
         try:
             yield
         finally:
-            renewing.cancel()
+            mesh.registry.drop(lease, holder)
             if self._holding.get(session_id) == holder:
                 del self._holding[session_id]
             with contextlib.suppress(StoreUnavailable):
