@@ -139,15 +139,11 @@ async def test_the_registry_tells_live_workers_from_dead_ones(
     assert await doomed.workers() == ["doomed"]  # a clean stop leaves nothing to reap
 
 
-async def test_the_reaper_hands_a_dead_workers_owned_requests_over_once(
+async def test_one_reaper_reaps_a_dead_worker_once(
     redis_client: Redis, second_client: Redis, redis_prefix: str
 ) -> None:
     doomed = WorkerRegistry(second_client, "doomed", ttl=0.1, prefix=redis_prefix)
     await doomed.beat()
-    await doomed.own("sid-1 7")
-    await doomed.own('sid-2 "abc"')
-    await doomed.disown('sid-2 "abc"')
-    await doomed.own("sid-3 8")
     await WorkerInbox(redis_client, "x", prefix=redis_prefix).send("doomed", {"type": "cancel"})
     clients = (redis_client, second_client)
     reapers = [WorkerRegistry(client, f"r{n}", ttl=30.0, prefix=redis_prefix) for n, client in enumerate(clients)]
@@ -157,16 +153,16 @@ async def test_the_reaper_hands_a_dead_workers_owned_requests_over_once(
         if await reapers[0].dead():
             break
         await asyncio.sleep(POLL)
-    handed: list[tuple[str, set[str]]] = []
+    handed: list[str] = []
 
-    async def on_dead(worker_id: str, owned: set[str]) -> None:
-        handed.append((worker_id, owned))
+    async def on_dead(worker_id: str) -> None:
+        handed.append(worker_id)
 
     results = await asyncio.gather(*(reap_dead_workers(reaper, on_dead) for reaper in reapers))
     assert sorted(map(len, results)) == [0, 1]  # one reaper did it, the other found the lease taken or nothing
-    assert handed == [("doomed", {"sid-1 7", "sid-3 8"})]
+    assert handed == ["doomed"]
     assert sorted(await reapers[0].workers()) == ["r0", "r1"]
-    assert not await redis_client.exists(reapers[0].owns_key("doomed"), reapers[0].inbox_key("doomed"))
+    assert not await redis_client.exists(reapers[0].key("doomed"), reapers[0].inbox_key("doomed"))
     # Nothing left to reap: a second sweep hands nothing over.
     assert await reap_dead_workers(reapers[0], on_dead) == []
     assert len(handed) == 1
@@ -175,22 +171,21 @@ async def test_the_reaper_hands_a_dead_workers_owned_requests_over_once(
 async def test_a_failing_hand_over_leaves_the_worker_for_the_next_sweep(redis_client: Redis, redis_prefix: str) -> None:
     doomed = WorkerRegistry(redis_client, "doomed", ttl=0.05, prefix=redis_prefix)
     await doomed.beat()
-    await doomed.own("sid 1")
     reaper = WorkerRegistry(redis_client, "reaper", ttl=30.0, prefix=redis_prefix)
     for _ in range(round(WAIT / POLL)):
         if await reaper.dead():
             break
         await asyncio.sleep(POLL)
 
-    async def broken(worker_id: str, owned: set[str]) -> None:
+    async def broken(worker_id: str) -> None:
         raise RuntimeError("could not write the terminal errors")
 
     with pytest.raises(RuntimeError):
         await reap_dead_workers(reaper, broken)
-    assert await reaper.owned("doomed") == {"sid 1"}
+    assert await reaper.workers() == ["doomed"]  # still registered
     seen = []
 
-    async def works(worker_id: str, owned: set[str]) -> None:
+    async def works(worker_id: str) -> None:
         seen.append(worker_id)
 
     assert await reap_dead_workers(reaper, works) == ["doomed"]  # the reaper lease was released

@@ -1,8 +1,8 @@
 """What several workers need to route a session's traffic among themselves, over Redis.
 
 - ``WorkerRegistry``: each worker's liveness lease (``SET PX``, renewed by a
-  heartbeat), an index of workers, and the set of things a worker owns (its
-  requests in flight), so a reaper can find a dead worker and clean up after it.
+  heartbeat that also renews every other lease the worker keeps), and an index
+  of workers, so a reaper can find a dead worker and forget it.
 - ``WorkerInbox``: a Redis Stream per worker; any worker ``send``s a message to
   another (a client's answer to a server-to-client request, a cancellation,
   "your GET stream was superseded"), the owner ``receive``s them in order. A
@@ -25,12 +25,11 @@
   stream's holder, the dead-worker reaper and the end of streams a dead worker
   left. It owns the formats of what it writes (``StandaloneHolder``, the routed
   messages).
-- ``reap_dead_workers``: one reaper at a time (a lease) hands each dead
-  worker's owned entries (``WorkerRegistry.own``: the coordinator notes none) to
-  a callback, then forgets the worker.
+- ``reap_dead_workers``: one reaper at a time (a lease) hands each dead worker
+  to a callback, then forgets it.
 
 Keys (prefix ``mcp``): ``mcp:worker:{<wid>}`` (liveness), ``mcp:worker:{<wid>}:inbox``
-(STREAM), ``mcp:worker:{<wid>}:owns`` (SET), ``mcp:{workers}`` (ZSET: worker ->
+(STREAM), ``mcp:{workers}`` (ZSET: worker ->
 registration time), ``mcp:{reaper}`` (the reaper's lease), and for a session's
 standalone stream ``mcp:{<sid>}:get`` (a ``Lease``: same slot as the session).
 """
@@ -204,9 +203,6 @@ class WorkerRegistry:
     def key(self, worker_id: str) -> str:
         return f"{self.prefix}:worker:{{{worker_id}}}"
 
-    def owns_key(self, worker_id: str) -> str:
-        return f"{self.prefix}:worker:{{{worker_id}}}:owns"
-
     def inbox_key(self, worker_id: str) -> str:
         return _inbox_key(self.prefix, worker_id)
 
@@ -287,40 +283,25 @@ class WorkerRegistry:
                 found = await pipe.execute()
         return [worker_id for worker_id, exists in zip(workers, found, strict=True) if not exists]
 
-    async def own(self, entry: str) -> None:
-        """Note something this worker runs, for a reaper to clean up should it die."""
-        with redis_unavailable("own"):
-            await self.redis.sadd(self.owns_key(self.worker_id), entry)
-
-    async def disown(self, entry: str) -> None:
-        with redis_unavailable("disown"):
-            await self.redis.srem(self.owns_key(self.worker_id), entry)
-
-    async def owned(self, worker_id: str) -> set[str]:
-        with redis_unavailable("owned"):
-            members: Any = await self.redis.smembers(self.owns_key(worker_id))
-        return {member.decode() for member in members}
-
     async def forget(self, worker_id: str) -> None:
-        """Remove a worker: its lease, inbox, owned set and index entry."""
+        """Remove a worker: its lease, inbox and index entry."""
         with redis_unavailable("forget worker"):
             async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.delete(self.key(worker_id), self.owns_key(worker_id), self.inbox_key(worker_id))
+                pipe.delete(self.key(worker_id), self.inbox_key(worker_id))
                 pipe.zrem(self.index_key, worker_id)
                 await pipe.execute()
 
 
 async def reap_dead_workers(
     registry: WorkerRegistry,
-    on_dead: Callable[[str, set[str]], Awaitable[None]],
+    on_dead: Callable[[str], Awaitable[None]],
     *,
     lease_ttl: float = 30.0,
 ) -> list[str]:
-    """If no other reaper runs: for each dead worker, ``on_dead(worker_id, owned entries)``,
-    then forget it. Returns the workers reaped (empty when another reaper holds the lease).
+    """If no other reaper runs: for each dead worker, ``on_dead(worker_id)``, then forget it.
+    Returns the workers reaped (empty when another reaper holds the lease).
 
-    ``on_dead`` writes the terminal errors (the app's job: it knows the streams); if it
-    raises, the worker is left for the next sweep.
+    If ``on_dead`` raises, the worker is left for the next sweep.
     """
     lease = Lease(registry.redis, f"{registry.prefix}:{{reaper}}", lease_ttl)
     if not await lease.acquire(registry.worker_id):
@@ -330,7 +311,7 @@ async def reap_dead_workers(
         for worker_id in await registry.dead():
             if worker_id == registry.worker_id:
                 continue  # our own beat lapsed (Redis was away): not dead, beat again
-            await on_dead(worker_id, await registry.owned(worker_id))
+            await on_dead(worker_id)
             await registry.forget(worker_id)
             reaped.append(worker_id)
     finally:
@@ -801,7 +782,7 @@ class RedisCoordinator:
         a client resumes it anywhere (``end_if_abandoned``). Returns the workers reaped."""
         return await reap_dead_workers(self.mesh.registry, self._forget_worker)
 
-    async def _forget_worker(self, worker_id: str, entries: set[str]) -> None:
+    async def _forget_worker(self, worker_id: str) -> None:
         # Nothing to fail here: a stream the dead worker wrote is ended by the worker a client
         # resumes it on (``end_if_abandoned``), once the dead worker is no longer registered.
         logger.warning("worker %s stopped; the streams it was writing end when resumed elsewhere", worker_id)
