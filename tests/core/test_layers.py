@@ -107,7 +107,14 @@ def test_the_redis_stores_default_to_the_http_limits_sizes() -> None:
     from mcp_sse_server.stores.redis_setup import DEFAULT_SIZES
     from mcp_sse_server.transport.http.limits import DEFAULT_LIMITS
 
-    names = ("session_idle_timeout", "session_max_lifetime", "backlog_limit", "replay_buffer_size", "stream_log_grace")
+    names = (
+        "session_idle_timeout",
+        "session_max_lifetime",
+        "backlog_limit",
+        "replay_buffer_size",
+        "stream_log_grace",
+        "ended_streams_kept",
+    )
     assert [getattr(DEFAULT_SIZES, name) for name in names] == [getattr(DEFAULT_LIMITS, name) for name in names]
 
 

@@ -146,21 +146,6 @@ async def test_session_store_and_expiry() -> None:
     assert await store.get("abc") is None
 
 
-async def test_a_session_keeps_at_most_ended_streams_kept_completed_streams() -> None:
-    log = MemoryEventLog(10, 10, ended_streams_kept=2)
-    for n in range(1, 5):
-        await log.append("s", f"r{n}", b"reply %d" % n, None, delivered=True)
-        await log.end_stream("s", f"r{n}", keep_for=60.0)
-    # The two most recent completed streams wait out their grace; the older ones are gone.
-    assert await log.replay_after("s", "0/r1") == [] and await log.replay_after("s", "0/r2") == []
-    assert [e.message for e in await log.replay_after("s", "0/r3")] == [b"reply 3"]
-    assert [e.message for e in await log.replay_after("s", "0/r4")] == [b"reply 4"]
-    # A stream still running is not counted and never dropped for the bound.
-    await log.append("s", "r5", b"progress", None, delivered=True)
-    await log.end_stream("s", "r6", keep_for=60.0)  # unknown stream: nothing to keep
-    assert [e.message for e in await log.replay_after("s", "0/r5")] == [b"progress"]
-
-
 def test_ended_streams_kept_is_a_non_negative_count() -> None:
     assert HttpLimits(ended_streams_kept=0).ended_streams_kept == 0
     for bad in (-1, 1.5, True):

@@ -49,6 +49,18 @@ async def events(request: pytest.FixtureRequest, redis_prefix: str) -> AsyncIter
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
+async def events_keeping_two(request: pytest.FixtureRequest, redis_prefix: str) -> AsyncIterator[EventLog]:
+    """An event log that keeps at most two ended streams of a session."""
+    if request.param == "memory":
+        yield MemoryEventLog(10, 10, ended_streams_kept=2)
+        return
+    from mcp_sse_server.stores.redis import RedisEventLog
+
+    async with client_for(request.getfixturevalue("redis_server"), redis_prefix) as client:
+        yield RedisEventLog(client, 10, 10, ttl=600.0, prefix=redis_prefix, ended_streams_kept=2)
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
 async def bus(request: pytest.FixtureRequest, redis_prefix: str) -> AsyncIterator[EventBus]:
     if request.param == "memory":
         yield MemoryEventBus()
@@ -440,3 +452,32 @@ async def test_an_abandoned_stream_ends_with_an_event_past_any_its_writer_sent(e
     terminal = await events.end_abandoned("s", "r1", b"interrupted", 5.0)
     assert await events.replay_after("s", unlogged) == [terminal]
     assert await events.follow("s", unlogged, 0) == ([terminal], True)
+
+
+async def test_a_session_keeps_at_most_ended_streams_kept_completed_streams(events_keeping_two: EventLog) -> None:
+    log = events_keeping_two
+    for n in range(1, 5):
+        await log.append("s", f"r{n}", b"reply %d" % n, None, delivered=True)
+        await log.end_stream("s", f"r{n}", keep_for=60.0)
+    # The two most recent completed streams wait out their grace; the older ones are gone.
+    assert await log.replay_after("s", "0/r1") == [] and await log.replay_after("s", "0/r2") == []
+    assert [e.message for e in await log.replay_after("s", "0/r3")] == [b"reply 3"]
+    assert [e.message for e in await log.replay_after("s", "0/r4")] == [b"reply 4"]
+    # A stream still running is not counted and never dropped for the bound.
+    await log.append("s", "r5", b"progress", None, delivered=True)
+    await log.end_stream("s", "r6", keep_for=60.0)  # unknown stream: nothing to keep
+    await log.append("s", "r7", b"reply 7", None, delivered=True)
+    await log.end_stream("s", "r7", keep_for=60.0)
+    assert [e.message for e in await log.replay_after("s", "0/r5")] == [b"progress"]
+    assert await log.replay_after("s", "0/r3") == []
+    assert [e.message for e in await log.replay_after("s", "0/r7")] == [b"reply 7"]
+
+
+async def test_an_ended_stream_is_dropped_once_its_grace_is_over(events: EventLog) -> None:
+    await events.append("s", "r1", b"first", None, delivered=True)
+    await events.end_stream("s", "r1", keep_for=0.05)
+    await asyncio.sleep(0.1)
+    await events.append("s", "r2", b"second", None, delivered=True)
+    await events.end_stream("s", "r2", keep_for=60.0)  # (the end of another stream sweeps the session's)
+    assert await events.replay_after("s", "0/r1") == []
+    assert [e.message for e in await events.replay_after("s", "0/r2")] == [b"second"]

@@ -506,3 +506,18 @@ async def test_a_logged_stream_names_its_writer_to_every_worker_until_it_ends(
     await writing.open_stream("s", "r2.ab", "x")  # a writer that dies: the worker a client resumes it on ends it
     await other.end_abandoned("s", "r2.ab", b"interrupted", 5.0)
     assert await other.writer("s", "r2.ab") is None
+
+
+async def test_a_long_sessions_log_stays_bounded_by_ended_streams_kept(redis_client: Redis, redis_prefix: str) -> None:
+    log = RedisEventLog(redis_client, 10, 10, ttl=600.0, prefix=redis_prefix, ended_streams_kept=3)
+    for n in range(20):
+        await log.append("s", f"r{n}", b"reply", None, delivered=True)
+        await log.end_stream("s", f"r{n}", keep_for=60.0)
+    meta = log.keys("s", "r0")[0]
+    fields = sorted(name.decode() for name in await redis_client.hkeys(meta))
+    assert fields == ["e:r17", "e:r18", "e:r19", "s:r17", "s:r18", "s:r19", "seq"]
+    keys = sorted([key.decode() async for key in redis_client.scan_iter(match=f"{redis_prefix}:{{s}}*")])
+    base = f"{redis_prefix}:{{s}}"
+    assert keys == sorted([f"{base}:ev", f"{base}:ended", *(f"{base}:h:r{n}" for n in (17, 18, 19))])
+    await log.forget("s")
+    assert [key async for key in redis_client.scan_iter(match=f"{redis_prefix}:{{s}}*")] == []

@@ -709,7 +709,10 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return n
 """
 
-# KEYS: meta, history, backlog. ARGV: stream, keep ms (0: drop now).
+# KEYS: meta, history, backlog, ended (ZSET: ended stream -> end of its grace, ms). ARGV: stream,
+# keep ms (0: drop now), how many ended streams a session keeps, the session's key base, ttl ms.
+# The streams it drops are found in ``ended``: their keys are made here from the base (the same
+# hash tag as the declared keys, so the same slot).
 _END: Final = """
 local meta, stream = KEYS[1], ARGV[1]
 redis.call('HDEL', meta, 'w:' .. stream)  -- nobody writes it any more
@@ -721,6 +724,7 @@ if ends then
   if tonumber(ends) > now then return 0 end  -- already ended: its first grace holds
   redis.call('HDEL', meta, 's:' .. stream, 'e:' .. stream)  -- dropped already
   redis.call('DEL', KEYS[2], KEYS[3])
+  redis.call('ZREM', KEYS[4], stream)
   return 0
 end
 local keep = tonumber(ARGV[2])
@@ -733,6 +737,22 @@ redis.call('HSET', meta, 'e:' .. stream, now + keep)
 redis.call('XADD', KEYS[2], '*', 'x', 1)  -- the end mark: wakes followers, skipped by replays
 redis.call('PEXPIRE', KEYS[2], keep)
 redis.call('PEXPIRE', KEYS[3], keep)
+-- The session's ended streams: those past their grace, and the oldest beyond the bound, go.
+local ended, base = KEYS[4], ARGV[4]
+local function drop(name)
+  if redis.call('HEXISTS', meta, 'e:' .. name) == 0 then return end  -- started again since
+  redis.call('HDEL', meta, 's:' .. name, 'e:' .. name, 'w:' .. name)
+  redis.call('DEL', base .. ':h:' .. name, base .. ':b:' .. name)
+end
+redis.call('ZADD', ended, now + keep, stream)
+for _, name in ipairs(redis.call('ZRANGEBYSCORE', ended, '-inf', now)) do drop(name) end
+redis.call('ZREMRANGEBYSCORE', ended, '-inf', now)
+local excess = redis.call('ZCARD', ended) - tonumber(ARGV[3])
+if excess > 0 then
+  local oldest = redis.call('ZPOPMIN', ended, excess)
+  for i = 1, #oldest, 2 do drop(oldest[i]) end
+end
+redis.call('PEXPIRE', ended, ARGV[5])
 return 1
 """
 
@@ -771,7 +791,9 @@ class RedisEventLog(EventLog):
     the memory log: a replay returns at most ``replay_size`` newest events
     although Redis trims approximately). ``ttl`` (seconds, the session's
     maximum lifetime by default) bounds how long the keys of a session nobody
-    ``forget``s (a crashed worker) stay; every write refreshes it.
+    ``forget``s (a crashed worker) stay; every write refreshes it. At most
+    ``ended_streams_kept`` ended streams of a session wait out their grace (the
+    oldest goes first, as in the memory log): a long session's log stays bounded.
 
     ``log`` numbers the events of a request's stream along the stream, here,
     and writes them behind (``writes``, a ``WriteBehind``: several logs may
@@ -788,6 +810,7 @@ class RedisEventLog(EventLog):
         "_start",
         "_take",
         "backlog_limit",
+        "ended_streams_kept",
         "prefix",
         "redis",
         "replay_size",
@@ -806,6 +829,7 @@ class RedisEventLog(EventLog):
         prefix: str = DEFAULT_PREFIX,
         writes: WriteBehind | None = None,
         writer_id: str | None = None,
+        ended_streams_kept: int = 64,
     ) -> None:
         _check_client(redis)
         self.redis = redis
@@ -814,6 +838,7 @@ class RedisEventLog(EventLog):
         self._numbers: dict[str, dict[str, int]] = {}  # session -> stream -> its last n, for streams logged here
         self.backlog_limit = backlog_limit
         self.replay_size = replay_size
+        self.ended_streams_kept = ended_streams_kept
         self.ttl = ttl
         self.prefix = prefix
         self._append = redis.register_script(_APPEND)
@@ -1001,11 +1026,17 @@ class RedisEventLog(EventLog):
             if not streams:
                 del self._numbers[session_id]
             # Logged here: its end goes behind its events, in order.
-            self.writes.script(self._end, self.keys(session_id, stream_id), [stream_id, keep])
+            self.writes.script(self._end, *self._end_call(session_id, stream_id, keep))
             return
         await self._landed()
+        keys, args = self._end_call(session_id, stream_id, keep)
         with redis_unavailable("end_stream"):
-            await self._end(keys=self.keys(session_id, stream_id), args=[stream_id, keep])
+            await self._end(keys=keys, args=args)
+
+    def _end_call(self, session_id: str, stream_id: str, keep: int) -> tuple[list[str], list[str | int]]:
+        base = f"{self.prefix}:{{{session_id}}}"
+        keys = [*self.keys(session_id, stream_id), f"{base}:ended"]
+        return keys, [stream_id, keep, self.ended_streams_kept, base, milliseconds(self.ttl)]
 
     async def forget(self, session_id: str) -> list[StoredEvent]:
         if not valid_session_id(session_id):
@@ -1024,7 +1055,7 @@ class RedisEventLog(EventLog):
                         for stream_id in streams:
                             pipe.xrange(self.keys(session_id, stream_id)[2])
                         doomed = [key for stream_id in streams for key in self.keys(session_id, stream_id)[1:]]
-                        pipe.delete(meta, *doomed)
+                        pipe.delete(meta, f"{self.prefix}:{{{session_id}}}:ended", *doomed)
                         results = await pipe.execute()
                         break
                     except redis_errors.WatchError:

@@ -51,6 +51,10 @@ class StoreSizes(Protocol):
     def stream_log_grace(self) -> float:
         """Seconds a request's stream stays resumable after its response."""
 
+    @property
+    def ended_streams_kept(self) -> int:
+        """Ended streams of a session kept for their grace (the oldest dropped first)."""
+
 
 @dataclass(frozen=True, slots=True)
 class _Sizes:
@@ -59,6 +63,7 @@ class _Sizes:
     backlog_limit: int
     replay_buffer_size: int
     stream_log_grace: float
+    ended_streams_kept: int
 
 
 DEFAULT_SIZES: Final[StoreSizes] = _Sizes(
@@ -67,6 +72,7 @@ DEFAULT_SIZES: Final[StoreSizes] = _Sizes(
     backlog_limit=256,
     replay_buffer_size=256,
     stream_log_grace=30.0,
+    ended_streams_kept=64,
 )
 """The sizes of ``HttpLimits()`` (``tests/core/test_layers.py`` checks that they agree)."""
 
@@ -125,6 +131,7 @@ class RedisStores:
             prefix=prefix,
             writes=writes,
             writer_id=mesh.worker_id,
+            ended_streams_kept=limits.ended_streams_kept,
         )
         return cls(
             redis=redis,
