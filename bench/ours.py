@@ -196,8 +196,18 @@ def make_factory(decorated: bool = False) -> Callable[[], Any]:
 
 
 def build_server() -> Any:
-    """The `add` server for `mcp-sse-server serve bench/ours.py:build_server` (one server, every session)."""
+    """The `add` server for `mcp-sse-server serve bench/ours.py:build_server` (one server, every
+    session: marked below, where the version has the mark, as `serve` otherwise calls a
+    module:factory once per session, which the idle-session memory of a Redis worker measured)."""
     return make_factory()()
+
+
+try:
+    from mcp_sse_server import shared_server as _shared_mark
+except ImportError:  # (a baseline from before the mark)
+    pass
+else:
+    build_server = _shared_mark(build_server)
 
 
 def bind_options(bind: Callable[..., Any], port: int) -> dict[str, Any]:

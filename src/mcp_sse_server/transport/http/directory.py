@@ -386,10 +386,13 @@ class SharedSessionDirectory(SessionDirectory):
     def _follow(self, live: LiveSession, record: SessionRecord) -> None:
         """Bring this worker's copy up to date with the store's record, in place (the transport
         and the ServerSession hold the same object); another worker may have changed it."""
-        level = live.record.log_level
+        copy = live.record
+        level = copy.log_level
         for field in dataclasses.fields(SessionRecord):
-            setattr(live.record, field.name, getattr(record, field.name))
-        if record.log_level != level:
+            value = getattr(record, field.name)
+            if getattr(copy, field.name) != value:  # (equal values stay: the session may hold them too)
+                setattr(copy, field.name, value)
+        if copy.log_level != level:
             live.session.record_followed()
 
     async def opened(self, live: LiveSession) -> None:
@@ -403,6 +406,7 @@ class SharedSessionDirectory(SessionDirectory):
         super().__init__(store, events, serving)
         self._feed: RecordFeed | None = None
         self._fresh: set[str] = set()  # sessions whose copy here is the store's record (rule 8)
+        self._on_record_change = self._save_soon  # (one bound method for every session, not one each)
 
     async def lookup(self, session_id: bytes, principal: list[str | None] | None = None) -> LiveSession:
         key = session_id.decode("latin-1")
@@ -423,7 +427,7 @@ class SharedSessionDirectory(SessionDirectory):
         announced = None if feed is None else feed.announced
         live = await super().lookup(session_id, principal)
         if feed is not None and feed.trusted and feed.announced == announced and not live.closing:
-            self._fresh.add(key)  # (nothing was announced while it was read: this copy is the record)
+            self._fresh.add(live.record.id)  # (nothing announced while it was read: this copy is the record)
         return live
 
     async def _watch(self) -> RecordFeed | None:
@@ -453,7 +457,7 @@ class SharedSessionDirectory(SessionDirectory):
             self._fresh.discard(session_id)  # (a version the copy has is this worker's own write)
 
     def _watch_record(self, session: ServerSession) -> None:
-        session.on_record_change = self._save_soon
+        session.on_record_change = self._on_record_change
 
     def _save_soon(self, record: SessionRecord, change: RecordChange) -> None:
         """Write a changed record back to the shared store (log level, subscriptions)."""
