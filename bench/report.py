@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import statistics
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -540,6 +541,25 @@ def redis_capacity(point: dict[str, Any]) -> tuple[float, float] | None:
     return commands / redis, point["rps"] / redis
 
 
+def _workers_rows(r: dict[str, Any], key: Callable[[int], str], *, with_capacity: bool) -> list[str]:
+    """One row per number of workers of the points `key` names, requests/s against 1 worker's."""
+    rows: list[str] = []
+    one = _load(r.get(key(1)))
+    for n in WORKERS:
+        point = _load(r.get(key(n)))
+        if point is None:
+            rows.append(f"| {n} | {_why(r.get(key(n)), None)} | | | | | |" + (" |" if with_capacity else ""))
+            continue
+        vs = f"{point['rps'] / one['rps']:.2f}x" if one else "n/a"
+        row = (f"| {n} | {_num(point['rps'])} | {_ms(point['p50_us'])} | {_ms(point['p99_us'])} | "
+               f"{_cpu3(point)} | {_num(_per_cpu_with_redis(point) or 0)} | {vs} |")
+        if with_capacity:
+            cap = redis_capacity(point)
+            row += f" {_num(cap[1])} requests/s ({_num(cap[0])} commands/s) |" if cap else " — |"
+        rows.append(row)
+    return rows
+
+
 def redis_tables(results: dict[str, Any]) -> list[str]:
     """The Redis-store tables: store against store, 1 and 2 workers, Redis memory per idle session."""
     r = results.get("redis") or {}
@@ -585,32 +605,14 @@ def redis_tables(results: dict[str, Any]) -> list[str]:
               "requests per (workers + redis-server) CPU-second | requests/s vs 1 worker | "
               "one Redis core's capacity at this mix |",
               "|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    one = _load(r.get(workers_key(1)))
-    for n in WORKERS:
-        point = _load(r.get(workers_key(n)))
-        if point is None:
-            lines.append(f"| {n} | {_why(r.get(workers_key(n)), None)} | | | | | | |")
-            continue
-        vs = f"{point['rps'] / one['rps']:.2f}x" if one else "n/a"
-        cap = redis_capacity(point)
-        capacity = f"{_num(cap[1])} requests/s ({_num(cap[0])} commands/s)" if cap else "—"
-        lines.append(f"| {n} | {_num(point['rps'])} | {_ms(point['p50_us'])} | {_ms(point['p99_us'])} | "
-                     f"{_cpu3(point)} | {_num(_per_cpu_with_redis(point) or 0)} | {vs} | {capacity} |")
+    lines += _workers_rows(r, workers_key, with_capacity=True)
     lines += ["", f"**The same, each worker held to {WORKER_SHARE:g} of a core (a cgroup's cpu quota): "
               f"{len(WORKERS)} workers need {WORKERS[-1] * WORKER_SHARE:g} of the 2 cores, so wrk and redis-server "
               "are not what limits them**", "",
               "| workers | requests/s | p50 ms | p99 ms | CPU: workers / redis-server / wrk / other work | "
               "requests per (workers + redis-server) CPU-second | requests/s vs 1 worker |",
               "|---:|---:|---:|---:|---:|---:|---:|"]
-    one_capped = _load(r.get(capped_key(1)))
-    for n in WORKERS:
-        point = _load(r.get(capped_key(n)))
-        if point is None:
-            lines.append(f"| {n} | {_why(r.get(capped_key(n)), None)} | | | | | |")
-            continue
-        vs = f"{point['rps'] / one_capped['rps']:.2f}x" if one_capped else "n/a"
-        lines.append(f"| {n} | {_num(point['rps'])} | {_ms(point['p50_us'])} | {_ms(point['p99_us'])} | "
-                     f"{_cpu3(point)} | {_num(_per_cpu_with_redis(point) or 0)} | {vs} |")
+    lines += _workers_rows(r, capped_key, with_capacity=False)
     lines += ["", "Other work: the machine's busy CPU time during the point less the server's, the redis-server's "
               "and wrk's (this machine is shared; 200% is both cores). "
               "A core's capacity: requests (and Redis commands) per redis-server CPU-second during the point, "

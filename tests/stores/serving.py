@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import redis
 
 from fixtures.served import Served as ServeProcess
 
@@ -40,6 +41,40 @@ def serving(args: list[str], cwd: Path, env: dict[str, str] | None = None) -> It
         raise
     finally:
         served.kill()
+
+
+TESTS = SRC.parent / "tests"
+TEST_SERVER = f"""
+import sys
+sys.path.insert(0, {str(TESTS)!r})
+from fixtures.http_app import Gate, build_server
+
+def build():
+    return build_server(Gate())
+"""
+
+
+@contextlib.contextmanager
+def two_workers_on_redis(
+    redis_port: int, db: int, cwd: Path, env: dict[str, str] | None = None
+) -> Iterator[tuple[Served, Served, str]]:
+    """Two ``serve --redis-url`` processes of the tests' server on Redis database ``db`` (emptied
+    before and after), and that database's URL; each must stop cleanly (status 0, no traceback)."""
+    url = f"redis://127.0.0.1:{redis_port}/{db}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    (cwd / "target.py").write_text(TEST_SERVER)
+    args = [f"{cwd / 'target.py'}:build", "--port", "0", "--redis-url", url]
+    env = {"PYTHONPATH": os.pathsep.join([str(SRC), str(TESTS)]), **(env or {})}
+    try:
+        with serving(args, cwd, env) as a, serving(args, cwd, env) as b:
+            yield a, b, url
+            for served in (a, b):
+                status, stderr = served.stop()
+                assert status == 0 and "Traceback" not in stderr, stderr
+    finally:
+        client.flushdb()
+        client.close()
 
 
 def wait_until_accepting(port: int) -> None:

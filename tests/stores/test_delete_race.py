@@ -5,48 +5,23 @@ a 404, many times over, with real ``serve --redis-url`` processes and keep-alive
 from __future__ import annotations
 
 import concurrent.futures
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
-import redis
 
 from fixtures.redis_server import RedisServer
 
-from .serving import ACCEPT, WAIT, RawSession, Served, serving
-
-TESTS = Path(__file__).resolve().parents[1]
-TARGET = f"""
-import sys
-sys.path.insert(0, {str(TESTS)!r})
-from fixtures.http_app import Gate, build_server
-
-def build():
-    return build_server(Gate())
-"""
+from .serving import ACCEPT, WAIT, RawSession, Served, two_workers_on_redis
 
 ROUNDS = 40
 
 
 @pytest.fixture
 def two_workers(redis_server: RedisServer, tmp_path: Path) -> Iterator[tuple[Served, Served]]:
-    url = f"redis://127.0.0.1:{redis_server.port}/12"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    (tmp_path / "target.py").write_text(TARGET)
-    args = [f"{tmp_path / 'target.py'}:build", "--port", "0", "--redis-url", url]
-    env = {"PYTHONPATH": os.pathsep.join([str(TESTS.parent / "src"), str(TESTS)])}
-    try:
-        with serving(args, tmp_path, env) as a, serving(args, tmp_path, env) as b:
-            yield a, b
-            for served in (a, b):
-                status, stderr = served.stop()
-                assert status == 0 and "Traceback" not in stderr, stderr
-    finally:
-        client.flushdb()
-        client.close()
+    with two_workers_on_redis(redis_server.port, 12, tmp_path) as (a, b, _):
+        yield a, b
 
 
 def _tools_list(http: httpx.Client, url: str, headers: dict[str, str], request_id: int) -> int:

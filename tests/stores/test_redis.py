@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -23,6 +24,23 @@ from mcp_sse_server.stores.redis import (
 
 WAIT = 5.0  # bound of every polling loop; never reached when the code works
 POLL = 0.05
+
+
+async def polled(check: Callable[[], Awaitable[bool]], seconds: float = WAIT) -> None:
+    """Poll ``check`` every POLL until it holds or ``seconds`` pass (the assertion after it says
+    what failed)."""
+    for _ in range(round(seconds / POLL)):
+        if await check():
+            return
+        await asyncio.sleep(POLL)
+
+
+async def equals(value: Awaitable[Any], expected: Any) -> bool:
+    return await value == expected
+
+
+async def now(value: bool) -> bool:
+    return value
 
 
 async def keys_of(client: Redis, prefix: str) -> list[str]:
@@ -135,10 +153,7 @@ async def test_a_session_redis_expires_is_gone(redis_client: Redis, redis_prefix
         redis_client, idle_timeout=0.05, max_lifetime=1000.0, expiry_slack=0.05, prefix=redis_prefix
     )
     await sessions.create(SessionRecord("s", 0.0, 0.0))
-    for _ in range(round(WAIT / POLL)):
-        if await sessions.get("s") is None:
-            break
-        await asyncio.sleep(POLL)
+    await polled(lambda: equals(sessions.get("s"), None))
     assert await sessions.get("s") is None
 
 
@@ -154,10 +169,7 @@ async def test_event_keys_expire_after_the_grace_of_an_ended_stream(redis_client
     # An event logged during the grace does not bring the stream back to life.
     await events.append("s", "r1", b"late", None, delivered=True)
     assert await redis_client.pttl(history) <= 100
-    for _ in range(round(WAIT / POLL)):
-        if not await redis_client.exists(history):
-            break
-        await asyncio.sleep(POLL)
+    await polled(lambda: equals(redis_client.exists(history), 0))
     assert await events.replay_after("s", "0/r1") == []
     # After the grace, the same name is a fresh stream again, with the session's ttl.
     event, _ = await events.append("s", "r1", b"again", None, delivered=True)
@@ -445,16 +457,10 @@ async def test_a_broken_subscription_distrusts_every_copy_until_it_is_made_again
         await watch.start(heard)
         try:
             own_redis_server.stop()
-            for _ in range(round(WAIT / POLL)):
-                if not watch.trusted:
-                    break
-                await asyncio.sleep(POLL)
+            await polled(lambda: now(not watch.trusted))
             assert not watch.trusted and heard.changes[-1] == (None, None)
             own_redis_server.start()
-            for _ in range(round(2 * WAIT / POLL)):
-                if watch.trusted:
-                    break
-                await asyncio.sleep(POLL)
+            await polled(lambda: now(watch.trusted), 2 * WAIT)
             assert watch.trusted  # subscribed again by itself
             missed = len(heard.changes)
             await store.create(SessionRecord("s", 1.0, 1.0))

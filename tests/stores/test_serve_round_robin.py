@@ -4,7 +4,6 @@ the processes): the official Python SDK client and ours complete a whole session
 
 from __future__ import annotations
 
-import os
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,20 +19,9 @@ from mcp.client.streamable_http import streamable_http_client
 from fixtures.redis_server import RedisServer
 from mcp_sse_server.client import StreamableHttpClient
 
-from .serving import RoundRobinProxy, Served, serving
+from .serving import RoundRobinProxy, two_workers_on_redis
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
-
-TESTS = Path(__file__).resolve().parents[1]
-TARGET = f"""
-import sys
-sys.path.insert(0, {str(TESTS)!r})
-from fixtures.http_app import Gate, build_server
-
-def build():
-    return build_server(Gate())
-"""
-
 
 KEYS = "an-old-secret-of-32-bytes-or-so!,a-newer-secret-of-32-bytes-or-so!"
 
@@ -46,31 +34,13 @@ def keys() -> str | None:
 
 @pytest.fixture
 def backends(redis_server: RedisServer, tmp_path: Path, keys: str | None) -> Iterator[tuple[RoundRobinProxy, str]]:
-    url = f"redis://127.0.0.1:{redis_server.port}/14"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
-    (tmp_path / "target.py").write_text(TARGET)
-    args = [f"{tmp_path / 'target.py'}:build", "--port", "0", "--redis-url", url]
-    env = {"PYTHONPATH": os.pathsep.join([str(TESTS.parent / "src"), str(TESTS)])}
-    if keys is not None:
-        env["MCP_REQUEST_STATE_KEYS"] = keys
-    try:
-        with serving(args, tmp_path, env) as a, serving(args, tmp_path, env) as b:
-            proxy = RoundRobinProxy([a.port, b.port])
-            try:
-                yield proxy, url
-            finally:
-                proxy.close()
-                for served in (a, b):
-                    _stopped(served)
-    finally:
-        client.flushdb()
-        client.close()
-
-
-def _stopped(served: Served) -> None:
-    status, stderr = served.stop()
-    assert status == 0 and "Traceback" not in stderr, stderr
+    env = {} if keys is None else {"MCP_REQUEST_STATE_KEYS": keys}
+    with two_workers_on_redis(redis_server.port, 14, tmp_path, env) as (a, b, url):
+        proxy = RoundRobinProxy([a.port, b.port])
+        try:
+            yield proxy, url
+        finally:
+            proxy.close()
 
 
 def live_sessions(url: str) -> int:
