@@ -72,6 +72,7 @@ LAYERS: Final[dict[str, int]] = {
     "session": 5,
     "stateless": 6,
     "modern": 6,
+    "tasks": 6,
     "server": 7,
     "files": 7,
     # L8: transports, and what guards them

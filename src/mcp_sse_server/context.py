@@ -220,6 +220,15 @@ class RequestContext:
         """
         return await self.connection.close_stream(self.request_id)
 
+    async def start_task(self) -> None:
+        """Make this tool call a task now (a tool registered with ``task_starts="in_handler"``):
+        the request answers with the task, and the handler goes on in it. Questions asked before
+        were the request's ``input_required`` rounds; those after are the task's. A call that
+        does not run as a task goes on as it was (nothing happens)."""
+        task = getattr(self.session, "task", None)  # (a 2026-07-28 request's session: stateless.py)
+        if task is not None:
+            await task.start()
+
     async def send_request(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = 300.0
     ) -> dict[str, Any]:

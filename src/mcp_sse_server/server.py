@@ -47,10 +47,11 @@ from .records import SessionRecord
 from .schema import SchemaValidator
 from .scopes import NO_SCOPES, Kind, check_scopes, needed
 from .session import Handler, ServerSession
-from .stateless import StatelessEndpoint, StatelessSwitch
+from .stateless import RequestSession, StatelessEndpoint, StatelessSwitch
 from .stateless_meta import SUBSCRIPTION_ID, CachePolicy, MirroredHeader, mirrored_headers
 from .stores.base import EventBus
-from .stores.memory import MemoryEventBus
+from .stores.memory import MemoryEventBus, MemoryTaskStore
+from .tasks import TASKS_EXTENSION, TaskRuntime, declares_tasks, missing_tasks_extension
 from .transport.base import Transport
 from .types import (
     Annotations,
@@ -68,6 +69,8 @@ from .types import (
     ResourceContents,
     ResourceLink,
     ResourceTemplate,
+    TaskStarts,
+    TaskSupport,
     TemplateLister,
     TextResourceContents,
     Tool,
@@ -117,6 +120,9 @@ _METHOD_NAMES: Final = {
     "logging/setLevel": "_set_level",
     "server/discover": "_discover",
     "subscriptions/listen": "_listen",
+    "tasks/get": "_get_task",
+    "tasks/update": "_update_task",
+    "tasks/cancel": "_cancel_task",
 }
 
 # subscriptions/listen: the kind of a list-changed event -> the filter flag that asks for it.
@@ -181,7 +187,7 @@ class _RegisteredTool:
     with icons (the same object when the tool has none).
     """
 
-    __slots__ = ("headers", "in_thread", "input", "is_async", "output", "tool", "wire", "wire_icons")
+    __slots__ = ("headers", "in_thread", "input", "is_async", "output", "tasks", "tool", "wire", "wire_icons")
 
     def __init__(self, tool: Tool) -> None:
         if tool.input_schema.get("type") != "object":
@@ -198,6 +204,8 @@ class _RegisteredTool:
         self.in_thread = handler is not None and not self.is_async and tool.run_in_thread
         self.wire = tool.to_dict(icons=False)
         self.wire_icons = tool.to_dict() if tool.icons else self.wire
+        # None for a tool that never runs as a task: the one attribute every call reads for tasks.
+        self.tasks = tool.task_support if tool.task_support != "forbidden" else None
         try:
             self.headers = mirrored_headers(tool.input_schema)
         except ValueError as error:
@@ -325,6 +333,7 @@ class McpServer:
         request_state: RequestStateSealer | None = None,
         event_bus: EventBus | None = None,
         cache: CachePolicy = CachePolicy(),
+        tasks: TaskRuntime | None = None,
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -342,6 +351,7 @@ class McpServer:
         self._loop: asyncio.AbstractEventLoop | None = None  # where sessions and listeners are served
         self._request_state = request_state
         self._event_bus = event_bus
+        self._tasks = tasks
         self.cache = cache
         # Hands a connection whose first request is stateless to the stateless endpoint (made on
         # the first connect: the stateless.py rule "the first request decides the era").
@@ -511,6 +521,8 @@ class McpServer:
         output_schema: dict[str, Any] | EllipsisType | None = ...,
         run_in_thread: bool = True,
         scopes: Collection[str] = (),
+        task_support: TaskSupport = "forbidden",
+        task_starts: TaskStarts = "at_call",
     ) -> Callable[[_Function], _Function]: ...
 
     def tool(
@@ -526,6 +538,8 @@ class McpServer:
         output_schema: dict[str, Any] | EllipsisType | None = ...,
         run_in_thread: bool = True,
         scopes: Collection[str] = (),
+        task_support: TaskSupport = "forbidden",
+        task_starts: TaskStarts = "at_call",
     ) -> _Function | Callable[[_Function], _Function]:
         """Register a typed function as a tool, bare (``@server.tool``) or with overrides
         (``@server.tool(name="sum")``); the function stays callable as it was.
@@ -533,7 +547,8 @@ class McpServer:
         Its ``inputSchema`` comes from the parameters' type hints, its description from the
         docstring, its ``outputSchema`` from the return annotation (``output_schema=`` overrides,
         None for none); a ``RequestContext`` parameter receives the context; ``scopes`` are what a
-        bearer token needs to call it (``Tool.scopes``). The rules are in
+        bearer token needs to call it (``Tool.scopes``); ``task_support`` and ``task_starts`` make
+        its calls tasks (``Tool.task_support``, ``tasks.py``). The rules are in
         ``mcp_sse_server.typed``. ValueError (``SignatureError``) for a signature they cannot describe.
         """
 
@@ -555,6 +570,8 @@ class McpServer:
                     run_in_thread=run_in_thread,
                     icons=list(icons) if icons is not None else None,
                     scopes=scopes,
+                    task_support=task_support,
+                    task_starts=task_starts,
                 )
             )
             return function
@@ -848,6 +865,14 @@ class McpServer:
             bus = self._event_bus = MemoryEventBus()
         return bus
 
+    @property
+    def tasks(self) -> TaskRuntime:
+        """The runtime of this server's tasks (``tasks.py``): in process unless one was given
+        (``McpServer(tasks=...)``, ``use_shared``), made on first use."""
+        if self._tasks is None:
+            self._tasks = TaskRuntime(MemoryTaskStore())
+        return self._tasks
+
     def use_shared(self, *, request_state: RequestStateSealer | None = None, event_bus: EventBus | None = None) -> None:
         """Give a server built elsewhere (a ``module:factory`` the CLI serves, say) the
         ``requestState`` key ring and the event bus every worker shares, as the constructor's
@@ -992,6 +1017,20 @@ class McpServer:
                 "content": [{"type": "text", "text": f"Invalid arguments for tool {name}: {problem}"}],
                 "isError": True,
             }
+        if entry.tasks is not None:  # (a task tool: tasks.py rule 1)
+            session = context.session
+            if type(session) is RequestSession and session.task is None:
+                if declares_tasks(session.record.client_capabilities):
+                    return await self.tasks.call(
+                        name, entry.tool.task_starts, context, lambda: self._call_tool(params, context)
+                    )
+                if entry.tasks == "required":
+                    raise missing_tasks_extension(f"Tool {name}")
+            elif entry.tasks == "required" and type(session) is not RequestSession:
+                raise McpError(
+                    METHOD_NOT_FOUND,
+                    f"Tool {name} runs only as a task, which a {session.record.revision} session cannot start",
+                )
         # The handler is awaited right here (no helper coroutines): this is every tool call's path.
         handler = entry.tool.handler
         value: Any
@@ -1117,9 +1156,12 @@ class McpServer:
     # --- the stateless revision's own methods ----------------------------------------
 
     async def _discover(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        capabilities = self.capabilities
+        if any(entry.tasks is not None for entry in self._tools.values()):
+            capabilities["extensions"] = {TASKS_EXTENSION: {}}  # (never in a session's initialize)
         result: dict[str, Any] = {
             "supportedVersions": [revision.name for revision in versions.STATELESS],
-            "capabilities": self.capabilities,
+            "capabilities": capabilities,
         }
         if self.instructions is not None:
             result["instructions"] = self.instructions
@@ -1166,6 +1208,17 @@ class McpServer:
         finally:
             await events.aclose()  # type: ignore[attr-defined]
         return {"_meta": subscription}
+
+    # --- tasks (2026-07-28, the Tasks extension: tasks.py) ----------------------------
+
+    async def _get_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return await self.tasks.get(params, context)
+
+    async def _update_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return await self.tasks.update(params, context)
+
+    async def _cancel_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return await self.tasks.cancel(params, context)
 
     # --- prompts -----------------------------------------------------------------
 

@@ -50,6 +50,8 @@ __all__ = [
     "ResourceTemplate",
     "Root",
     "SamplingMessage",
+    "TaskStarts",
+    "TaskSupport",
     "TextContent",
     "TextResourceContents",
     "Tool",
@@ -61,6 +63,13 @@ __all__ = [
 ]
 
 Role: TypeAlias = Literal["user", "assistant"]
+
+TaskSupport: TypeAlias = Literal["forbidden", "optional", "required"]
+"""Whether a tool's calls may (``optional``) or must (``required``) run as tasks (``tasks.py``)."""
+
+TaskStarts: TypeAlias = Literal["at_call", "in_handler"]
+"""When a task call becomes a task: before its handler runs, or when the handler calls
+``context.start_task()`` (after the questions it asks in ``input_required`` rounds)."""
 
 
 def _put(out: dict[str, Any], key: str, value: Any) -> None:
@@ -364,6 +373,9 @@ class Tool:
     ``input_schema`` before it runs. ``scopes``: what a bearer token needs to
     call it and to see it in tools/list, on a server serving with ``auth=``
     (without authorization there is no token, and they are not checked).
+    ``task_support``: whether a 2026-07-28 call that declares the Tasks
+    extension runs as a task (``"optional"``, ``"required"``; ``tasks.py``),
+    and ``task_starts`` when it becomes one.
 
     >>> Tool("echo", {"type": "object", "properties": {"s": {"type": "string"}}},
     ...      lambda args, ctx: args["s"], description="Echoes s.")  # doctest: +ELLIPSIS
@@ -381,6 +393,14 @@ class Tool:
     run_in_thread: bool = True
     icons: list[Icon] | None = None
     scopes: Collection[str] = ()
+    task_support: TaskSupport = "forbidden"
+    task_starts: TaskStarts = "at_call"
+
+    def __post_init__(self) -> None:
+        if self.task_support not in ("forbidden", "optional", "required"):
+            raise ValueError(f'task_support must be "forbidden", "optional" or "required", not {self.task_support!r}')
+        if self.task_starts not in ("at_call", "in_handler"):
+            raise ValueError(f'task_starts must be "at_call" or "in_handler", not {self.task_starts!r}')
 
     def to_dict(self, icons: bool = True) -> dict[str, Any]:
         """The tools/list entry; schemas are passed through verbatim. ``icons=False``: without icons."""

@@ -135,12 +135,12 @@ REVISION_2025_11_25: Final = Revision(_NOVEMBER_2025, _BASE_METHODS)
 # 2026-07-28, the stateless revision: no handshake and no session; every request carries its
 # protocol version and client capabilities in params._meta. The package calls the two eras
 # "stateless" and "session" (older names, kept as aliases: "modern" and "legacy"/"handshake").
-# server/discover and subscriptions/listen are new; initialize, ping, logging/setLevel and
-# resources/(un)subscribe are gone.
+# server/discover and subscriptions/listen are new, and the Tasks extension's tasks/get, update
+# and cancel; initialize, ping, logging/setLevel and resources/(un)subscribe are gone.
 REVISION_2026_07_28: Final = Revision(
     "2026-07-28",
     (_BASE_METHODS - {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
-    | {"server/discover", "subscriptions/listen"},
+    | {"server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"},
     handshake=False,
 )
 

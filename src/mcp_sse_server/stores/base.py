@@ -1,4 +1,4 @@
-"""The store interfaces: session records and per-stream event logs.
+"""The store interfaces: session records, per-stream event logs and task records.
 
 Rules every implementation keeps:
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ..jsonrpc import RequestId
-from ..records import SessionRecord
+from ..records import SessionRecord, TaskRecord
 
 __all__ = [
     "LAST_NUMBER",
@@ -37,6 +37,7 @@ __all__ = [
     "StoreUnavailable",
     "StoredEvent",
     "StreamWriter",
+    "TaskStore",
     "stream_of",
 ]
 
@@ -261,3 +262,63 @@ class EventBus(ABC):
     def subscribe(self) -> AsyncIterator[dict[str, Any]]:
         """The events published from now on (from this call, not from the first iteration),
         until the iterator's ``aclose()``."""
+
+
+class TaskStore(ABC):
+    """Task records by id, each change one atomic step (a shared store's: one script), so that a
+    task started on one worker is read, answered and cancelled on any other.
+
+    Rules: a record returned is a copy the caller may keep; a terminal status never changes
+    (``finish`` of a terminal task changes nothing and returns None); a task past its ttl is
+    gone (None) for every method, and ``sweep`` drops it; ``wait`` returns when the record
+    changed after the ``version`` given (or at ``timeout``), so whoever waits for an answer, a
+    cancellation or the end (the handler, ``tasks/result``, a listener) needs no polling loop.
+    ``now`` values are wall-clock seconds (what ``created_at`` is).
+    """
+
+    __slots__ = ()
+
+    shared: bool = False
+    """True when other workers see these tasks."""
+
+    @abstractmethod
+    async def create(self, record: TaskRecord) -> None:
+        """Add a new task (ValueError for an id already taken); readable everywhere on return."""
+
+    @abstractmethod
+    async def get(self, task_id: str, now: float) -> TaskRecord | None:
+        """The task, or None (unknown, or past its ttl)."""
+
+    @abstractmethod
+    async def ask(self, task_id: str, request: dict[str, Any], now: float) -> tuple[str, TaskRecord] | None:
+        """Add a question for the client (``{"method", "params"}``) under a new key; the task is
+        ``input_required``. Returns the key and the record; None when the task is gone or terminal."""
+
+    @abstractmethod
+    async def answer(self, task_id: str, responses: dict[str, Any], now: float) -> TaskRecord | None:
+        """Take the responses to questions outstanding (others are ignored); answered keys leave
+        ``input_requests`` in the same step, and with none left the task is ``working`` again.
+        None when the task is gone."""
+
+    @abstractmethod
+    async def take_answer(self, task_id: str, key: str) -> dict[str, Any] | None:
+        """Remove and return the answer to question ``key`` (None: not answered yet)."""
+
+    @abstractmethod
+    async def request_cancel(self, task_id: str, now: float) -> TaskRecord | None:
+        """Note that the client asked to cancel (the runner stops the handler); None when gone."""
+
+    @abstractmethod
+    async def finish(
+        self, task_id: str, status: str, outcome: dict[str, Any] | None, message: str | None, now: float
+    ) -> TaskRecord | None:
+        """Make the task terminal (``completed``, ``failed`` or ``cancelled``) with its outcome;
+        None (nothing changes) when it is gone or terminal already."""
+
+    @abstractmethod
+    async def wait(self, task_id: str, version: int, timeout: float) -> None:
+        """Return once the task's record changed after ``version`` (or is gone), or at ``timeout``."""
+
+    @abstractmethod
+    async def sweep(self, now: float) -> int:
+        """Drop the tasks past their ttl; returns how many."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from collections import deque
@@ -10,10 +11,20 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Final
 
 from ..jsonrpc import RequestId
-from ..records import SessionRecord
-from .base import LAST_NUMBER, STANDALONE_STREAM, EventBus, EventLog, SessionStore, StaleRecord, StoredEvent, stream_of
+from ..records import TERMINAL_STATUSES, SessionRecord, TaskRecord
+from .base import (
+    LAST_NUMBER,
+    STANDALONE_STREAM,
+    EventBus,
+    EventLog,
+    SessionStore,
+    StaleRecord,
+    StoredEvent,
+    TaskStore,
+    stream_of,
+)
 
-__all__ = ["MemoryEventBus", "MemoryEventLog", "MemorySessionStore"]
+__all__ = ["MemoryEventBus", "MemoryEventLog", "MemorySessionStore", "MemoryTaskStore"]
 
 
 class MemorySessionStore(SessionStore):
@@ -296,6 +307,120 @@ class _Subscription:
 
     async def aclose(self) -> None:
         self._queues.discard(self._queue)
+
+
+def _copy(record: TaskRecord) -> TaskRecord:
+    """A copy the caller may keep (the store's own record changes in place)."""
+    return dataclasses.replace(record, input_requests=dict(record.input_requests), answers=dict(record.answers))
+
+
+class MemoryTaskStore(TaskStore):
+    """Task records in a dict, for the tasks of this process (the default)."""
+
+    __slots__ = ("_changed", "_tasks")
+
+    def __init__(self) -> None:
+        self._tasks: dict[str, TaskRecord] = {}
+        self._changed: dict[str, asyncio.Event] = {}  # tasks someone waits on
+
+    def _live(self, task_id: str, now: float) -> TaskRecord | None:
+        record = self._tasks.get(task_id)
+        if record is not None and record.expired(now):
+            self._drop(task_id)
+            return None
+        return record
+
+    def _drop(self, task_id: str) -> None:
+        self._tasks.pop(task_id, None)
+        self._wake(task_id)
+
+    def _changed_now(self, record: TaskRecord, now: float) -> TaskRecord:
+        record.version += 1
+        record.updated_at = now
+        self._wake(record.id)
+        return _copy(record)
+
+    def _wake(self, task_id: str) -> None:
+        changed = self._changed.pop(task_id, None)
+        if changed is not None:
+            changed.set()
+
+    async def create(self, record: TaskRecord) -> None:
+        if record.id in self._tasks:
+            raise ValueError("duplicate task id")
+        self._tasks[record.id] = _copy(record)
+
+    async def get(self, task_id: str, now: float) -> TaskRecord | None:
+        record = self._live(task_id, now)
+        return None if record is None else _copy(record)
+
+    async def ask(self, task_id: str, request: dict[str, Any], now: float) -> tuple[str, TaskRecord] | None:
+        record = self._live(task_id, now)
+        if record is None or record.terminal:
+            return None
+        record.asked += 1
+        key = f"i{record.asked}"
+        record.input_requests[key] = request
+        record.status = "input_required"
+        return key, self._changed_now(record, now)
+
+    async def answer(self, task_id: str, responses: dict[str, Any], now: float) -> TaskRecord | None:
+        record = self._live(task_id, now)
+        if record is None:
+            return None
+        taken = [key for key in responses if key in record.input_requests]
+        if not taken or record.terminal:
+            return _copy(record)
+        for key in taken:
+            del record.input_requests[key]
+            record.answers[key] = responses[key]
+        if not record.input_requests:
+            record.status = "working"
+        return self._changed_now(record, now)
+
+    async def take_answer(self, task_id: str, key: str) -> dict[str, Any] | None:
+        record = self._tasks.get(task_id)
+        return None if record is None else record.answers.pop(key, None)
+
+    async def request_cancel(self, task_id: str, now: float) -> TaskRecord | None:
+        record = self._live(task_id, now)
+        if record is None:
+            return None
+        if record.cancel_requested or record.terminal:
+            return _copy(record)
+        record.cancel_requested = True
+        return self._changed_now(record, now)
+
+    async def finish(
+        self, task_id: str, status: str, outcome: dict[str, Any] | None, message: str | None, now: float
+    ) -> TaskRecord | None:
+        if status not in TERMINAL_STATUSES:
+            raise ValueError(f"not a terminal status: {status!r}")
+        record = self._live(task_id, now)
+        if record is None or record.terminal:
+            return None
+        record.status, record.outcome, record.status_message = status, outcome, message
+        record.input_requests.clear()
+        return self._changed_now(record, now)
+
+    async def wait(self, task_id: str, version: int, timeout: float) -> None:
+        record = self._tasks.get(task_id)
+        if record is None or record.version != version:
+            return
+        changed = self._changed.get(task_id)
+        if changed is None:
+            changed = self._changed[task_id] = asyncio.Event()
+        try:
+            async with asyncio.timeout(timeout):
+                await changed.wait()
+        except TimeoutError:
+            pass
+
+    async def sweep(self, now: float) -> int:
+        expired = [task_id for task_id, record in self._tasks.items() if record.expired(now)]
+        for task_id in expired:
+            self._drop(task_id)
+        return len(expired)
 
 
 logger: Final = logging.getLogger("mcp_sse_server")

@@ -9,7 +9,8 @@ whose ``MCP-Protocol-Version`` names no session revision. Rules, in order:
 2. Routing headers mirror the body and appear once each, else 400 -32020:
    ``MCP-Protocol-Version`` = the envelope's version, ``Mcp-Method`` = the
    method, ``Mcp-Name`` = the tool or prompt name (``tools/call``,
-   ``prompts/get``) or the URI (``resources/read``), and for ``tools/call``
+   ``prompts/get``), the URI (``resources/read``) or the task id
+   (``tasks/get``, ``tasks/update``, ``tasks/cancel``), and for ``tools/call``
    each ``Mcp-Param-<name>`` = the argument its tool's schema mirrors there
    (``x-mcp-header``), present exactly when the argument is (other ``Mcp-Param-*``
    headers are not recognised, and ignored). Values that are
@@ -41,7 +42,14 @@ MirroredHeaders: TypeAlias = Callable[[str], tuple[MirroredHeader, ...]]
 
 _ROUTING: Final = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 _PARAM_PREFIX: Final = b"mcp-param-"
-_NAMED_BY: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAMED_BY: Final = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 
 def decode_header_value(raw: bytes) -> str | None:
