@@ -261,3 +261,20 @@ async def test_discover_names_the_extension_and_a_session_sees_nothing_of_it(cli
     assert refused.messages[-1]["error"]["code"] == -32601  # a required task tool on a session
     listed = await AsgiCall(client.app, "POST", request(3, "tools/list", {}), session).start().finish()
     assert all("execution" not in tool for tool in listed.messages[-1]["result"]["tools"])
+
+
+async def test_a_typed_tool_runs_as_a_task_through_the_decorator() -> None:
+    server = McpServer("typed-tasks")
+
+    @server.tool(task_support="required")
+    async def double(n: int) -> int:
+        """Doubles n, slowly."""
+        await asyncio.sleep(0.01)
+        return 2 * n
+
+    client = Client(McpHttpApp(server))
+    created = await client.call("double", {"n": 21})
+    done = await client.until(created["taskId"], "completed")
+    assert done["result"]["structuredContent"] == {"result": 42}
+    with pytest.raises(ValueError, match="task_support"):
+        Tool("bad", handler=lambda a, c: "x", task_support="sometimes")  # type: ignore[arg-type]
