@@ -873,17 +873,31 @@ class McpServer:
             self._tasks = TaskRuntime(MemoryTaskStore())
         return self._tasks
 
-    def use_shared(self, *, request_state: RequestStateSealer | None = None, event_bus: EventBus | None = None) -> None:
+    @property
+    def has_task_runtime(self) -> bool:
+        """True once this server has its task runtime (given, or made by ``tasks``)."""
+        return self._tasks is not None
+
+    def use_shared(
+        self,
+        *,
+        request_state: RequestStateSealer | None = None,
+        event_bus: EventBus | None = None,
+        tasks: TaskRuntime | None = None,
+    ) -> None:
         """Give a server built elsewhere (a ``module:factory`` the CLI serves, say) the
-        ``requestState`` key ring and the event bus every worker shares, as the constructor's
-        arguments of the same names would; None leaves one unchanged. Only before the server
-        serves anything (RuntimeError after: sealed states and listeners would straddle two)."""
+        ``requestState`` key ring, the event bus and the task runtime every server of the
+        deployment shares, as the constructor's arguments of the same names would; None leaves
+        one unchanged. Only before the server serves anything (RuntimeError after: sealed
+        states, listeners and tasks would straddle two)."""
         if self._loop is not None:
             raise RuntimeError("use_shared() must come before the server serves a session or a listener")
         if request_state is not None:
             self._request_state = request_state
         if event_bus is not None:
             self._event_bus = event_bus
+        if tasks is not None:
+            self._tasks = tasks
 
     @property
     def implementation(self) -> dict[str, str]:

@@ -27,6 +27,9 @@ Rules, in the order a call meets them:
    cancellation and stops the handler where it runs. Each needs the extension
    declared on its own request (-32021); an unknown or expired task is -32602.
 6. A task is readable for its ttl (``ttl_ms``, from creation), then swept.
+7. A task whose server stops (``TaskRuntime.aclose``, at the app's shutdown)
+   ends ``failed`` with -32603 "the server instance running it stopped":
+   never ``working`` forever.
 """
 
 from __future__ import annotations
@@ -58,6 +61,8 @@ logger = logging.getLogger("mcp_sse_server")
 TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 
 _CALL: TypeAlias = Callable[[], Awaitable[dict[str, Any]]]
+
+_STOPPED: Final = "Task interrupted: the server instance running it stopped"
 
 # How long a task waits between looks at its record while a question is outstanding; an answer or
 # a cancellation wakes it at once (``TaskStore.wait``).
@@ -146,7 +151,7 @@ class TaskRuntime:
         context.session.task = running
         if starts == "at_call":
             await running.start()
-        job = asyncio.get_running_loop().create_task(running.run(call))
+        job = running.job = asyncio.get_running_loop().create_task(running.run(call))
         try:
             await asyncio.wait((job, running.started), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
@@ -157,6 +162,16 @@ class TaskRuntime:
             return {"resultType": "task", **task_fields(running.started.result())}
         running.started.cancel()
         return job.result()
+
+    async def aclose(self) -> None:
+        """Stop: every handler running here ends its task ``failed`` with -32603 ("the server
+        instance running it stopped"), and expired tasks are no longer swept (rule 7)."""
+        sweeper, self._sweeper = self._sweeper, None
+        if sweeper is not None:
+            sweeper.cancel()
+        jobs = [running.stop() for running in list(self._running.values())]
+        if jobs:
+            await asyncio.gather(*jobs, return_exceptions=True)
 
     def _started(self, running: RunningTask) -> None:
         self._running[running.task_id] = running
@@ -230,7 +245,7 @@ class RunningTask:
     """One task call while its handler runs here: what the request waits on (``started``), and
     what the handler's questions go through once it is a task (``ask``)."""
 
-    __slots__ = ("context", "job", "record", "runtime", "started", "tool")
+    __slots__ = ("context", "job", "record", "runtime", "started", "stopping", "tool")
 
     def __init__(self, runtime: TaskRuntime, tool: str, context: RequestContext) -> None:
         self.runtime = runtime
@@ -238,7 +253,8 @@ class RunningTask:
         self.context = context
         self.record: TaskRecord | None = None
         self.started: asyncio.Future[TaskRecord] = asyncio.get_running_loop().create_future()
-        self.job: asyncio.Task[Any] | None = None
+        self.job: asyncio.Task[dict[str, Any]] | None = None
+        self.stopping = False  # the server stops: the task fails (rule 7), it is not cancelled
 
     @property
     def task_id(self) -> str:
@@ -266,10 +282,18 @@ class RunningTask:
         if self.job is not None:
             self.job.cancel("task cancelled")
 
+    async def stop(self) -> None:
+        """Stop the handler because the server stops, and wait for its task to end (rule 7)."""
+        job = self.job
+        if job is None or job.done():
+            return
+        self.stopping = True
+        job.cancel("the server stops")
+        await asyncio.wait((job,))
+
     async def run(self, call: _CALL) -> dict[str, Any]:
         """The handler's asyncio task: the call's result while it is not a task yet (rule 2),
         else its outcome goes to the store (rule 3)."""
-        self.job = asyncio.current_task()
         try:
             result = await call()
         except McpError as error:
@@ -279,7 +303,11 @@ class RunningTask:
         except asyncio.CancelledError:
             if not self.in_task:
                 raise
-            await self._finish("cancelled", None, "The task was cancelled")
+            if self.stopping:
+                stopped = McpError(INTERNAL_ERROR, _STOPPED)
+                await self._finish("failed", {"error": stopped.to_error_object()}, _STOPPED)
+            else:
+                await self._finish("cancelled", None, "The task was cancelled")
         except Exception:
             if not self.in_task:
                 raise

@@ -278,3 +278,27 @@ async def test_a_typed_tool_runs_as_a_task_through_the_decorator() -> None:
     assert done["result"]["structuredContent"] == {"result": 42}
     with pytest.raises(ValueError, match="task_support"):
         Tool("bad", handler=lambda a, c: "x", task_support="sometimes")  # type: ignore[arg-type]
+
+
+async def test_servers_made_per_session_share_one_task_runtime() -> None:
+    made: list[McpServer] = []
+
+    def factory() -> McpServer:
+        made.append(build())
+        return made[-1]
+
+    client = Client(McpHttpApp(on_session=factory))
+    task_id = (await client.call("slow"))["taskId"]
+    assert (await client.until(task_id, "completed"))["result"]["content"][0]["text"] == "slow 0"
+    assert len(made) > 1 and len({id(server.tasks) for server in made}) == 1  # each request its own server
+
+
+async def test_a_task_running_when_the_app_shuts_down_ends_failed(server: Any) -> None:
+    app = McpHttpApp(server)
+    client = Client(app)
+    task_id = (await client.call("slow", {"wait": True}))["taskId"]
+    await app.shutdown(deadline=0)
+    record = await server.tasks.store.get(task_id, server.tasks.clock())
+    assert record.status == "failed"
+    assert record.outcome == {"error": {"code": INTERNAL_ERROR, "message": record.status_message}}
+    assert "stopped" in record.status_message

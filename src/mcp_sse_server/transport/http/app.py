@@ -34,7 +34,8 @@ from ...auth.resource import ResourceServer
 from ...server import McpServer
 from ...stores.base import EventLog, SessionStore
 from ...stores.coordination import Coordinator, LocalCoordinator
-from ...stores.memory import MemoryEventLog, MemorySessionStore
+from ...stores.memory import MemoryEventLog, MemorySessionStore, MemoryTaskStore
+from ...tasks import TaskRuntime
 from .asgi import ASGIApp, Receive, Scope, Send
 from .bearer import BearerMiddleware, ScopeCheck
 from .directory import LiveSession, Serving, SessionDirectory, directory_for
@@ -120,6 +121,7 @@ class McpHttpApp:
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
         self._closing = False
         self._closed = False
+        self._tasks: TaskRuntime | None = None  # shared by the servers on_session makes
         serving = Serving(self._server_for_session, self.coordinator, limits, self.keepalive, clock, json_response)
         self.directory: SessionDirectory = directory_for(self.sessions, self.events, serving)
         scopes = ScopeCheck(auth) if auth is not None else None
@@ -168,6 +170,12 @@ class McpHttpApp:
             server = await server
         if not isinstance(server, McpServer):
             raise TypeError(f"on_session returned {type(server).__name__}, not an McpServer")
+        if not server.has_task_runtime:
+            # A server per session (or per 2026-07-28 request) shares one task runtime: a task
+            # started through one is read, answered and cancelled through the next.
+            if self._tasks is None:
+                self._tasks = TaskRuntime(MemoryTaskStore())
+            server.use_shared(tasks=self._tasks)
         return server
 
     # --- ASGI entry ----------------------------------------------------------------
@@ -223,6 +231,9 @@ class McpHttpApp:
         while self.inflight and loop.time() < until:  # noqa: ASYNC110
             await asyncio.sleep(0.005)
         self._closed = True
+        tasks = self._tasks if self.server is None else (self.server.tasks if self.server.has_task_runtime else None)
+        if tasks is not None:
+            await tasks.aclose()  # the tasks running here end failed, not working forever (tasks.py rule 7)
         await self.directory.shutdown()
         self.keepalive.close()
         await self.coordinator.stop()
