@@ -45,7 +45,7 @@ from typing import Any, Final, TypeAlias
 from .context import RequestContext
 from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, McpError
 from .records import TaskRecord
-from .stores.base import TaskStore
+from .stores.base import StoreUnavailable, TaskStore
 from .types import TaskStarts
 
 __all__ = [
@@ -175,11 +175,16 @@ class TaskRuntime:
 
     def _started(self, running: RunningTask) -> None:
         self._running[running.task_id] = running
+        if self.store.shared:  # a tasks/cancel may reach another worker: watch the record
+            running.watcher = asyncio.get_running_loop().create_task(running.watch_for_cancel())
         if self._sweeper is None:
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever())
 
     def _ended(self, running: RunningTask) -> None:
         self._running.pop(running.task_id, None)
+        watcher, running.watcher = running.watcher, None
+        if watcher is not None:
+            watcher.cancel()
 
     async def _sweep_forever(self) -> None:
         try:
@@ -245,7 +250,7 @@ class RunningTask:
     """One task call while its handler runs here: what the request waits on (``started``), and
     what the handler's questions go through once it is a task (``ask``)."""
 
-    __slots__ = ("context", "job", "record", "runtime", "started", "stopping", "tool")
+    __slots__ = ("context", "job", "record", "runtime", "started", "stopping", "tool", "watcher")
 
     def __init__(self, runtime: TaskRuntime, tool: str, context: RequestContext) -> None:
         self.runtime = runtime
@@ -255,6 +260,7 @@ class RunningTask:
         self.started: asyncio.Future[TaskRecord] = asyncio.get_running_loop().create_future()
         self.job: asyncio.Task[dict[str, Any]] | None = None
         self.stopping = False  # the server stops: the task fails (rule 7), it is not cancelled
+        self.watcher: asyncio.Task[None] | None = None  # with a shared store: a cancel from elsewhere
 
     @property
     def task_id(self) -> str:
@@ -281,6 +287,22 @@ class RunningTask:
         self.context.mark_cancelled("task cancelled")
         if self.job is not None:
             self.job.cancel("task cancelled")
+
+    async def watch_for_cancel(self) -> None:
+        """With a shared store: stop the handler when a ``tasks/cancel`` reached another worker."""
+        store, runtime = self.runtime.store, self.runtime
+        while True:
+            try:
+                record = await store.get(self.task_id, runtime.clock())
+                if record is None or record.terminal:
+                    return
+                if record.cancel_requested:
+                    self.cancel()
+                    return
+                await store.wait(self.task_id, record.version, _ANSWER_POLL)
+            except StoreUnavailable as error:
+                logger.warning("task %s: cannot watch for a cancellation: %s", self.task_id[:8], error)
+                await asyncio.sleep(_ANSWER_POLL)
 
     async def stop(self) -> None:
         """Stop the handler because the server stops, and wait for its task to end (rule 7)."""

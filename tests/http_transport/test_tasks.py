@@ -10,114 +10,12 @@ import pytest
 
 from fixtures.asgi import AsgiCall
 from fixtures.messages import initialize_message, request
-from mcp_sse_server import CallToolResult, McpServer, Tool
-from mcp_sse_server.context import RequestContext
-from mcp_sse_server.jsonrpc import INTERNAL_ERROR, McpError
+from fixtures.tasks import WAIT, Client, Clock, build
+from mcp_sse_server import McpServer, Tool
+from mcp_sse_server.jsonrpc import INTERNAL_ERROR
 from mcp_sse_server.stores.memory import MemoryTaskStore
 from mcp_sse_server.tasks import TASKS_EXTENSION, TaskRuntime
 from mcp_sse_server.transport.http import McpHttpApp
-
-STATELESS = "2026-07-28"
-DECLARED = {"extensions": {TASKS_EXTENSION: {}}, "elicitation": {}}
-WAIT = 5.0  # bounded: a task that has not moved by then never will
-NAMED_BY = {"tools/call": "name", "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-def _form(**fields: str) -> dict[str, Any]:
-    return {"type": "object", "properties": {name: {"type": kind} for name, kind in fields.items()}}
-
-
-def build(runtime: TaskRuntime | None = None) -> McpServer:
-    server = McpServer("tasks-test", "1.0.0", tasks=runtime)
-    release = asyncio.Event()
-
-    async def slow(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-        if arguments.get("wait"):
-            await release.wait()
-        return CallToolResult.text(f"slow {arguments.get('n', 0)}")
-
-    async def broken(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-        if arguments.get("protocol"):
-            raise McpError(INTERNAL_ERROR, "upstream down")
-        return CallToolResult.error("no luck")
-
-    async def ask(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-        questions = [context.session.elicit(f"question {n}", _form(ok="boolean")) for n in range(arguments["count"])]
-        answers = await asyncio.gather(*questions)
-        return CallToolResult.text(",".join(answer.action for answer in answers))
-
-    async def ask_then_task(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-        name = await context.session.elicit("name?", _form(name="string"))
-        await context.start_task()
-        return CallToolResult.text(f"hello {(name.content or {}).get('name')}")
-
-    server.add_tool(Tool("slow", handler=slow, task_support="optional"))
-    server.add_tool(Tool("broken", handler=broken, task_support="required"))
-    server.add_tool(Tool("ask", handler=ask, task_support="optional"))
-    server.add_tool(Tool("ask_then_task", handler=ask_then_task, task_support="required", task_starts="in_handler"))
-    server.add_tool(Tool("plain", handler=lambda a, c: CallToolResult.text("plain")))
-    server.release = release  # type: ignore[attr-defined]
-    return server
-
-
-class Client:
-    """2026-07-28 requests to ``app``, declaring ``capabilities`` on each."""
-
-    def __init__(self, app: McpHttpApp, capabilities: dict[str, Any] | None = None) -> None:
-        self.app = app
-        self.capabilities = DECLARED if capabilities is None else capabilities
-        self.ids = 0
-
-    async def reply(self, method: str, params: dict[str, Any], **head: str) -> AsgiCall:
-        self.ids += 1
-        meta = {
-            "io.modelcontextprotocol/protocolVersion": STATELESS,
-            "io.modelcontextprotocol/clientCapabilities": self.capabilities,
-        }
-        headers = {"mcp-protocol-version": STATELESS, "mcp-method": method}
-        if method in NAMED_BY:
-            headers["mcp-name"] = str(params.get(NAMED_BY[method]))
-        headers.update(head)
-        body = request(self.ids, method, {"_meta": meta, **params})
-        return await AsgiCall(self.app, "POST", body, headers).start().finish()
-
-    async def message(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """The reply's JSON-RPC message (an error refused before streaming is a JSON body)."""
-        reply = await self.reply(method, params)
-        return reply.messages[-1] if reply.messages else reply.json  # type: ignore[no-any-return]
-
-    async def result(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        message = await self.message(method, params)
-        assert "result" in message, message
-        return message["result"]  # type: ignore[no-any-return]
-
-    async def error(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        message = await self.message(method, params)
-        assert "error" in message, message
-        return message["error"]  # type: ignore[no-any-return]
-
-    async def call(self, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-        return await self.result("tools/call", {"name": name, "arguments": arguments or {}})
-
-    async def call_with(self, name: str, params: dict[str, Any]) -> dict[str, Any]:
-        return await self.result("tools/call", {"name": name, "arguments": {}, **params})
-
-    async def get(self, task_id: str) -> dict[str, Any]:
-        return await self.result("tasks/get", {"taskId": task_id})
-
-    async def until(self, task_id: str, status: str) -> dict[str, Any]:
-        async with asyncio.timeout(WAIT):
-            while (task := await self.get(task_id))["status"] != status:  # noqa: ASYNC110 - polls another request
-                await asyncio.sleep(0.01)
-        return task
 
 
 @pytest.fixture

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from fixtures.redis_server import client_for
+from mcp_sse_server.records import TaskRecord
 from mcp_sse_server.session import SessionRecord
-from mcp_sse_server.stores.base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StaleRecord
-from mcp_sse_server.stores.memory import MemoryEventBus, MemoryEventLog, MemorySessionStore
+from mcp_sse_server.stores.base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StaleRecord, TaskStore
+from mcp_sse_server.stores.memory import MemoryEventBus, MemoryEventLog, MemorySessionStore, MemoryTaskStore
 
 BACKLOG = 3
 REPLAY = 4
@@ -58,6 +59,19 @@ async def events_keeping_two(request: pytest.FixtureRequest, redis_prefix: str) 
 
     async with client_for(request.getfixturevalue("redis_server"), redis_prefix) as client:
         yield RedisEventLog(client, 10, 10, ttl=600.0, prefix=redis_prefix, ended_streams_kept=2)
+
+
+@pytest.fixture(params=IMPLEMENTATIONS)
+async def tasks(request: pytest.FixtureRequest, redis_prefix: str) -> AsyncIterator[TaskStore]:
+    if request.param == "memory":
+        yield MemoryTaskStore()
+        return
+    from mcp_sse_server.stores.redis_tasks import RedisTaskStore
+
+    async with client_for(request.getfixturevalue("redis_server"), redis_prefix) as client:
+        store = RedisTaskStore(client, prefix=redis_prefix)
+        yield store
+        await store.aclose()
 
 
 @pytest.fixture(params=IMPLEMENTATIONS)
@@ -481,3 +495,76 @@ async def test_an_ended_stream_is_dropped_once_its_grace_is_over(events: EventLo
     await events.end_stream("s", "r2", keep_for=60.0)  # (the end of another stream sweeps the session's)
     assert await events.replay_after("s", "0/r1") == []
     assert [e.message for e in await events.replay_after("s", "0/r2")] == [b"second"]
+
+
+NOW = 1_800_000_000.0
+
+
+def task(task_id: str = "t1", ttl_ms: int | None = 60_000) -> TaskRecord:
+    return TaskRecord(task_id, "2026-07-28", NOW, NOW, ttl_ms, 1000, tool="slow", principal=["iss", "sub", None])
+
+
+async def test_a_task_is_read_back_as_created_and_expires_at_its_ttl(tasks: TaskStore) -> None:
+    await tasks.create(task())
+    with pytest.raises(ValueError, match="duplicate"):
+        await tasks.create(task())
+    got = await tasks.get("t1", NOW + 1)
+    assert got is not None and (got.status, got.tool, got.ttl_ms, got.created_at) == ("working", "slow", 60_000, NOW)
+    assert got.principal == ["iss", "sub", None] and got.status_message is None and got.outcome is None
+    assert await tasks.get("t1", NOW + 60) is None  # past its ttl
+    assert await tasks.get("nope", NOW) is None
+
+
+async def test_questions_are_keyed_once_answered_once_and_taken_once(tasks: TaskStore) -> None:
+    await tasks.create(task())
+    asked = await tasks.ask("t1", {"method": "elicitation/create", "params": {"message": "a?"}}, NOW + 1)
+    assert asked is not None
+    first, record = asked
+    assert record.status == "input_required" and record.input_requests[first]["params"] == {"message": "a?"}
+    second, _ = await tasks.ask("t1", {"method": "elicitation/create", "params": {}}, NOW + 1) or ("", None)
+    assert second not in ("", first)
+    answered = await tasks.answer("t1", {first: {"action": "accept"}, "never-asked": {"x": 1}}, NOW + 2)
+    assert answered is not None and answered.status == "input_required" and list(answered.input_requests) == [second]
+    assert answered.answers == {first: {"action": "accept"}} and answered.updated_at == NOW + 2
+    again = await tasks.answer("t1", {first: {"action": "decline"}}, NOW + 3)  # answered already: ignored
+    assert again is not None and again.version == answered.version
+    assert await tasks.take_answer("t1", first) == {"action": "accept"}
+    assert await tasks.take_answer("t1", first) is None
+    done = await tasks.answer("t1", {second: {"action": "cancel"}}, NOW + 4)
+    assert done is not None and done.status == "working" and done.input_requests == {}
+    third, _ = await tasks.ask("t1", {"method": "roots/list", "params": {}}, NOW + 5) or ("", None)
+    assert third not in (first, second)  # keys are never reused
+
+
+async def test_terminal_is_for_good(tasks: TaskStore) -> None:
+    await tasks.create(task())
+    await tasks.ask("t1", {"method": "elicitation/create", "params": {}}, NOW)
+    cancelling = await tasks.request_cancel("t1", NOW + 1)
+    assert cancelling is not None and cancelling.cancel_requested and cancelling.status == "input_required"
+    finished = await tasks.finish("t1", "completed", {"result": {"content": []}}, None, NOW + 2)
+    assert finished is not None and finished.status == "completed" and finished.input_requests == {}
+    assert finished.outcome == {"result": {"content": []}} and finished.status_message is None
+    assert await tasks.finish("t1", "failed", {"error": {"code": -1, "message": "x"}}, "x", NOW + 3) is None
+    assert await tasks.ask("t1", {"method": "x", "params": {}}, NOW + 3) is None
+    after = await tasks.get("t1", NOW + 3)
+    assert after is not None and after.status == "completed" and after.version == finished.version
+    with pytest.raises(ValueError, match="terminal"):
+        await tasks.finish("t1", "working", None, None, NOW)
+    await tasks.create(task("t2"))
+    failed = await tasks.finish("t2", "failed", {"error": {"code": -32603, "message": "m"}}, "m", NOW)
+    assert failed is not None and failed.status_message == "m"
+
+
+async def test_wait_returns_at_a_change_or_at_its_timeout(tasks: TaskStore) -> None:
+    await tasks.create(task())
+    record = await tasks.get("t1", NOW)
+    assert record is not None
+    async with asyncio.timeout(WAIT):
+        await tasks.wait("t1", record.version, 0.05)  # nothing changes: the timeout
+        waiting = asyncio.ensure_future(tasks.wait("t1", record.version, WAIT))
+        await asyncio.sleep(0.05)
+        assert not waiting.done()
+        await tasks.request_cancel("t1", NOW + 1)
+        await waiting  # woken by the change, long before WAIT
+        await tasks.wait("t1", record.version, WAIT)  # the version moved on: at once
+        await tasks.wait("gone", 0, WAIT)  # no such task: at once

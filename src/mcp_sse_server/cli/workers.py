@@ -70,23 +70,28 @@ def request_state_secrets(environ: dict[str, str] | None = None) -> list[str] | 
 
 
 def share(
-    served: McpServer | Callable[[], McpServer], *, secrets: Sequence[str] | None, event_bus: Any = None
+    served: McpServer | Callable[[], McpServer],
+    *,
+    secrets: Sequence[str] | None,
+    event_bus: Any = None,
+    tasks: Any = None,
 ) -> McpServer | Callable[[], McpServer]:
-    """``served`` (a server, or a factory of one per session) using the shared key ring and bus."""
+    """``served`` (a server, or a factory of one per session) using the shared key ring, bus and
+    task runtime."""
     from ..request_state import RequestStateSealer
     from ..server import McpServer
 
-    if secrets is None and event_bus is None:
+    if secrets is None and event_bus is None and tasks is None:
         return served
     sealer = RequestStateSealer(secrets) if secrets is not None else None
     if isinstance(served, McpServer):
-        served.use_shared(request_state=sealer, event_bus=event_bus)
+        served.use_shared(request_state=sealer, event_bus=event_bus, tasks=tasks)
         return served
     factory = served
 
     def shared() -> McpServer:
         server = factory()
-        server.use_shared(request_state=sealer, event_bus=event_bus)
+        server.use_shared(request_state=sealer, event_bus=event_bus, tasks=tasks)
         return server
 
     return shared
@@ -129,6 +134,7 @@ def serve_worker(
     from ..server import McpServer
     from ..stores.base import StoreUnavailable
     from ..stores.redis_setup import RedisStores
+    from ..tasks import TaskRuntime
     from ..transport.http.server import McpHttpServer, listening_socket
     from ..transport.loop import run_loop
 
@@ -147,7 +153,9 @@ def serve_worker(
                 await stores.start()
             except StoreUnavailable as error:
                 raise Failure(f"cannot reach Redis at {redis_url}: {error}") from error
-            shared = share(served, secrets=secrets, event_bus=stores.bus)
+            # Tasks in Redis: one started here is read, answered and cancelled on any worker.
+            tasks = TaskRuntime(stores.tasks, worker_id=stores.router.worker_id)
+            shared = share(served, secrets=secrets, event_bus=stores.bus, tasks=tasks)
             own = sock
             if listen_on is not None:  # (a socket of this worker's own on the parent's port: SO_REUSEPORT)
                 own = listening_socket(*listen_on, reuse_port=True)

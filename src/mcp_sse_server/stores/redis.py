@@ -86,6 +86,7 @@ __all__ = [
     "RedisEventLog",
     "RedisSessionStore",
     "WriteBehind",
+    "check_client",
     "redis_unavailable",
     "valid_session_id",
 ]
@@ -145,7 +146,8 @@ def _valid_stream_id(stream_id: str) -> bool:
     return stream_id == STANDALONE_STREAM or valid_session_id(stream_id)
 
 
-def _check_client(redis: Redis) -> None:
+def check_client(redis: Redis) -> None:
+    """ValueError for a client that decodes replies: the stores read bytes."""
     if redis.connection_pool.connection_kwargs.get("decode_responses"):
         raise ValueError("the Redis stores need a client with decode_responses=False (messages are bytes)")
 
@@ -255,7 +257,7 @@ class RedisSessionStore(SessionStore):
         prefix: str = DEFAULT_PREFIX,
         writes: WriteBehind | None = None,
     ) -> None:
-        _check_client(redis)
+        check_client(redis)
         self.redis = redis
         self.writes = writes
         self.idle_timeout = idle_timeout
@@ -831,7 +833,7 @@ class RedisEventLog(EventLog):
         writer_id: str | None = None,
         ended_streams_kept: int = 64,
     ) -> None:
-        _check_client(redis)
+        check_client(redis)
         self.redis = redis
         self.writes = writes if writes is not None else WriteBehind(redis)
         self.writer_id = writer_id or secrets.token_hex(8)
@@ -1103,7 +1105,7 @@ class RedisEventBus(EventBus):
         queue_size: int = 1000,
         max_backoff: float = 5.0,
     ) -> None:
-        _check_client(redis)
+        check_client(redis)
         self.redis = redis
         self.channel = channel
         self.max_backoff = max_backoff

@@ -24,6 +24,7 @@ from redis.asyncio import Redis
 
 from .redis import DEFAULT_PREFIX, RedisEventBus, RedisEventLog, RedisSessionStore, WriteBehind
 from .redis_routing import RedisCoordinator, WorkerMesh
+from .redis_tasks import RedisTaskStore
 
 __all__ = ["DEFAULT_SIZES", "RedisStores", "StoreSizes"]
 
@@ -79,9 +80,9 @@ DEFAULT_SIZES: Final[StoreSizes] = _Sizes(
 
 @dataclass(slots=True)
 class RedisStores:
-    """One worker's Redis client, session store, event log, event bus, its place among the
-    workers (``router``, a ``WorkerMesh``: the name is kept for one release) and the app's
-    ``coordinator`` over it."""
+    """One worker's Redis client, session store, event log, event bus, task store, its place
+    among the workers (``router``, a ``WorkerMesh``: the name is kept for one release) and the
+    app's ``coordinator`` over it."""
 
     redis: Redis
     sessions: RedisSessionStore
@@ -89,6 +90,7 @@ class RedisStores:
     bus: RedisEventBus
     router: WorkerMesh
     coordinator: RedisCoordinator
+    tasks: RedisTaskStore
 
     @classmethod
     def from_url(
@@ -140,6 +142,7 @@ class RedisStores:
             bus=RedisEventBus(redis, channel=f"{prefix}:events"),
             router=mesh,
             coordinator=mesh.coordinator(events, sessions, stream_log_grace=limits.stream_log_grace),
+            tasks=RedisTaskStore(redis, prefix=prefix),
         )
 
     def bind_options(self) -> dict[str, Any]:
@@ -160,5 +163,6 @@ class RedisStores:
         """Close the bus and the client (after the app shut down: its coordinator stops with it),
         once the writes behind are in Redis."""
         await self.bus.close()
+        await self.tasks.aclose()
         await self.events.writes.aclose()
         await self.redis.aclose()

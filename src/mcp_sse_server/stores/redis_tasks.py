@@ -1,0 +1,358 @@
+"""Task records in Redis (``RedisTaskStore``): a task started on one worker is read, answered and
+cancelled on any other.
+
+Keys (prefix ``mcp``), all in the task's hash tag, all expiring at the task's end of ttl:
+
+``mcp:task:{<id>}``      HASH   the record's scalar fields (``s`` status, ``m`` status message,
+                                ``v`` version, ``x`` expiry in ms, ``c`` cancel requested, ``n``
+                                questions asked, ``o`` outcome JSON, ``r`` the rest as JSON)
+``mcp:task:{<id>}:in``   HASH   question key -> the question (JSON): the inputRequests outstanding
+``mcp:task:{<id>}:ans``  HASH   question key -> the answer (JSON), until the handler takes it
+
+Every change is one Lua script that also bumps ``v`` and announces ``"<id> <version>"`` on
+``mcp:tasks:changed``; ``wait`` listens there (one subscription per store, ``RecordWatch``).
+Scripts move JSON strings between hashes and never decode them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import math
+from typing import Any, Final
+
+import orjson
+from redis.asyncio import Redis
+
+from ..records import TERMINAL_STATUSES, TaskRecord
+from .base import StoreUnavailable, TaskStore
+from .redis import DEFAULT_PREFIX, RecordWatch, check_client, redis_unavailable, valid_session_id
+
+__all__ = ["RedisTaskStore"]
+
+# The fields a script changes, kept out of ``r`` (the rest of the record, written once).
+_SCALARS: Final = frozenset(
+    {
+        "status",
+        "status_message",
+        "version",
+        "updated_at",
+        "cancel_requested",
+        "asked",
+        "outcome",
+        "input_requests",
+        "answers",
+    }
+)
+_REST: Final = tuple(field.name for field in dataclasses.fields(TaskRecord) if field.name not in _SCALARS)
+
+# Shared by every script: KEYS[1] the record. Stamps a change and announces it.
+_CHANGED: Final = """
+local function changed(now)
+  local v = redis.call('HINCRBY', KEYS[1], 'v', 1)
+  redis.call('HSET', KEYS[1], 'u', now)
+  redis.call('PUBLISH', ARGV[1], ARGV[2] .. ' ' .. v)
+  return v
+end
+local function terminal(status)
+  return status == 'completed' or status == 'failed' or status == 'cancelled'
+end
+"""
+
+# KEYS: record. ARGV: expiry (ms since the epoch), then field, value, ... 0 for an id taken.
+_CREATE: Final = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+redis.call('PEXPIREAT', KEYS[1], ARGV[1])
+return 1
+"""
+
+# KEYS: record, questions. ARGV: channel, id, now, question (JSON). Returns the key, or false.
+_ASK: Final = (
+    _CHANGED
+    + """
+local status = redis.call('HGET', KEYS[1], 's')
+if not status or terminal(status) then return false end
+local key = 'i' .. redis.call('HINCRBY', KEYS[1], 'n', 1)
+redis.call('HSET', KEYS[2], key, ARGV[4])
+redis.call('PEXPIREAT', KEYS[2], redis.call('HGET', KEYS[1], 'x'))
+redis.call('HSET', KEYS[1], 's', 'input_required')
+changed(ARGV[3])
+return key
+"""
+)
+
+# KEYS: record, questions, answers. ARGV: channel, id, now, key, answer, key, answer, ...
+# Returns 1 when any answer was taken, 0 when none was outstanding, -1 when the task is gone.
+_ANSWER: Final = (
+    _CHANGED
+    + """
+local status = redis.call('HGET', KEYS[1], 's')
+if not status then return -1 end
+if terminal(status) then return 0 end
+local taken = 0
+for i = 4, #ARGV, 2 do
+  if redis.call('HDEL', KEYS[2], ARGV[i]) == 1 then
+    redis.call('HSET', KEYS[3], ARGV[i], ARGV[i + 1])
+    taken = taken + 1
+  end
+end
+if taken == 0 then return 0 end
+redis.call('PEXPIREAT', KEYS[3], redis.call('HGET', KEYS[1], 'x'))
+if redis.call('HLEN', KEYS[2]) == 0 and status == 'input_required' then
+  redis.call('HSET', KEYS[1], 's', 'working')
+end
+changed(ARGV[3])
+return 1
+"""
+)
+
+# KEYS: answers. ARGV: key. The answer, removed (false: none).
+_TAKE: Final = """
+local answer = redis.call('HGET', KEYS[1], ARGV[1])
+if answer then redis.call('HDEL', KEYS[1], ARGV[1]) end
+return answer
+"""
+
+# KEYS: record. ARGV: channel, id, now. 1 when noted now, 0 when gone, terminal or noted before.
+_CANCEL: Final = (
+    _CHANGED
+    + """
+local status = redis.call('HGET', KEYS[1], 's')
+if not status or terminal(status) or redis.call('HGET', KEYS[1], 'c') == '1' then return 0 end
+redis.call('HSET', KEYS[1], 'c', '1')
+changed(ARGV[3])
+return 1
+"""
+)
+
+# KEYS: record, questions. ARGV: channel, id, now, status, outcome JSON ('' none), message, '1' when
+# there is a message.
+# 1 when made terminal now, 0 when gone or terminal already.
+_FINISH: Final = (
+    _CHANGED
+    + """
+local status = redis.call('HGET', KEYS[1], 's')
+if not status or terminal(status) then return 0 end
+redis.call('HSET', KEYS[1], 's', ARGV[4], 'o', ARGV[5])
+if ARGV[7] == '1' then redis.call('HSET', KEYS[1], 'm', ARGV[6]) else redis.call('HDEL', KEYS[1], 'm') end
+redis.call('DEL', KEYS[2])
+changed(ARGV[3])
+return 1
+"""
+)
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisTaskStore(TaskStore):
+    """Task records in Redis, shared by every worker on the same Redis (keys and scripts above).
+
+    A task's keys expire at its end of ttl (``created_at + ttl_ms``), so ``sweep`` has nothing
+    to do; a task without a ttl expires ``max_ttl`` seconds after its creation.
+    """
+
+    shared = True
+
+    __slots__ = (
+        "_answer",
+        "_ask",
+        "_cancel",
+        "_create",
+        "_finish",
+        "_take",
+        "_waiters",
+        "_watch",
+        "channel",
+        "max_ttl",
+        "prefix",
+        "redis",
+    )
+
+    def __init__(self, redis: Redis, *, prefix: str = DEFAULT_PREFIX, max_ttl: float = 7 * 86400.0) -> None:
+        check_client(redis)
+        self.redis = redis
+        self.prefix = prefix
+        self.max_ttl = max_ttl
+        self.channel = f"{prefix}:tasks:changed"
+        self._create = redis.register_script(_CREATE)
+        self._ask = redis.register_script(_ASK)
+        self._answer = redis.register_script(_ANSWER)
+        self._take = redis.register_script(_TAKE)
+        self._cancel = redis.register_script(_CANCEL)
+        self._finish = redis.register_script(_FINISH)
+        self._watch: RecordWatch | None = None
+        self._waiters: dict[str, set[asyncio.Event]] = {}  # tasks someone waits on, one event per wait
+
+    def keys(self, task_id: str) -> list[str]:
+        """The record's, the questions' and the answers' keys."""
+        base = f"{self.prefix}:task:{{{task_id}}}"
+        return [base, f"{base}:in", f"{base}:ans"]
+
+    def _expiry_ms(self, record: TaskRecord) -> int:
+        ttl = record.ttl_ms / 1000 if record.ttl_ms is not None else self.max_ttl
+        return math.ceil((record.created_at + ttl) * 1000)
+
+    async def create(self, record: TaskRecord) -> None:
+        if not valid_session_id(record.id):
+            raise ValueError("task ids must be visible ASCII without braces, at most 200 characters")
+        rest = {name: getattr(record, name) for name in _REST}
+        expiry = self._expiry_ms(record)
+        fields: list[str | int | bytes] = [
+            *("s", record.status, "v", record.version, "u", repr(record.updated_at), "x", expiry),
+            *("c", "1" if record.cancel_requested else "0", "n", record.asked, "r", orjson.dumps(rest)),
+        ]
+        if record.status_message is not None:
+            fields += ["m", record.status_message]
+        with redis_unavailable("create task"):
+            created = await self._create(keys=self.keys(record.id)[:1], args=[expiry, *fields])
+        if not created:
+            raise ValueError("duplicate task id")
+
+    async def get(self, task_id: str, now: float) -> TaskRecord | None:
+        if not valid_session_id(task_id):
+            return None
+        record_key, questions, answers = self.keys(task_id)
+        with redis_unavailable("get task"):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.hgetall(record_key)
+                pipe.hgetall(questions)
+                pipe.hgetall(answers)
+                fields, asked, answered = await pipe.execute()
+        if not fields:
+            return None
+        record = self._decode(fields, asked, answered)
+        return None if record.expired(now) else record
+
+    @staticmethod
+    def _decode(fields: dict[bytes, bytes], asked: dict[bytes, bytes], answered: dict[bytes, bytes]) -> TaskRecord:
+        rest = orjson.loads(fields[b"r"])
+        record = TaskRecord(**rest, updated_at=float(fields[b"u"]))
+        record.status = _text(fields[b"s"])
+        message = fields.get(b"m")
+        record.status_message = None if message is None else _text(message)
+        record.version = int(fields[b"v"])
+        record.cancel_requested = fields.get(b"c") == b"1"
+        record.asked = int(fields.get(b"n", 0))
+        outcome = fields.get(b"o")
+        record.outcome = orjson.loads(outcome) if outcome else None
+        record.input_requests = {_text(key): orjson.loads(value) for key, value in asked.items()}
+        record.answers = {_text(key): orjson.loads(value) for key, value in answered.items()}
+        return record
+
+    async def ask(self, task_id: str, request: dict[str, Any], now: float) -> tuple[str, TaskRecord] | None:
+        if not valid_session_id(task_id):
+            return None
+        with redis_unavailable("ask"):
+            key = await self._ask(
+                keys=self.keys(task_id)[:2], args=[self.channel, task_id, repr(now), orjson.dumps(request)]
+            )
+        if not key:
+            return None
+        record = await self.get(task_id, now)
+        return None if record is None else (_text(key), record)
+
+    async def answer(self, task_id: str, responses: dict[str, Any], now: float) -> TaskRecord | None:
+        if not valid_session_id(task_id):
+            return None
+        args: list[Any] = [self.channel, task_id, repr(now)]
+        for key, value in responses.items():
+            args += [key, orjson.dumps(value)]
+        with redis_unavailable("answer"):
+            taken = await self._answer(keys=self.keys(task_id), args=args)
+        if taken == -1:
+            return None
+        return await self.get(task_id, now)
+
+    async def take_answer(self, task_id: str, key: str) -> dict[str, Any] | None:
+        if not valid_session_id(task_id):
+            return None
+        with redis_unavailable("take answer"):
+            answer = await self._take(keys=self.keys(task_id)[2:], args=[key])
+        value: dict[str, Any] | None = None if answer is None else orjson.loads(answer)
+        return value
+
+    async def request_cancel(self, task_id: str, now: float) -> TaskRecord | None:
+        if not valid_session_id(task_id):
+            return None
+        with redis_unavailable("cancel"):
+            await self._cancel(keys=self.keys(task_id)[:1], args=[self.channel, task_id, repr(now)])
+        return await self.get(task_id, now)
+
+    async def finish(
+        self, task_id: str, status: str, outcome: dict[str, Any] | None, message: str | None, now: float
+    ) -> TaskRecord | None:
+        if status not in TERMINAL_STATUSES:
+            raise ValueError(f"not a terminal status: {status!r}")
+        if not valid_session_id(task_id):
+            return None
+        encoded = orjson.dumps(outcome) if outcome is not None else b""
+        args: list[str | bytes] = [
+            self.channel,
+            task_id,
+            repr(now),
+            status,
+            encoded,
+            message or "",
+            "0" if message is None else "1",
+        ]
+        with redis_unavailable("finish task"):
+            done = await self._finish(keys=self.keys(task_id)[:2], args=args)
+        if not done:
+            return None
+        return await self.get(task_id, now)
+
+    async def wait(self, task_id: str, version: int, timeout: float) -> None:
+        watch = await self._watching()
+        waiter = asyncio.Event()  # registered before the version is read: no change is missed
+        self._waiters.setdefault(task_id, set()).add(waiter)
+        try:
+            with redis_unavailable("wait"):
+                current = await self.redis.hget(self.keys(task_id)[0], "v")
+            if current is None or int(current) != version or not watch.trusted:
+                return
+            async with asyncio.timeout(timeout):
+                await waiter.wait()
+        except TimeoutError:
+            pass
+        finally:
+            waiters = self._waiters.get(task_id)
+            if waiters is not None:
+                waiters.discard(waiter)
+                if not waiters:
+                    del self._waiters[task_id]
+
+    async def _watching(self) -> RecordWatch:
+        watch = self._watch
+        if watch is None:
+            watch = RecordWatch(self.redis, self.channel)
+            try:
+                await watch.start(self._changed)
+            except StoreUnavailable:
+                await watch.aclose()
+                raise
+            if self._watch is not None:  # (another waiter subscribed meanwhile)
+                await watch.aclose()
+                return self._watch
+            self._watch = watch
+        return watch
+
+    def _changed(self, task_id: str | None, version: int | None) -> None:
+        if task_id is None:  # the subscription broke or was remade: everyone reads again
+            everyone = [waiter for waiters in self._waiters.values() for waiter in waiters]
+        else:
+            everyone = list(self._waiters.get(task_id, ()))
+        for waiter in everyone:
+            waiter.set()
+
+    async def sweep(self, now: float) -> int:
+        """Nothing to do: a task's keys expire at its end of ttl."""
+        return 0
+
+    async def aclose(self) -> None:
+        """Stop listening for changes (the client is the caller's to close)."""
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            await watch.aclose()

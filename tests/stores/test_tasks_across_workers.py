@@ -1,0 +1,66 @@
+"""Tasks across workers: two apps, each its own server and task runtime over one Redis (a real
+redis-server): a task started on one is read, answered and cancelled through the other."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from fixtures.redis_server import RedisServer, client_for
+from fixtures.tasks import Client, build
+from mcp_sse_server.jsonrpc import INTERNAL_ERROR
+from mcp_sse_server.stores.redis_tasks import RedisTaskStore
+from mcp_sse_server.tasks import TaskRuntime
+from mcp_sse_server.transport.http import McpHttpApp
+
+
+@pytest.fixture
+async def two(redis_server: RedisServer, redis_prefix: str) -> AsyncIterator[list[tuple[Client, Any]]]:
+    """Two workers: (a client of its app, its server), each with its own Redis client."""
+    async with client_for(redis_server, redis_prefix) as first, client_for(redis_server, redis_prefix) as second:
+        stores = [RedisTaskStore(redis, prefix=redis_prefix) for redis in (first, second)]
+        workers = []
+        for n, store in enumerate(stores):
+            server = build(TaskRuntime(store, worker_id=f"w{n}"))
+            workers.append((Client(McpHttpApp(server)), server))
+        yield workers
+        for client, _ in workers:
+            await client.app.shutdown(deadline=0)
+        for store in stores:
+            await store.aclose()
+
+
+async def test_a_task_started_on_one_worker_is_read_and_finished_through_the_other(two: Any) -> None:
+    (a, server_a), (b, _) = two
+    task_id = (await a.call("slow", {"n": 3, "wait": True}))["taskId"]
+    assert (await b.get(task_id))["status"] == "working"  # readable at once elsewhere
+    server_a.release.set()
+    done = await b.until(task_id, "completed")
+    assert done["result"]["content"][0]["text"] == "slow 3"
+
+
+async def test_a_question_asked_on_one_worker_is_answered_through_the_other(two: Any) -> None:
+    (a, _), (b, _) = two
+    task_id = (await a.call("ask", {"count": 1}))["taskId"]
+    asked = await b.until(task_id, "input_required")
+    (key,) = asked["inputRequests"]
+    await b.result("tasks/update", {"taskId": task_id, "inputResponses": {key: {"action": "accept"}}})
+    done = await a.until(task_id, "completed")  # the handler on A woke up with B's answer
+    assert done["result"]["content"][0]["text"] == "accept"
+
+
+async def test_a_cancel_through_the_other_worker_stops_a_busy_handler(two: Any) -> None:
+    (a, _), (b, _) = two
+    task_id = (await a.call("slow", {"wait": True}))["taskId"]
+    await b.result("tasks/cancel", {"taskId": task_id})
+    assert (await a.until(task_id, "cancelled"))["status"] == "cancelled"
+
+
+async def test_a_worker_shutting_down_fails_its_running_tasks_for_every_worker(two: Any) -> None:
+    (a, _), (b, _) = two
+    task_id = (await a.call("slow", {"wait": True}))["taskId"]
+    await a.app.shutdown(deadline=0)
+    failed = await b.until(task_id, "failed")
+    assert failed["error"]["code"] == INTERNAL_ERROR and "stopped" in failed["error"]["message"]
