@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
-__all__ = ["TASK_STATUSES", "TERMINAL_STATUSES", "RecordChange", "SessionRecord", "TaskRecord"]
+__all__ = ["TASK_INTERRUPTED", "TASK_STATUSES", "TERMINAL_STATUSES", "RecordChange", "SessionRecord", "TaskRecord"]
 
 
 @dataclass(slots=True)
@@ -52,6 +52,9 @@ makes it: a worker whose copy turned out stale makes it again on the store's new
 # A task's statuses (both task generations name them alike); the last three never change again.
 TASK_STATUSES: Final = ("working", "input_required", "completed", "failed", "cancelled")
 TERMINAL_STATUSES: Final = frozenset({"completed", "failed", "cancelled"})
+
+# The status message (and -32603 error message) of a task whose server stopped or died under it.
+TASK_INTERRUPTED: Final = "Task interrupted: the server instance running it stopped"
 
 
 @dataclass(slots=True)

@@ -44,7 +44,7 @@ from typing import Any, Final, TypeAlias
 
 from .context import RequestContext
 from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, McpError
-from .records import TaskRecord
+from .records import TASK_INTERRUPTED, TaskRecord
 from .stores.base import StoreUnavailable, TaskStore
 from .types import TaskStarts
 
@@ -62,7 +62,7 @@ TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 
 _CALL: TypeAlias = Callable[[], Awaitable[dict[str, Any]]]
 
-_STOPPED: Final = "Task interrupted: the server instance running it stopped"
+_STOPPED: Final = TASK_INTERRUPTED
 
 # How long a task waits between looks at its record while a question is outstanding; an answer or
 # a cancellation wakes it at once (``TaskStore.wait``).

@@ -568,3 +568,18 @@ async def test_wait_returns_at_a_change_or_at_its_timeout(tasks: TaskStore) -> N
         await waiting  # woken by the change, long before WAIT
         await tasks.wait("t1", record.version, WAIT)  # the version moved on: at once
         await tasks.wait("gone", 0, WAIT)  # no such task: at once
+
+
+async def test_a_dead_workers_unfinished_tasks_end_failed(tasks: TaskStore) -> None:
+    for task_id, owner in (("t1", "doomed"), ("t2", "doomed"), ("t3", "alive")):
+        record = task(task_id)
+        record.worker_id = owner
+        await tasks.create(record)
+    await tasks.finish("t2", "completed", {"result": {"content": []}}, None, NOW)
+    assert await tasks.owned_by("doomed") in (["t1"], ["t1", "t2"])  # (an ended task may linger)
+    assert await tasks.fail_owned_by("doomed", NOW + 1) == 1
+    failed = await tasks.get("t1", NOW + 1)
+    assert failed is not None and failed.status == "failed" and failed.outcome is not None
+    assert failed.outcome["error"]["code"] == -32603 and failed.status_message == failed.outcome["error"]["message"]
+    assert [(await tasks.get(t, NOW + 1)).status for t in ("t2", "t3")] == ["completed", "working"]  # type: ignore[union-attr]
+    assert await tasks.owned_by("doomed") == []

@@ -11,6 +11,8 @@ import pytest
 from fixtures.redis_server import RedisServer, client_for
 from fixtures.tasks import Client, build
 from mcp_sse_server.jsonrpc import INTERNAL_ERROR
+from mcp_sse_server.stores.memory import MemoryEventLog, MemorySessionStore
+from mcp_sse_server.stores.redis_routing import WorkerMesh, WorkerRegistry
 from mcp_sse_server.stores.redis_tasks import RedisTaskStore
 from mcp_sse_server.tasks import TaskRuntime
 from mcp_sse_server.transport.http import McpHttpApp
@@ -64,3 +66,22 @@ async def test_a_worker_shutting_down_fails_its_running_tasks_for_every_worker(t
     await a.app.shutdown(deadline=0)
     failed = await b.until(task_id, "failed")
     assert failed["error"]["code"] == INTERNAL_ERROR and "stopped" in failed["error"]["message"]
+
+
+async def test_the_reaper_fails_the_tasks_of_a_worker_that_died(
+    two: Any, redis_server: RedisServer, redis_prefix: str
+) -> None:
+    (a, _), (b, _) = two
+    task_id = (await a.call("slow", {"wait": True}))["taskId"]  # runs on w0, which then "dies"
+    async with client_for(redis_server, redis_prefix) as redis:
+        reaper = WorkerMesh(redis, "reaper", heartbeat_ttl=30.0, prefix=redis_prefix)
+        coordinator = reaper.coordinator(
+            MemoryEventLog(4, 4), MemorySessionStore(), tasks=RedisTaskStore(redis, prefix=redis_prefix)
+        )
+        doomed = WorkerRegistry(redis, "w0", ttl=30.0, prefix=redis_prefix)
+        await doomed.beat()
+        await redis.delete(doomed.key("w0"))  # its liveness lease lapsed: w0 is dead
+        assert await coordinator.reap_dead_workers() == ["w0"]
+        failed = await b.get(task_id)  # (inside: leaving client_for empties the test's keys)
+        assert failed["status"] == "failed" and failed["error"]["code"] == INTERNAL_ERROR
+        assert failed["error"]["message"] == "Task interrupted: the server instance running it stopped"

@@ -22,8 +22,8 @@ from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..jsonrpc import RequestId
-from ..records import SessionRecord, TaskRecord
+from ..jsonrpc import INTERNAL_ERROR, RequestId
+from ..records import TASK_INTERRUPTED, SessionRecord, TaskRecord
 
 __all__ = [
     "LAST_NUMBER",
@@ -322,3 +322,17 @@ class TaskStore(ABC):
     @abstractmethod
     async def sweep(self, now: float) -> int:
         """Drop the tasks past their ttl; returns how many."""
+
+    @abstractmethod
+    async def owned_by(self, worker_id: str) -> list[str]:
+        """The ids of the unfinished tasks ``worker_id`` runs (may include some that just ended)."""
+
+    async def fail_owned_by(self, worker_id: str, now: float) -> int:
+        """End ``failed`` (-32603, ``TASK_INTERRUPTED``) every unfinished task ``worker_id`` ran: the
+        reaper's job once that worker died. Returns how many."""
+        error = {"error": {"code": INTERNAL_ERROR, "message": TASK_INTERRUPTED}}
+        failed = 0
+        for task_id in await self.owned_by(worker_id):
+            if await self.finish(task_id, "failed", error, TASK_INTERRUPTED, now) is not None:
+                failed += 1
+        return failed

@@ -416,6 +416,9 @@ class MemoryTaskStore(TaskStore):
         except TimeoutError:
             pass
 
+    async def owned_by(self, worker_id: str) -> list[str]:
+        return [task.id for task in self._tasks.values() if task.worker_id == worker_id and not task.terminal]
+
     async def sweep(self, now: float) -> int:
         expired = [task_id for task_id, record in self._tasks.items() if record.expired(now)]
         for task_id in expired:

@@ -61,7 +61,7 @@ from ..jsonrpc import (
     encode_message,
     parse_message,
 )
-from .base import EventLog, SessionStore, StoreUnavailable
+from .base import EventLog, SessionStore, StoreUnavailable, TaskStore
 from .coordination import CoordinatedSession, SessionPeers
 from .redis import DEFAULT_PREFIX, WriteBehind, logger, milliseconds, redis_unavailable
 
@@ -407,10 +407,16 @@ class WorkerMesh:
         self._request_ids = (f"{self.worker_id}.{n}" for n in itertools.count(1))
 
     def coordinator(
-        self, events: EventLog, sessions: SessionStore, *, stream_log_grace: float = 30.0
+        self,
+        events: EventLog,
+        sessions: SessionStore,
+        *,
+        stream_log_grace: float = 30.0,
+        tasks: TaskStore | None = None,
     ) -> RedisCoordinator:
-        """The app's ``Coordinator`` over this mesh (``McpHttpApp(coordinator=...)``)."""
-        return RedisCoordinator(self, events, sessions, stream_log_grace=stream_log_grace)
+        """The app's ``Coordinator`` over this mesh (``McpHttpApp(coordinator=...)``); with ``tasks``,
+        a dead worker's unfinished tasks end failed when it is reaped."""
+        return RedisCoordinator(self, events, sessions, stream_log_grace=stream_log_grace, tasks=tasks)
 
     def request_ids(self) -> Iterator[str]:
         """Ids for server-to-client requests: unique across workers, and naming this one
@@ -602,14 +608,22 @@ class RedisCoordinator:
         "mesh",
         "sessions",
         "stream_log_grace",
+        "tasks",
     )
 
     def __init__(
-        self, mesh: WorkerMesh, events: EventLog, sessions: SessionStore, *, stream_log_grace: float = 30.0
+        self,
+        mesh: WorkerMesh,
+        events: EventLog,
+        sessions: SessionStore,
+        *,
+        stream_log_grace: float = 30.0,
+        tasks: TaskStore | None = None,
     ) -> None:
         self.mesh = mesh
         self.events = events
         self.sessions = sessions
+        self.tasks = tasks
         self.stream_log_grace = stream_log_grace
         self._sessions: Callable[[str], CoordinatedSession | None] = lambda session_id: None
         self._reaper: asyncio.Task[None] | None = None
@@ -785,9 +799,13 @@ class RedisCoordinator:
         return await reap_dead_workers(self.mesh.registry, self._forget_worker)
 
     async def _forget_worker(self, worker_id: str) -> None:
-        # Nothing to fail here: a stream the dead worker wrote is ended by the worker a client
-        # resumes it on (``end_if_abandoned``), once the dead worker is no longer registered.
+        # A stream the dead worker wrote is ended by the worker a client resumes it on
+        # (``end_if_abandoned``), once the dead worker is no longer registered; its tasks end here.
         logger.warning("worker %s stopped; the streams it was writing end when resumed elsewhere", worker_id)
+        if self.tasks is not None:
+            failed = await self.tasks.fail_owned_by(worker_id, time.time())
+            if failed:
+                logger.warning("worker %s stopped; %d of its tasks ended failed", worker_id, failed)
 
     async def end_if_abandoned(self, session_id: str, stream_id: str) -> bool:
         """End a stream whose writer is a worker no longer registered (it died and was reaped):

@@ -135,14 +135,15 @@ class RedisStores:
             writer_id=mesh.worker_id,
             ended_streams_kept=limits.ended_streams_kept,
         )
+        task_store = RedisTaskStore(redis, prefix=prefix)
         return cls(
             redis=redis,
             sessions=sessions,
             events=events,
             bus=RedisEventBus(redis, channel=f"{prefix}:events"),
             router=mesh,
-            coordinator=mesh.coordinator(events, sessions, stream_log_grace=limits.stream_log_grace),
-            tasks=RedisTaskStore(redis, prefix=prefix),
+            coordinator=mesh.coordinator(events, sessions, stream_log_grace=limits.stream_log_grace, tasks=task_store),
+            tasks=task_store,
         )
 
     def bind_options(self) -> dict[str, Any]:

@@ -8,6 +8,7 @@ Keys (prefix ``mcp``), all in the task's hash tag, all expiring at the task's en
                                 questions asked, ``o`` outcome JSON, ``r`` the rest as JSON)
 ``mcp:task:{<id>}:in``   HASH   question key -> the question (JSON): the inputRequests outstanding
 ``mcp:task:{<id>}:ans``  HASH   question key -> the answer (JSON), until the handler takes it
+``mcp:tasks:owner:{<wid>}`` SET the unfinished tasks worker ``<wid>`` runs (``fail_owned_by``)
 
 Every change is one Lua script that also bumps ``v`` and announces ``"<id> <version>"`` on
 ``mcp:tasks:changed``; ``wait`` listens there (one subscription per store, ``RecordWatch``).
@@ -127,18 +128,18 @@ return 1
 )
 
 # KEYS: record, questions. ARGV: channel, id, now, status, outcome JSON ('' none), message, '1' when
-# there is a message.
-# 1 when made terminal now, 0 when gone or terminal already.
+# there is a message. Returns the owner ('' for none) when made terminal now, false when gone or
+# terminal already.
 _FINISH: Final = (
     _CHANGED
     + """
 local status = redis.call('HGET', KEYS[1], 's')
-if not status or terminal(status) then return 0 end
+if not status or terminal(status) then return false end
 redis.call('HSET', KEYS[1], 's', ARGV[4], 'o', ARGV[5])
 if ARGV[7] == '1' then redis.call('HSET', KEYS[1], 'm', ARGV[6]) else redis.call('HDEL', KEYS[1], 'm') end
 redis.call('DEL', KEYS[2])
 changed(ARGV[3])
-return 1
+return redis.call('HGET', KEYS[1], 'w') or ''
 """
 )
 
@@ -191,6 +192,10 @@ class RedisTaskStore(TaskStore):
         base = f"{self.prefix}:task:{{{task_id}}}"
         return [base, f"{base}:in", f"{base}:ans"]
 
+    def owner_key(self, worker_id: str) -> str:
+        """The set of the unfinished tasks a worker runs."""
+        return f"{self.prefix}:tasks:owner:{{{worker_id}}}"
+
     def _expiry_ms(self, record: TaskRecord) -> int:
         ttl = record.ttl_ms / 1000 if record.ttl_ms is not None else self.max_ttl
         return math.ceil((record.created_at + ttl) * 1000)
@@ -206,8 +211,12 @@ class RedisTaskStore(TaskStore):
         ]
         if record.status_message is not None:
             fields += ["m", record.status_message]
+        if record.worker_id is not None:
+            fields += ["w", record.worker_id]
         with redis_unavailable("create task"):
             created = await self._create(keys=self.keys(record.id)[:1], args=[expiry, *fields])
+            if created and record.worker_id is not None:
+                await self.redis.sadd(self.owner_key(record.worker_id), record.id)
         if not created:
             raise ValueError("duplicate task id")
 
@@ -299,10 +308,23 @@ class RedisTaskStore(TaskStore):
             "0" if message is None else "1",
         ]
         with redis_unavailable("finish task"):
-            done = await self._finish(keys=self.keys(task_id)[:2], args=args)
-        if not done:
-            return None
+            owner = await self._finish(keys=self.keys(task_id)[:2], args=args)
+            if owner is None:
+                return None
+            if owner:
+                await self.redis.srem(self.owner_key(_text(owner)), task_id)
         return await self.get(task_id, now)
+
+    async def owned_by(self, worker_id: str) -> list[str]:
+        with redis_unavailable("tasks of a worker"):
+            owned: Any = await self.redis.smembers(self.owner_key(worker_id))
+        return sorted(_text(member) for member in owned)
+
+    async def fail_owned_by(self, worker_id: str, now: float) -> int:
+        failed = await super().fail_owned_by(worker_id, now)
+        with redis_unavailable("tasks of a worker"):
+            await self.redis.delete(self.owner_key(worker_id))  # (what lingers of tasks that ended)
+        return failed
 
     async def wait(self, task_id: str, version: int, timeout: float) -> None:
         watch = await self._watching()
