@@ -47,7 +47,8 @@ _SCALARS: Final = frozenset(
 )
 _REST: Final = tuple(field.name for field in dataclasses.fields(TaskRecord) if field.name not in _SCALARS)
 
-# Shared by every script: KEYS[1] the record. Stamps a change and announces it.
+# Shared by every script that changes a record (KEYS[1]): its status, read first, and how a change
+# is stamped and announced.
 _CHANGED: Final = """
 local function changed(now)
   local v = redis.call('HINCRBY', KEYS[1], 'v', 1)
@@ -58,6 +59,7 @@ end
 local function terminal(status)
   return status == 'completed' or status == 'failed' or status == 'cancelled'
 end
+local status = redis.call('HGET', KEYS[1], 's')  -- (false: the task is gone)
 """
 
 # KEYS: record. ARGV: expiry (ms since the epoch), then field, value, ... 0 for an id taken.
@@ -72,7 +74,6 @@ return 1
 _ASK: Final = (
     _CHANGED
     + """
-local status = redis.call('HGET', KEYS[1], 's')
 if not status or terminal(status) then return false end
 local key = 'i' .. redis.call('HINCRBY', KEYS[1], 'n', 1)
 redis.call('HSET', KEYS[2], key, ARGV[4])
@@ -88,7 +89,6 @@ return key
 _ANSWER: Final = (
     _CHANGED
     + """
-local status = redis.call('HGET', KEYS[1], 's')
 if not status then return -1 end
 if terminal(status) then return 0 end
 local taken = 0
@@ -119,7 +119,6 @@ return answer
 _CANCEL: Final = (
     _CHANGED
     + """
-local status = redis.call('HGET', KEYS[1], 's')
 if not status or terminal(status) or redis.call('HGET', KEYS[1], 'c') == '1' then return 0 end
 redis.call('HSET', KEYS[1], 'c', '1')
 changed(ARGV[3])
@@ -133,7 +132,6 @@ return 1
 _FINISH: Final = (
     _CHANGED
     + """
-local status = redis.call('HGET', KEYS[1], 's')
 if not status or terminal(status) then return false end
 redis.call('HSET', KEYS[1], 's', ARGV[4], 'o', ARGV[5])
 if ARGV[7] == '1' then redis.call('HSET', KEYS[1], 'm', ARGV[6]) else redis.call('HDEL', KEYS[1], 'm') end
