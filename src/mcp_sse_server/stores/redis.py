@@ -50,7 +50,7 @@ import dataclasses
 import logging
 import math
 import secrets
-from collections.abc import AsyncIterator, Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
@@ -106,8 +106,7 @@ _UNAVAILABLE: Final = (
 _MAX_ID_LENGTH: Final = 200
 
 
-@contextlib.contextmanager
-def redis_unavailable(what: str) -> Iterator[None]:
+class redis_unavailable:
     """Turn redis-py's connection errors raised inside into ``StoreUnavailable``, and honour a
     cancellation that redis-py lost.
 
@@ -116,17 +115,32 @@ def redis_unavailable(what: str) -> Iterator[None]:
     in a loop), or the connection it dropped raises ``ConnectionError``. A reader loop around such
     a command never stopped, and a worker's graceful shutdown, awaiting it, hung forever. So a
     cancellation requested while the commands inside ran is raised here as ``CancelledError``.
+
+    A class, not a ``contextlib.contextmanager``: every Redis call of a request passes here, and
+    a generator-based manager costs several times as much to enter and leave.
     """
-    task = asyncio.current_task()
-    requested = task.cancelling() if task is not None else 0
-    try:
-        yield
-    except _UNAVAILABLE as error:
-        if task is not None and task.cancelling() > requested:
-            raise asyncio.CancelledError from error
-        raise StoreUnavailable(f"Redis is unavailable ({what}): {error}") from error
-    if task is not None and task.cancelling() > requested:
-        raise asyncio.CancelledError
+
+    __slots__ = ("requested", "task", "what")
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.task: asyncio.Task[Any] | None = None
+        self.requested = 0
+
+    def __enter__(self) -> None:
+        task = self.task = asyncio.current_task()
+        self.requested = task.cancelling() if task is not None else 0
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, tb: object) -> None:
+        task = self.task
+        cancelled = task is not None and task.cancelling() > self.requested
+        if error is None:
+            if cancelled:
+                raise asyncio.CancelledError
+        elif isinstance(error, _UNAVAILABLE):
+            if cancelled:
+                raise asyncio.CancelledError from error
+            raise StoreUnavailable(f"Redis is unavailable ({self.what}): {error}") from error
 
 
 def valid_session_id(session_id: str) -> bool:
@@ -489,12 +503,37 @@ class RecordWatch:
 _BATCH_TIMEOUT: Final = 5.0  # seconds for the replies of one batch of writes (redis-py's socket timeout)
 
 
+Command = tuple[Any, ...]
+"""One Redis command as ``WriteBehind`` queues it: ``("HSET", key, field, value)``."""
+
+
 class _Batch:
-    __slots__ = ("commands", "landed")
+    __slots__ = ("commands", "waiters")
 
     def __init__(self) -> None:
-        self.commands: list[tuple[Any, ...]] = []
-        self.landed: asyncio.Future[None] | None = None  # made when someone waits for this batch
+        # A command, or a function that makes its commands when the batch leaves (``later``).
+        self.commands: list[Command | Callable[[], list[Command]]] = []
+        # One future per ``flushed()`` waiting for this batch: a waiter cancelled leaves the others be.
+        self.waiters: list[asyncio.Future[None]] = []
+
+    def landed(self, error: StoreUnavailable | None) -> None:
+        """Wake whoever waits for this batch (with ``error`` when it was lost)."""
+        for waiter in self.waiters:
+            if not waiter.done():
+                if error is None:
+                    waiter.set_result(None)
+                else:
+                    waiter.set_exception(error)
+
+    def take(self) -> list[Command]:
+        """The commands to send, the ``later`` ones made now."""
+        commands: list[Command] = []
+        for command in self.commands:
+            if isinstance(command, tuple):
+                commands.append(command)
+            else:
+                commands += command()
+        return commands
 
 
 class WriteBehind:
@@ -519,19 +558,35 @@ class WriteBehind:
 
     def command(self, *args: Any) -> None:
         """Queue one command (``"HSET", key, field, value``)."""
-        batch = self._queued
-        if batch is None:
-            batch = self._queued = _Batch()
-        batch.commands.append(args)
-        if self._flusher is None:
-            self._flusher = asyncio.get_running_loop().create_task(self._flush())
+        self._queue(args)
 
     def script(self, script: Any, keys: Sequence[Any], args: Sequence[Any]) -> None:
         """Queue a call of a script ``Redis.register_script`` made (by its SHA)."""
-        if script.sha not in self._sources:  # loaded first, in order: a NOSCRIPT reply would be retried out of order
-            self._sources[script.sha] = script.script
-            self.command("SCRIPT", "LOAD", script.script)
-        self.command("EVALSHA", script.sha, len(keys), *keys, *args)
+        for command in self.calling(script, keys, args):
+            self._queue(command)
+
+    def later(self, make: Callable[[], list[Command]]) -> None:
+        """Queue commands ``make`` returns when their batch leaves, in this place of the order.
+
+        What a caller adds to a write while it waits here goes out as one command instead
+        of several: the event log gathers a stream's events and its end this way."""
+        self._queue(make)
+
+    def calling(self, script: Any, keys: Sequence[Any], args: Sequence[Any]) -> list[Command]:
+        """The commands that call ``script`` by its SHA (loaded first the first time)."""
+        call = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        if script.sha in self._sources:
+            return [call]
+        self._sources[script.sha] = script.script  # loaded first, in order: a NOSCRIPT retry would be out of order
+        return [("SCRIPT", "LOAD", script.script), call]
+
+    def _queue(self, command: Command | Callable[[], list[Command]]) -> None:
+        batch = self._queued
+        if batch is None:
+            batch = self._queued = _Batch()
+        batch.commands.append(command)
+        if self._flusher is None:
+            self._flusher = asyncio.get_running_loop().create_task(self._flush())
 
     @property
     def idle(self) -> bool:
@@ -543,29 +598,27 @@ class WriteBehind:
         batch = self._queued or self._sending
         if batch is None:
             return
-        if batch.landed is None:
-            batch.landed = asyncio.get_running_loop().create_future()
-        await asyncio.shield(batch.landed)
+        waiter = asyncio.get_running_loop().create_future()
+        batch.waiters.append(waiter)
+        await waiter
 
     async def _flush(self) -> None:
         try:
             while (batch := self._queued) is not None:
                 self._queued, self._sending = None, batch
                 try:
-                    await self._send(batch.commands)
+                    await self._send(batch.take())
                 except StoreUnavailable as error:
                     logger.warning("%d writes to Redis were lost: %s", len(batch.commands), error)
-                    if batch.landed is not None and not batch.landed.done():
-                        batch.landed.set_exception(error)
+                    batch.landed(error)
                 else:
-                    if batch.landed is not None and not batch.landed.done():
-                        batch.landed.set_result(None)
+                    batch.landed(None)
                 finally:
                     self._sending = None
         finally:
             self._flusher = None
 
-    async def _send(self, commands: list[tuple[Any, ...]]) -> None:
+    async def _send(self, commands: list[Command]) -> None:
         results = await self._round_trip(commands)
         unknown = [args for args, result in zip(commands, results, strict=True) if isinstance(result, NoScriptError)]
         for args, result in zip(commands, results, strict=True):
@@ -577,7 +630,7 @@ class WriteBehind:
                     await self.redis.script_load(self._sources[sha])
             await self._round_trip(unknown)
 
-    async def _round_trip(self, commands: list[tuple[Any, ...]]) -> list[Any]:
+    async def _round_trip(self, commands: list[Command]) -> list[Any]:
         """Send ``commands`` packed at once on one pooled connection and read their replies (an
         error reply is returned, not raised). Not redis-py's pipeline: hiredis packs a command in
         C, and the replies are read under one deadline, without a pipeline's bookkeeping nor a
@@ -711,16 +764,53 @@ redis.call('PEXPIRE', KEYS[1], ARGV[2])
 return n
 """
 
-# KEYS: meta, history, backlog, ended (ZSET: ended stream -> end of its grace, ms). ARGV: stream,
-# keep ms (0: drop now), how many ended streams a session keeps, the session's key base, ttl ms.
-# The streams it drops are found in ``ended``: their keys are made here from the base (the same
-# hash tag as the declared keys, so the same slot).
-_END: Final = """
+# The end of a stream, shared by _END and _CLOSE, which set ``meta``, ``stream``, ``keep`` (ms,
+# > 0) and ``now`` (ms) first. KEYS: meta, history, backlog, ended (ZSET: ended stream -> end of
+# its grace, ms). ARGV[3]: how many ended streams a session keeps, ARGV[4]: the session's key
+# base, ARGV[5]: ttl ms. The streams it drops are found in ``ended``: their keys are made here
+# from the base (the same hash tag as the declared keys, so the same slot).
+_ENDED: Final = """
+redis.call('HSET', meta, 'e:' .. stream, now + keep)
+redis.call('XADD', KEYS[2], '*', 'x', 1)  -- the end mark: wakes followers, skipped by replays
+redis.call('PEXPIRE', KEYS[2], keep)
+redis.call('PEXPIRE', KEYS[3], keep)
+-- The session's ended streams: those past their grace, and the oldest beyond the bound, go.
+local ended, base = KEYS[4], ARGV[4]
+local function drop(name)
+  if redis.call('HEXISTS', meta, 'e:' .. name) == 0 then return end  -- started again since
+  redis.call('HDEL', meta, 's:' .. name, 'e:' .. name, 'w:' .. name)
+  redis.call('DEL', base .. ':h:' .. name, base .. ':b:' .. name)
+end
+redis.call('ZADD', ended, now + keep, stream)
+local past = redis.call('ZRANGEBYSCORE', ended, '-inf', now)
+if #past > 0 then
+  for _, name in ipairs(past) do drop(name) end
+  redis.call('ZREMRANGEBYSCORE', ended, '-inf', now)
+end
+local excess = redis.call('ZCARD', ended) - tonumber(ARGV[3])
+if excess > 0 then
+  local oldest = redis.call('ZPOPMIN', ended, excess)
+  for i = 1, #oldest, 2 do drop(oldest[i]) end
+end
+redis.call('PEXPIRE', ended, ARGV[5])
+return 1
+"""
+
+_NOW: Final = """
+local now = redis.call('TIME')
+now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+"""
+
+# The end of any stream (``end_stream`` of a stream not logged here: a dead writer's, say).
+# KEYS and ARGV[3..5] as in _ENDED; ARGV[1]: stream, ARGV[2]: keep ms (0: drop now).
+_END: Final = (
+    """
 local meta, stream = KEYS[1], ARGV[1]
 redis.call('HDEL', meta, 'w:' .. stream)  -- nobody writes it any more
 if redis.call('HEXISTS', meta, 's:' .. stream) == 0 then return 0 end
-local now = redis.call('TIME')
-now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+"""
+    + _NOW
+    + """
 local ends = redis.call('HGET', meta, 'e:' .. stream)
 if ends then
   if tonumber(ends) > now then return 0 end  -- already ended: its first grace holds
@@ -735,28 +825,30 @@ if keep <= 0 then
   redis.call('DEL', KEYS[2], KEYS[3])
   return 1
 end
-redis.call('HSET', meta, 'e:' .. stream, now + keep)
-redis.call('XADD', KEYS[2], '*', 'x', 1)  -- the end mark: wakes followers, skipped by replays
-redis.call('PEXPIRE', KEYS[2], keep)
-redis.call('PEXPIRE', KEYS[3], keep)
--- The session's ended streams: those past their grace, and the oldest beyond the bound, go.
-local ended, base = KEYS[4], ARGV[4]
-local function drop(name)
-  if redis.call('HEXISTS', meta, 'e:' .. name) == 0 then return end  -- started again since
-  redis.call('HDEL', meta, 's:' .. name, 'e:' .. name, 'w:' .. name)
-  redis.call('DEL', base .. ':h:' .. name, base .. ':b:' .. name)
-end
-redis.call('ZADD', ended, now + keep, stream)
-for _, name in ipairs(redis.call('ZRANGEBYSCORE', ended, '-inf', now)) do drop(name) end
-redis.call('ZREMRANGEBYSCORE', ended, '-inf', now)
-local excess = redis.call('ZCARD', ended) - tonumber(ARGV[3])
-if excess > 0 then
-  local oldest = redis.call('ZPOPMIN', ended, excess)
-  for i = 1, #oldest, 2 do drop(oldest[i]) end
-end
-redis.call('PEXPIRE', ended, ARGV[5])
-return 1
 """
+    + _ENDED
+)
+
+# The last events and the end of a stream logged here, in one call: this worker wrote the
+# stream since ``open_stream`` and ends it once, so none of _END's checks apply. KEYS and
+# ARGV[1..5] as in _END; ARGV[6]: replay size, then the events as number, message pairs.
+_CLOSE: Final = (
+    """
+local meta, stream = KEYS[1], ARGV[1]
+for i = 7, #ARGV, 2 do
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[6], '*', 'n', ARGV[i], 'm', ARGV[i + 1])
+end
+redis.call('HDEL', meta, 'w:' .. stream)
+local keep = tonumber(ARGV[2])
+if keep <= 0 then
+  redis.call('HDEL', meta, 's:' .. stream)
+  redis.call('DEL', KEYS[2], KEYS[3])
+  return 1
+end
+"""
+    + _NOW
+    + _ENDED
+)
 
 
 _FOLLOW_BLOCK: Final = 1.0  # seconds, the longest blocking read of ``follow``
@@ -786,6 +878,20 @@ def _parse_event_id(event_id: str) -> tuple[int, str] | None:
     return int(number), stream_id
 
 
+class _Logged:
+    """A stream this worker logs: its last number, and the writes waiting in the write-behind
+    queue (``events`` as number, message pairs; ``keep``, ms, once it ended) until their batch
+    leaves: several events and the end go out as one command."""
+
+    __slots__ = ("events", "keep", "n", "waiting")
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.waiting = False
+        self.events: list[int | bytes] = []
+        self.keep: int | None = None
+
+
 class RedisEventLog(EventLog):
     """Every stream's events in Redis Streams, readable by any worker.
 
@@ -806,6 +912,7 @@ class RedisEventLog(EventLog):
 
     __slots__ = (
         "_append",
+        "_close",
         "_end",
         "_mark",
         "_numbers",
@@ -837,7 +944,7 @@ class RedisEventLog(EventLog):
         self.redis = redis
         self.writes = writes if writes is not None else WriteBehind(redis)
         self.writer_id = writer_id or secrets.token_hex(8)
-        self._numbers: dict[str, dict[str, int]] = {}  # session -> stream -> its last n, for streams logged here
+        self._numbers: dict[str, dict[str, _Logged]] = {}  # session -> stream -> it, for streams logged here
         self.backlog_limit = backlog_limit
         self.replay_size = replay_size
         self.ended_streams_kept = ended_streams_kept
@@ -848,10 +955,11 @@ class RedisEventLog(EventLog):
         self._take = redis.register_script(_TAKE)
         self._mark = redis.register_script(_MARK)
         self._end = redis.register_script(_END)
+        self._close = redis.register_script(_CLOSE)
 
     def keys(self, session_id: str, stream_id: str) -> list[str]:
         """The meta, history and backlog keys of a stream."""
-        base = f"{self.prefix}:{{{session_id}}}"
+        base = self._base(session_id)
         return [f"{base}:ev", f"{base}:h:{stream_id}", f"{base}:b:{stream_id}"]
 
     def _check(self, session_id: str, stream_id: str) -> None:
@@ -912,7 +1020,8 @@ class RedisEventLog(EventLog):
         streams = self._numbers.get(session_id)
         if streams is None:
             streams = self._numbers[session_id] = {}
-        streams.setdefault(stream_id, 0)
+        if stream_id not in streams:
+            streams[stream_id] = _Logged()
         writer = f"{self.writer_id} {orjson.dumps(request_id).decode()}"
         self.writes.script(
             self._start, self.keys(session_id, stream_id)[:1], [stream_id, milliseconds(self.ttl), writer]
@@ -928,15 +1037,42 @@ class RedisEventLog(EventLog):
         if streams is None or stream_id not in streams:
             await self.open_stream(session_id, stream_id, None)
             streams = self._numbers[session_id]
-        n = streams[stream_id] = streams[stream_id] + 1
-        # Plain commands, not _APPEND: this worker alone writes the stream, whose name no other
-        # stream had, so neither its count nor an ended stream of that name is to be looked up.
+        logged = streams[stream_id]
+        logged.n += 1
         if self.replay_size > 0:
-            history = self.keys(session_id, stream_id)[1]
-            self.writes.command("XADD", history, "MAXLEN", "~", self.replay_size, "*", "n", n, "m", message)
-            if n == 1:
-                self.writes.command("PEXPIRE", history, milliseconds(self.ttl))
-        return StoredEvent(_event_id(n, stream_id), message)
+            logged.events += (logged.n, message)
+            self._wait(session_id, stream_id, logged)
+        return StoredEvent(_event_id(logged.n, stream_id), message)
+
+    def _wait(self, session_id: str, stream_id: str, logged: _Logged) -> None:
+        """Have ``logged``'s waiting writes leave with the next batch (once: they gather until then)."""
+        if not logged.waiting:
+            logged.waiting = True
+            self.writes.later(lambda: self._written(session_id, stream_id, logged))
+
+    def _written(self, session_id: str, stream_id: str, logged: _Logged) -> list[Command]:
+        """The commands of ``logged``'s waiting writes, now that their batch leaves.
+
+        Plain XADDs while the stream goes on (this worker alone writes it, and no other stream
+        had its name, so neither its count nor an ended stream of that name is to be looked
+        up); its last events and its end in one _CLOSE."""
+        events, keep = logged.events, logged.keep
+        logged.events, logged.waiting = [], False
+        keys = self.keys(session_id, stream_id)
+        if keep is not None:
+            return self.writes.calling(
+                self._close,
+                [*keys, f"{self._base(session_id)}:ended"],
+                [*self._end_args(session_id, stream_id, keep), *events],
+            )
+        history = keys[1]
+        commands: list[Command] = [
+            ("XADD", history, "MAXLEN", "~", self.replay_size, "*", "n", events[i], "m", events[i + 1])
+            for i in range(0, len(events), 2)
+        ]
+        if events[0] == 1:
+            commands.append(("PEXPIRE", history, milliseconds(self.ttl)))
+        return commands
 
     async def writer(self, session_id: str, stream_id: str) -> StreamWriter | None:
         if not valid_session_id(session_id) or not _valid_stream_id(stream_id) or stream_id == STANDALONE_STREAM:
@@ -1024,21 +1160,27 @@ class RedisEventLog(EventLog):
             return
         keep = 0 if keep_for <= 0 else milliseconds(keep_for)
         streams = self._numbers.get(session_id)
-        if streams is not None and streams.pop(stream_id, None) is not None:
+        logged = streams.pop(stream_id, None) if streams is not None else None
+        if logged is not None:
             if not streams:
                 del self._numbers[session_id]
-            # Logged here: its end goes behind its events, in order.
-            self.writes.script(self._end, *self._end_call(session_id, stream_id, keep))
+            logged.keep = keep  # logged here: its end goes behind its events, in order (with the last of them)
+            self._wait(session_id, stream_id, logged)
             return
         await self._landed()
-        keys, args = self._end_call(session_id, stream_id, keep)
         with redis_unavailable("end_stream"):
-            await self._end(keys=keys, args=args)
+            await self._end(
+                keys=[*self.keys(session_id, stream_id), f"{self._base(session_id)}:ended"],
+                args=self._end_args(session_id, stream_id, keep),
+            )
 
-    def _end_call(self, session_id: str, stream_id: str, keep: int) -> tuple[list[str], list[str | int]]:
-        base = f"{self.prefix}:{{{session_id}}}"
-        keys = [*self.keys(session_id, stream_id), f"{base}:ended"]
-        return keys, [stream_id, keep, self.ended_streams_kept, base, milliseconds(self.ttl)]
+    def _base(self, session_id: str) -> str:
+        return f"{self.prefix}:{{{session_id}}}"
+
+    def _end_args(self, session_id: str, stream_id: str, keep: int) -> list[Any]:
+        """ARGV[1..6] of _END and _CLOSE."""
+        base = self._base(session_id)
+        return [stream_id, keep, self.ended_streams_kept, base, milliseconds(self.ttl), self.replay_size]
 
     async def forget(self, session_id: str) -> list[StoredEvent]:
         if not valid_session_id(session_id):
@@ -1057,7 +1199,7 @@ class RedisEventLog(EventLog):
                         for stream_id in streams:
                             pipe.xrange(self.keys(session_id, stream_id)[2])
                         doomed = [key for stream_id in streams for key in self.keys(session_id, stream_id)[1:]]
-                        pipe.delete(meta, f"{self.prefix}:{{{session_id}}}:ended", *doomed)
+                        pipe.delete(meta, f"{self._base(session_id)}:ended", *doomed)
                         results = await pipe.execute()
                         break
                     except redis_errors.WatchError:
