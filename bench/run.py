@@ -557,23 +557,45 @@ class Run:
                        counters: Callable[[], dict[str, float]]) -> None:
         """1 and 2 workers on Redis, each held to report.WORKER_SHARE of a core (procs.CpuCap):
         two workers then need less than a core, and wrk and redis-server have the rest of the
-        machine, so the ratio of their requests/s is the workers' scaling, not wrk's limit."""
+        machine, so the ratio of their requests/s is the workers' scaling, not wrk's limit.
+
+        Both servers are alive at once (idle but for their turn) and take turns, one point each,
+        for the pairs' number of rounds: each round's ratio sees one state of this shared machine
+        (points minutes apart drifted from 1.5x to 2.5x). Every round goes into
+        entry[report.CAPPED_ROUNDS]; entry[capped_key(n)] holds the round of the median ratio."""
         why = CpuCap.why_not()
-        for workers in report.WORKERS:
-            key = report.capped_key(workers)
-            if why:
+        keys = [report.capped_key(workers) for workers in report.WORKERS]
+        if why:
+            for key in keys:
                 entry[key] = {"invalid": f"not measured: {why}"}
-                continue
-            peer = served_by_cli(f"{name}-cli-{key}", src, [*on_redis, str(workers)], BOTH_CPUS)
-            try:
-                with self.server(peer) as srv:
+            return
+        rounds: list[dict[str, Any]] = []
+        try:
+            with contextlib.ExitStack() as stack:
+                servers = []
+                for workers, key in zip(report.WORKERS, keys, strict=True):
+                    peer = served_by_cli(f"{name}-cli-{key}", src, [*on_redis, str(workers)], BOTH_CPUS)
+                    srv = stack.enter_context(self.server(peer))
                     self.started(peer, srv)
                     worker_pids = srv.pids()[1:] if workers > 1 else srv.pids()  # (not the idle supervisor)
-                    with CpuCap(worker_pids, report.WORKER_SHARE):
-                        self.one_session(peer, srv, entry, key, counters, full=workers * report.WORKER_SHARE)
-            except ServerFailed as exc:
-                entry[key] = {"invalid": f"server failed: {first_last(exc)}"}
-                log(f"{peer.name}: {exc}")
+                    stack.enter_context(CpuCap(worker_pids, report.WORKER_SHARE))
+                    servers.append((workers, key, peer, srv))
+                for i in range(self.s.pairs[0]):
+                    log(f"capped workers, round {i + 1}")
+                    measured: dict[str, Any] = {}
+                    for workers, key, peer, srv in servers:
+                        self.one_session(peer, srv, measured, key, counters, full=workers * report.WORKER_SHARE)
+                    rounds.append(measured)
+        except ServerFailed as exc:
+            for key in keys:
+                entry.setdefault(key, {"invalid": f"server failed: {first_last(exc)}"})
+            log(f"capped workers: {exc}")
+        entry[report.CAPPED_ROUNDS] = rounds
+        median = report.median_capped_round(rounds)
+        if median is not None:
+            entry.update(median)
+        elif rounds:
+            entry.update(rounds[-1])
 
     def redis_memory(self, peer: Peer, rs: RedisServer, entry: dict[str, Any]) -> None:
         """Redis's used_memory (INFO memory) and the server's RSS before and after opening idle sessions."""
