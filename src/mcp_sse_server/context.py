@@ -16,7 +16,7 @@ from typing import Any, Final, Protocol
 from .auth.tokens import AccessToken, current_access_token
 from .jsonrpc import INVALID_PARAMS, JsonRpcRequest, McpError, RequestId
 
-__all__ = ["LOG_LEVELS", "Peer", "RequestContext", "current_context"]
+__all__ = ["LOG_LEVELS", "Peer", "RequestContext", "ToolTask", "current_context"]
 
 logger = logging.getLogger("mcp_sse_server")
 
@@ -31,6 +31,20 @@ LOG_LEVELS: Final[dict[str, int]] = {
 current_context: contextvars.ContextVar[RequestContext | None] = contextvars.ContextVar(
     "mcp_current_context", default=None
 )
+
+
+class ToolTask(Protocol):
+    """What a request asks of the task its tool call runs as (``tasks.RunningTask``)."""
+
+    @property
+    def in_task(self) -> bool:
+        """True once the call is a task: its questions go to the task."""
+
+    async def start(self) -> None:
+        """Make the call a task now (``RequestContext.start_task``)."""
+
+    async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        """Ask the client through the task: one of its questions until the client answers it."""
 
 
 class Peer(Protocol):
@@ -89,6 +103,7 @@ class RequestContext:
         "progress_token",
         "request_id",
         "task",
+        "tool_task",
     )
 
     def __init__(self, connection: Peer, request: JsonRpcRequest) -> None:
@@ -110,6 +125,7 @@ class RequestContext:
         self.done = False
         self._callbacks: list[Callable[[], Any]] | None = None
         self.task: asyncio.Task[Any] | None = None
+        self.tool_task: ToolTask | None = None  # the task this tool call runs as (tasks.py), if it may be one
         self._session: Any = None  # a stateless request's own session, once made (bind_session)
         self._make_session: Callable[[], Any] | None = None
 
@@ -225,9 +241,13 @@ class RequestContext:
         the request answers with the task, and the handler goes on in it. Questions asked before
         were the request's ``input_required`` rounds; those after are the task's. A call that
         does not run as a task goes on as it was (nothing happens)."""
-        task = getattr(self.session, "task", None)  # (a 2026-07-28 request's session: stateless.py)
-        if task is not None:
-            await task.start()
+        if self.tool_task is not None:
+            await self.tool_task.start()
+
+    def task_asking(self) -> ToolTask | None:
+        """The task this call runs as, once it is one: where the session sends its questions."""
+        task = self.tool_task
+        return task if task is not None and task.in_task else None
 
     async def send_request(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = 300.0

@@ -121,6 +121,8 @@ _METHOD_NAMES: Final = {
     "server/discover": "_discover",
     "subscriptions/listen": "_listen",
     "tasks/get": "_get_task",
+    "tasks/result": "_task_result",
+    "tasks/list": "_list_tasks",
     "tasks/update": "_update_task",
     "tasks/cancel": "_cancel_task",
 }
@@ -723,6 +725,11 @@ class McpServer:
             icons = protocol.icons
             if collection == "tools":
                 items = [entry.wire_icons if icons else entry.wire for entry in self._tools.values()]
+                if protocol.core_tasks:  # each task tool says so (the extension has no such field)
+                    items = [
+                        {**item, "execution": {"taskSupport": entry.tasks}} if entry.tasks is not None else item
+                        for item, entry in zip(items, self._tools.values(), strict=True)
+                    ]
             elif collection == "resources":
                 items = [resource.info().to_dict(icons) for resource in self._resources.values()]
             elif collection == "resourceTemplates":
@@ -945,9 +952,12 @@ class McpServer:
                 server_info["icons"] = [icon.to_dict() for icon in self.icons]
             if self.website_url is not None:
                 server_info["websiteUrl"] = self.website_url
+        capabilities = self.capabilities
+        if revision.core_tasks and self.tasks_declared:
+            capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         result: dict[str, Any] = {
             "protocolVersion": revision.name,
-            "capabilities": self.capabilities,
+            "capabilities": capabilities,
             "serverInfo": server_info,
         }
         if self.instructions is not None:
@@ -1008,6 +1018,47 @@ class McpServer:
         if not offered:
             raise McpError(METHOD_NOT_FOUND, f"This server does not offer {capability}")
 
+    def _task_call(
+        self, name: str, entry: _RegisteredTool, params: dict[str, Any], context: RequestContext
+    ) -> dict[str, Any] | None:
+        """Whether this call runs as a task (tasks.py rule 1): None when inline, else the core
+        call's ``params.task`` (an empty one for the extension); the errors the rule names."""
+        if context.tool_task is not None:  # (the task's own run of the call)
+            return None
+        session = context.session
+        if type(session) is RequestSession:
+            if entry.tasks is None:
+                return None  # (a "task" member is not part of this revision: ignored)
+            if declares_tasks(session.record.client_capabilities):
+                return {}
+            if entry.tasks == "required":
+                raise missing_tasks_extension(f"Tool {name}")
+            return None
+        protocol = session.protocol
+        if protocol is not None and protocol.core_tasks and self.tasks_declared:
+            requested = params.get("task")
+            if requested is not None:
+                if entry.tasks is None:
+                    raise McpError(METHOD_NOT_FOUND, f'Tool {name} does not run as a task: call it without "task"')
+                if type(requested) is not dict:
+                    raise McpError(INVALID_PARAMS, 'Invalid "task": expected an object (with an optional "ttl")')
+                return requested
+            if entry.tasks == "required":
+                raise McpError(METHOD_NOT_FOUND, f'Tool {name} runs only as a task: call it with "task"')
+            return None
+        if entry.tasks == "required":
+            raise McpError(
+                METHOD_NOT_FOUND,
+                f"Tool {name} runs only as a task, which a {session.record.revision} session cannot start",
+            )
+        return None
+
+    @property
+    def tasks_declared(self) -> bool:
+        """True when some tool may run as a task: the server then declares tasks (2025-11-25's
+        ``capabilities.tasks``, the Tasks extension in 2026-07-28's ``server/discover``)."""
+        return any(entry.tasks is not None for entry in self._tools.values())
+
     async def _list_tools(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         self._require("tools")
         items = self._visible("tool", "name", self._listing("tools", context.session.protocol), context)
@@ -1031,19 +1082,11 @@ class McpServer:
                 "content": [{"type": "text", "text": f"Invalid arguments for tool {name}: {problem}"}],
                 "isError": True,
             }
-        if entry.tasks is not None:  # (a task tool: tasks.py rule 1)
-            session = context.session
-            if type(session) is RequestSession and session.task is None:
-                if declares_tasks(session.record.client_capabilities):
-                    return await self.tasks.call(
-                        name, entry.tool.task_starts, context, lambda: self._call_tool(params, context)
-                    )
-                if entry.tasks == "required":
-                    raise missing_tasks_extension(f"Tool {name}")
-            elif entry.tasks == "required" and type(session) is not RequestSession:
-                raise McpError(
-                    METHOD_NOT_FOUND,
-                    f"Tool {name} runs only as a task, which a {session.record.revision} session cannot start",
+        if entry.tasks is not None or "task" in params:  # (a task tool, or a call asking for a task: tasks.py rule 1)
+            task = self._task_call(name, entry, params, context)
+            if task is not None:
+                return await self.tasks.call(
+                    name, entry.tool.task_starts, context, lambda: self._call_tool(params, context), task
                 )
         # The handler is awaited right here (no helper coroutines): this is every tool call's path.
         handler = entry.tool.handler
@@ -1171,7 +1214,7 @@ class McpServer:
 
     async def _discover(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         capabilities = self.capabilities
-        if any(entry.tasks is not None for entry in self._tools.values()):
+        if self.tasks_declared:
             capabilities["extensions"] = {TASKS_EXTENSION: {}}  # (never in a session's initialize)
         result: dict[str, Any] = {
             "supportedVersions": [revision.name for revision in versions.STATELESS],
@@ -1223,16 +1266,34 @@ class McpServer:
             await events.aclose()  # type: ignore[attr-defined]
         return {"_meta": subscription}
 
-    # --- tasks (2026-07-28, the Tasks extension: tasks.py) ----------------------------
+    # --- tasks (tasks.py: the core methods for a 2025-11-25 session, else the extension's) ---
+
+    def _task_methods(self, context: RequestContext) -> TaskRuntime:
+        """The task runtime, for a request that may reach it (-32601 on a session of a server
+        that declared no tasks: the methods are not there for it)."""
+        if type(context.session) is not RequestSession and not self.tasks_declared:
+            raise McpError(METHOD_NOT_FOUND, "This server runs no tool as a task: tasks/* are not served")
+        return self.tasks
+
+    def _core(self, context: RequestContext) -> bool:
+        return type(context.session) is not RequestSession
 
     async def _get_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
-        return await self.tasks.get(params, context)
+        tasks = self._task_methods(context)
+        return await (tasks.core_get if self._core(context) else tasks.get)(params, context)
+
+    async def _task_result(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return await self._task_methods(context).core_result(params, context)
+
+    async def _list_tasks(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return await self._task_methods(context).core_list(params, context)
 
     async def _update_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         return await self.tasks.update(params, context)
 
     async def _cancel_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
-        return await self.tasks.cancel(params, context)
+        tasks = self._task_methods(context)
+        return await (tasks.core_cancel if self._core(context) else tasks.cancel)(params, context)
 
     # --- prompts -----------------------------------------------------------------
 

@@ -430,8 +430,15 @@ class ServerSession:
     def _ask(
         self, method: str, params: dict[str, Any] | None, timeout: float | None, key: str | None
     ) -> Awaitable[dict[str, Any]]:
-        """Send the request and wait for the client's result (``key`` is not sent)."""
-        return self.connection.request(method, params, timeout=timeout, related_request_id=self._related())
+        """Send the request and wait for the client's result (``key`` is not sent); inside a task
+        (2025-11-25 core tasks, ``tasks.py``), the task's question until the client answers it."""
+        context = current_context.get()
+        if context is not None and context.connection is self.connection:
+            task = context.task_asking()
+            if task is not None:
+                return task.ask(method, params)
+            return self.connection.request(method, params, timeout=timeout, related_request_id=context.request_id)
+        return self.connection.request(method, params, timeout=timeout)
 
     async def create_message(
         self,

@@ -43,7 +43,7 @@ from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, cast
 
 from . import versions
-from .context import LOG_LEVELS, RequestContext
+from .context import LOG_LEVELS, RequestContext, current_context
 from .jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -87,7 +87,6 @@ __all__ = [
     "InputRequired",
     "MirroredHeader",
     "RequestSession",
-    "RequestTask",
     "StatelessEndpoint",
     "StatelessHost",
     "StatelessSwitch",
@@ -108,17 +107,6 @@ _CACHEABLE: Final = frozenset(
 )
 # Above every log level: a request that set none gets no log notifications.
 _NO_LOGS: Final = len(LOG_LEVELS)
-
-
-class RequestTask(Protocol):
-    """What a request session asks of the task its call runs as (``tasks.RunningTask``)."""
-
-    @property
-    def in_task(self) -> bool:
-        """True once the call is a task: its questions go to the task."""
-
-    async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
-        """Ask the client through the task (answered by ``tasks/update``)."""
 
 
 class StatelessHost(SessionHost, Protocol):
@@ -199,7 +187,7 @@ class RequestSession(ServerSession):
     ``inputRequests``; capabilities are the ones this request declared.
     """
 
-    __slots__ = ("answers", "asked", "questions", "responses", "task", "used")
+    __slots__ = ("answers", "asked", "questions", "responses", "used")
 
     def __init__(
         self, server: SessionHost, connection: Connection, envelope: Envelope, revision: versions.Revision
@@ -224,7 +212,6 @@ class RequestSession(ServerSession):
         self.questions: dict[str, dict[str, Any]] = {}
         self.used: set[str] = set()
         self.asked = 0
-        self.task: RequestTask | None = None  # the call's task, once it runs as one (tasks.py)
 
     def _require_elicitation_mode(self, mode: str, what: str = "elicitation/create") -> versions.Revision | None:
         if mode not in self.elicitation_modes:
@@ -245,8 +232,9 @@ class RequestSession(ServerSession):
         """
         if method == "ping":
             return {}
-        task = self.task
-        if task is not None and task.in_task:  # a task's question waits for tasks/update
+        context = current_context.get()
+        task = context.task_asking() if context is not None else None
+        if task is not None:  # a task's question waits for tasks/update
             return await task.ask(method, params)
         self.asked += 1
         if key is None:
@@ -267,8 +255,8 @@ class RequestSession(ServerSession):
 
     async def log(self, level: str, data: Any, logger: str | None = None, *, related_request_id: Any = None) -> None:
         """As a session's, except inside a task: a task sends no log notifications."""
-        task = self.task
-        if task is not None and task.in_task:
+        context = current_context.get()
+        if context is not None and context.task_asking() is not None:
             return
         await super().log(level, data, logger, related_request_id=related_request_id)
 

@@ -1,4 +1,5 @@
-"""The wire data of the stateless revision (2026-07-28): ``_meta`` keys, caching hints, mirrored headers.
+"""The wire data of the stateless revision (2026-07-28): ``_meta`` keys, caching hints, mirrored
+headers; and the names of tasks on the wire, which server and client share.
 
 Plain constants and pure functions, low in the package, so that what only
 needs the wire (``server.py`` registering a tool, the HTTP routing checks,
@@ -16,8 +17,10 @@ __all__ = [
     "CLIENT_INFO",
     "LOG_LEVEL",
     "PROTOCOL_VERSION_KEY",
+    "RELATED_TASK",
     "SERVER_INFO",
     "SUBSCRIPTION_ID",
+    "TASKS_EXTENSION",
     "CachePolicy",
     "MirroredHeader",
     "has_envelope",
@@ -31,6 +34,11 @@ CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+
+# Tasks (tasks.py): the extension a 2026-07-28 request declares to get tasks, and the ``_meta``
+# key that ties a 2025-11-25 core task's messages to it (``{"taskId": ...}``).
+TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
+RELATED_TASK: Final = "io.modelcontextprotocol/related-task"
 
 
 def has_envelope(params: Any) -> bool:

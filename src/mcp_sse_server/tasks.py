@@ -1,33 +1,64 @@
-"""Tasks: tool calls that outlive their request (the Tasks extension of 2026-07-28, SEP-2663).
+"""Tasks: tool calls that outlive their request, in both wire generations.
+
+A task belongs to the revision of the request that made it, and only that
+generation's methods serve it (the two are not wire-compatible):
+
+- core tasks, on 2025-11-25 sessions (SEP-1686): the server declares the
+  ``tasks`` capability and each tool's ``execution.taskSupport``; the client
+  asks for a task with ``params.task``; ``tasks/get``, ``tasks/result``,
+  ``tasks/list`` and ``tasks/cancel``, bound to the session;
+- the Tasks extension, on 2026-07-28 requests (SEP-2663, ``TASKS_EXTENSION``):
+  the server decides, for requests that declare the extension;
+  ``tasks/get``, ``tasks/update`` and ``tasks/cancel``.
 
 Rules, in the order a call meets them:
 
 1. A ``tools/call`` becomes a task when its tool's ``task_support`` is
-   ``"optional"`` or ``"required"`` and the request declares the extension
-   (``_meta`` client capabilities ``extensions["io.modelcontextprotocol/tasks"]``).
-   A required tool called without it is -32021 naming the extension, before
-   its handler runs; anything else runs inline, as any call.
+   ``"optional"`` or ``"required"`` and, at 2026-07-28, the request declares
+   the extension (``_meta`` client capabilities), or, on a 2025-11-25
+   session, the call carries ``params.task``. Before its handler runs, a
+   required tool called otherwise is -32021 naming the extension (2026-07-28)
+   or -32601 (a session; at 2025-06-18 it cannot run at all), and
+   ``params.task`` on a tool that forbids tasks is -32601 at 2025-11-25
+   (ignored at 2026-07-28, unknown at 2025-06-18). Anything else runs inline.
 2. The handler runs in an asyncio task of its own, not tied to the HTTP
    request. The task starts (its record is in the store, readable by every
    worker sharing it, and the request answers ``CreateTaskResult``) before the
    handler runs, or, for a tool registered with ``task_starts="in_handler"``,
    when the handler calls ``context.start_task()``: until then the handler is
-   part of the request, and its questions are ``input_required`` rounds.
-3. A handler's outcome: a result is ``completed`` (with ``isError`` too), an
-   ``McpError`` is ``failed`` with that error, any other exception ``failed``
-   with -32603, and a cancellation after ``tasks/cancel`` ``cancelled``. A
-   terminal status never changes.
+   part of the request (its questions are the request's: ``input_required``
+   rounds at 2026-07-28, requests on the call's stream on a session).
+3. A handler's outcome: a result is ``completed`` (with ``isError`` too for
+   the extension; a core task with ``isError`` is ``failed``, its result kept
+   for ``tasks/result``), an ``McpError`` is ``failed`` with that error, any
+   other exception ``failed`` with -32603, and a cancellation after
+   ``tasks/cancel`` ``cancelled``. A terminal status never changes.
 4. Inside a task, a question to the client (``context.session.elicit``,
    ``create_message``, ``list_roots``) is one of the task's ``inputRequests``
-   (the task is ``input_required``) until ``tasks/update`` answers it; only
-   capabilities the creating request declared may be asked. Progress and log
-   notifications are not sent for a task.
-5. ``tasks/get`` reads the store, ``tasks/update`` answers questions
-   outstanding (others are ignored), ``tasks/cancel`` asks for the
-   cancellation and stops the handler where it runs. Each needs the extension
-   declared on its own request (-32021); an unknown or expired task is -32602.
-6. A task is readable for its ttl (``ttl_ms``, from creation), then swept.
-7. A task whose server stops (``TaskRuntime.aclose``, at the app's shutdown)
+   (the task is ``input_required``) until the client answers it: through
+   ``tasks/update`` (extension), or, for a core task, through ``tasks/result``,
+   which sends each question outstanding as a real request on its own stream,
+   tagged with the related-task ``_meta``, and stores the client's answer.
+   Only capabilities the client declared may be asked. An extension task sends
+   no progress or log notifications; a core task's go to its session's
+   standalone stream (the call's stream has ended).
+5. Every method reads the task by id for the request's own generation: an
+   unknown or expired id, or a task of another generation, another 2025-11-25
+   session or another authenticated principal, is -32602 "Unknown task" (never
+   another client's task). The extension's methods need the extension
+   declared on their own request (-32021, before the lookup).
+6. ``tasks/cancel``: the extension's asks for the cancellation (the handler is
+   stopped where it runs, wherever that is) and answers an empty
+   acknowledgement, for a task that ended already too; the core one refuses a
+   terminal task (-32602), else makes the task ``cancelled`` before it
+   answers the task, and stops the handler.
+7. A task is readable for its ttl from creation (``ttl_ms``; a core call's
+   ``params.task.ttl``, at most ``max_ttl_ms``), then swept.
+8. Limits, checked before the handler runs: at most ``max_tasks`` unfinished
+   tasks run on this runtime, and at most ``max_tasks_per_client`` of them for
+   one client (its principal when the request is authenticated, else its
+   2025-11-25 session); beyond, -32600 naming the limit.
+9. A task whose server stops (``TaskRuntime.aclose``, at the app's shutdown)
    ends ``failed`` with -32603 "the server instance running it stopped":
    never ``working`` forever.
 """
@@ -35,6 +66,8 @@ Rules, in the order a call meets them:
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import logging
 import secrets
 import time
@@ -42,13 +75,17 @@ from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from typing import Any, Final, TypeAlias
 
+import orjson
+
 from .context import RequestContext
-from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, MISSING_CLIENT_CAPABILITY, McpError
+from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, McpError
 from .records import TASK_INTERRUPTED, TaskRecord
+from .stateless_meta import RELATED_TASK, TASKS_EXTENSION
 from .stores.base import StoreUnavailable, TaskStore
 from .types import TaskStarts
 
 __all__ = [
+    "RELATED_TASK",
     "TASKS_EXTENSION",
     "RunningTask",
     "TaskRuntime",
@@ -58,15 +95,16 @@ __all__ = [
 
 logger = logging.getLogger("mcp_sse_server")
 
-TASKS_EXTENSION: Final = "io.modelcontextprotocol/tasks"
 
 _CALL: TypeAlias = Callable[[], Awaitable[dict[str, Any]]]
 
 _STOPPED: Final = TASK_INTERRUPTED
+_EXTENSION_REVISION: Final = "2026-07-28"  # (the revision of the extension's tasks; see versions.py)
 
 # How long a task waits between looks at its record while a question is outstanding; an answer or
 # a cancellation wakes it at once (``TaskStore.wait``).
 _ANSWER_POLL: Final = 5.0
+_LIST_PAGE: Final = 100  # core tasks/list: tasks per page
 
 
 def declares_tasks(capabilities: dict[str, Any] | None) -> bool:
@@ -103,6 +141,21 @@ def task_fields(record: TaskRecord) -> dict[str, Any]:
     return out
 
 
+def core_task_fields(record: TaskRecord) -> dict[str, Any]:
+    """The Task of the 2025-11-25 wire format (``ttl``, ``pollInterval``)."""
+    out: dict[str, Any] = {
+        "taskId": record.id,
+        "status": record.status,
+        "createdAt": _iso(record.created_at),
+        "lastUpdatedAt": _iso(record.updated_at),
+        "ttl": record.ttl_ms,
+        "pollInterval": record.poll_interval_ms,
+    }
+    if record.status_message is not None:
+        out["statusMessage"] = record.status_message
+    return out
+
+
 def detailed_task(record: TaskRecord) -> dict[str, Any]:
     """``tasks/get``'s DetailedTask: the Task, and by status its questions, result or error."""
     out = task_fields(record)
@@ -113,30 +166,93 @@ def detailed_task(record: TaskRecord) -> dict[str, Any]:
     return out
 
 
-class TaskRuntime:
-    """The tasks of one server: their store, the handlers running here, and the wire methods.
+def _related(task_id: str, meta: Any) -> dict[str, Any]:
+    """``meta`` (a ``_meta`` object or None) with the related-task entry of ``task_id``."""
+    return {**(meta if type(meta) is dict else {}), RELATED_TASK: {"taskId": task_id}}
 
-    ``ttl_ms`` is how long a task stays readable from its creation, ``poll_interval_ms`` the
-    polling interval suggested to clients; ``clock`` is wall-clock seconds (every worker sharing
-    the store must agree on it).
+
+def _error_text(result: dict[str, Any]) -> str:
+    """A core task's statusMessage for a tool result with ``isError``: its first text."""
+    for block in result.get("content") or ():
+        text = block.get("text") if type(block) is dict and block.get("type") == "text" else None
+        if isinstance(text, str):
+            return text[:500]
+    return "The tool reported an error"
+
+
+def _cursor(record: TaskRecord) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps([record.created_at, record.id])).decode()
+
+
+def _after_cursor(cursor: Any) -> tuple[float, str]:
+    """The (created_at, id) a tasks/list cursor names; -32602 for anything else."""
+    try:
+        if not isinstance(cursor, str):
+            raise ValueError
+        created, task_id = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
+        if not isinstance(created, int | float) or not isinstance(task_id, str):
+            raise ValueError
+    except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
+        raise McpError(INVALID_PARAMS, "Invalid cursor") from None
+    return float(created), task_id
+
+
+def _principal(context: RequestContext) -> list[str | None] | None:
+    token = context.auth
+    return None if token is None else list(token.principal)
+
+
+def _session_key(session: Any) -> str:
+    """What binds core tasks to their session: its id (an in-process session has none: its identity)."""
+    key: str = session.record.id or f"local:{id(session):x}"
+    return key
+
+
+class TaskRuntime:
+    """The tasks of one server: their store, the handlers running here, and the wire methods of
+    both generations (the rules are the module's).
+
+    ``ttl_ms`` is how long a task stays readable from its creation (a core call may ask for
+    another, at most ``max_ttl_ms``), ``poll_interval_ms`` the polling interval suggested to
+    clients; ``max_tasks`` and ``max_tasks_per_client`` bound the unfinished tasks running here
+    (rule 8). ``clock`` is wall-clock seconds (every worker sharing the store must agree on it).
     """
 
-    __slots__ = ("_running", "_sweeper", "clock", "poll_interval_ms", "store", "ttl_ms", "worker_id")
+    __slots__ = (
+        "_running",
+        "_sweeper",
+        "clock",
+        "max_tasks",
+        "max_tasks_per_client",
+        "max_ttl_ms",
+        "poll_interval_ms",
+        "store",
+        "ttl_ms",
+        "worker_id",
+    )
 
     def __init__(
         self,
         store: TaskStore,
         *,
         ttl_ms: int = 3_600_000,
+        max_ttl_ms: int | None = None,
         poll_interval_ms: int = 1_000,
+        max_tasks: int = 10_000,
+        max_tasks_per_client: int = 100,
         clock: Callable[[], float] = time.time,
         worker_id: str | None = None,
     ) -> None:
         if ttl_ms < 1 or poll_interval_ms < 1:
             raise ValueError("ttl_ms and poll_interval_ms must be positive")
+        if max_tasks < 1 or max_tasks_per_client < 1:
+            raise ValueError("max_tasks and max_tasks_per_client must be positive")
         self.store = store
         self.ttl_ms = ttl_ms
+        self.max_ttl_ms = max(ttl_ms, max_ttl_ms if max_ttl_ms is not None else ttl_ms)
         self.poll_interval_ms = poll_interval_ms
+        self.max_tasks = max_tasks
+        self.max_tasks_per_client = max_tasks_per_client
         self.clock = clock
         self.worker_id = worker_id
         self._running: dict[str, RunningTask] = {}
@@ -144,11 +260,20 @@ class TaskRuntime:
 
     # --- running a call as a task -------------------------------------------------------
 
-    async def call(self, tool: str, starts: TaskStarts, context: RequestContext, call: _CALL) -> dict[str, Any]:
+    async def call(
+        self,
+        tool: str,
+        starts: TaskStarts,
+        context: RequestContext,
+        call: _CALL,
+        requested: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         """Run ``call`` (the tool call, inline) as a task of ``context``'s request: its result when
-        it ends before the task starts (rule 2), else the ``CreateTaskResult``."""
-        running = RunningTask(self, tool, context)
-        context.session.task = running
+        it ends before the task starts (rule 2), else the ``CreateTaskResult`` of the request's
+        generation. ``requested`` is a core call's ``params.task``."""
+        running = RunningTask(self, tool, context, self._template(context, requested))
+        self._check_limits(running.client)
+        context.tool_task = running
         if starts == "at_call":
             await running.start()
         job = running.job = asyncio.get_running_loop().create_task(running.run(call))
@@ -159,13 +284,66 @@ class TaskRuntime:
                 job.cancel()  # the request went away before its task started: the call goes with it
             raise
         if running.started.done():
-            return {"resultType": "task", **task_fields(running.started.result())}
+            record = running.started.result()
+            if running.core:
+                return {"task": core_task_fields(record)}
+            return {"resultType": "task", **task_fields(record)}
         running.started.cancel()
         return job.result()
 
+    def _template(self, context: RequestContext, requested: dict[str, Any] | None) -> TaskRecord:
+        """What the task's record will say of its request (times are set when it starts): a core
+        task for a 2025-11-25 session, else an extension task."""
+        ttl_ms = self.ttl_ms
+        protocol = context.session.protocol
+        if protocol is None or not protocol.core_tasks:
+            return TaskRecord(
+                id="",
+                revision=_EXTENSION_REVISION,
+                created_at=0.0,
+                updated_at=0.0,
+                ttl_ms=ttl_ms,
+                poll_interval_ms=self.poll_interval_ms,
+                principal=_principal(context),
+                worker_id=self.worker_id,
+            )
+        asked = (requested or {}).get("ttl")
+        if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0:
+            ttl_ms = min(asked, self.max_ttl_ms)
+        session = context.session
+        return TaskRecord(
+            id="",
+            revision=session.record.revision,
+            created_at=0.0,
+            updated_at=0.0,
+            ttl_ms=ttl_ms,
+            poll_interval_ms=self.poll_interval_ms,
+            principal=_principal(context),
+            session_id=_session_key(session),
+            worker_id=self.worker_id,
+        )
+
+    def _check_limits(self, client: tuple[Any, ...] | None) -> None:
+        if len(self._running) >= self.max_tasks:
+            raise McpError(
+                INVALID_REQUEST,
+                f"Too many tasks: {self.max_tasks} unfinished tasks run on this server (the limit); "
+                "try again once some have ended",
+                {"limit": self.max_tasks},
+            )
+        if client is not None:
+            mine = sum(1 for running in self._running.values() if running.client == client)
+            if mine >= self.max_tasks_per_client:
+                raise McpError(
+                    INVALID_REQUEST,
+                    f"Too many tasks: this client has {mine} unfinished tasks (the limit is "
+                    f"{self.max_tasks_per_client}); wait for some to end or cancel them",
+                    {"limit": self.max_tasks_per_client},
+                )
+
     async def aclose(self) -> None:
         """Stop: every handler running here ends its task ``failed`` with -32603 ("the server
-        instance running it stopped"), and expired tasks are no longer swept (rule 7)."""
+        instance running it stopped"), and expired tasks are no longer swept (rule 9)."""
         sweeper, self._sweeper = self._sweeper, None
         if sweeper is not None:
             sweeper.cancel()
@@ -194,50 +372,69 @@ class TaskRuntime:
         finally:
             self._sweeper = None
 
-    def new_record(self, tool: str) -> TaskRecord:
-        """A new task's record: an unguessable id (it is the client's handle on the task)."""
+    def new_record(self, template: TaskRecord) -> TaskRecord:
+        """A new task's record from its ``template``: an unguessable id (it is the client's handle
+        on the task), created now."""
         now = self.clock()
         return TaskRecord(
             id=secrets.token_urlsafe(18),
-            revision="2026-07-28",
+            revision=template.revision,
             created_at=now,
             updated_at=now,
-            ttl_ms=self.ttl_ms,
-            poll_interval_ms=self.poll_interval_ms,
-            tool=tool,
-            worker_id=self.worker_id,
+            ttl_ms=template.ttl_ms,
+            poll_interval_ms=template.poll_interval_ms,
+            tool=template.tool,
+            principal=template.principal,
+            session_id=template.session_id,
+            worker_id=template.worker_id,
         )
 
-    # --- the extension's methods -----------------------------------------------------------
+    # --- reading a task for a request (rule 5) ----------------------------------------------
 
-    async def _record(self, params: dict[str, Any], method: str, context: RequestContext) -> TaskRecord:
-        if not declares_tasks(context.session.client_capabilities):
-            raise missing_tasks_extension(method)
+    async def _record(self, params: dict[str, Any], context: RequestContext, core: bool) -> TaskRecord:
         task_id = params.get("taskId")
         if not isinstance(task_id, str):
             raise McpError(INVALID_PARAMS, 'Missing or invalid "taskId": expected a string')
         record = await self.store.get(task_id, self.clock())
-        if record is None:
+        if record is None or not self._visible(record, context, core):
             raise McpError(INVALID_PARAMS, f"Unknown task: {task_id}")
         return record
 
+    @staticmethod
+    def _visible(record: TaskRecord, context: RequestContext, core: bool) -> bool:
+        """True when ``record`` is a task of this request's generation and client."""
+        if record.principal != _principal(context):
+            return False
+        if core:
+            return record.session_id is not None and record.session_id == _session_key(context.session)
+        return record.session_id is None
+
+    def _declared(self, method: str, context: RequestContext) -> None:
+        if not declares_tasks(context.session.client_capabilities):
+            raise missing_tasks_extension(method)
+
+    # --- the extension's methods (2026-07-28) -------------------------------------------------
+
     async def get(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         """``tasks/get``: the task as it is now (a pure read)."""
-        return detailed_task(await self._record(params, "tasks/get", context))
+        self._declared("tasks/get", context)
+        return detailed_task(await self._record(params, context, core=False))
 
     async def update(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         """``tasks/update``: answers to the task's questions; an empty acknowledgement."""
+        self._declared("tasks/update", context)
         responses = params.get("inputResponses")
         if type(responses) is not dict:
             raise McpError(INVALID_PARAMS, 'Missing or invalid "inputResponses": expected an object of results by key')
-        record = await self._record(params, "tasks/update", context)
+        record = await self._record(params, context, core=False)
         await self.store.answer(record.id, responses, self.clock())
         return {}
 
     async def cancel(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         """``tasks/cancel``: ask for the cancellation (the handler is stopped where it runs); an
         empty acknowledgement, for a task that ended already too."""
-        record = await self._record(params, "tasks/cancel", context)
+        self._declared("tasks/cancel", context)
+        record = await self._record(params, context, core=False)
         if not record.terminal:
             await self.store.request_cancel(record.id, self.clock())
             running = self._running.get(record.id)
@@ -245,22 +442,128 @@ class TaskRuntime:
                 running.cancel()
         return {}
 
+    # --- the core methods (2025-11-25 sessions) -----------------------------------------------
+
+    async def core_get(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``tasks/get``: the Task as it is now."""
+        return core_task_fields(await self._record(params, context, core=True))
+
+    async def core_list(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``tasks/list``: the session's tasks, oldest first, a page at a time."""
+        records = await self.store.of_session(_session_key(context.session), self.clock())
+        principal = _principal(context)
+        records = [record for record in records if record.principal == principal]
+        if "cursor" in params and params["cursor"] is not None:
+            after = _after_cursor(params["cursor"])
+            records = [record for record in records if (record.created_at, record.id) > after]
+        page = records[:_LIST_PAGE]
+        result: dict[str, Any] = {"tasks": [core_task_fields(record) for record in page]}
+        if len(records) > _LIST_PAGE:
+            result["nextCursor"] = _cursor(page[-1])
+        return result
+
+    async def core_cancel(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``tasks/cancel``: the task, ``cancelled`` before this answers (-32602 once terminal)."""
+        record = await self._record(params, context, core=True)
+        if record.terminal:
+            raise McpError(INVALID_PARAMS, f"Task {record.id} is {record.status} already: it cannot be cancelled")
+        now = self.clock()
+        await self.store.request_cancel(record.id, now)  # (the worker running it stops its handler)
+        ended = await self.store.finish(record.id, "cancelled", None, "The task was cancelled", now)
+        running = self._running.get(record.id)
+        if running is not None:
+            running.cancel()
+        if ended is None:  # it ended meanwhile, or expired
+            ended = await self._record(params, context, core=True)
+            if ended.status != "cancelled":
+                raise McpError(INVALID_PARAMS, f"Task {record.id} is {ended.status} already: it cannot be cancelled")
+        return core_task_fields(ended)
+
+    async def core_result(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``tasks/result``: wait for the task's end, sending the client its questions meanwhile
+        (rule 4); then what the call itself would have answered, result or error."""
+        record = await self._record(params, context, core=True)
+        task_id = record.id
+        relays: dict[str, asyncio.Task[None]] = {}
+        try:
+            while not record.terminal:
+                for key, question in record.input_requests.items():
+                    if key not in relays:  # (each question once per tasks/result: a failed one waits for the next)
+                        relays[key] = asyncio.get_running_loop().create_task(
+                            self._relay(task_id, key, question, context)
+                        )
+                await self.store.wait(task_id, record.version, _ANSWER_POLL)
+                record = await self._record(params, context, core=True)
+        finally:
+            for relay in relays.values():
+                relay.cancel()
+        outcome = record.outcome or {}
+        if "error" in outcome:
+            error = outcome["error"]
+            raise McpError(
+                error.get("code", INTERNAL_ERROR), error.get("message", "The task failed"), error.get("data")
+            )
+        result = outcome.get("result")
+        if type(result) is not dict:
+            raise McpError(INTERNAL_ERROR, f"Task {task_id} was {record.status}: it has no result")
+        return {**result, "_meta": _related(task_id, result.get("_meta"))}
+
+    async def _relay(self, task_id: str, key: str, question: dict[str, Any], context: RequestContext) -> None:
+        """Ask the client a core task's question on the ``tasks/result`` stream; store its answer.
+        A question the client does not answer stays outstanding (the next tasks/result asks again)."""
+        params = dict(question.get("params") or {})
+        params["_meta"] = _related(task_id, params.get("_meta"))
+        try:
+            answer = await context.send_request(question.get("method", ""), params)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # (the client's error reply, a timeout, the stream gone)
+            logger.info("task %s: question %s was not answered: %s", task_id[:8], key, error)
+            return
+        await self.store.answer(task_id, {key: answer}, self.clock())
+
 
 class RunningTask:
     """One task call while its handler runs here: what the request waits on (``started``), and
     what the handler's questions go through once it is a task (``ask``)."""
 
-    __slots__ = ("context", "job", "record", "runtime", "started", "stopping", "tool", "watcher")
+    __slots__ = (
+        "client",
+        "context",
+        "core",
+        "job",
+        "record",
+        "runtime",
+        "started",
+        "stopping",
+        "template",
+        "watcher",
+    )
 
-    def __init__(self, runtime: TaskRuntime, tool: str, context: RequestContext) -> None:
+    def __init__(self, runtime: TaskRuntime, tool: str, context: RequestContext, template: TaskRecord) -> None:
         self.runtime = runtime
-        self.tool = tool
         self.context = context
+        template.tool = tool
+        self.template = template
+        self.core = template.session_id is not None  # (a 2025-11-25 core task)
+        # Who the limit per client counts this task against (rule 8).
+        principal = template.principal
+        self.client: tuple[Any, ...] | None = (
+            ("principal", *principal)
+            if principal is not None
+            else ("session", template.session_id)
+            if self.core
+            else None
+        )
         self.record: TaskRecord | None = None
         self.started: asyncio.Future[TaskRecord] = asyncio.get_running_loop().create_future()
         self.job: asyncio.Task[dict[str, Any]] | None = None
-        self.stopping = False  # the server stops: the task fails (rule 7), it is not cancelled
+        self.stopping = False  # the server stops: the task fails (rule 9), it is not cancelled
         self.watcher: asyncio.Task[None] | None = None  # with a shared store: a cancel from elsewhere
+
+    @property
+    def tool(self) -> str:
+        return self.template.tool
 
     @property
     def task_id(self) -> str:
@@ -275,7 +578,7 @@ class RunningTask:
         """Make the call a task now: its record is in the store when this returns (rule 2)."""
         if self.record is not None:
             return
-        record = self.runtime.new_record(self.tool)
+        record = self.runtime.new_record(self.template)
         await self.runtime.store.create(record)
         self.record = record
         self.runtime._started(self)
@@ -284,19 +587,21 @@ class RunningTask:
 
     def cancel(self) -> None:
         """Stop the handler (``tasks/cancel``): it ends ``cancelled``."""
+        job = self.job
+        if job is not None and job.done():
+            return
         self.context.mark_cancelled("task cancelled")
-        if self.job is not None:
-            self.job.cancel("task cancelled")
+        if job is not None:
+            job.cancel("task cancelled")
 
     async def watch_for_cancel(self) -> None:
-        """With a shared store: stop the handler when a ``tasks/cancel`` reached another worker."""
+        """With a shared store: stop the handler when a ``tasks/cancel`` reached another worker
+        (or the task ended there: a core cancel ends it before the handler stops)."""
         store, runtime = self.runtime.store, self.runtime
         while True:
             try:
                 record = await store.get(self.task_id, runtime.clock())
-                if record is None or record.terminal:
-                    return
-                if record.cancel_requested:
+                if record is None or record.terminal or record.cancel_requested:
                     self.cancel()
                     return
                 await store.wait(self.task_id, record.version, _ANSWER_POLL)
@@ -305,7 +610,7 @@ class RunningTask:
                 await asyncio.sleep(_ANSWER_POLL)
 
     async def stop(self) -> None:
-        """Stop the handler because the server stops, and wait for its task to end (rule 7)."""
+        """Stop the handler because the server stops, and wait for its task to end (rule 9)."""
         job = self.job
         if job is None or job.done():
             return
@@ -339,7 +644,10 @@ class RunningTask:
         else:
             if not self.in_task:
                 return result
-            await self._finish("completed", {"result": result}, None)
+            if self.core and result.get("isError") is True:
+                await self._finish("failed", {"result": result}, _error_text(result))
+            else:
+                await self._finish("completed", {"result": result}, None)
         finally:
             if self.in_task:
                 self.runtime._ended(self)

@@ -1019,7 +1019,15 @@ def tool_from_dict(data: Mapping[str, Any]) -> Tool:
         annotations,
         data.get("_meta"),
         icons=_icons_from(data),
+        task_support=_task_support_from(data),
     )
+
+
+def _task_support_from(data: Mapping[str, Any]) -> TaskSupport:
+    """A listed tool's ``execution.taskSupport`` (2025-11-25); ``"forbidden"`` when absent or unknown."""
+    execution = data.get("execution")
+    support = execution.get("taskSupport") if isinstance(execution, dict) else None
+    return support if support in ("optional", "required") else "forbidden"
 
 
 def resource_info_from_dict(data: Mapping[str, Any]) -> ResourceInfo:

@@ -123,14 +123,22 @@ class Revision:
         """``tools``/``toolChoice`` in sampling/createMessage and tool-use content (SEP-1577)."""
         return self.name >= _NOVEMBER_2025
 
+    @property
+    def core_tasks(self) -> bool:
+        """Tasks as the core protocol had them (SEP-1686): the ``tasks`` capability, a call's
+        ``params.task``, tasks/get|result|list|cancel. 2026-07-28 moved them into the Tasks
+        extension, with another wire format (``tasks.py``)."""
+        return self.handshake and self.name >= _NOVEMBER_2025
+
     def __str__(self) -> str:
         return self.name
 
 
 REVISION_2025_06_18: Final = Revision("2025-06-18", _BASE_METHODS)
-# 2025-11-25 adds no client-to-server request this package serves (tasks/* is not implemented,
-# so the tasks capability is never declared and a request's "task" member is ignored).
-REVISION_2025_11_25: Final = Revision(_NOVEMBER_2025, _BASE_METHODS)
+# 2025-11-25 adds the core tasks' requests (served by a server with task tools; -32601 otherwise).
+REVISION_2025_11_25: Final = Revision(
+    _NOVEMBER_2025, _BASE_METHODS | {"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"}
+)
 
 # 2026-07-28, the stateless revision: no handshake and no session; every request carries its
 # protocol version and client capabilities in params._meta. The package calls the two eras

@@ -583,3 +583,17 @@ async def test_a_dead_workers_unfinished_tasks_end_failed(tasks: TaskStore) -> N
     assert failed.outcome["error"]["code"] == -32603 and failed.status_message == failed.outcome["error"]["message"]
     assert [(await tasks.get(t, NOW + 1)).status for t in ("t2", "t3")] == ["completed", "working"]  # type: ignore[union-attr]
     assert await tasks.owned_by("doomed") == []
+
+
+async def test_a_sessions_tasks_are_listed_oldest_first_while_they_live(tasks: TaskStore) -> None:
+    for n, (session_id, ttl_ms) in enumerate((("s1", 60_000), ("s2", 60_000), ("s1", 5_000), ("s1", 60_000))):
+        record = task(f"t{n}", ttl_ms)
+        record.revision, record.session_id, record.created_at = "2025-11-25", session_id, NOW + n
+        await tasks.create(record)
+    await tasks.create(task("extension"))  # (no session: never listed)
+    assert [record.id for record in await tasks.of_session("s1", NOW + 4)] == ["t0", "t2", "t3"]
+    assert [record.id for record in await tasks.of_session("s1", NOW + 10)] == ["t0", "t3"]  # t2's ttl passed
+    assert [record.id for record in await tasks.of_session("s2", NOW + 4)] == ["t1"]
+    assert await tasks.of_session("nobody", NOW) == []
+    assert await tasks.sweep(NOW + 10) in (0, 1)  # (Redis expires keys by itself)
+    assert [record.id for record in await tasks.of_session("s1", NOW + 10)] == ["t0", "t3"]

@@ -55,6 +55,10 @@ if TYPE_CHECKING:
     from .subscription import (
         Subscription,
     )
+    from .tasks import (
+        TaskCancelledError,
+        TaskHandle,
+    )
 
 _EXPORTS = {
     "McpClient": ".base",
@@ -77,6 +81,8 @@ _EXPORTS = {
     "InputRoundsExceededError": ".stateless",
     "UnsupportedProtocolVersionError": ".stateless",
     "Subscription": ".subscription",
+    "TaskCancelledError": ".tasks",
+    "TaskHandle": ".tasks",
     "PromptInfo": ".results",
     "ResourceTemplateInfo": ".results",
 }
@@ -102,6 +108,8 @@ __all__ = [
     "StdioClient",
     "StreamableHttpClient",
     "Subscription",
+    "TaskCancelledError",
+    "TaskHandle",
     "UnsupportedProtocolVersionError",
     "create_client",
     "default_config_path",

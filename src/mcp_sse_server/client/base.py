@@ -38,6 +38,7 @@ from ..jsonrpc import (
     RequestId,
 )
 from ..protocol import Connection, ProgressCallback
+from ..stateless_meta import TASKS_EXTENSION
 from ..transport.base import Transport
 from ..types import (
     CallToolResult,
@@ -82,6 +83,7 @@ from .stateless import (
     is_stateless_error,
 )
 from .subscription import Subscription
+from .tasks import TaskHandle
 
 __all__ = [
     "MODES",
@@ -357,12 +359,18 @@ class McpClient(ABC):
 
     # --- the stateless revision (2026-07-28) ---------------------------------------------
 
-    def _stamp(self, params: dict[str, Any] | None, version: str | None = None) -> dict[str, Any]:
-        """``params`` with the stateless revision's ``_meta`` envelope (a new dict)."""
+    def _stamp(
+        self, params: dict[str, Any] | None, version: str | None = None, *, tasks: bool = False
+    ) -> dict[str, Any]:
+        """``params`` with the stateless revision's ``_meta`` envelope (a new dict); ``tasks``:
+        declaring the Tasks extension too (``call_tool_task`` and its handle's requests)."""
         stamped = dict(params or {})
         meta = dict(stamped.get("_meta") or {})
         meta[PROTOCOL_VERSION_KEY] = version or self.protocol_version or versions.CLIENT_STATELESS[-1]
-        meta[CLIENT_CAPABILITIES_KEY] = self.stateless_capabilities
+        capabilities = self.stateless_capabilities
+        if tasks:
+            capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
+        meta[CLIENT_CAPABILITIES_KEY] = capabilities
         meta[CLIENT_INFO_KEY] = self.client_info
         level = self.effective_log_level
         if level is not None:
@@ -584,7 +592,13 @@ class McpClient(ABC):
         return await self._live().request(method, params, timeout=timeout, on_progress=on_progress)
 
     async def _stateless_request(
-        self, method: str, params: dict[str, Any] | None, timeout: float | None, on_progress: ProgressCallback | None
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        timeout: float | None,
+        on_progress: ProgressCallback | None,
+        *,
+        tasks: bool = False,
     ) -> dict[str, Any]:
         """One request of the stateless revision: stamped, retried once at a revision the server
         names in -32022, retried once after re-listing tools on -32020 for tools/call, and driven
@@ -594,8 +608,8 @@ class McpClient(ABC):
         retried_version = retried_headers = reissued = False
         while True:
             try:
-                result = await self._send_request(method, self._stamp(params), timeout, on_progress)
-                return await self._complete(method, params, result, timeout, on_progress)
+                result = await self._send_request(method, self._stamp(params, tasks=tasks), timeout, on_progress)
+                return await self._complete(method, params, result, timeout, on_progress, tasks=tasks)
             except StreamLostError:
                 # The stream broke before the answer and nothing resumes it: send the request
                 # again (new id), once, unless it may have side effects (tools/call).
@@ -628,8 +642,11 @@ class McpClient(ABC):
         result: dict[str, Any],
         timeout: float | None,
         on_progress: ProgressCallback | None,
+        *,
+        tasks: bool = False,
     ) -> dict[str, Any]:
-        """Drive ``input_required`` results (MRTR) until the result is complete.
+        """Drive ``input_required`` results (MRTR) until the result is complete (or, for a
+        request that declared the Tasks extension, a task).
 
         Each round answers every ``inputRequests`` entry concurrently through the
         client's handlers, then retries the same method and params (a new request id)
@@ -638,7 +655,7 @@ class McpClient(ABC):
         rounds = 0
         while True:
             kind = result.get("resultType", "complete")
-            if kind == "complete":
+            if kind == "complete" or (tasks and kind == "task"):
                 return result
             if kind != "input_required" or method not in _INPUT_METHODS:
                 raise McpError(INTERNAL_ERROR, f"The server answered {method} with an unrecognised resultType {kind!r}")
@@ -651,17 +668,17 @@ class McpClient(ABC):
                 key: value for key, value in (params or {}).items() if key not in ("inputResponses", "requestState")
             }
             if requests:
-                retry["inputResponses"] = await self._answer_inputs(requests)
+                retry["inputResponses"] = await self.answer_inputs(requests)
             else:  # only state: the server is still working; give it a moment
                 await asyncio.sleep(_STATE_ONLY_DELAYS[min(rounds, len(_STATE_ONLY_DELAYS) - 1)])
             if "requestState" in result:
                 retry["requestState"] = result["requestState"]
             rounds += 1
-            result = await self._send_request(method, self._stamp(retry), timeout, on_progress)
+            result = await self._send_request(method, self._stamp(retry, tasks=tasks), timeout, on_progress)
 
-    async def _answer_inputs(self, requests: dict[str, Any]) -> dict[str, Any]:
-        """Every input request answered by the client's handlers, concurrently; the first
-        failure cancels the rest and is raised."""
+    async def answer_inputs(self, requests: dict[str, Any]) -> dict[str, Any]:
+        """Answers to a result's ``inputRequests`` (by key) from this client's handlers,
+        concurrently; the first failure cancels the rest and is raised."""
         answers: dict[str, Any] = {}
 
         async def answer(key: str, request: Any) -> None:
@@ -799,6 +816,46 @@ class McpClient(ABC):
             "tools/call", {"name": name, "arguments": arguments or {}}, timeout=timeout, on_progress=on_progress
         )
         return result if raw else call_tool_result_from_dict(result)
+
+    async def call_tool_task(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        *,
+        ttl_ms: int | None = None,
+        timeout: float | bool | None = True,
+    ) -> TaskHandle:
+        """Call a tool as a task: a handle on it (``status()``, ``result()``, ``cancel()``, async
+        iteration over its status changes; the rules are in ``client/tasks.py``).
+
+        On a 2025-11-25 session the call asks for a task (``params.task``, with ``ttl_ms``)
+        when the server declares tasks for tools/call and the tool allows them; at 2026-07-28
+        it declares the Tasks extension and the server decides. A call the server ran inline
+        gives a handle that has ended already, with its result."""
+        params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
+        if not self.stateless and self._may_ask_task(name):
+            params["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}
+        return TaskHandle(self, await self.task_request("tools/call", params, timeout))
+
+    def _may_ask_task(self, tool: str) -> bool:
+        """True when this session's server takes ``params.task`` on tools/call for ``tool`` (as far as
+        the last tools/list tells: a tool not listed yet is asked)."""
+        tasks = (self.server_capabilities or {}).get("tasks")
+        requests = tasks.get("requests") if isinstance(tasks, dict) else None
+        tools = requests.get("tools") if isinstance(requests, dict) else None
+        if not isinstance(tools, dict) or not isinstance(tools.get("call"), dict):
+            return False
+        listed = next((entry for entry in self._tools_cache or () if entry.name == tool), None)
+        return listed is None or listed.task_support != "forbidden"
+
+    async def task_request(
+        self, method: str, params: dict[str, Any], timeout: float | bool | None = True
+    ) -> dict[str, Any]:
+        """A request of a task (``TaskHandle``'s): at 2026-07-28 it declares the Tasks extension."""
+        if not self.stateless:
+            return await self.request(method, params, timeout=timeout)
+        limit = self.request_timeout if timeout is True else (None if timeout is False else timeout)
+        return await self._stateless_request(method, params, limit, None, tasks=True)
 
     @overload
     async def list_resources(self, *, raw: Literal[False] = False) -> list[ResourceInfo]: ...

@@ -56,7 +56,14 @@ SERVER_INFO_KEY: Final = stateless_meta.SERVER_INFO
 SUBSCRIPTION_ID_KEY: Final = stateless_meta.SUBSCRIPTION_ID
 
 # Requests whose target goes in Mcp-Name, and the parameter that names it.
-_NAME_PARAM: Final = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
+_NAME_PARAM: Final = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 _SENTINEL: Final = re.compile(r"=\?base64\?.*\?=", re.DOTALL)
 _TOKEN: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HEADER_TYPES: Final = ("string", "integer", "boolean")

@@ -324,6 +324,10 @@ class TaskStore(ABC):
         """Drop the tasks past their ttl; returns how many."""
 
     @abstractmethod
+    async def of_session(self, session_id: str, now: float) -> list[TaskRecord]:
+        """The live tasks a 2025-11-25 session made (``session_id``), oldest first (``tasks/list``)."""
+
+    @abstractmethod
     async def owned_by(self, worker_id: str) -> list[str]:
         """The ids of the unfinished tasks ``worker_id`` runs (may include some that just ended)."""
 

@@ -317,11 +317,12 @@ def _copy(record: TaskRecord) -> TaskRecord:
 class MemoryTaskStore(TaskStore):
     """Task records in a dict, for the tasks of this process (the default)."""
 
-    __slots__ = ("_changed", "_tasks")
+    __slots__ = ("_changed", "_of_session", "_tasks")
 
     def __init__(self) -> None:
         self._tasks: dict[str, TaskRecord] = {}
         self._changed: dict[str, asyncio.Event] = {}  # tasks someone waits on
+        self._of_session: dict[str, dict[str, None]] = {}  # session -> its tasks' ids, oldest first
 
     def _live(self, task_id: str, now: float) -> TaskRecord | None:
         record = self._tasks.get(task_id)
@@ -331,7 +332,13 @@ class MemoryTaskStore(TaskStore):
         return record
 
     def _drop(self, task_id: str) -> None:
-        self._tasks.pop(task_id, None)
+        record = self._tasks.pop(task_id, None)
+        if record is not None and record.session_id is not None:
+            ids = self._of_session.get(record.session_id)
+            if ids is not None:
+                ids.pop(task_id, None)
+                if not ids:
+                    del self._of_session[record.session_id]
         self._wake(task_id)
 
     def _changed_now(self, record: TaskRecord, now: float) -> TaskRecord:
@@ -349,6 +356,8 @@ class MemoryTaskStore(TaskStore):
         if record.id in self._tasks:
             raise ValueError("duplicate task id")
         self._tasks[record.id] = _copy(record)
+        if record.session_id is not None:
+            self._of_session.setdefault(record.session_id, {})[record.id] = None
 
     async def get(self, task_id: str, now: float) -> TaskRecord | None:
         record = self._live(task_id, now)
@@ -415,6 +424,10 @@ class MemoryTaskStore(TaskStore):
                 await changed.wait()
         except TimeoutError:
             pass
+
+    async def of_session(self, session_id: str, now: float) -> list[TaskRecord]:
+        live = (self._live(task_id, now) for task_id in list(self._of_session.get(session_id, ())))
+        return [_copy(record) for record in live if record is not None]
 
     async def owned_by(self, worker_id: str) -> list[str]:
         return [task.id for task in self._tasks.values() if task.worker_id == worker_id and not task.terminal]

@@ -9,6 +9,8 @@ Keys (prefix ``mcp``), all in the task's hash tag, all expiring at the task's en
 ``mcp:task:{<id>}:in``   HASH   question key -> the question (JSON): the inputRequests outstanding
 ``mcp:task:{<id>}:ans``  HASH   question key -> the answer (JSON), until the handler takes it
 ``mcp:tasks:owner:{<wid>}`` SET the unfinished tasks worker ``<wid>`` runs (``fail_owned_by``)
+``mcp:tasks:session:{<sid>}`` ZSET the tasks a 2025-11-25 session made, scored by their expiry
+                                (ms), expiring with the last of them (``of_session``)
 
 Every change is one Lua script that also bumps ``v`` and announces ``"<id> <version>"`` on
 ``mcp:tasks:changed``; ``wait`` listens there (one subscription per store, ``RecordWatch``).
@@ -194,6 +196,10 @@ class RedisTaskStore(TaskStore):
         """The set of the unfinished tasks a worker runs."""
         return f"{self.prefix}:tasks:owner:{{{worker_id}}}"
 
+    def session_key(self, session_id: str) -> str:
+        """The sorted set of the tasks a 2025-11-25 session made."""
+        return f"{self.prefix}:tasks:session:{{{session_id}}}"
+
     def _expiry_ms(self, record: TaskRecord) -> int:
         ttl = record.ttl_ms / 1000 if record.ttl_ms is not None else self.max_ttl
         return math.ceil((record.created_at + ttl) * 1000)
@@ -213,8 +219,16 @@ class RedisTaskStore(TaskStore):
             fields += ["w", record.worker_id]
         with redis_unavailable("create task"):
             created = await self._create(keys=self.keys(record.id)[:1], args=[expiry, *fields])
-            if created and record.worker_id is not None:
-                await self.redis.sadd(self.owner_key(record.worker_id), record.id)
+            if created and (record.worker_id is not None or record.session_id is not None):
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    if record.worker_id is not None:
+                        pipe.sadd(self.owner_key(record.worker_id), record.id)
+                    if record.session_id is not None:
+                        index = self.session_key(record.session_id)
+                        pipe.zadd(index, {record.id: expiry})
+                        pipe.pexpireat(index, expiry, nx=True)  # (a fresh index: no expiry yet)
+                        pipe.pexpireat(index, expiry, gt=True)
+                    await pipe.execute()
         if not created:
             raise ValueError("duplicate task id")
 
@@ -312,6 +326,20 @@ class RedisTaskStore(TaskStore):
             if owner:
                 await self.redis.srem(self.owner_key(_text(owner)), task_id)
         return await self.get(task_id, now)
+
+    async def of_session(self, session_id: str, now: float) -> list[TaskRecord]:
+        if not valid_session_id(session_id):
+            return []
+        index = self.session_key(session_id)
+        with redis_unavailable("tasks of a session"):
+            async with self.redis.pipeline(transaction=True) as pipe:
+                pipe.zremrangebyscore(index, "-inf", math.floor(now * 1000))
+                pipe.zrange(index, 0, -1)
+                _, members = await pipe.execute()
+        records = [await self.get(_text(member), now) for member in members]
+        live = [record for record in records if record is not None]
+        live.sort(key=lambda record: (record.created_at, record.id))
+        return live
 
     async def owned_by(self, worker_id: str) -> list[str]:
         with redis_unavailable("tasks of a worker"):
