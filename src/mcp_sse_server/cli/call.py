@@ -14,6 +14,7 @@ from .render import OutputDir, ProgressReporter, description_lines, pretty_json,
 from .values import DURATION
 
 if TYPE_CHECKING:
+    from ..client import McpClient, TaskHandle
     from ..types import CallToolResult
 
 
@@ -61,6 +62,18 @@ def tools(spec: ServerSpec, as_json: bool, long: bool, verbose: bool) -> None:
 @click.option("--raw", is_flag=True, help="Print the result exactly as received, as JSON.")
 @click.option("--timeout", type=DURATION, help="Give up (and cancel the call) after this long.")
 @click.option(
+    "--task",
+    "as_task",
+    is_flag=True,
+    help="Run the call as a task where the server can: its status changes go to stderr, then the result.",
+)
+@click.option(
+    "--detach",
+    is_flag=True,
+    help="Start the call as a task and print its id without waiting (a 2026-07-28 server; then "
+    "`mcp-sse-server task get|result|cancel TARGET ID`).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]),
     help="Ask the server to send only log messages at this level or above.",
@@ -76,6 +89,8 @@ def call(
     structured: bool,
     raw: bool,
     timeout: float | None,
+    as_task: bool,
+    detach: bool,
     log_level: str | None,
 ) -> None:
     """Call TOOL on TARGET with KEY=VALUE arguments.
@@ -91,10 +106,12 @@ def call(
       mcp-sse-server call demo slow_count steps=5
       mcp-sse-server call my_server.py:build search query=cats
       mcp-sse-server call http://127.0.0.1:8080/mcp get_artifact_instructions type=svg
+      mcp-sse-server call --detach http://127.0.0.1:8080/mcp render scene=cat
     """
     reporter = ProgressReporter(sys.stderr)
+    detached: list[str] = []
 
-    async def invoke() -> CallToolResult:
+    async def invoke() -> CallToolResult | None:
         async with connected(spec, reporter) as client:
             known = client.tools if client.tools is not None else await listed(spec, "tools", client.list_tools())
             found = next((candidate for candidate in known if candidate.name == tool), None)
@@ -107,15 +124,22 @@ def call(
             if log_level is not None:
                 await client.set_log_level(log_level)
             try:
+                if as_task or detach:
+                    return await as_a_task(client, tool, arguments, timeout, detached if detach else None)
                 return await client.call_tool(
                     tool, arguments, on_progress=reporter.progress, timeout=timeout if timeout is not None else True
                 )
+            except (Failure, BadUsage):
+                raise
             except Exception as error:
                 raise Failure(f"{tool} on {spec.label}: {describe_error(error)}") from error
             finally:
                 reporter.finish()
 
     result = run(invoke())
+    if result is None:  # detached: the task id is the output
+        click.echo(detached[0])
+        return
     if raw:
         click.echo(pretty_json(result.to_dict()))
         ctx.exit(EXIT_FAILURE if result.is_error else 0)
@@ -128,3 +152,57 @@ def call(
         show_structured=structured,
     )
     ctx.exit(status)
+
+
+async def as_a_task(
+    client: McpClient, tool: str, arguments: dict[str, Any], timeout: float | None, detached: list[str] | None
+) -> CallToolResult | None:
+    """``call --task``: the call as a task, its status changes on stderr, then its result;
+    ``--detach`` (``detached`` given): the task's id goes into ``detached`` and nothing is awaited."""
+    handle = await client.call_tool_task(tool, arguments)
+    if detached is not None:
+        if handle.task_id is None:
+            raise Failure(f"{tool} ran inline: the server did not make it a task (its result was not kept)")
+        if not client.stateless:
+            raise BadUsage(
+                "--detach needs a server speaking 2026-07-28: a 2025-11-25 task is bound to its session, "
+                "which ends with this command (use --task to wait for it here)"
+            )
+        detached.append(handle.task_id)
+        return None
+    return await follow(handle, timeout)
+
+
+async def follow(handle: TaskHandle, timeout: float | None) -> CallToolResult:
+    """Print the task's status changes on stderr while waiting for its result (at most ``timeout``),
+    the first and the last included."""
+    import asyncio
+    import contextlib
+
+    shown: list[tuple[Any, Any]] = []
+
+    def show(task: dict[str, Any] | None) -> None:
+        seen = (task or {}).get("status"), (task or {}).get("statusMessage")
+        if task is not None and (not shown or shown[-1] != seen):
+            shown.append(seen)
+            status, message = seen
+            click.echo(f"task {handle.task_id}: {status}" + (f" ({message})" if message else ""), err=True)
+
+    async def watch() -> None:
+        async for task in handle:
+            show(task)
+
+    show(handle.task)
+    watcher = asyncio.get_running_loop().create_task(watch()) if handle.task_id is not None else None
+    try:
+        result = await handle.result(timeout=timeout)
+    except TimeoutError:
+        await handle.cancel()  # as a call given up on is cancelled
+        raise Failure(f"task {handle.task_id}: no result within {timeout:g} s; it was cancelled") from None
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+    if handle.task_id is not None:
+        with contextlib.suppress(Exception):  # (only what is shown: the result is in hand)
+            show(await handle.refresh())
+    return result
