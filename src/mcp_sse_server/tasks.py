@@ -598,13 +598,15 @@ class RunningTask:
         """With a shared store: stop the handler when a ``tasks/cancel`` reached another worker
         (or the task ended there: a core cancel ends it before the handler stops)."""
         store, runtime = self.runtime.store, self.runtime
+        version = self.record.version if self.record is not None else 0  # (as created: read only once it moves)
         while True:
             try:
+                await store.wait(self.task_id, version, _ANSWER_POLL)
                 record = await store.get(self.task_id, runtime.clock())
                 if record is None or record.terminal or record.cancel_requested:
                     self.cancel()
                     return
-                await store.wait(self.task_id, record.version, _ANSWER_POLL)
+                version = record.version
             except StoreUnavailable as error:
                 logger.warning("task %s: cannot watch for a cancellation: %s", self.task_id[:8], error)
                 await asyncio.sleep(_ANSWER_POLL)

@@ -128,6 +128,12 @@ return 1
 """
 )
 
+# KEYS: record, questions, answers. The three hashes (flat field, value lists): a record in one
+# call, read at one moment (not a MULTI/EXEC: a pipeline costs redis-py several times the CPU).
+_READ: Final = """
+return {redis.call('HGETALL', KEYS[1]), redis.call('HGETALL', KEYS[2]), redis.call('HGETALL', KEYS[3])}
+"""
+
 # KEYS: record, questions. ARGV: channel, id, now, status, outcome JSON ('' none), message, '1' when
 # there is a message. Returns the owner ('' for none) when made terminal now, false when gone or
 # terminal already.
@@ -142,6 +148,11 @@ changed(ARGV[3])
 return redis.call('HGET', KEYS[1], 'w') or ''
 """
 )
+
+
+def _pairs(flat: list[bytes]) -> dict[bytes, bytes]:
+    """HGETALL's reply inside a script (field, value, field, value, ...) as a dict."""
+    return dict(zip(flat[::2], flat[1::2], strict=True))
 
 
 def _text(value: Any) -> str:
@@ -163,6 +174,7 @@ class RedisTaskStore(TaskStore):
         "_cancel",
         "_create",
         "_finish",
+        "_read",
         "_take",
         "_waiters",
         "_watch",
@@ -184,6 +196,7 @@ class RedisTaskStore(TaskStore):
         self._take = redis.register_script(_TAKE)
         self._cancel = redis.register_script(_CANCEL)
         self._finish = redis.register_script(_FINISH)
+        self._read = redis.register_script(_READ)
         self._watch: RecordWatch | None = None
         self._waiters: dict[str, set[asyncio.Event]] = {}  # tasks someone waits on, one event per wait
 
@@ -235,16 +248,11 @@ class RedisTaskStore(TaskStore):
     async def get(self, task_id: str, now: float) -> TaskRecord | None:
         if not valid_session_id(task_id):
             return None
-        record_key, questions, answers = self.keys(task_id)
         with redis_unavailable("get task"):
-            async with self.redis.pipeline(transaction=True) as pipe:
-                pipe.hgetall(record_key)
-                pipe.hgetall(questions)
-                pipe.hgetall(answers)
-                fields, asked, answered = await pipe.execute()
+            fields, asked, answered = await self._read(keys=self.keys(task_id))
         if not fields:
             return None
-        record = self._decode(fields, asked, answered)
+        record = self._decode(_pairs(fields), _pairs(asked), _pairs(answered))
         return None if record.expired(now) else record
 
     @staticmethod
