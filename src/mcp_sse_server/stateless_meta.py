@@ -16,6 +16,7 @@ __all__ = [
     "CLIENT_CAPABILITIES",
     "CLIENT_INFO",
     "LOG_LEVEL",
+    "NAMED_BY",
     "PROTOCOL_VERSION_KEY",
     "RELATED_TASK",
     "SERVER_INFO",
@@ -34,6 +35,16 @@ CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
 LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
 SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
 SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+
+# The requests whose target goes in the Mcp-Name header, and the parameter that names it.
+NAMED_BY: Final = {
+    "tools/call": "name",
+    "prompts/get": "name",
+    "resources/read": "uri",
+    "tasks/get": "taskId",
+    "tasks/update": "taskId",
+    "tasks/cancel": "taskId",
+}
 
 # Tasks (tasks.py): the extension a 2026-07-28 request declares to get tasks, and the ``_meta``
 # key that ties a 2025-11-25 core task's messages to it (``{"taskId": ...}``).

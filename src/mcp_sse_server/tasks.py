@@ -126,34 +126,28 @@ def _iso(seconds: float) -> str:
     return datetime.fromtimestamp(seconds, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def task_fields(record: TaskRecord) -> dict[str, Any]:
-    """The Task of the extension's wire format (``taskId``, ``status``, times, ``ttlMs``, ...)."""
+def _wire_task(record: TaskRecord, ttl: str, poll_interval: str) -> dict[str, Any]:
     out: dict[str, Any] = {
         "taskId": record.id,
         "status": record.status,
         "createdAt": _iso(record.created_at),
         "lastUpdatedAt": _iso(record.updated_at),
-        "ttlMs": record.ttl_ms,
-        "pollIntervalMs": record.poll_interval_ms,
+        ttl: record.ttl_ms,
+        poll_interval: record.poll_interval_ms,
     }
     if record.status_message is not None:
         out["statusMessage"] = record.status_message
     return out
+
+
+def task_fields(record: TaskRecord) -> dict[str, Any]:
+    """The Task of the extension's wire format (``taskId``, ``status``, times, ``ttlMs``, ...)."""
+    return _wire_task(record, "ttlMs", "pollIntervalMs")
 
 
 def core_task_fields(record: TaskRecord) -> dict[str, Any]:
     """The Task of the 2025-11-25 wire format (``ttl``, ``pollInterval``)."""
-    out: dict[str, Any] = {
-        "taskId": record.id,
-        "status": record.status,
-        "createdAt": _iso(record.created_at),
-        "lastUpdatedAt": _iso(record.updated_at),
-        "ttl": record.ttl_ms,
-        "pollInterval": record.poll_interval_ms,
-    }
-    if record.status_message is not None:
-        out["statusMessage"] = record.status_message
-    return out
+    return _wire_task(record, "ttl", "pollInterval")
 
 
 def detailed_task(record: TaskRecord) -> dict[str, Any]:

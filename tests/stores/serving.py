@@ -106,6 +106,18 @@ def sse_events(response: httpx.Response) -> Iterator[dict[str, Any]]:
             event[name] = value.removeprefix(" ")
 
 
+def answer_of(reply: httpx.Response, request_id: int) -> dict[str, Any]:
+    """The JSON-RPC answer to ``request_id`` in a streamed POST reply (a JSON body or an SSE stream)."""
+    if reply.headers["content-type"].startswith("application/json"):
+        return httpx.Response(200, content=reply.read()).json()  # type: ignore[no-any-return]
+    for event in sse_events(reply):
+        if event["data"]:
+            message: dict[str, Any] = httpx.Response(200, content=event["data"]).json()
+            if message.get("id") == request_id:
+                return message
+    raise AssertionError(f"no answer to request {request_id}")
+
+
 class RawSession:
     """A 2025-era session over plain httpx; ``close_connections`` sends ``Connection: close``
     so every request opens a new connection (and may reach another worker)."""
@@ -149,14 +161,7 @@ class RawSession:
         body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params or {}}
         with self.http.stream("POST", self.url, json=body, headers=self.headers()) as reply:
             assert reply.status_code == 200, reply.read()
-            if reply.headers["content-type"].startswith("application/json"):
-                return httpx.Response(200, content=reply.read()).json()  # type: ignore[no-any-return]
-            for event in sse_events(reply):
-                if event["data"]:
-                    message: dict[str, Any] = httpx.Response(200, content=event["data"]).json()
-                    if message.get("id") == request_id:
-                        return message
-        raise AssertionError(f"no answer to request {request_id}")
+            return answer_of(reply, request_id)
 
     def close(self) -> None:
         self.http.close()

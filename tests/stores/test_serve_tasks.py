@@ -15,7 +15,7 @@ import httpx
 from mcp_sse_server.records import TASK_INTERRUPTED
 from mcp_sse_server.tasks import RELATED_TASK, TASKS_EXTENSION
 
-from .serving import SRC, TESTS, WAIT, RawSession, serving, sse_events
+from .serving import SRC, TESTS, WAIT, RawSession, answer_of, serving
 
 TASKS_SERVER = f"""
 import sys
@@ -45,14 +45,7 @@ def stateless(url: str, request_id: int, method: str, params: dict[str, Any]) ->
     }
     body = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**params, "_meta": meta}}
     with httpx.Client(timeout=WAIT) as http, http.stream("POST", url, json=body, headers=headers) as reply:
-        if reply.headers["content-type"].startswith("application/json"):
-            return httpx.Response(200, content=reply.read()).json()  # type: ignore[no-any-return]
-        for event in sse_events(reply):
-            if event["data"]:
-                message: dict[str, Any] = httpx.Response(200, content=event["data"]).json()
-                if message.get("id") == request_id:
-                    return message
-    raise AssertionError(f"no answer to {method}")
+        return answer_of(reply, request_id)
 
 
 def two_processes(tmp_path: Path, redis_url: str) -> tuple[list[str], dict[str, str]]:

@@ -55,15 +55,6 @@ LOG_LEVEL_KEY: Final = stateless_meta.LOG_LEVEL
 SERVER_INFO_KEY: Final = stateless_meta.SERVER_INFO
 SUBSCRIPTION_ID_KEY: Final = stateless_meta.SUBSCRIPTION_ID
 
-# Requests whose target goes in Mcp-Name, and the parameter that names it.
-_NAME_PARAM: Final = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
 _SENTINEL: Final = re.compile(r"=\?base64\?.*\?=", re.DOTALL)
 _TOKEN: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HEADER_TYPES: Final = ("string", "integer", "boolean")
@@ -138,7 +129,7 @@ def encode_header_value(value: str) -> str:
 def routing_headers(method: str, params: Mapping[str, Any] | None) -> dict[str, str]:
     """``Mcp-Method`` and, for tools/call, prompts/get and resources/read, ``Mcp-Name``."""
     headers = {"Mcp-Method": method}
-    key = _NAME_PARAM.get(method)
+    key = stateless_meta.NAMED_BY.get(method)
     target = params.get(key) if params is not None and key is not None else None
     if isinstance(target, str):
         headers["Mcp-Name"] = encode_header_value(target)

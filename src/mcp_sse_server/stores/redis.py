@@ -796,6 +796,16 @@ redis.call('PEXPIRE', ended, ARGV[5])
 return 1
 """
 
+# Sets ``keep`` (ARGV[2], ms); a stream kept for 0 ms is dropped now (returns 1).
+_KEEP: Final = """
+local keep = tonumber(ARGV[2])
+if keep <= 0 then
+  redis.call('HDEL', meta, 's:' .. stream)
+  redis.call('DEL', KEYS[2], KEYS[3])
+  return 1
+end
+"""
+
 _NOW: Final = """
 local now = redis.call('TIME')
 now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
@@ -819,13 +829,8 @@ if ends then
   redis.call('ZREM', KEYS[4], stream)
   return 0
 end
-local keep = tonumber(ARGV[2])
-if keep <= 0 then
-  redis.call('HDEL', meta, 's:' .. stream)
-  redis.call('DEL', KEYS[2], KEYS[3])
-  return 1
-end
 """
+    + _KEEP
     + _ENDED
 )
 
@@ -839,13 +844,8 @@ for i = 7, #ARGV, 2 do
   redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[6], '*', 'n', ARGV[i], 'm', ARGV[i + 1])
 end
 redis.call('HDEL', meta, 'w:' .. stream)
-local keep = tonumber(ARGV[2])
-if keep <= 0 then
-  redis.call('HDEL', meta, 's:' .. stream)
-  redis.call('DEL', KEYS[2], KEYS[3])
-  return 1
-end
 """
+    + _KEEP
     + _NOW
     + _ENDED
 )

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
 from ...jsonrpc import HEADER_MISMATCH, INVALID_REQUEST, JsonRpcRequest
-from ...stateless_meta import PROTOCOL_VERSION_KEY, MirroredHeader
+from ...stateless_meta import NAMED_BY, PROTOCOL_VERSION_KEY, MirroredHeader
 from .errors import HttpError
 from .request import McpRequest
 
@@ -42,14 +42,6 @@ MirroredHeaders: TypeAlias = Callable[[str], tuple[MirroredHeader, ...]]
 
 _ROUTING: Final = (b"mcp-protocol-version", b"mcp-method", b"mcp-name")
 _PARAM_PREFIX: Final = b"mcp-param-"
-_NAMED_BY: Final = {
-    "tools/call": "name",
-    "prompts/get": "name",
-    "resources/read": "uri",
-    "tasks/get": "taskId",
-    "tasks/update": "taskId",
-    "tasks/cancel": "taskId",
-}
 
 
 def decode_header_value(raw: bytes) -> str | None:
@@ -102,7 +94,7 @@ def check_routing_headers(request: JsonRpcRequest, http: McpRequest, mirrored: M
     if method is None or (method.decode("latin-1") != request.method and not _same(method, request.method)):
         raise _mismatch(f"Bad request: the Mcp-Method header must be the request's method ({request.method})")
     body = params or {}
-    member = _NAMED_BY.get(request.method)
+    member = NAMED_BY.get(request.method)
     if member is not None and not _same(found.get(b"mcp-name"), body.get(member)):
         raise _mismatch(f"Bad request: the Mcp-Name header must be the request's {member}")
     if request.method == "tools/call" and mirrored is not None and isinstance(body.get("name"), str):
