@@ -1244,13 +1244,22 @@ class McpServer:
                 raise McpError(INVALID_PARAMS, 'Invalid "notifications.resourceSubscriptions": expected URIs')
             if "resources" in capabilities:
                 honoured["resourceSubscriptions"] = list(uris)
+        if "taskIds" in wanted:
+            honoured["taskIds"] = await self.tasks.listened(wanted["taskIds"], context)
         subscription = {SUBSCRIPTION_ID: context.request_id}
         self._loop = asyncio.get_running_loop()
         events = self.event_bus.subscribe()  # before the acknowledgement: nothing after it is missed
+        followers: list[asyncio.Task[None]] = []
         try:
             await context.session.notify(
                 "notifications/subscriptions/acknowledged", {"_meta": subscription, "notifications": honoured}
             )
+
+            async def task_changed(task: dict[str, Any]) -> None:
+                await context.session.notify("notifications/tasks", {**task, "_meta": subscription})
+
+            for task_id in honoured.get("taskIds", ()):
+                followers.append(asyncio.get_running_loop().create_task(self.tasks.follow(task_id, task_changed)))
             kinds = {kind for kind, flag in _LISTEN_FLAGS.items() if honoured.get(flag)}
             watched = set(honoured.get("resourceSubscriptions", ()))
             async for event in events:
@@ -1263,6 +1272,8 @@ class McpServer:
                 elif kind in kinds:
                     await context.session.notify(f"notifications/{kind}/list_changed", {"_meta": subscription})
         finally:
+            for follower in followers:
+                follower.cancel()
             await events.aclose()  # type: ignore[attr-defined]
         return {"_meta": subscription}
 

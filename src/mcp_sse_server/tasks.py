@@ -40,13 +40,17 @@ Rules, in the order a call meets them:
    which sends each question outstanding as a real request on its own stream,
    tagged with the related-task ``_meta``, and stores the client's answer.
    Only capabilities the client declared may be asked. An extension task sends
-   no progress or log notifications; a core task's go to its session's
-   standalone stream (the call's stream has ended).
+   no progress or log notifications; a core task's logs go to its session's
+   standalone stream (the call's stream has ended), and its progress ends with
+   the call's answer (``report_progress`` is a no-op once a request is done).
 5. Every method reads the task by id for the request's own generation: an
    unknown or expired id, or a task of another generation, another 2025-11-25
    session or another authenticated principal, is -32602 "Unknown task" (never
    another client's task). The extension's methods need the extension
-   declared on their own request (-32021, before the lookup).
+   declared on their own request (-32021, before the lookup); so does a
+   ``subscriptions/listen`` with ``notifications.taskIds``, which then gets
+   ``notifications/tasks`` (the DetailedTask) at each change of those tasks
+   until they end.
 6. ``tasks/cancel``: the extension's asks for the cancellation (the handler is
    stopped where it runs, wherever that is) and answers an empty
    acknowledgement, for a task that ended already too; the core one refuses a
@@ -435,6 +439,36 @@ class TaskRuntime:
             if running is not None:
                 running.cancel()
         return {}
+
+    async def listened(self, task_ids: Any, context: RequestContext) -> list[str]:
+        """The ``notifications.taskIds`` of a ``subscriptions/listen`` this request may follow
+        (rule 5: its own generation and principal; unknown ids are left out); -32021 without
+        the extension declared, -32602 for a filter that is not a list of ids."""
+        self._declared("subscriptions/listen with taskIds", context)
+        if type(task_ids) is not list or not all(isinstance(task_id, str) for task_id in task_ids):
+            raise McpError(INVALID_PARAMS, 'Invalid "notifications.taskIds": expected task ids')
+        now = self.clock()
+        found = [await self.store.get(task_id, now) for task_id in dict.fromkeys(task_ids)]
+        return [record.id for record in found if record is not None and self._visible(record, context, core=False)]
+
+    async def follow(self, task_id: str, notify: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+        """Call ``notify`` with the task's DetailedTask now and at every change, until it is terminal
+        or gone (``notifications/tasks`` of a listen)."""
+        version = -1
+        while True:
+            try:
+                record = await self.store.get(task_id, self.clock())
+                if record is None:
+                    return
+                if record.version != version:
+                    version = record.version
+                    await notify(detailed_task(record))
+                if record.terminal:
+                    return
+                await self.store.wait(task_id, version, _ANSWER_POLL)
+            except StoreUnavailable as error:
+                logger.warning("task %s: cannot follow it for a listener: %s", task_id[:8], error)
+                await asyncio.sleep(_ANSWER_POLL)
 
     # --- the core methods (2025-11-25 sessions) -----------------------------------------------
 

@@ -200,3 +200,35 @@ async def test_a_task_running_when_the_app_shuts_down_ends_failed(server: Any) -
     assert record.status == "failed"
     assert record.outcome == {"error": {"code": INTERNAL_ERROR, "message": record.status_message}}
     assert "stopped" in record.status_message
+
+
+async def test_listen_with_task_ids_sends_each_change_of_those_tasks_until_they_end(
+    client: Client, server: Any
+) -> None:
+    task_id = (await client.call("slow", {"n": 5, "wait": True}))["taskId"]
+    meta = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": client.capabilities,
+    }
+    params = {"notifications": {"taskIds": [task_id, "no-such-task"]}, "_meta": meta}
+    listen = AsgiCall(
+        client.app,
+        "POST",
+        request(77, "subscriptions/listen", params),
+        {"mcp-protocol-version": "2026-07-28", "mcp-method": "subscriptions/listen"},
+    ).start()
+    ack, first = (event["data"] for event in await listen.events(2))
+    assert ack["params"]["notifications"] == {"taskIds": [task_id]}  # the unknown id is not honoured
+    assert first["method"] == "notifications/tasks"
+    assert (first["params"]["taskId"], first["params"]["status"]) == (task_id, "working")
+    assert first["params"]["_meta"] == {"io.modelcontextprotocol/subscriptionId": 77}
+    server.release.set()
+    last = (await listen.events(3))[-1]["data"]
+    assert last["params"]["status"] == "completed" and last["params"]["result"]["content"][0]["text"] == "slow 5"
+    listen.disconnect()
+
+
+async def test_listen_with_task_ids_needs_the_extension_declared(server: McpServer) -> None:
+    plain = Client(McpHttpApp(server), {})
+    refused = await plain.error("subscriptions/listen", {"notifications": {"taskIds": ["x"]}})
+    assert refused["code"] == -32021
