@@ -40,6 +40,11 @@ class ToolTask(Protocol):
     def in_task(self) -> bool:
         """True once the call is a task: its questions go to the task."""
 
+    @property
+    def related_meta(self) -> dict[str, Any] | None:
+        """The ``_meta`` entries every notification tied to the task carries (2025-11-25's
+        related-task); None where a task sends no progress or logs (the Tasks extension)."""
+
     async def start(self) -> None:
         """Make the call a task now (``RequestContext.start_task``)."""
 
@@ -205,11 +210,17 @@ class RequestContext:
                 logger.exception("on_cancelled callback failed")
 
     async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
-        """Send notifications/progress; a no-op without a progress token or once the request is done.
+        """Send notifications/progress; a no-op without a progress token or once the request is done
+        (except in a 2025-11-25 task, whose progress goes on, tied to the task; an extension task
+        sends none).
 
         ``progress`` must increase with every call (ValueError otherwise).
         """
-        if self.progress_token is None or self.done:
+        if self.progress_token is None:
+            return
+        task = self.task_asking()
+        meta = task.related_meta if task is not None else None
+        if (task is None and self.done) or (task is not None and meta is None):
             return
         if self._last_progress is not None and progress <= self._last_progress:
             raise ValueError(f"progress must increase: {progress} after {self._last_progress}")
@@ -219,6 +230,8 @@ class RequestContext:
             params["total"] = total
         if message is not None:
             params["message"] = message
+        if meta is not None:
+            params["_meta"] = meta
         await self.connection.notify("notifications/progress", params, related_request_id=self.request_id)
 
     async def log(self, level: str, data: Any, logger: str | None = None) -> None:

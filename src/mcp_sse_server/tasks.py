@@ -41,8 +41,12 @@ Rules, in the order a call meets them:
    tagged with the related-task ``_meta``, and stores the client's answer.
    Only capabilities the client declared may be asked. An extension task sends
    no progress or log notifications; a core task's logs go to its session's
-   standalone stream (the call's stream has ended), and its progress ends with
-   the call's answer (``report_progress`` is a no-op once a request is done).
+   standalone stream (the call's stream has ended), and so does its progress
+   (the call's ``progressToken`` stays valid for the task), each tagged with
+   the related-task ``_meta``.
+   A core task's session gets ``notifications/tasks/status`` (the Task) at
+   each change made where it runs or is answered or cancelled; it is a hint:
+   the store is what ``tasks/get`` reads.
 5. Every method reads the task by id for the request's own generation: an
    unknown or expired id, or a task of another generation, another 2025-11-25
    session or another authenticated principal, is -32602 "Unknown task" (never
@@ -193,6 +197,16 @@ def _after_cursor(cursor: Any) -> tuple[float, str]:
     except (ValueError, TypeError, binascii.Error, orjson.JSONDecodeError):
         raise McpError(INVALID_PARAMS, "Invalid cursor") from None
     return float(created), task_id
+
+
+async def announce(context: RequestContext, record: TaskRecord | None) -> None:
+    """``notifications/tasks/status`` to a core task's session (rule 4b); nothing for others."""
+    if record is None or record.session_id is None:
+        return
+    try:
+        await context.session.notify("notifications/tasks/status", core_task_fields(record))
+    except Exception as error:  # (a notification is optional: the task goes on)
+        logger.debug("task %s: status notification not sent: %s", record.id[:8], error)
 
 
 def _principal(context: RequestContext) -> list[str | None] | None:
@@ -498,6 +512,7 @@ class TaskRuntime:
         now = self.clock()
         await self.store.request_cancel(record.id, now)  # (the worker running it stops its handler)
         ended = await self.store.finish(record.id, "cancelled", None, "The task was cancelled", now)
+        await announce(context, ended)
         running = self._running.get(record.id)
         if running is not None:
             running.cancel()
@@ -548,7 +563,9 @@ class TaskRuntime:
         except Exception as error:  # (the client's error reply, a timeout, the stream gone)
             logger.info("task %s: question %s was not answered: %s", task_id[:8], key, error)
             return
-        await self.store.answer(task_id, {key: answer}, self.clock())
+        answered = await self.store.answer(task_id, {key: answer}, self.clock())
+        if answered is not None and answered.status == "working":
+            await announce(context, answered)
 
 
 class RunningTask:
@@ -602,6 +619,12 @@ class RunningTask:
         """True once the call is a task (its questions go to the task, not to the request)."""
         return self.record is not None
 
+    @property
+    def related_meta(self) -> dict[str, Any] | None:
+        """A core task's related-task ``_meta`` (its progress and logs go on); None for an extension
+        task (it sends neither, rule 4)."""
+        return {RELATED_TASK: {"taskId": self.task_id}} if self.core else None
+
     async def start(self) -> None:
         """Make the call a task now: its record is in the store when this returns (rule 2)."""
         if self.record is not None:
@@ -610,6 +633,7 @@ class RunningTask:
         await self.runtime.store.create(record)
         self.record = record
         self.runtime._started(self)
+        await announce(self.context, record)
         if not self.started.done():
             self.started.set_result(record)
 
@@ -687,8 +711,10 @@ class RunningTask:
         # Shielded: a cancellation that arrives now must not lose the outcome.
         runtime = self.runtime
         finish = runtime.store.finish(self.task_id, status, outcome, message, runtime.clock())
-        if await asyncio.shield(finish) is None:
+        ended = await asyncio.shield(finish)
+        if ended is None:
             logger.info("task %s ended %s after it had ended or expired", self.task_id[:8], status)
+        await announce(self.context, ended)
 
     async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         """A question of the task to the client: one of its inputRequests until answered (rule 4)."""
@@ -696,7 +722,8 @@ class RunningTask:
         asked = await store.ask(self.task_id, {"method": method, "params": params or {}}, runtime.clock())
         if asked is None:
             raise asyncio.CancelledError("the task ended")
-        key, _ = asked
+        key, asking = asked
+        await announce(self.context, asking)
         while True:
             record = await store.get(self.task_id, runtime.clock())
             if record is None or record.terminal or record.cancel_requested:

@@ -278,3 +278,51 @@ async def test_the_same_handle_speaks_the_extension_at_2026_07_28(served: tuple[
         # A plain call_tool does not declare the extension: the optional tool runs inline.
         assert (await client.call_tool("slow", {"n": 4})).content[0].text == "slow 4"  # type: ignore[union-attr]
     server.release.set()  # type: ignore[attr-defined]
+
+
+async def test_the_session_hears_each_status_change(served: tuple[McpServer, McpHttpServer]) -> None:
+    server, http = served
+    heard: list[dict[str, Any]] = []
+    ended = asyncio.Event()
+
+    def on_notification(notification: Any) -> None:
+        if notification.method == "notifications/tasks/status":
+            heard.append(notification.params)
+            if notification.params["status"] in ("completed", "failed", "cancelled"):
+                ended.set()
+
+    async with client_of(http, on_notification=on_notification) as client:
+        handle = await client.call_tool_task("slow", {"n": 1, "wait": True})
+        server.release.set()  # type: ignore[attr-defined]
+        await handle.result(timeout=WAIT)
+        await asyncio.wait_for(ended.wait(), WAIT)  # (the last one travels on the standalone stream)
+    assert [params["status"] for params in heard] == ["working", "completed"]
+    assert {params["taskId"] for params in heard} == {handle.task_id}
+    assert all(RELATED_TASK not in params.get("_meta", {}) for params in heard)
+
+
+async def test_a_core_tasks_progress_and_logs_go_on_tied_to_it(served: tuple[McpServer, McpHttpServer]) -> None:
+    server, http = served
+    heard: dict[str, dict[str, Any]] = {}
+    both = asyncio.Event()
+
+    def on_notification(notification: Any) -> None:
+        if notification.method in ("notifications/progress", "notifications/message"):
+            heard[notification.method] = notification.params
+            if len(heard) == 2:
+                both.set()
+
+    async with client_of(http, on_notification=on_notification) as client:
+        params = {
+            "name": "slow",
+            "arguments": {"wait": True, "chatty": True},
+            "task": {},
+            "_meta": {"progressToken": "p"},
+        }
+        task_id = (await client.request("tools/call", params))["task"]["taskId"]
+        server.release.set()  # type: ignore[attr-defined]
+        await asyncio.wait_for(both.wait(), WAIT)  # after the call answered: on the standalone stream
+    progress, log = heard["notifications/progress"], heard["notifications/message"]
+    assert (progress["progressToken"], progress["message"]) == ("p", "almost")
+    assert log["data"] == "slow says hi"
+    assert progress["_meta"] == log["_meta"] == {RELATED_TASK: {"taskId": task_id}}

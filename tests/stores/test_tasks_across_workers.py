@@ -3,6 +3,8 @@ redis-server): a task started on one is read, answered and cancelled through the
 
 from __future__ import annotations
 
+import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,6 +13,7 @@ import pytest
 from fixtures.redis_server import RedisServer, client_for
 from fixtures.tasks import Client, build
 from mcp_sse_server.jsonrpc import INTERNAL_ERROR
+from mcp_sse_server.records import TaskRecord
 from mcp_sse_server.stores.memory import MemoryEventLog, MemorySessionStore
 from mcp_sse_server.stores.redis_routing import WorkerMesh, WorkerRegistry
 from mcp_sse_server.stores.redis_tasks import RedisTaskStore
@@ -85,3 +88,34 @@ async def test_the_reaper_fails_the_tasks_of_a_worker_that_died(
         failed = await b.get(task_id)  # (inside: leaving client_for empties the test's keys)
         assert failed["status"] == "failed" and failed["error"]["code"] == INTERNAL_ERROR
         assert failed["error"]["message"] == "Task interrupted: the server instance running it stopped"
+
+
+async def test_ten_thousand_completed_tasks_expire_and_leave_nothing_in_redis(
+    redis_server: RedisServer, redis_prefix: str
+) -> None:
+    async with client_for(redis_server, redis_prefix) as redis:
+        store = RedisTaskStore(redis, prefix=redis_prefix)
+        now = time.time()
+
+        async def one(n: int) -> None:
+            record = TaskRecord(
+                f"t{n}",
+                "2025-11-25" if n % 2 else "2026-07-28",
+                now,
+                now,
+                15_000,  # ms: they all expire 15 s from now (making them takes about 5)
+                1000,
+                session_id=f"s{n % 7}" if n % 2 else None,
+                worker_id="w0",
+            )
+            await store.create(record)
+            assert await store.finish(record.id, "completed", {"result": {"content": []}}, None, now) is not None
+
+        for start in range(0, 10_000, 50):  # (50 at a time: the client's pool holds that many connections)
+            await asyncio.gather(*(one(n) for n in range(start, start + 50)))
+        assert len([key async for key in redis.scan_iter(match=f"{redis_prefix}:*", count=1000)]) > 10_000
+        assert await store.owned_by("w0") == []  # (each finish took its task off its owner's set)
+        await asyncio.sleep(max(0.0, now + 15.1 - time.time()))
+        left = [key async for key in redis.scan_iter(match=f"{redis_prefix}:*", count=1000)]
+        assert left == []
+        await store.aclose()
