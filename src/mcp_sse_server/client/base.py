@@ -825,13 +825,15 @@ class McpClient(ABC):
         ttl_ms: int | None = None,
         timeout: float | bool | None = True,
     ) -> TaskHandle:
-        """Call a tool as a task: a handle on it (``status()``, ``result()``, ``cancel()``, async
-        iteration over its status changes; the rules are in ``client/tasks.py``).
+        """Call a tool as a task: a handle on it (``refresh()`` and ``status``, ``result()``,
+        ``answer()``, ``cancel()``, async iteration over its status changes; the rules are in
+        ``client/tasks.py``). ``timeout`` bounds the creating call, not the task.
 
         On a 2025-11-25 session the call asks for a task (``params.task``, with ``ttl_ms``)
         when the server declares tasks for tools/call and the tool allows them; at 2026-07-28
-        it declares the Tasks extension and the server decides. A call the server ran inline
-        gives a handle that has ended already, with its result."""
+        it declares the Tasks extension and the server decides (and its ttl: ``ttl_ms`` is not
+        sent). A call the server ran inline gives a handle that has ended already, with its
+        result."""
         params: dict[str, Any] = {"name": name, "arguments": arguments or {}}
         if not self.stateless and self._may_ask_task(name):
             params["task"] = {} if ttl_ms is None else {"ttl": ttl_ms}
