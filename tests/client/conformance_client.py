@@ -102,6 +102,13 @@ async def run(url: str, scenario: str) -> None:
             await client.call_tool("add_numbers", {"a": 2, "b": 3})
         elif scenario.startswith("auth/"):
             await client.call_tool("test-tool", {})
+        elif scenario == "http-standard-headers":  # every method the headers are checked on
+            for name in tools:
+                await client.call_tool(name, {})
+            for resource in await client.list_resources():
+                await client.read_resource(resource.uri)
+            for prompt in await client.list_prompts():
+                await client.get_prompt(prompt.name)
         elif scenario not in ("initialize", "request-metadata"):
             raise SystemExit(f"unknown scenario {scenario!r} (tools: {', '.join(tools)})")
 

@@ -137,3 +137,21 @@ async def test_handshake_scenarios_pass_after_the_probe_falls_back(
     assert verdicts.get(check) == "SUCCESS", log
     assert set(verdicts.values()) == {"SUCCESS"}, log
     assert status == 0 and "OVERALL: PASSED" in log, log
+
+
+async def test_the_standard_headers_go_with_every_stateless_request(tmp_path: Path) -> None:
+    """http-standard-headers (SEP-2243) at 2026-07-28: Mcp-Method on every POST, Mcp-Name on
+    tools/call, resources/read and prompts/get. Its checks share one id, so they are read by
+    name; the two on initialize and notifications/initialized stay SKIPPED: a client of the
+    stateless revision sends no handshake."""
+    status, log, checks = await run_client_scenario("conformance-next", "http-standard-headers", tmp_path, "2026-07-28")
+    verdicts = {check["name"]: check["status"] for check in checks if check["status"] != "INFO"}
+    methods = ["tools_list", "tools_call", "resources_list", "resources_read", "prompts_list", "prompts_get"]
+    expected = {f"ClientMcpMethodHeader_{name}": "SUCCESS" for name in methods}
+    expected |= {f"ClientMcpNameHeader_{name}": "SUCCESS" for name in ("tools_call", "resources_read", "prompts_get")}
+    expected |= {
+        "ClientMcpMethodHeader_initialize": "SKIPPED",
+        "ClientMcpMethodHeader_notifications_initialized": "SKIPPED",
+    }
+    assert verdicts == expected, log
+    assert status == 0 and "OVERALL: PASSED" in log, log
