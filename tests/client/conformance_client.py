@@ -102,6 +102,13 @@ async def run(url: str, scenario: str) -> None:
             await client.call_tool("add_numbers", {"a": 2, "b": 3})
         elif scenario.startswith("auth/"):
             await client.call_tool("test-tool", {})
+        elif scenario == "http-custom-headers":  # the calls the scenario names
+            context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+            for call in context.get("toolCalls", []):
+                await client.call_tool(call["name"], call.get("arguments") or {})
+        elif scenario == "http-invalid-tool-headers":  # every tool the client kept (it drops invalid ones)
+            for name in tools:
+                await client.call_tool(name, {})
         elif scenario == "http-standard-headers":  # every method the headers are checked on
             for name in tools:
                 await client.call_tool(name, {})

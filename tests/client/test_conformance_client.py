@@ -46,6 +46,20 @@ STATELESS_SCENARIOS: dict[str, set[str]] = {
         "sep-2575-client-retry-supported-version",
     },
     "tools_call": {"tool-add-numbers", "wire-schema-valid"},
+    "http-custom-headers": {
+        "sep-2243-client-supports-custom-headers",
+        "sep-2243-client-mirrors-designated-params",
+        "sep-2243-client-encode-values",
+        "sep-2243-client-base64-unsafe",
+        "sep-2243-client-omit-null",
+    },
+    "http-invalid-tool-headers": {
+        "sep-2243-client-reject-invalid-tool",
+        "sep-2243-x-mcp-header-not-empty",
+        "sep-2243-x-mcp-header-primitive-only",
+        "sep-2243-x-mcp-header-unique",
+        "sep-2243-x-mcp-header-charset",
+    },
 }
 
 
