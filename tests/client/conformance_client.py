@@ -109,6 +109,10 @@ async def run(url: str, scenario: str) -> None:
         elif scenario == "http-invalid-tool-headers":  # every tool the client kept (it drops invalid ones)
             for name in tools:
                 await client.call_tool(name, {})
+        elif scenario == "json-schema-2020-12-preservation":  # the schema as the client holds it, sent back
+            await client.call_tool("json_schema_echo", {"schema": tools["json_schema_2020_12_tool"].input_schema})
+        elif scenario == "sep-2322-client-request-state":  # its MRTR tools at once (each round's state its own)
+            await asyncio.gather(*(client.call_tool(name, {}) for name in tools))
         elif scenario == "http-standard-headers":  # every method the headers are checked on
             for name in tools:
                 await client.call_tool(name, {})
