@@ -218,9 +218,13 @@ class RequestContext:
         """
         if self.progress_token is None:
             return
-        task = self.task_asking()
-        meta = task.related_meta if task is not None else None
-        if (task is None and self.done) or (task is not None and meta is None):
+        meta: dict[str, Any] | None = None
+        task = self.tool_task  # (read directly: every progress report passes here)
+        if task is not None and task.in_task:
+            meta = task.related_meta
+            if meta is None:
+                return
+        elif self.done:
             return
         if self._last_progress is not None and progress <= self._last_progress:
             raise ValueError(f"progress must increase: {progress} after {self._last_progress}")

@@ -395,11 +395,12 @@ class ServerSession:
         if logger is not None:
             params["logger"] = logger
         context = current_context.get()
-        task = context.task_asking() if context is not None else None
-        if task is not None and task.related_meta is not None:
-            params["_meta"] = task.related_meta  # (a 2025-11-25 task's log is tied to it)
-        if related_request_id is None:
-            related_request_id = self._related()
+        if context is not None and context.connection is self.connection:
+            task = context.task_asking()
+            if task is not None and task.related_meta is not None:
+                params["_meta"] = task.related_meta  # (a 2025-11-25 task's log is tied to it)
+            if related_request_id is None:
+                related_request_id = context.request_id  # (what _related() says, from the context in hand)
         await self.connection.notify("notifications/message", params, related_request_id=related_request_id)
 
     async def request(

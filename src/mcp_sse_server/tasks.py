@@ -76,6 +76,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import dataclasses
 import logging
 import secrets
 import time
@@ -306,32 +307,22 @@ class TaskRuntime:
     def _template(self, context: RequestContext, requested: dict[str, Any] | None) -> TaskRecord:
         """What the task's record will say of its request (times are set when it starts): a core
         task for a 2025-11-25 session, else an extension task."""
+        session = context.session
+        protocol = session.protocol
+        core = protocol is not None and protocol.core_tasks
         ttl_ms = self.ttl_ms
-        protocol = context.session.protocol
-        if protocol is None or not protocol.core_tasks:
-            return TaskRecord(
-                id="",
-                revision=_EXTENSION_REVISION,
-                created_at=0.0,
-                updated_at=0.0,
-                ttl_ms=ttl_ms,
-                poll_interval_ms=self.poll_interval_ms,
-                principal=_principal(context),
-                worker_id=self.worker_id,
-            )
-        asked = (requested or {}).get("ttl")
+        asked = (requested or {}).get("ttl") if core else None
         if isinstance(asked, int) and not isinstance(asked, bool) and asked > 0:
             ttl_ms = min(asked, self.max_ttl_ms)
-        session = context.session
         return TaskRecord(
             id="",
-            revision=session.record.revision,
+            revision=session.record.revision if core else _EXTENSION_REVISION,
             created_at=0.0,
             updated_at=0.0,
             ttl_ms=ttl_ms,
             poll_interval_ms=self.poll_interval_ms,
             principal=_principal(context),
-            session_id=_session_key(session),
+            session_id=_session_key(session) if core else None,
             worker_id=self.worker_id,
         )
 
@@ -388,18 +379,7 @@ class TaskRuntime:
         """A new task's record from its ``template``: an unguessable id (it is the client's handle
         on the task), created now."""
         now = self.clock()
-        return TaskRecord(
-            id=secrets.token_urlsafe(18),
-            revision=template.revision,
-            created_at=now,
-            updated_at=now,
-            ttl_ms=template.ttl_ms,
-            poll_interval_ms=template.poll_interval_ms,
-            tool=template.tool,
-            principal=template.principal,
-            session_id=template.session_id,
-            worker_id=template.worker_id,
-        )
+        return dataclasses.replace(template, id=secrets.token_urlsafe(18), created_at=now, updated_at=now)
 
     # --- reading a task for a request (rule 5) ----------------------------------------------
 

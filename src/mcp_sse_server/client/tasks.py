@@ -37,6 +37,11 @@ _MIN_POLL: Final = 0.05
 _MAX_POLL: Final = 30.0
 
 
+def _task_of(result: dict[str, Any]) -> dict[str, Any]:
+    """A result that is a Task, without the result's envelope (``resultType``, ``_meta``)."""
+    return {key: value for key, value in result.items() if key not in ("resultType", "_meta")}
+
+
 class TaskCancelledError(Exception):
     """The task was cancelled: it has no result."""
 
@@ -76,7 +81,7 @@ class TaskHandle:
         if self.core and isinstance(created.get("task"), dict):
             self.task: dict[str, Any] | None = created["task"]
         elif not self.core and created.get("resultType") == "task":
-            self.task = {key: value for key, value in created.items() if key not in ("resultType", "_meta")}
+            self.task = _task_of(created)
         else:
             self.task = None
             self._inline = created
@@ -114,7 +119,7 @@ class TaskHandle:
         if self.task is None:
             return None
         read = await self._client.task_request("tasks/get", {"taskId": self.task_id}, timeout)
-        self.task = {key: value for key, value in read.items() if key not in ("resultType", "_meta")}
+        self.task = _task_of(read)
         return self.task
 
     async def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
@@ -145,7 +150,7 @@ class TaskHandle:
             return
         answered = await self._client.task_request("tasks/cancel", {"taskId": self.task_id}, timeout)
         if self.core and isinstance(answered.get("status"), str):
-            self.task = {key: value for key, value in answered.items() if key != "_meta"}
+            self.task = _task_of(answered)
         else:
             await self.refresh(timeout=timeout)
 

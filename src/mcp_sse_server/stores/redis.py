@@ -668,11 +668,18 @@ class WriteBehind:
 
 # --- event logs ----------------------------------------------------------------------------
 
+# ms since the epoch, by the server's clock (every writer of a session reads the same one).
+_NOW: Final = """
+local now = redis.call('TIME')
+now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+"""
+
 # KEYS: meta, history, backlog. ARGV: stream, message, request id ('' for none), delivered ('1'/'0'),
 # backlog limit, replay size, ttl ms. Returns {n, 0} or {n, 1, dropped fields} or {n, 2} (the event
 # itself dropped: the backlog holds nothing). On a request's stream n also follows the newest event
 # of its history, which ``log`` numbered along the stream. ARGV[8], when given, is n itself.
-_APPEND: Final = """
+_APPEND: Final = (
+    """
 local meta, stream = KEYS[1], ARGV[1]
 local n = tonumber(ARGV[8])
 if not n then
@@ -694,8 +701,9 @@ if stream ~= '' and ARGV[8] == '' then
 end
 redis.call('HSET', meta, 's:' .. stream, 1)
 redis.call('PEXPIRE', meta, ARGV[7])
-local now = redis.call('TIME')
-now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+"""
+    + _NOW
+    + """
 local ends = redis.call('HGET', meta, 'e:' .. stream)
 if ends and tonumber(ends) <= now then
   redis.call('HDEL', meta, 'e:' .. stream)  -- its grace is over: a fresh stream of the same name
@@ -732,6 +740,7 @@ if target then
 end
 return result
 """
+)
 
 # KEYS: meta. ARGV: stream, ttl ms, "<writer> <request id as JSON>". A stream ``log`` will write
 # (``open_stream``): it exists, and w:<stream> names its writer until it ends.
@@ -804,11 +813,6 @@ if keep <= 0 then
   redis.call('DEL', KEYS[2], KEYS[3])
   return 1
 end
-"""
-
-_NOW: Final = """
-local now = redis.call('TIME')
-now = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 """
 
 # The end of any stream (``end_stream`` of a stream not logged here: a dead writer's, say).
