@@ -56,6 +56,7 @@ LAYERS: Final[dict[str, int]] = {
     "background": 0,
     "auth.tokens": 0,
     "scopes": 0,
+    "skill_format": 0,
     # L1: what a handler gets, and what a transport is
     "context": 1,
     "transport.base": 1,
@@ -63,6 +64,7 @@ LAYERS: Final[dict[str, int]] = {
     "types": 2,
     "stateless_meta": 2,
     "typed": 2,
+    "skills": 2,
     # L3: the JSON-RPC engine
     "protocol": 3,
     # L4: stores (ports and adapters, records only)

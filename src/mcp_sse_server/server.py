@@ -24,6 +24,7 @@ import binascii
 import functools
 import inspect
 import logging
+import os
 import re
 import warnings
 from collections.abc import Callable, Collection, Coroutine, Mapping, Sequence
@@ -47,6 +48,8 @@ from .records import SessionRecord
 from .schema import SchemaValidator
 from .scopes import NO_SCOPES, Kind, check_scopes, needed
 from .session import Handler, ServerSession
+from .skill_format import SKILLS_EXTENSION, SkillFormatError
+from .skills import SkillCatalog, load_skills
 from .stateless import RequestSession, StatelessEndpoint, StatelessSwitch
 from .stateless_meta import SUBSCRIPTION_ID, CachePolicy, MirroredHeader, mirrored_headers
 from .stores.base import EventBus
@@ -125,6 +128,9 @@ _METHOD_NAMES: Final = {
     "tasks/list": "_list_tasks",
     "tasks/update": "_update_task",
     "tasks/cancel": "_cancel_task",
+    "skills/list": "_list_skills",
+    "skills/get": "_get_skill",
+    "resources/directory/read": "_read_directory",
 }
 
 # subscriptions/listen: the kind of a list-changed event -> the filter flag that asks for it.
@@ -336,6 +342,7 @@ class McpServer:
         event_bus: EventBus | None = None,
         cache: CachePolicy = CachePolicy(),
         tasks: TaskRuntime | None = None,
+        skills: Sequence[str | os.PathLike[str]] = (),
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -369,6 +376,9 @@ class McpServer:
         self._scoped: set[tuple[Kind, str]] = set()  # the entries registered with scopes
         # Wire lists built once per revision (name) and collection; dropped when the collection changes.
         self._lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._skills = SkillCatalog()
+        for path in skills:
+            self.add_skills(path)
 
     # --- running ----------------------------------------------------------------------
 
@@ -807,6 +817,41 @@ class McpServer:
             self._list_changed("notifications/resources/list_changed")
         return removed
 
+    def add_skills(self, path: str | os.PathLike[str], *, prefix: str | None = None) -> SkillCatalog:
+        """Serve the skills at ``path`` (the skills extension, SEP-2640; rules in ``skills.py``): a
+        directory with a ``SKILL.md`` is one skill, any other directory holds skills below it.
+
+        Each skill's files become resources ``skill://<prefix/>...<name>/<file>`` (its
+        ``SKILL.md`` listed in resources/list), answered from the bytes read now; the
+        server declares the extension and answers skills/list, skills/get and
+        resources/directory/read. ``prefix`` puts the skills under organisational
+        segments (``"acme/billing"``). Returns what was loaded; SkillFormatError (a
+        ValueError) names the file when a skill is malformed or a URI is already served.
+        """
+        catalog = load_skills(path, prefix=prefix)
+        for uri in catalog.files:  # (checked first: nothing is registered when one is refused)
+            if uri in self._resources:
+                raise SkillFormatError(f"{uri} is already served as a resource")
+        self._skills = self._skills.merged(catalog)
+        for skill in catalog.skills:
+            skill_md = catalog.files[skill.uri]
+            self.add_resource(
+                Resource(
+                    skill.uri,
+                    skill.name,
+                    description=skill.description,
+                    mime_type=skill_md.mime_type,
+                    size=len(skill_md.data),
+                    contents=skill_md.contents(),
+                )
+            )
+        return catalog
+
+    @property
+    def skills(self) -> SkillCatalog:
+        """The skills this server serves (``add_skills``)."""
+        return self._skills
+
     def add_resource_template(self, template: ResourceTemplate) -> None:
         """Register a template; ValueError if its URI template is outside {var}/{+var}."""
         _check_scopes(f"Resource template {template.uri_template!r}", template.scopes)
@@ -925,6 +970,8 @@ class McpServer:
             capabilities["resources"] = {"subscribe": True, "listChanged": True}
         if self._tools:
             capabilities["tools"] = {"listChanged": True}
+        if self._skills:
+            capabilities["extensions"] = {SKILLS_EXTENSION: {"directoryRead": True}}
         return capabilities
 
     # --- lifecycle -------------------------------------------------------------------
@@ -1177,6 +1224,9 @@ class McpServer:
                 return {"contents": [resource.contents.to_dict()]}
             value = await _call(resource.reader, _is_async(resource.reader), uri, context)
             return _as_read_result(uri, value, resource.mime_type).to_dict()
+        skill_file = self._skills.files.get(uri)
+        if skill_file is not None:
+            return {"contents": [skill_file.contents().to_dict()]}
         for matcher, template in self._templates.values():
             variables = matcher.match(uri)
             if variables is not None:
@@ -1210,12 +1260,38 @@ class McpServer:
         if self._event_bus is not None:
             await self._event_bus.publish({"kind": "resources"})
 
+    # --- the skills extension (skills.py) ------------------------------------------------
+
+    def _require_skills(self) -> SkillCatalog:
+        if not self._skills:
+            raise McpError(METHOD_NOT_FOUND, "This server does not offer skills")
+        return self._skills
+
+    async def _list_skills(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return self._page("skills", "skills", self._require_skills().entries(), params)
+
+    async def _get_skill(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        catalog = self._require_skills()
+        uri = _params_str(params, "uri")
+        skill = catalog.skill(uri)
+        if skill is None:
+            raise McpError(INVALID_PARAMS, f"Not the SKILL.md of a skill served here: {uri}", {"uri": uri})
+        return {"skill": skill.entry}
+
+    async def _read_directory(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        catalog = self._require_skills()
+        uri = _params_str(params, "uri")
+        children = catalog.directories.get(uri)
+        if children is None:
+            raise McpError(INVALID_PARAMS, f"Not a directory of a skill served here: {uri}", {"uri": uri})
+        return self._page("directory", "resources", list(children), params)
+
     # --- the stateless revision's own methods ----------------------------------------
 
     async def _discover(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         capabilities = self.capabilities
-        if self.tasks_declared:
-            capabilities["extensions"] = {TASKS_EXTENSION: {}}  # (never in a session's initialize)
+        if self.tasks_declared:  # (never in a session's initialize)
+            capabilities["extensions"] = {**capabilities.get("extensions", {}), TASKS_EXTENSION: {}}
         result: dict[str, Any] = {
             "supportedVersions": [revision.name for revision in versions.STATELESS],
             "capabilities": capabilities,

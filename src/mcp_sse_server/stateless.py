@@ -103,7 +103,17 @@ logger = logging.getLogger("mcp_sse_server")
 _MAY_ASK: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 # The requests whose complete results are cacheable (ttlMs, cacheScope).
 _CACHEABLE: Final = frozenset(
-    {"server/discover", "tools/list", "prompts/list", "resources/list", "resources/templates/list", "resources/read"}
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "skills/list",
+        "skills/get",
+        "resources/directory/read",
+    }
 )
 # Above every log level: a request that set none gets no log notifications.
 _NO_LOGS: Final = len(LOG_LEVELS)

@@ -81,6 +81,10 @@ _BASE_METHODS: Final = frozenset(
     }
 )
 
+# Requests of extensions a server may declare, served at every revision (the server answers
+# -32601 when it declares none): the skills extension's (SEP-2640).
+_EXTENSION_METHODS: Final = frozenset({"skills/list", "skills/get", "resources/directory/read"})
+
 
 @dataclass(frozen=True, slots=True)
 class Revision:
@@ -134,10 +138,10 @@ class Revision:
         return self.name
 
 
-REVISION_2025_06_18: Final = Revision("2025-06-18", _BASE_METHODS)
+REVISION_2025_06_18: Final = Revision("2025-06-18", _BASE_METHODS | _EXTENSION_METHODS)
 # 2025-11-25 adds the core tasks' requests (served by a server with task tools; -32601 otherwise).
 REVISION_2025_11_25: Final = Revision(
-    _NOVEMBER_2025, _BASE_METHODS | {"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"}
+    _NOVEMBER_2025, _BASE_METHODS | _EXTENSION_METHODS | {"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"}
 )
 
 # 2026-07-28, the stateless revision: no handshake and no session; every request carries its
@@ -148,6 +152,7 @@ REVISION_2025_11_25: Final = Revision(
 REVISION_2026_07_28: Final = Revision(
     "2026-07-28",
     (_BASE_METHODS - {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+    | _EXTENSION_METHODS
     | {"server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"},
     handshake=False,
 )

@@ -119,8 +119,8 @@ async def test_the_0_2_0_suite_passes_for_each_handshake_revision(
     assert "server-session-lifecycle" in results and len(results) >= 27
 
 
-# Extension scenarios: a run naming --spec-version skips them (test_every_tasks_scenario_passes
-# runs the Tasks extension's; skills, SEP-2640, are not served yet).
+# Extension scenarios: a run naming --spec-version skips them (test_every_extension_scenario_passes
+# runs them).
 EXTENSION_PREFIXES = ("tasks-", "sep-2640-")
 
 # The Tasks extension's scenarios (SEP-2663), each at the suite's default wire (2026-07-28, no
@@ -137,6 +137,9 @@ TASKS_SCENARIOS = (
     "tasks-required-task-error",
     "tasks-mrtr-composition",
 )
+
+# The skills extension's scenarios (SEP-2640), at the suite's default wire (2026-07-28, no session).
+SKILLS_SCENARIOS = ("sep-2640-skills-enumeration", "sep-2640-skills-manifest", "sep-2640-skills-directory")
 
 # Checks of the 2026-07-28 run that need a change in the server, not in the fixture. Each must still fail
 # (or warn) exactly like this: when the server is fixed, the test says so and the entry goes.
@@ -188,8 +191,8 @@ async def test_the_0_2_0_suite_passes_for_the_stateless_revision(server: McpHttp
     assert status == 0 or SERVER_GAPS_2026_07_28, log  # the suite exits 1 while a known gap fails
 
 
-@pytest.mark.parametrize("scenario", TASKS_SCENARIOS)
-async def test_every_tasks_scenario_passes(server: McpHttpServer, tmp_path: Path, scenario: str) -> None:
+@pytest.mark.parametrize("scenario", TASKS_SCENARIOS + SKILLS_SCENARIOS)
+async def test_every_extension_scenario_passes(server: McpHttpServer, tmp_path: Path, scenario: str) -> None:
     status, log = await run_suite(server.endpoint, tmp_path, "--scenario", scenario, suite=SUITE_NEXT)
     results = checks_by_scenario(tmp_path)
     assert list(results) == [scenario], log
