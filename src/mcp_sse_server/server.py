@@ -342,7 +342,7 @@ class McpServer:
         event_bus: EventBus | None = None,
         cache: CachePolicy = CachePolicy(),
         tasks: TaskRuntime | None = None,
-        skills: Sequence[str | os.PathLike[str]] = (),
+        skills: Sequence[str | os.PathLike[str] | SkillCatalog] = (),
     ) -> None:
         if page_size is not None and page_size < 1:
             raise ValueError("page_size must be a positive integer or None")
@@ -817,9 +817,10 @@ class McpServer:
             self._list_changed("notifications/resources/list_changed")
         return removed
 
-    def add_skills(self, path: str | os.PathLike[str], *, prefix: str | None = None) -> SkillCatalog:
+    def add_skills(self, path: str | os.PathLike[str] | SkillCatalog, *, prefix: str | None = None) -> SkillCatalog:
         """Serve the skills at ``path`` (the skills extension, SEP-2640; rules in ``skills.py``): a
-        directory with a ``SKILL.md`` is one skill, any other directory holds skills below it.
+        directory with a ``SKILL.md`` is one skill, any other directory holds skills below it; or
+        a ``SkillCatalog`` already loaded (``load_skills``: servers built per session share one).
 
         Each skill's files become resources ``skill://<prefix/>...<name>/<file>`` (its
         ``SKILL.md`` listed in resources/list), answered from the bytes read now; the
@@ -828,7 +829,12 @@ class McpServer:
         segments (``"acme/billing"``). Returns what was loaded; SkillFormatError (a
         ValueError) names the file when a skill is malformed or a URI is already served.
         """
-        catalog = load_skills(path, prefix=prefix)
+        if isinstance(path, SkillCatalog):
+            if prefix is not None:
+                raise ValueError("prefix goes with a path: a SkillCatalog was given its URIs when it was loaded")
+            catalog = path
+        else:
+            catalog = load_skills(path, prefix=prefix)
         for uri in catalog.files:  # (checked first: nothing is registered when one is refused)
             if uri in self._resources:
                 raise SkillFormatError(f"{uri} is already served as a resource")

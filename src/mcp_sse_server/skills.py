@@ -138,6 +138,8 @@ class SkillCatalog:
 
     def merged(self, other: SkillCatalog) -> SkillCatalog:
         """Both catalogs as one; SkillFormatError when they publish a skill or file at the same URI."""
+        if not self.skills:
+            return other  # (the usual case, and a server built per session pays nothing for it)
         for uri in other.files:
             if uri in self.files:
                 raise SkillFormatError(

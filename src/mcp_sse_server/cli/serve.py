@@ -11,11 +11,12 @@ import dataclasses
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import IO, TYPE_CHECKING, Any, Final, TypeVar, cast
 
 import click
 
+from ..skill_format import SkillFormatError
 from ..transport.http.limits import DEFAULT_LIMITS, HttpLimits
 from .announce import announce
 from .auth import AuthSettings, auth_options
@@ -26,6 +27,7 @@ from .values import DURATION, SIZE
 
 if TYPE_CHECKING:
     from ..server import McpServer
+    from ..skills import SkillCatalog
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -93,6 +95,15 @@ def http_options(command: _F) -> _F:
         limit_options,
         auth_options,
         click.option(
+            "--skills",
+            "skills",
+            multiple=True,
+            type=click.Path(exists=True, file_okay=False),
+            metavar="DIR",
+            help="Also serve the skills in DIR (a skill directory with a SKILL.md, or a directory of them) "
+            "with the skills extension; repeatable.",
+        ),
+        click.option(
             "--log-level",
             type=click.Choice(["debug", "info", "warning", "error"], case_sensitive=False),
             default="info",
@@ -132,7 +143,7 @@ def http_options(command: _F) -> _F:
 
 
 # What --stdio keeps of serve's parameters: every other one is about HTTP (and refused with it).
-_STDIO_PARAMETERS: Final = frozenset({"target", "stdio", "log_level"})
+_STDIO_PARAMETERS: Final = frozenset({"target", "stdio", "log_level", "skills"})
 
 
 @click.command()
@@ -155,6 +166,7 @@ def serve(
     certfile: str | None,
     keyfile: str | None,
     json_response: bool,
+    skills: tuple[str, ...],
     log_level: str,
     server_per_session: bool,
     redis_url: str | None,
@@ -197,7 +209,7 @@ def serve(
 
     if stdio:
         _refuse_http_options(ctx)
-        _serve_stdio(target, log_level)
+        _serve_stdio(target, log_level, skills)
         return
     if (certfile is None) != (keyfile is None):
         raise click.UsageError("--certfile and --keyfile go together")
@@ -221,7 +233,7 @@ def serve(
         endpoint_url(host, port, path, tls=certfile is not None),
         derivable=port != 0 and not is_wildcard_host(host),
     )
-    resolved = resolve_target(target)
+    resolved = resolve_target(target).with_skills(load_skill_options(skills))
     label, served = resolved.label, resolved.served(per_session=server_per_session)
     logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
@@ -376,6 +388,43 @@ class Target:
             return self.factory
         return self.factory()
 
+    def with_skills(self, catalogs: Sequence[SkillCatalog]) -> Target:
+        """This target with ``catalogs`` added to every server it builds (``--skills``): the first
+        server is built now, so that a skill clashing with the target's resources fails before the
+        port opens, and is what the factory's next call returns."""
+        if not catalogs:
+            return self
+        factory = self.factory
+
+        def build() -> McpServer:
+            server = factory()
+            for catalog in catalogs:
+                server.add_skills(catalog)
+            return server
+
+        try:
+            first = [build()]
+        except SkillFormatError as error:
+            raise BadUsage(f"--skills: {error}") from None
+
+        def skilled() -> McpServer:
+            return first.pop() if first else build()
+
+        return dataclasses.replace(self, factory=skilled)
+
+
+def load_skill_options(paths: Sequence[str]) -> list[SkillCatalog]:
+    """The catalogs ``--skills`` names, loaded once (every server built shares them)."""
+    from ..skills import load_skills
+
+    catalogs = []
+    for path in paths:
+        try:
+            catalogs.append(load_skills(path))
+        except SkillFormatError as error:
+            raise BadUsage(f"--skills {path}: {error}") from None
+    return catalogs
+
 
 def _unknown_target(name: str) -> str:
     known = ", ".join(sorted(builtin_servers()))
@@ -513,7 +562,7 @@ class _ProtocolStdout:
         return getattr(self._text, name)
 
 
-def _serve_stdio(target: str | None, log_level: str) -> None:
+def _serve_stdio(target: str | None, log_level: str, skills: tuple[str, ...] = ()) -> None:
     """Load TARGET and serve its one session over stdin and stdout until stdin ends."""
     import asyncio
     import contextlib
@@ -527,7 +576,7 @@ def _serve_stdio(target: str | None, log_level: str) -> None:
     with stdout_to_stderr() as real:
         messages = _ProtocolStdout(sys.stdout, real if real is not None else original.buffer)
         with contextlib.redirect_stdout(cast(IO[str], messages)):
-            resolved = resolve_target(target)
+            resolved = resolve_target(target).with_skills(load_skill_options(skills))
             logging.basicConfig(
                 level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
             )
