@@ -45,6 +45,8 @@ if TYPE_CHECKING:
         MemoryServerFactory,
     )
     from .session import ElicitationContentError, ServerSession, TypedElicitResult
+    from .skill_format import SkillFormatError
+    from .skills import SkillCatalog, load_skills
     from .transport import (
         MemoryTransport,
         Transport,
@@ -111,6 +113,9 @@ _EXPORTS = {
     "ElicitationContentError": ".session",
     "TypedElicitResult": ".session",
     "SessionRecord": ".records",
+    "SkillFormatError": ".skill_format",
+    "SkillCatalog": ".skills",
+    "load_skills": ".skills",
     "MemoryTransport": ".transport",
     "Transport": ".transport",
     "Annotations": ".types",
@@ -212,6 +217,8 @@ __all__ = [
     "ServerConfig",
     "ServerSession",
     "SessionRecord",
+    "SkillCatalog",
+    "SkillFormatError",
     "SseClient",
     "SseTransport",
     "StdioClient",
@@ -226,6 +233,7 @@ __all__ = [
     "encode_message",
     "file_template",
     "initialize_mcp_server",
+    "load_skills",
     "parse_message",
     "read_json_rpc_post",
     "resolve_under",
