@@ -49,7 +49,7 @@ from .schema import SchemaValidator
 from .scopes import NO_SCOPES, Kind, check_scopes, needed
 from .session import Handler, ServerSession
 from .skill_format import SKILLS_EXTENSION, SkillFormatError
-from .skills import SkillCatalog, load_skills
+from .skills import NO_SKILLS, SkillCatalog, load_skills
 from .stateless import RequestSession, StatelessEndpoint, StatelessSwitch
 from .stateless_meta import SUBSCRIPTION_ID, CachePolicy, MirroredHeader, mirrored_headers
 from .stores.base import EventBus
@@ -376,7 +376,7 @@ class McpServer:
         self._scoped: set[tuple[Kind, str]] = set()  # the entries registered with scopes
         # Wire lists built once per revision (name) and collection; dropped when the collection changes.
         self._lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
-        self._skills = SkillCatalog()
+        self._skills = NO_SKILLS
         for path in skills:
             self.add_skills(path)
 

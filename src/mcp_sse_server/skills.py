@@ -152,6 +152,10 @@ class SkillCatalog:
         )
 
 
+# The catalog of a server without skills: one for every server (a server built per session stays small).
+NO_SKILLS: Final = SkillCatalog()
+
+
 def load_skills(path: str | os.PathLike[str], *, prefix: str | None = None) -> SkillCatalog:
     """The skills at ``path`` (rule 1), under the optional ``prefix`` (segments joined by ``/``).
 
