@@ -44,6 +44,7 @@ __all__ = [
     "SKILL_FILE",
     "SKILL_MIME_TYPE",
     "SkillFormatError",
+    "check_entry",
     "check_skill_name",
     "digest_of",
     "parse_frontmatter",
@@ -83,6 +84,52 @@ def digest_of(data: bytes) -> str:
 def is_digest(value: object) -> bool:
     """True when ``value`` is a digest as rule 3 spells it."""
     return isinstance(value, str) and _DIGEST.fullmatch(value) is not None
+
+
+def check_entry(entry: object) -> str | None:
+    """Why ``entry`` is not a well-formed skill entry (of ``skills/list`` or ``skills/get``), or None.
+
+    Well-formed: a ``uri`` ending ``/<name>/SKILL.md``, a ``frontmatter`` object with non-empty
+    string ``name`` and ``description``, and ``resources``: ``"dynamic"`` or a list of
+    ``{uri, digest, size}`` (rule 3) naming each file once, inside the skill's directory, the
+    ``SKILL.md`` among them."""
+    if not isinstance(entry, dict):
+        return "a skill entry must be an object"
+    uri = entry.get("uri")
+    if not isinstance(uri, str) or not uri:
+        return "a skill entry needs a uri"
+    frontmatter = entry.get("frontmatter")
+    if not isinstance(frontmatter, dict):
+        return f"skill {uri} has no frontmatter object"
+    for key in ("name", "description"):
+        if not isinstance(frontmatter.get(key), str) or not frontmatter[key]:
+            return f"the frontmatter of skill {uri} needs a non-empty string {key!r}"
+    root, _, file = uri.rpartition("/")
+    if file != SKILL_FILE or root.rpartition("/")[2] != frontmatter["name"]:
+        return f"skill {uri} must end with /{frontmatter['name']}/{SKILL_FILE} (its frontmatter's name)"
+    resources = entry.get("resources")
+    if resources == "dynamic":
+        return None
+    if not isinstance(resources, list):
+        return f'skill {uri} needs resources: a list of files or "dynamic"'
+    seen: set[str] = set()
+    for index, resource in enumerate(resources):
+        where = f"resources[{index}] of skill {uri}"
+        if not isinstance(resource, dict) or not isinstance(resource.get("uri"), str):
+            return f"{where} must be an object with a uri"
+        if not resource["uri"].startswith(root + "/"):
+            return f"{where} ({resource['uri']}) is not inside the skill's directory {root}"
+        if resource["uri"] in seen:
+            return f"{where} lists {resource['uri']} a second time"
+        seen.add(resource["uri"])
+        if not is_digest(resource.get("digest")):
+            return f"{where} needs a digest of the form sha256:<64 lowercase hex digits>"
+        size = resource.get("size")
+        if type(size) is not int or size < 0:
+            return f"{where} needs a size: a non-negative integer"
+    if uri not in seen:
+        return f"the resources of skill {uri} do not list its {SKILL_FILE}"
+    return None
 
 
 def parse_frontmatter(text: str) -> dict[str, Any]:

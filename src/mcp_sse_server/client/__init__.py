@@ -42,6 +42,13 @@ if TYPE_CHECKING:
         PromptInfo,
         ResourceTemplateInfo,
     )
+    from .skills import (
+        SkillEntry,
+        SkillFile,
+        SkillResource,
+        Skills,
+        SkillVerificationError,
+    )
     from .sse import (
         SseClient,
     )
@@ -80,6 +87,11 @@ _EXPORTS = {
     "default_config_path": ".provider",
     "InputRoundsExceededError": ".stateless",
     "UnsupportedProtocolVersionError": ".stateless",
+    "SkillEntry": ".skills",
+    "SkillFile": ".skills",
+    "SkillResource": ".skills",
+    "SkillVerificationError": ".skills",
+    "Skills": ".skills",
     "Subscription": ".subscription",
     "TaskCancelledError": ".tasks",
     "TaskHandle": ".tasks",
@@ -103,6 +115,11 @@ __all__ = [
     "ServerRegistry",
     "ServerStartError",
     "SessionExpiredError",
+    "SkillEntry",
+    "SkillFile",
+    "SkillResource",
+    "SkillVerificationError",
+    "Skills",
     "SseClient",
     "StartedServers",
     "StdioClient",

@@ -67,6 +67,7 @@ from .results import (
     prompt_info_from_dict,
     resource_template_info_from_dict,
 )
+from .skills import Skills
 from .stateless import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -858,6 +859,13 @@ class McpClient(ABC):
             return await self.request(method, params, timeout=timeout)
         limit = self.request_timeout if timeout is True else (None if timeout is False else timeout)
         return await self._stateless_request(method, params, limit, None, tasks=True)
+
+    @property
+    def skills(self) -> Skills:
+        """The server's skills (the skills extension): ``list()``, ``get(uri)``, ``read(entry, file)``
+        and ``load(entry)`` verifying every file against its entry, ``read_directory(uri)``; the
+        rules are in ``client/skills.py``. Nothing is read until asked."""
+        return Skills(self)
 
     @overload
     async def list_resources(self, *, raw: Literal[False] = False) -> list[ResourceInfo]: ...
