@@ -16,6 +16,7 @@ from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, PROG, debugging, describe_er
 from .login import login
 from .registry import servers
 from .serve import serve
+from .skills import skills
 from .task import task
 
 
@@ -44,7 +45,7 @@ def cli(ctx: click.Context, config: str | None, debug: bool) -> None:
     ctx.obj = {"config": config}
 
 
-for _command in (serve, dev, servers, login, tools, call, task, resources, prompts, inspect):
+for _command in (serve, dev, servers, login, tools, call, task, resources, prompts, skills, inspect):
     cli.add_command(_command)
 
 
