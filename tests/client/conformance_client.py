@@ -16,7 +16,7 @@ import os
 import sys
 from typing import Any
 
-from mcp_sse_server.client import StreamableHttpClient
+from mcp_sse_server.client import McpClient, SkillVerificationError, StreamableHttpClient
 from mcp_sse_server.client.oauth import EnterpriseIdentity, HeadlessUserAgent, OAuth, OAuthSettings
 from mcp_sse_server.types import Root
 
@@ -74,6 +74,19 @@ async def sample(params: dict[str, Any]) -> dict[str, Any]:
     return {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "none", "stopReason": "endTurn"}
 
 
+async def skills_scenario(client: McpClient, scenario: str) -> None:
+    """The sep-2640-client-* scenarios: list the skills (and read nothing, no-prefetch); verify-*:
+    load the first skill, SKILL.md first, every file checked against its entry; a file that fails
+    stops the load (nothing more is read) and the client exits non-zero."""
+    entries = await client.skills.list()
+    if scenario == "sep-2640-client-no-prefetch" or not entries:
+        return
+    try:
+        await client.skills.load(entries[0])
+    except SkillVerificationError as error:
+        raise SystemExit(f"refused skill {entries[0].uri}: {error}") from None
+
+
 async def run(url: str, scenario: str) -> None:
     auth = None
     if scenario.startswith("auth/"):
@@ -81,8 +94,13 @@ async def run(url: str, scenario: str) -> None:
     # The runner names the revision under test (MCP_CONFORMANCE_PROTOCOL_VERSION); the client
     # probes and must land on it by itself, so it stays in mode "auto". It declares every
     # capability it has a handler for (request-metadata checks each one's shape).
+    # The skills mock answers both initialize and server/discover: the revision the runner names
+    # picks the era (a session below 2026-07-28), so both are exercised.
+    skills = scenario.startswith("sep-2640-client-")
+    session = skills and (os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or "2025-11-25") < "2026-07-28"
     client = StreamableHttpClient(
         url,
+        mode="session" if session else "auto",
         elicitation_handler=accept_defaults,
         sampling_handler=sample,
         roots=[Root("file:///tmp", "tmp")],
@@ -93,6 +111,9 @@ async def run(url: str, scenario: str) -> None:
         expected = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION")
         if expected == "2026-07-28" and client.protocol_version != expected:
             raise SystemExit(f"negotiated {client.protocol_version}, the scenario runs at {expected}")
+        if skills:  # (the skills mock serves no tools)
+            await skills_scenario(client, scenario)
+            return
         tools = {tool.name: tool for tool in await client.list_tools()}
         if scenario == "sse-retry":
             await client.call_tool("test_reconnection")
@@ -120,7 +141,7 @@ async def run(url: str, scenario: str) -> None:
                 await client.read_resource(resource.uri)
             for prompt in await client.list_prompts():
                 await client.get_prompt(prompt.name)
-        elif scenario not in ("initialize", "request-metadata"):
+        elif scenario not in ("initialize", "request-metadata", "json-schema-ref-no-deref"):  # (listing is all)
             raise SystemExit(f"unknown scenario {scenario!r} (tools: {', '.join(tools)})")
 
 

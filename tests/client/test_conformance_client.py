@@ -71,6 +71,8 @@ STATELESS_SCENARIOS: dict[str, set[str]] = {
         "sep-2106-client-conditional-keywords-preserved",
         "wire-schema-valid",
     },
+    # the tools are listed and the network $ref in a schema is never fetched (SEP-2106)
+    "json-schema-ref-no-deref": {"sep-2106-no-network-ref-deref"},
     "http-invalid-tool-headers": {
         "sep-2243-client-reject-invalid-tool",
         "sep-2243-x-mcp-header-not-empty",
@@ -78,6 +80,18 @@ STATELESS_SCENARIOS: dict[str, set[str]] = {
         "sep-2243-x-mcp-header-unique",
         "sep-2243-x-mcp-header-charset",
     },
+}
+
+
+# The skills extension's client scenarios (SEP-2640, only conformance-next): each one check. The
+# suite runs extension scenarios at its default revision (2025-11-25: our client then opens a
+# session) and skips them under --spec-version unless forced; its mock answers both eras, so they
+# run at 2026-07-28 too. A verify-* client that refuses the tampered SKILL.md exits non-zero.
+SKILLS_SCENARIOS: dict[str, str] = {
+    "sep-2640-client-no-prefetch": "sep-2640-host-no-prefetch",
+    "sep-2640-client-verify-digest": "sep-2640-host-verify-digest",
+    "sep-2640-client-verify-size": "sep-2640-host-size-mismatch-failure",
+    "sep-2640-client-verify-frontmatter": "sep-2640-host-frontmatter-comparison",
 }
 
 
@@ -97,7 +111,7 @@ def read_checks(output: Path, scenario: str) -> list[dict[str, Any]]:
 
 
 async def run_client_scenario(
-    suite: str, scenario: str, output: Path, spec_version: str | None = None
+    suite: str, scenario: str, output: Path, spec_version: str | None = None, *, force: bool = False
 ) -> tuple[int, str, list[dict[str, Any]]]:
     node, entry = suite_entry(suite)
     process = await asyncio.create_subprocess_exec(
@@ -111,6 +125,7 @@ async def run_client_scenario(
         "-o",
         str(output),
         *(["--spec-version", spec_version] if spec_version else []),
+        *(["--force"] if force else []),
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         env={**os.environ, **python_env(), "NO_COLOR": "1"},
@@ -187,3 +202,19 @@ async def test_the_standard_headers_go_with_every_stateless_request(tmp_path: Pa
     }
     assert verdicts == expected, log
     assert status == 0 and "OVERALL: PASSED" in log, log
+
+
+@pytest.mark.parametrize("spec_version", [None, "2026-07-28"], ids=["2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize("scenario", sorted(SKILLS_SCENARIOS))
+async def test_skills_client_scenario_passes(scenario: str, spec_version: str | None, tmp_path: Path) -> None:
+    """The host's skills obligations: list without reading (no-prefetch); verify-*: read SKILL.md,
+    refuse it (size, digest or frontmatter) and never read FORMS.md after it."""
+    forced = spec_version is not None
+    status, log, checks = await run_client_scenario("conformance-next", scenario, tmp_path, spec_version, force=forced)
+    verdicts = {check["id"]: check["status"] for check in checks if check["status"] != "INFO"}
+    assert verdicts == {SKILLS_SCENARIOS[scenario]: "SUCCESS"}, log
+    assert "OVERALL: PASSED" in log, log
+    if scenario == "sep-2640-client-no-prefetch":
+        assert status == 0, log
+    else:
+        assert "refused skill skill://pdf-processing/SKILL.md" in log, log
