@@ -7,48 +7,24 @@ and subscriptions/listen must work."""
 from __future__ import annotations
 
 import asyncio
-import os
-import subprocess
-import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fixtures.node import require_node
-from fixtures.peers import START_TIMEOUT, WAIT
+from fixtures.node import running_ts_stateless_peer
+from fixtures.peers import WAIT
 from mcp_sse_server.client import StreamableHttpClient
 from mcp_sse_server.client.stateless import UnsupportedProtocolVersionError
 from mcp_sse_server.types import Root
 
-TS_STATELESS_PEER = str(Path(__file__).with_name("ts_stateless_peer.mjs"))
 MODERN = "2026-07-28"
 
 
 @pytest.fixture(scope="module")
 def ts_stateless() -> Iterator[str]:
     """The URL of a running ts_stateless_peer.mjs."""
-    node, modules = require_node()
-    if not os.path.isdir(os.path.join(modules, "@modelcontextprotocol/server")):
-        pytest.skip("@modelcontextprotocol/server 2.4 is not installed (see tests/node/package.json)")
-    process = subprocess.Popen(
-        [node, TS_STATELESS_PEER],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        env={**os.environ, "MCP_TEST_NODE_MODULES": modules},
-    )
-    line: list[bytes] = []
-    reader = threading.Thread(target=lambda: line.append(process.stdout.readline()), daemon=True)  # type: ignore[union-attr]
-    reader.start()
-    reader.join(START_TIMEOUT)
-    try:
-        if not line or not line[0].startswith(b"PORT "):
-            raise RuntimeError(f"ts_stateless_peer.mjs did not start: {line}")
-        yield f"http://127.0.0.1:{int(line[0].split()[1])}/mcp"
-    finally:
-        process.kill()
-        process.wait(5)
+    yield from running_ts_stateless_peer()
 
 
 async def elicit(params: dict[str, Any]) -> dict[str, Any]:
