@@ -100,6 +100,13 @@ async def ask_user(ctx: Context) -> str:
     return f"{answer.action}: {answer.data.colour if answer.data else '-'}"
 
 
+@server.tool()
+async def ask_roots(ctx: Context) -> str:
+    """Lists the client's roots (roots/list, asked directly); answers with their URIs."""
+    result = await ctx.session.list_roots()
+    return ",".join(str(root.uri) for root in result.roots)
+
+
 class Profile(BaseModel):
     name: str = "John Doe"
     age: int = 30

@@ -2,12 +2,14 @@
 // 2.4) that speaks only 2026-07-28: createMcpHandler({ legacy: "reject" }) refuses handshake
 // clients. For interop tests of StreamableHttpClient's stateless mode.
 //
-//   node ts_stateless_peer.mjs      (MCP_TEST_NODE_MODULES names node_modules)
+//   node ts_stateless_peer.mjs [--legacy stateless]   (MCP_TEST_NODE_MODULES names node_modules)
 //
+// --legacy stateless serves handshake clients too (each of their requests on its own).
 // Binds 127.0.0.1 on a free port, prints "PORT <n>", serves /mcp. Tools: add, slow (progress
 // per step), confirm (elicitation through input_required), ask_model (sampling), roots
-// (roots/list), headed (x-mcp-header: echoes the Mcp-Param-Region header it got), bump (tells
-// listeners the tool list changed); a prompt "greet" and a resource "memo://note".
+// (roots/list), direct_sample (sampling asked directly, which 2026-07-28 cannot carry),
+// headed (x-mcp-header: echoes the Mcp-Param-Region header it got), bump (tells listeners
+// the tool list changed); a prompt "greet" and a resource "memo://note".
 import { createServer } from "node:http";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -80,6 +82,14 @@ function build() {
     }
     return text(`model said: ${answer.result.content.text}`);
   });
+  // Asks the client directly, the session way: at 2026-07-28 the SDK refuses to send it.
+  server.registerTool("direct_sample", { description: "samples directly", inputSchema: object({}) }, async (_args, ctx) => {
+    const answer = await ctx.mcpReq.requestSampling({
+      messages: [{ role: "user", content: { type: "text", text: "Capital of France?" } }],
+      maxTokens: 20,
+    });
+    return text(`model said: ${answer.content.text}`);
+  });
   server.registerTool("roots", { description: "lists roots", inputSchema: object({}) }, async (_args, ctx) => {
     const answer = inputResponse(ctx.mcpReq.inputResponses, "roots");
     if (answer.kind !== "roots") {
@@ -108,7 +118,8 @@ function build() {
   return server;
 }
 
-handler = createMcpHandler(() => build(), { legacy: "reject", onerror: (error) => console.error(`ERROR ${error}`) });
+const legacy = process.argv.includes("--legacy") ? process.argv[process.argv.indexOf("--legacy") + 1] : "reject";
+handler = createMcpHandler(() => build(), { legacy, onerror: (error) => console.error(`ERROR ${error}`) });
 
 // node:http to the handler's web-standard fetch, streaming the response body as it comes.
 const http = createServer(async (req, res) => {

@@ -82,6 +82,7 @@ from .stateless import (
     UnsupportedProtocolVersionError,
     invalid_x_mcp_header,
     is_stateless_error,
+    missing_back_channel,
 )
 from .subscription import Subscription
 from .tasks import TaskHandle
@@ -198,6 +199,17 @@ class McpClient(ABC):
     answered through the same handlers, at most ``max_input_rounds`` (10)
     rounds per call; ``listen()`` receives change notifications; list results
     and discover are cached for the ``ttlMs`` the server allows (``cache``).
+
+    Session fallback (``session_fallback``, on by default): servers of other SDKs that speak
+    2026-07-28 may still have handlers that ask the client directly (sampling, elicitation,
+    roots) rather than through ``input_required``; at 2026-07-28 that fails and the server says
+    so (``stateless.missing_back_channel`` knows their wordings). When a call fails that way,
+    the client has a handler for what was asked, and the server also serves the handshake, the
+    client opens one session beside its 2026-07-28 connection (``_session_client``: HTTP only)
+    and repeats the call there, where the server can reach back; later such failures reuse that
+    session, and ``close()`` ends it. A server that refuses the handshake gets no second try:
+    the original failure is returned. The repeated call runs the tool a second time from the
+    start; ``session_fallback=False`` keeps the failure instead.
     """
 
     def __init__(
@@ -219,6 +231,7 @@ class McpClient(ABC):
         log_level: str | None = None,
         probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
         cache: bool = True,
+        session_fallback: bool = True,
     ) -> None:
         if max_input_rounds < 1:
             raise ValueError("max_input_rounds must be at least 1")
@@ -227,6 +240,11 @@ class McpClient(ABC):
         self.log_level = log_level  # as given; effective_log_level says what is asked for
         self.probe_timeout = probe_timeout
         self.cache = cache
+        self.session_fallback = session_fallback
+        self._fallback: McpClient | None = None  # the session of the session fallback, once opened
+        self._fallback_refused = False  # the server would not open one: no further attempts
+        self._fallback_opening = asyncio.Lock()
+        self._owner: McpClient | None = None  # on a fallback session: the client whose handlers answer
         self.era: Era | None = None  # ERA_STATELESS or ERA_SESSION once known; kept across reconnects
         self.discover_result: dict[str, Any] | None = None
         self._cached: dict[tuple[str, str], tuple[float, Any]] = {}
@@ -301,6 +319,12 @@ class McpClient(ABC):
         if self.log_level is not None:
             return self.log_level
         return DEFAULT_LOG_LEVEL if self.on_log is not None else None
+
+    @property
+    def fallback_session(self) -> McpClient | None:
+        """The session the session fallback opened (see the class), None until one is needed and
+        when the server would not open one."""
+        return self._fallback
 
     @property
     def stateless(self) -> bool:
@@ -533,7 +557,10 @@ class McpClient(ABC):
             logger.warning("the server refused logging/setLevel %r: %s", level, error.message)
 
     async def close(self) -> None:
-        """End the session and release the transport (idempotent)."""
+        """End the session (and the session fallback's) and release the transport (idempotent)."""
+        fallback, self._fallback, self._fallback_refused = self._fallback, None, False
+        if fallback is not None:
+            await fallback.close()
         if self.connection is not None:
             await self.connection.close()
 
@@ -570,7 +597,7 @@ class McpClient(ABC):
         """
         limit = self.request_timeout if timeout is True else (None if timeout is False else timeout)
         if self.stateless:
-            return await self._stateless_request(method, params, limit, on_progress)
+            return await self._stateless_or_session(method, params, limit, on_progress)
         try:
             try:
                 return await self._send_request(method, params, limit, on_progress)
@@ -591,6 +618,103 @@ class McpClient(ABC):
         self, method: str, params: dict[str, Any] | None, timeout: float | None, on_progress: ProgressCallback | None
     ) -> dict[str, Any]:
         return await self._live().request(method, params, timeout=timeout, on_progress=on_progress)
+
+    async def _stateless_or_session(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None, on_progress: ProgressCallback | None
+    ) -> dict[str, Any]:
+        """A stateless-revision request, repeated on the session fallback (see the class) when the
+        server says it could not reach back to the client for something this client answers."""
+        try:
+            result = await self._stateless_request(method, params, timeout, on_progress)
+        except McpError as error:
+            if isinstance(error, ConnectionError) or not self._may_fall_back(missing_back_channel(error)):
+                raise
+            session = await self._fallback_session(method)
+            if session is None:
+                raise
+            return await session.request(method, params, timeout=timeout, on_progress=on_progress)
+        if (
+            method == "tools/call"
+            and result.get("isError") is True
+            and self._may_fall_back(missing_back_channel(result))
+        ):
+            session = await self._fallback_session(method)
+            if session is not None:
+                return await session.request(method, params, timeout=timeout, on_progress=on_progress)
+        return result
+
+    def _may_fall_back(self, wanted: str | None) -> bool:
+        """True when a call whose server could not send ``wanted`` may be repeated on a session:
+        the fallback is on, this client answers ``wanted``, and the server did not refuse one."""
+        if wanted is None or not self.session_fallback or self._owner is not None or self._fallback_refused:
+            return False
+        if wanted == "sampling/createMessage":
+            return self.sampling_handler is not None
+        if wanted == "elicitation/create":
+            return self.elicitation_handler is not None
+        return wanted == "roots/list" and self.roots is not None
+
+    async def _fallback_session(self, method: str) -> McpClient | None:
+        """The session fallback's client, opened on first need; None when this transport has none
+        or the server refused the handshake (then never asked again until ``close()``)."""
+        async with self._fallback_opening:
+            if self._fallback is not None or self._fallback_refused:
+                return self._fallback
+            client = self._session_client()
+            if client is None:
+                self._fallback_refused = True
+                return None
+            client._owner = self
+            try:
+                await client.initialize()
+                if not client._holds_session():
+                    # It answers each request on its own: our answers could not reach the handler either.
+                    raise McpError(INTERNAL_ERROR, "the handshake opened no session")
+            except Exception as error:  # any refusal: the original failure stands
+                logger.info("%s needs a session, but the server did not open one: %s", method, error)
+                with contextlib.suppress(Exception):
+                    await client.close()
+                self._fallback_refused = True
+                return None
+            logger.info(
+                "%s asked this client something 2026-07-28 cannot carry to it; repeating it on a %s session",
+                method,
+                client.protocol_version,
+            )
+            self._fallback = client
+            return client
+
+    def _session_client(self) -> McpClient | None:
+        """A new client of the same server, in session mode, with this client's options (for the
+        session fallback); None (the default) when the transport cannot reach the same server twice."""
+        return None
+
+    def _holds_session(self) -> bool:
+        """True when the server keeps this client's session between requests (so a request the
+        server sends mid-call can be answered); a transport that cannot tell says True."""
+        return True
+
+    def _handler_options(self) -> dict[str, Any]:
+        """This client's handlers and options as keyword arguments, for a sibling client (the session
+        fallback's) that declares the same capabilities; what the server asks still reaches this
+        client's handlers (``_serve``)."""
+        return {
+            "client_name": self.client_info["name"],
+            "client_version": self.client_info["version"],
+            "sampling_handler": self.sampling_handler,
+            "elicitation_handler": self.elicitation_handler,
+            "roots": self.roots,
+            "on_log": self.on_log,
+            "on_notification": self.on_notification,
+            "request_timeout": self.request_timeout,
+            "elicitation_url": self.elicitation_url,
+            "sampling_tools": self.sampling_tools,
+            "on_elicitation_complete": self.on_elicitation_complete,
+            "log_level": self.log_level,
+            "max_input_rounds": self.max_input_rounds,
+            "cache": self.cache,
+            "session_fallback": False,
+        }
 
     async def _stateless_request(
         self,
@@ -1125,6 +1249,8 @@ class McpClient(ABC):
         ``input_required`` entry (stateless revision): the same handlers answer both."""
         if method == "ping":
             return {}
+        if self._owner is not None:  # a session fallback: its owner's handlers answer (roots as they are now)
+            return await self._owner._serve(method, params)
         if method == "sampling/createMessage" and self.sampling_handler is not None:
             return await self.sampling_handler(params)
         if method == "elicitation/create" and self.elicitation_handler is not None:

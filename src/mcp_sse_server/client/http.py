@@ -87,6 +87,7 @@ from ._http_common import (
     redirect_error,
 )
 from ._sse import SseParser
+from .base import MODE_SESSION
 from .sse import SseClientTransport
 from .stateless import PROTOCOL_VERSION_KEY, StreamLostError, param_headers, routing_headers
 
@@ -674,6 +675,27 @@ class StreamableHttpClient(RemoteClient):
 
     def _may_probe(self) -> bool:
         return not self.legacy and super()._may_probe()
+
+    def _holds_session(self) -> bool:
+        return self.session_id is not None
+
+    def _session_client(self) -> StreamableHttpClient:
+        """The session fallback's client: this URL, headers, auth and HTTP options, in session mode."""
+        options = self._transport_options
+        return StreamableHttpClient(
+            self.url,
+            self.headers,
+            auth=options.auth,
+            http_client=options.http_client,
+            connect_timeout=options.connect_timeout,
+            post_timeout=options.post_timeout,
+            reconnect_delay=options.reconnect_delay,
+            max_reconnect_delay=options.max_reconnect_delay,
+            max_reconnect_attempts=options.max_reconnect_attempts,
+            fallback_to_sse=False,
+            mode=MODE_SESSION,
+            **self._handler_options(),
+        )
 
     async def _handshake(self) -> dict[str, Any]:
         try:

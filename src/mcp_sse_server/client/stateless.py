@@ -14,6 +14,8 @@ that mark a stateless server, and the ``resultType`` check.
 {'Mcp-Param-Region': 'eu-west'}
 >>> invalid_x_mcp_header({"type": "object", "properties": {"n": {"type": "number", "x-mcp-header": "N"}}})
 "property 'n' carries x-mcp-header but is of type 'number' (only string, integer and boolean may)"
+>>> missing_back_channel(McpError(-32603, "Cannot send 'roots/list': this transport context has no back-channel"))
+'roots/list'
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ __all__ = [
     "encode_header_value",
     "invalid_x_mcp_header",
     "is_stateless_error",
+    "missing_back_channel",
     "param_headers",
     "routing_headers",
 ]
@@ -59,6 +62,17 @@ _SENTINEL: Final = re.compile(r"=\?base64\?.*\?=", re.DOTALL)
 _TOKEN: Final = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HEADER_TYPES: Final = ("string", "integer", "boolean")
 _MAX_SAFE_INTEGER: Final = 2**53 - 1
+
+# What servers of other SDKs say when a handler asked the client something (sampling,
+# elicitation, roots) while serving a 2026-07-28 request, which gives them no way to send it:
+# each pattern captures the method the handler wanted (McpClient's session fallback reads them).
+_NO_BACK_CHANNEL: Final = (
+    # the official Python SDK (mcp 2.x) and servers built on it (fastmcp)
+    re.compile(r"Cannot send '([\w/]+)': this transport context has no back-channel"),
+    # the TypeScript SDK v2
+    re.compile(r"Server-to-client requests are not available on protocol revision [^:]*: '([\w/]+)' cannot be sent"),
+)
+_SERVER_TO_CLIENT: Final = frozenset({"sampling/createMessage", "elicitation/create", "roots/list"})
 
 
 class UnsupportedProtocolVersionError(McpError):
@@ -110,6 +124,29 @@ def is_stateless_error(error: McpError) -> bool:
         text = f"{error.message} {error.data!r}"
         return "_meta" in text or "io.modelcontextprotocol/" in text
     return False
+
+
+def missing_back_channel(failure: McpError | Mapping[str, Any]) -> str | None:
+    """The server-to-client request (``sampling/createMessage``, ``elicitation/create`` or
+    ``roots/list``) a server says it could not send because the request it was serving gave it
+    no channel back to the client, or None. ``failure`` is an error reply, or a tools/call result
+    with ``isError`` (some servers report it that way); only the known wordings count."""
+    if isinstance(failure, McpError):
+        texts = [failure.message]
+    elif failure.get("isError") is True and isinstance(failure.get("content"), list):
+        texts = [
+            block["text"]
+            for block in failure["content"]
+            if isinstance(block, dict) and isinstance(block.get("text"), str)
+        ]
+    else:
+        return None
+    for text in texts:
+        for pattern in _NO_BACK_CHANNEL:
+            found = pattern.search(text)
+            if found is not None and found.group(1) in _SERVER_TO_CLIENT:
+                return found.group(1)
+    return None
 
 
 def encode_header_value(value: str) -> str:
