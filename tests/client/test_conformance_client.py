@@ -171,18 +171,30 @@ async def test_stateless_client_scenario_passes(scenario: str, tmp_path: Path) -
 
 
 @pytest.mark.parametrize("suite", SUITES, ids=["0.1.16", "0.2.0-alpha.12"])
+@pytest.mark.parametrize("spec_version", [None, "2025-06-18"], ids=["2025-11-25", "2025-06-18"])
 @pytest.mark.parametrize(
     ("scenario", "check"), [("initialize", "mcp-client-initialization"), ("tools_call", "tool-add-numbers")]
 )
 async def test_handshake_scenarios_pass_after_the_probe_falls_back(
-    suite: str, scenario: str, check: str, tmp_path: Path
+    suite: str, spec_version: str | None, scenario: str, check: str, tmp_path: Path
 ) -> None:
-    """At the handshake revisions the suite's servers answer server/discover with an error
-    (or an empty result): the client falls back to initialize and passes as before."""
-    status, log, checks = await run_client_scenario(suite, scenario, tmp_path)
+    """At the handshake revisions (each one these scenarios list) the suite's servers answer
+    server/discover with an error (or an empty result): the client falls back to initialize,
+    lands on the revision under test (conformance_client.py checks) and passes as before."""
+    status, log, checks = await run_client_scenario(suite, scenario, tmp_path, spec_version)
     verdicts = {check["id"]: check["status"] for check in checks if check["status"] != "INFO"}
     assert verdicts.get(check) == "SUCCESS", log
     assert set(verdicts.values()) == {"SUCCESS"}, log
+    assert status == 0 and "OVERALL: PASSED" in log, log
+
+
+async def test_json_schema_preservation_passes_on_a_session_too(tmp_path: Path) -> None:
+    """json-schema-2020-12-preservation lists 2025-11-25 as well: on a session the client keeps
+    the 2020-12 keywords of the tool's schema just as it does at 2026-07-28."""
+    scenario = "json-schema-2020-12-preservation"
+    status, log, checks = await run_client_scenario("conformance-next", scenario, tmp_path, "2025-11-25")
+    verdicts = {check["id"]: check["status"] for check in checks if check["status"] != "INFO"}
+    assert verdicts == dict.fromkeys(STATELESS_SCENARIOS[scenario], "SUCCESS"), log
     assert status == 0 and "OVERALL: PASSED" in log, log
 
 
