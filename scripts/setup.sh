@@ -33,6 +33,23 @@ setup_node() {
   export MCP_TEST_NODE_MODULES="$PWD/$dir/node_modules"
 }
 
+# fastmcp for the peer matrix (tests/client/test_peer_matrix.py), pinned, in a virtualenv of its
+# own under .tools/fastmcp: it pins its own `mcp` (4.1.6 brings mcp 2.3.0), kept apart from .venv's
+# so that neither moves the other. The stamp names the pin, so changing the version reinstalls.
+# Exports MCP_TEST_FASTMCP_PYTHON.
+setup_fastmcp() {
+  local version=4.1.6
+  local dir=.tools/fastmcp
+  local stamp="$dir/.installed"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "fastmcp==$version" ]; then
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check "fastmcp==$version"
+    echo "fastmcp==$version" >"$stamp"
+  fi
+  export MCP_TEST_FASTMCP_PYTHON="$PWD/$dir/bin/python"
+}
+
 # A redis-server for the Redis store tests (tests/stores start their own, on a
 # loopback port). Debian's package, installed only when none is on PATH; needs
 # root (CI runs as root on a fresh clone) or sudo.
