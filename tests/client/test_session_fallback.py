@@ -19,6 +19,7 @@ import pytest
 from fixtures.node import running_ts_stateless_peer
 from fixtures.peers import WAIT, Peer
 from mcp_sse_server.client import StreamableHttpClient
+from mcp_sse_server.client.stateless import missing_back_channel
 from mcp_sse_server.jsonrpc import McpError
 from mcp_sse_server.types import Root
 
@@ -140,3 +141,66 @@ async def test_a_handshake_that_keeps_no_session_is_not_used(ts_dual: str) -> No
         assert ours.fallback_session is None and ours._fallback_refused
         answered = await ours.call_tool("ask_model")  # the input_required way works on 2026-07-28 itself
         assert answered.content[0].text == "model said: Paris"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ("failure", "wanted"),
+    [
+        (
+            McpError(-32600, "Cannot send 'roots/list': this transport context has no back-channel for ..."),
+            "roots/list",
+        ),
+        (
+            {
+                "isError": True,
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "Error calling tool 'x': Cannot send "
+                        "'sampling/createMessage': this transport context has no back-channel for ...",
+                    }
+                ],
+            },
+            "sampling/createMessage",
+        ),
+        (
+            {
+                "isError": True,
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "elicitation via server-initiated requests is unavailable on 2026-07-28 connections.",
+                    }
+                ],
+            },
+            "elicitation/create",
+        ),
+        (
+            {
+                "isError": True,
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "Server-to-client requests are not available on "
+                        "protocol revision 2026-07-28: 'elicitation/create' cannot be sent while serving a request",
+                    }
+                ],
+            },
+            "elicitation/create",
+        ),
+        # not a server-to-client method, not an error result, an ordinary failure: nothing to repeat
+        (McpError(-32600, "Cannot send 'tools/call': this transport context has no back-channel"), None),
+        (
+            {
+                "isError": False,
+                "content": [
+                    {"type": "text", "text": "Cannot send 'roots/list': this transport context has no back-channel"}
+                ],
+            },
+            None,
+        ),
+        (McpError(-32602, "Unknown tool: ask"), None),
+    ],
+)
+def test_the_known_wordings_name_what_the_server_could_not_ask(failure: Any, wanted: str | None) -> None:
+    assert missing_back_channel(failure) == wanted

@@ -65,12 +65,20 @@ _MAX_SAFE_INTEGER: Final = 2**53 - 1
 
 # What servers of other SDKs say when a handler asked the client something (sampling,
 # elicitation, roots) while serving a 2026-07-28 request, which gives them no way to send it:
-# each pattern captures the method the handler wanted (McpClient's session fallback reads them).
+# each pattern captures the method the handler wanted, or names it (McpClient's session
+# fallback reads them).
 _NO_BACK_CHANNEL: Final = (
     # the official Python SDK (mcp 2.x) and servers built on it (fastmcp)
-    re.compile(r"Cannot send '([\w/]+)': this transport context has no back-channel"),
+    (re.compile(r"Cannot send '([\w/]+)': this transport context has no back-channel"), None),
+    # fastmcp's ctx.elicit, which refuses before the SDK is asked
+    (re.compile(r"elicitation via server-initiated requests is unavailable on 2026-07-28"), "elicitation/create"),
     # the TypeScript SDK v2
-    re.compile(r"Server-to-client requests are not available on protocol revision [^:]*: '([\w/]+)' cannot be sent"),
+    (
+        re.compile(
+            r"Server-to-client requests are not available on protocol revision [^:]*: '([\w/]+)' cannot be sent"
+        ),
+        None,
+    ),
 )
 _SERVER_TO_CLIENT: Final = frozenset({"sampling/createMessage", "elicitation/create", "roots/list"})
 
@@ -142,10 +150,11 @@ def missing_back_channel(failure: McpError | Mapping[str, Any]) -> str | None:
     else:
         return None
     for text in texts:
-        for pattern in _NO_BACK_CHANNEL:
+        for pattern, named in _NO_BACK_CHANNEL:
             found = pattern.search(text)
-            if found is not None and found.group(1) in _SERVER_TO_CLIENT:
-                return found.group(1)
+            wanted = named or (found.group(1) if found is not None else None)
+            if found is not None and wanted in _SERVER_TO_CLIENT:
+                return wanted
     return None
 
 
