@@ -22,7 +22,7 @@
 // sample_push, elicit_push and roots_push always push: the SDK refuses that on a 2026-07-28
 // instance, and those tools show what it answers then.
 import { randomUUID } from "node:crypto";
-import { createServer } from "node:http";
+import { serveFetch } from "./fetch_bridge.mjs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -137,36 +137,4 @@ if (mode === "stateless" || mode === "2026-07-28") {
   };
 }
 
-// node:http to the web-standard fetch handler, streaming the response body as it comes.
-const http = createServer(async (req, res) => {
-  const chunks = [];
-  for await (const chunk of req) chunks.push(chunk);
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    headers.set(name, Array.isArray(value) ? value.join(", ") : value);
-  }
-  const controller = new AbortController();
-  res.on("close", () => controller.abort());
-  const body = req.method === "GET" || req.method === "HEAD" || req.method === "DELETE" ? undefined : Buffer.concat(chunks);
-  const request = new Request(`http://${req.headers.host}${req.url}`, { method: req.method, headers, body, signal: controller.signal });
-  let response;
-  try {
-    response = await fetchHandler(request);
-  } catch (error) {
-    console.error(`HANDLER-FAILED ${error}`);
-    res.writeHead(500).end();
-    return;
-  }
-  res.writeHead(response.status, Object.fromEntries(response.headers));
-  if (!response.body) {
-    res.end();
-    return;
-  }
-  try {
-    for await (const chunk of response.body) res.write(chunk);
-  } catch {
-    // the client went away
-  }
-  res.end();
-});
-http.listen(0, "127.0.0.1", () => console.log(`PORT ${http.address().port}`));
+serveFetch((request) => fetchHandler(request));

@@ -10,7 +10,7 @@
 // (roots/list), direct_sample (sampling asked directly, which 2026-07-28 cannot carry),
 // headed (x-mcp-header: echoes the Mcp-Param-Region header it got), bump (tells listeners
 // the tool list changed); a prompt "greet" and a resource "memo://note".
-import { createServer } from "node:http";
+import { serveFetch } from "./fetch_bridge.mjs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -121,41 +121,4 @@ function build() {
 const legacy = process.argv.includes("--legacy") ? process.argv[process.argv.indexOf("--legacy") + 1] : "reject";
 handler = createMcpHandler(() => build(), { legacy, onerror: (error) => console.error(`ERROR ${error}`) });
 
-// node:http to the handler's web-standard fetch, streaming the response body as it comes.
-const http = createServer(async (req, res) => {
-  const chunks = [];
-  for await (const chunk of req) chunks.push(chunk);
-  const headers = new Headers();
-  for (const [name, value] of Object.entries(req.headers)) {
-    headers.set(name, Array.isArray(value) ? value.join(", ") : value);
-  }
-  const controller = new AbortController();
-  res.on("close", () => controller.abort());
-  const body = req.method === "GET" || req.method === "HEAD" ? undefined : Buffer.concat(chunks);
-  const request = new Request(`http://${req.headers.host}${req.url}`, {
-    method: req.method,
-    headers,
-    body,
-    signal: controller.signal,
-  });
-  let response;
-  try {
-    response = await handler.fetch(request);
-  } catch (error) {
-    console.error(`HANDLER-FAILED ${error}`);
-    res.writeHead(500).end();
-    return;
-  }
-  res.writeHead(response.status, Object.fromEntries(response.headers));
-  if (!response.body) {
-    res.end();
-    return;
-  }
-  try {
-    for await (const chunk of response.body) res.write(chunk);
-  } catch {
-    // the client went away
-  }
-  res.end();
-});
-http.listen(0, "127.0.0.1", () => console.log(`PORT ${http.address().port}`));
+serveFetch((request) => handler.fetch(request));

@@ -104,10 +104,12 @@ class SkillEntry:
 
     @property
     def name(self) -> str:
+        """The frontmatter's ``name`` (the skill directory's name)."""
         return str(self.frontmatter["name"])
 
     @property
     def description(self) -> str:
+        """The frontmatter's ``description``: what a host shows to choose the skill."""
         return str(self.frontmatter["description"])
 
     @property
