@@ -145,6 +145,29 @@ def running(peer: str, mode: str) -> Iterator[str]:
         process.wait(5)
 
 
+# --- one scenario, through either client's methods ----------------------------------------
+
+
+async def play(
+    scenario: str,
+    list_tools: Callable[[], Awaitable[Any]],
+    read_resource: Callable[[str], Awaitable[Any]],
+    get_prompt: Callable[[str, dict[str, str]], Awaitable[Any]],
+    call_tool: Callable[[str, dict[str, Any]], Awaitable[Any]],
+) -> Any:
+    """What ``scenario`` gives, asked through one client's methods (both clients name them alike)."""
+    if scenario == "list_tools":
+        return {tool.name for tool in await list_tools()}
+    if scenario == "read":
+        read = await read_resource("memo://note")
+        return str(getattr(read.contents[0], "text", ""))
+    if scenario == "greet":
+        prompt = await get_prompt("greet", {"name": "Alice"})
+        return str(getattr(prompt.messages[0].content, "text", ""))
+    result = await call_tool(scenario, _arguments(scenario))
+    return _tool_text(result, result.is_error)
+
+
 # --- our client ----------------------------------------------------------------------------
 
 
@@ -180,16 +203,7 @@ async def run_ours(url: str, scenario: str, spoke: list[str]) -> Any:
         request_timeout=CALL_TIMEOUT,
     ) as client:
         spoke.append(str(client.protocol_version))
-        if scenario == "list_tools":
-            return {tool.name for tool in await client.list_tools()}
-        if scenario == "read":
-            read = await client.read_resource("memo://note")
-            return str(getattr(read.contents[0], "text", ""))
-        if scenario == "greet":
-            prompt = await client.get_prompt("greet", {"name": "Alice"})
-            return str(getattr(prompt.messages[0].content, "text", ""))
-        result = await client.call_tool(scenario, _arguments(scenario))
-        return _tool_text(result, result.is_error)
+        return await play(scenario, client.list_tools, client.read_resource, client.get_prompt, client.call_tool)
 
 
 # --- the official client -------------------------------------------------------------------
@@ -218,16 +232,11 @@ async def run_official(url: str, scenario: str, spoke: list[str]) -> Any:
         read_timeout_seconds=CALL_TIMEOUT,
     ) as client:
         spoke.append(str(client.protocol_version))
-        if scenario == "list_tools":
-            return {tool.name for tool in (await client.list_tools()).tools}
-        if scenario == "read":
-            read = await client.read_resource("memo://note")
-            return str(getattr(read.contents[0], "text", ""))
-        if scenario == "greet":
-            prompt = await client.get_prompt("greet", {"name": "Alice"})
-            return str(getattr(prompt.messages[0].content, "text", ""))
-        result = await client.call_tool(scenario, _arguments(scenario))
-        return _tool_text(result, result.is_error)
+
+        async def list_tools() -> Any:
+            return (await client.list_tools()).tools
+
+        return await play(scenario, list_tools, client.read_resource, client.get_prompt, client.call_tool)
 
 
 # --- the cases -----------------------------------------------------------------------------
