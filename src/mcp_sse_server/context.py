@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final, Protocol
 
+from . import downlevel
 from .auth.tokens import AccessToken, current_access_token
 from .jsonrpc import INVALID_PARAMS, JsonRpcRequest, McpError, RequestId
 
@@ -232,7 +233,7 @@ class RequestContext:
         params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total
-        if message is not None:
+        if message is not None and downlevel.progress_message(self.session.protocol):
             params["message"] = message
         if meta is not None:
             params["_meta"] = meta

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar, o
 
 import orjson
 
-from . import versions
+from . import downlevel, versions
 from .background import in_background
 from .context import LOG_LEVELS, RequestContext, current_context
 from .elicitation_schema import check_elicitation_schema
@@ -445,6 +445,12 @@ class McpServer:
                 for method, name in _METHOD_NAMES.items()
                 if revision is None or method in revision.methods
             }
+            if not downlevel.current(revision):
+                # An older revision's results are cut down to it (downlevel.py): its table, not the
+                # request path of the newer ones, pays for that.
+                assert revision is not None
+                for method, shape in (("tools/call", downlevel.tool_result), ("prompts/get", downlevel.prompt_result)):
+                    table[method] = _shaped(table[method], shape, revision)
             self._tables[key] = table
         return table
 
@@ -746,6 +752,8 @@ class McpServer:
                 items = [template.to_dict(icons) for _, template in self._templates.values()]
             else:
                 items = [prompt.to_dict(icons) for prompt in self._prompts.values()]
+            if not downlevel.current(protocol):
+                items = [downlevel.listed(item, protocol) for item in items]
             self._lists[key] = items
         return items
 
@@ -1010,8 +1018,8 @@ class McpServer:
             capabilities["tasks"] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
         result: dict[str, Any] = {
             "protocolVersion": revision.name,
-            "capabilities": capabilities,
-            "serverInfo": server_info,
+            "capabilities": downlevel.capabilities(capabilities, revision),
+            "serverInfo": downlevel.server_info(server_info, revision),
         }
         if self.instructions is not None:
             result["instructions"] = self.instructions
@@ -1205,7 +1213,7 @@ class McpServer:
             assert template.lister is not None
             try:
                 listed = await _call(template.lister, _is_async(template.lister))
-                items.extend(info.to_dict(icons) for info in listed)
+                items.extend(downlevel.listed(info.to_dict(icons), protocol) for info in listed)
             except Exception:
                 logger.exception("lister of resource template %s failed", template.name)
                 failed.append(template.name)
@@ -1494,6 +1502,17 @@ class McpServer:
         # request keeps that request's context. Looked up by name, so a session's override counts.
         bound: Callable[_P, Coroutine[Any, Any, _R]] = getattr(self._session(), method.__name__)
         return await bound(*args, **kwargs)
+
+
+def _shaped(
+    handler: Handler, shape: Callable[[dict[str, Any], Revision], dict[str, Any]], revision: Revision
+) -> Handler:
+    """``handler`` with its results passed through ``shape`` for sessions of ``revision``."""
+
+    async def shaped(params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return shape(await handler(params, context), revision)
+
+    return shaped
 
 
 def _has_link_icons(blocks: Sequence[Any]) -> bool:

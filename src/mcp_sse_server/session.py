@@ -489,6 +489,11 @@ class ServerSession:
         if not self.ready:
             raise RuntimeError(f"Cannot send {what} before the client sent notifications/initialized")
         protocol = self.protocol
+        if protocol is not None and not protocol.elicitation:
+            raise RuntimeError(
+                f"Cannot send {what}: the session negotiated {self.record.revision}, "
+                f"elicitation needs {versions.REVISION_2025_06_18} or later"
+            )
         if mode == "url" and (protocol is None or not protocol.elicitation_modes):
             raise RuntimeError(
                 f"Cannot send a URL elicitation: the session negotiated {self.record.revision}, "

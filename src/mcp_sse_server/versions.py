@@ -15,6 +15,8 @@ Rules, kept here and nowhere else:
 '2025-06-18'
 >>> negotiate("2025-11-25").name
 '2025-11-25'
+>>> negotiate("2024-11-05").name
+'2024-11-05'
 >>> negotiate("1999-01-01") is LATEST
 True
 >>> LATEST.name
@@ -23,6 +25,8 @@ True
 (True, False)
 >>> REVISION_2025_06_18.at_least("2025-03-26")
 True
+>>> [revision.name for revision in SESSION if revision.batches]
+['2025-03-26']
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ __all__ = [
     "LATEST",
     "MODERN",
     "PROTOCOL_VERSION",
+    "REVISION_2024_11_05",
+    "REVISION_2025_03_26",
     "REVISION_2025_06_18",
     "REVISION_2025_11_25",
     "REVISION_2026_07_28",
@@ -60,6 +66,8 @@ __all__ = [
 # Every revision published so far, oldest first. Dates compare as strings.
 KNOWN_REVISIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 
+_MARCH_2025: Final = "2025-03-26"
+_JUNE_2025: Final = "2025-06-18"
 _NOVEMBER_2025: Final = "2025-11-25"
 
 # Client-to-server requests of the session-based revisions (2024-11-05 to 2025-06-18 share them).
@@ -103,7 +111,37 @@ class Revision:
         """True when this revision is ``other`` or newer."""
         return self.name >= other
 
-    # What differs between the served revisions, named so no other module needs a date.
+    # What differs between the served revisions, named so no other module needs a date. What a
+    # session of an older revision sees without them is in ``downlevel.py``.
+
+    @property
+    def tool_annotations(self) -> bool:
+        """Tools' ``annotations`` (readOnlyHint and the rest), audio content, the ``completions``
+        capability and progress ``message``: new in 2025-03-26."""
+        return self.name >= _MARCH_2025
+
+    @property
+    def batches(self) -> bool:
+        """JSON-RPC batches (an array of messages in one POST or line): 2025-03-26 only; 2025-06-18
+        removed them again."""
+        return self.name == _MARCH_2025
+
+    @property
+    def structured_output(self) -> bool:
+        """Tools' ``outputSchema`` and results' ``structuredContent``, and resource links among a
+        result's content: new in 2025-06-18."""
+        return self.name >= _JUNE_2025
+
+    @property
+    def titles(self) -> bool:
+        """``title`` (a display name) on tools, prompts and their arguments, resources, templates
+        and serverInfo: new in 2025-06-18."""
+        return self.name >= _JUNE_2025
+
+    @property
+    def elicitation(self) -> bool:
+        """elicitation/create (the server asking the user through the client): new in 2025-06-18."""
+        return self.name >= _JUNE_2025
 
     @property
     def resumable_streams(self) -> bool:
@@ -138,7 +176,11 @@ class Revision:
         return self.name
 
 
-REVISION_2025_06_18: Final = Revision("2025-06-18", _BASE_METHODS | _EXTENSION_METHODS)
+# 2024-11-05 (the HTTP+SSE transport's) and 2025-03-26 (Streamable HTTP's first) have the same
+# requests as 2025-06-18; what their sessions see differs (the properties above).
+REVISION_2024_11_05: Final = Revision("2024-11-05", _BASE_METHODS | _EXTENSION_METHODS)
+REVISION_2025_03_26: Final = Revision(_MARCH_2025, _BASE_METHODS | _EXTENSION_METHODS)
+REVISION_2025_06_18: Final = Revision(_JUNE_2025, _BASE_METHODS | _EXTENSION_METHODS)
 # 2025-11-25 adds the core tasks' requests (served by a server with task tools; -32601 otherwise).
 REVISION_2025_11_25: Final = Revision(
     _NOVEMBER_2025, _BASE_METHODS | _EXTENSION_METHODS | {"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"}
@@ -159,7 +201,13 @@ REVISION_2026_07_28: Final = Revision(
 
 # What this package serves, oldest first. Session revisions are negotiated by initialize (the
 # last is preferred, and answered to an unknown request); stateless ones are named per request.
-SERVED: Final[tuple[Revision, ...]] = (REVISION_2025_06_18, REVISION_2025_11_25, REVISION_2026_07_28)
+SERVED: Final[tuple[Revision, ...]] = (
+    REVISION_2024_11_05,
+    REVISION_2025_03_26,
+    REVISION_2025_06_18,
+    REVISION_2025_11_25,
+    REVISION_2026_07_28,
+)
 SESSION: Final = tuple(revision for revision in SERVED if revision.handshake)
 STATELESS: Final = tuple(revision for revision in SERVED if not revision.handshake)
 LATEST: Final = SESSION[-1]
@@ -175,14 +223,10 @@ PROTOCOL_VERSION: Final = LATEST.name
 _BY_NAME: Final = {revision.name: revision for revision in SERVED}
 _RESUMABLE: Final = frozenset(revision.name for revision in SERVED if revision.resumable_streams)
 
-# MCP-Protocol-Version values accepted on a session's requests besides the
-# served ones: 2025-03-26 introduced Streamable HTTP and is identical on the
-# wire for single messages (the official conformance suite's raw requests send
-# it on sessions negotiated at 2025-06-18).
-_HEADER_COMPATIBLE: Final = frozenset({"2025-03-26"})
-_HEADER_ACCEPTED: Final = frozenset(
-    [revision.name.encode("ascii") for revision in SESSION] + [name.encode("ascii") for name in _HEADER_COMPATIBLE]
-)
+# MCP-Protocol-Version values accepted on a session's requests: every session revision (a
+# request's header need not name the session's own: the official conformance suite's raw
+# requests send 2025-03-26 on sessions negotiated at 2025-06-18).
+_HEADER_ACCEPTED: Final = frozenset(revision.name.encode("ascii") for revision in SESSION)
 
 # A request without MCP-Protocol-Version is read as this revision (the
 # transport specification's backwards-compatibility rule).

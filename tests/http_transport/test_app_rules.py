@@ -259,8 +259,10 @@ async def test_protocol_version_header_rules(app: McpHttpApp) -> None:
     assert older.status == 200
     newer = await session.post(request(5, "ping"), {"mcp-protocol-version": "2025-11-25"}).finish()
     assert newer.status == 200
+    oldest = await session.post(request(6, "ping"), {"mcp-protocol-version": "2024-11-05"}).finish()
+    assert oldest.status == 200
     # A version that is no handshake revision is the stateless revision's business: not served here.
-    for bad in ("2024-11-05", "garbage"):
+    for bad in ("2024-10-07", "garbage"):
         reply = await session.post(request(4, "ping"), {"mcp-protocol-version": bad}).finish()
         error = assert_error(reply, 400, bad, "2026-07-28")
         assert error["code"] == -32022 and error["data"] == {"supported": ["2026-07-28"], "requested": bad}

@@ -11,8 +11,8 @@ from mcp_sse_server.transport.http.router import Route, route
 
 SID = (b"mcp-session-id", b"s1")
 OTHER_SID = (b"mcp-session-id", b"s2")
-SESSION_VERSIONS = [b"2025-06-18", b"2025-11-25", b"2025-03-26"]  # 2025-03-26: accepted on sessions
-NO_SESSION_VERSIONS = [b"2026-07-28", b"2024-11-05", b"1999-01-01", b"garbage", b""]
+SESSION_VERSIONS = [b"2024-11-05", b"2025-03-26", b"2025-06-18", b"2025-11-25"]
+NO_SESSION_VERSIONS = [b"2026-07-28", b"2024-10-07", b"1999-01-01", b"garbage", b""]
 OTHER_METHODS = ["PUT", "PATCH", "HEAD", "OPTIONS", "CONNECT", "TRACE", "post"]
 
 
