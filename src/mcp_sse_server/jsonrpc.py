@@ -28,6 +28,7 @@ __all__ = [
     "PARSE_ERROR",
     "RESOURCE_NOT_FOUND",
     "UNSUPPORTED_PROTOCOL_VERSION",
+    "BatchReceived",
     "JsonRpcError",
     "JsonRpcMessage",
     "JsonRpcNotification",
@@ -82,6 +83,18 @@ class McpError(Exception):
         if self.data is not None:
             error["data"] = self.data
         return error
+
+
+class BatchReceived(McpError):
+    """A JSON array where one message was expected: a JSON-RPC batch. Only 2025-03-26 sessions
+    take them (``versions.Revision.batches``): a transport that serves one reads ``items``; to
+    anyone else this is the -32600 it says."""
+
+    def __init__(self, items: list[Any]) -> None:
+        super().__init__(
+            INVALID_REQUEST, "Batch requests are not supported: only sessions of revision 2025-03-26 take them"
+        )
+        self.items = items
 
     def __repr__(self) -> str:
         return f"McpError(code={self.code}, message={self.message!r}, data={self.data!r})"
@@ -200,8 +213,7 @@ def message_from_dict(data: Any) -> JsonRpcMessage:
                     return JsonRpcNotification(method, params)
     if type(data) is not dict:
         if isinstance(data, list):
-            # Batches left MCP in 2025-06-18; no revision served here (that one and later) has them.
-            raise McpError(INVALID_REQUEST, "Batch requests are not supported in any protocol revision served here")
+            raise BatchReceived(data)
         raise McpError(INVALID_REQUEST, "A JSON-RPC message must be a JSON object")
     if data.get("jsonrpc") != "2.0":
         raise McpError(INVALID_REQUEST, 'The "jsonrpc" member must be exactly "2.0"')

@@ -6,7 +6,8 @@ Rules:
 2. A declared ``Content-Length`` beyond ``max_request_bytes`` is refused (413)
    before a byte is read; so is a body that grows past it while it arrives.
 3. The body is one JSON-RPC message: 400 with -32700 (not JSON) or -32600
-   (not a message) otherwise. Batches are refused by ``jsonrpc.parse_message``.
+   (not a message) otherwise. A batch (a JSON array) is refused too, except by
+   ``read_session_post``, which hands it to a session that may take it (``batch.py``).
 4. A client that leaves before its body arrived raises ``ClientDisconnected``;
    nobody is left to answer.
 
@@ -18,9 +19,9 @@ False
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
-from ...jsonrpc import JsonRpcMessage, McpError, parse_message
+from ...jsonrpc import BatchReceived, JsonRpcMessage, McpError, parse_message
 from .asgi import Message, Receive, Scope
 from .errors import HttpError
 from .limits import DEFAULT_LIMITS
@@ -34,6 +35,7 @@ __all__ = [
     "read_body",
     "read_json_rpc_post",
     "read_message",
+    "read_session_post",
 ]
 
 UNSUPPORTED_MEDIA_TYPE: Final = "Unsupported media type: the body must be application/json"
@@ -110,6 +112,19 @@ async def read_message(receive: Receive, max_bytes: int, content_length: bytes |
     """A POST's one JSON-RPC message and the body it came in (rules 2-4)."""
     body = await read_body(receive, max_bytes, content_length)
     return parse_body(body), body
+
+
+async def read_session_post(
+    receive: Receive, max_bytes: int, content_length: bytes | None
+) -> tuple[JsonRpcMessage | list[Any], bytes]:
+    """A session POST's one JSON-RPC message, or the items of its batch (a list), and its body."""
+    body = await read_body(receive, max_bytes, content_length)
+    try:
+        return parse_message(body), body
+    except BatchReceived as batch:
+        return batch.items, body
+    except McpError as error:
+        raise HttpError(400, error.message, error.code) from None
 
 
 async def read_json_rpc_post(

@@ -48,6 +48,10 @@ class HttpLimits:
         Requests in flight per session; more get 429. A request whose client
         disconnected still counts until its handler finishes (a disconnect is
         not a cancellation).
+    ``max_batch_messages`` (64)
+        Messages in one JSON-RPC batch (2025-03-26 sessions only; see
+        ``batch.py``); a longer batch is refused whole with 400. Each request
+        in it counts against ``max_request_streams`` too.
     ``backlog_limit`` (256)
         Server-initiated messages kept for a session with no standalone GET
         stream; when full the oldest is dropped (a dropped request fails its
@@ -137,6 +141,9 @@ class HttpLimits:
         default=12 * 3600.0, metadata=_about("seconds", "End every session this long after it began.")
     )
     max_request_streams: int = field(default=64, metadata=_about("count", "Most requests in flight per session."))
+    max_batch_messages: int = field(
+        default=64, metadata=_about("count", "Most messages in one JSON-RPC batch (2025-03-26 sessions only).")
+    )
     backlog_limit: int = field(
         default=256, metadata=_about("count", "Server messages kept for a session until its GET stream opens.")
     )
@@ -191,6 +198,7 @@ class HttpLimits:
             "max_sessions",
             "max_request_bytes",
             "max_request_streams",
+            "max_batch_messages",
             "max_header_bytes",
             "max_header_count",
             "max_connections",

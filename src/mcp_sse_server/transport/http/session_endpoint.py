@@ -1,9 +1,9 @@
-"""The HTTP face of the session revisions (2025-06-18, 2025-11-25): POST, GET and DELETE.
+"""The HTTP face of the session revisions (2024-11-05 to 2025-11-25): POST, GET and DELETE.
 
 Order of checks, cheapest first, so a refusal costs little: Accept (406),
 Content-Type (415), session id (400/404), body size (413), body shape (400).
 Only a well-formed ``initialize`` without a session id opens a session
-(``SessionDirectory.open``). Every request is served inside
+(``SessionDirectory.open``); a batch goes to ``batch.py`` (2025-03-26 sessions). Every request is served inside
 ``Coordinator.serving``, and a client's notification or response another
 worker is waiting for goes there (``Coordinator.route_inbound``); both do
 nothing when one process serves each session.
@@ -20,8 +20,9 @@ from ...stateless_meta import has_envelope
 from ...stores.base import STANDALONE_STREAM, stream_of
 from ...stores.coordination import Coordinator, DuplicateRequest
 from .asgi import Receive, Send
+from .batch import Batch
 from .bearer import ScopeCheck
-from .body import read_message
+from .body import read_message, read_session_post
 from .directory import SessionDirectory
 from .errors import HttpError, in_flight_conflict, shutting_down
 from .limits import HttpLimits
@@ -43,7 +44,7 @@ class HttpSessionEndpoint:
     it is served, and with it sessions are bound to the token's principal.
     """
 
-    __slots__ = ("closing", "coordinator", "directory", "json_response", "limits", "scopes")
+    __slots__ = ("batches", "closing", "coordinator", "directory", "json_response", "limits", "scopes")
 
     def __init__(
         self,
@@ -61,6 +62,7 @@ class HttpSessionEndpoint:
         self.closing = closing
         self.json_response = json_response
         self.scopes = scopes
+        self.batches = Batch(limits, coordinator, closing, scopes)
 
     async def post(self, request: McpRequest, receive: Receive, send: Send) -> None:
         sse = request.check_post(self.json_response)
@@ -69,7 +71,7 @@ class HttpSessionEndpoint:
             await self._open(request, receive, send, sse)
             return
         live = await self.directory.lookup(session_id, _principal() if self.scopes is not None else None)
-        message, body = await read_message(receive, self.limits.max_request_bytes, request.content_length)
+        message, body = await read_session_post(receive, self.limits.max_request_bytes, request.content_length)
         if type(message) is JsonRpcRequest:
             if self.closing():
                 raise shutting_down()
@@ -80,6 +82,8 @@ class HttpSessionEndpoint:
                     await live.transport.serve_request(message, receive, send, sse=sse)
             except DuplicateRequest:  # (raised before serving: in flight on another worker)
                 raise in_flight_conflict(message.id) from None
+        elif isinstance(message, list):
+            await self.batches.serve(live, message, send)
         elif await self.coordinator.route_inbound(live.record.id, message, body):
             await send_accepted(send)
         else:
