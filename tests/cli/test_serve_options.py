@@ -30,6 +30,7 @@ def test_every_limit_is_an_option_and_reaches_bind_as_one_limits_object() -> Non
         "session_max_lifetime": 3600.0,
         "max_request_bytes": 1024,
         "max_request_streams": 8,
+        "max_batch_messages": 4,
         "backlog_limit": 0,
         "replay_buffer_size": 16,
         "keepalive_interval": 5.0,
