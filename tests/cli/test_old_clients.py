@@ -1,0 +1,42 @@
+"""Clients of revision 2024-11-05 against our servers: the official Python SDK 1.2.1's client
+(tests/cli/old_sdk_client.py, in its own virtualenv: ``setup_old_sdk``) lists the demo's tools
+and calls one, over stdio (``serve --stdio``). Without that virtualenv the tests skip, which
+``MCP_TEST_NO_SKIP=1`` turns into failures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CLIENT = str(Path(__file__).with_name("old_sdk_client.py"))
+CLI = str(ROOT / ".venv" / "bin" / "mcp-sse-server")
+TIMEOUT = 60.0
+
+
+def old_python() -> str:
+    python = os.environ.get("MCP_TEST_OLD_SDK_PYTHON") or str(ROOT / ".tools" / "mcp-1.2.1" / "bin" / "python")
+    if not os.path.isfile(python):
+        pytest.skip("the official SDK 1.2.1 is not set up: run `source scripts/setup.sh && setup_old_sdk`")
+    return python
+
+
+def run_client(*args: str) -> dict[str, Any]:
+    done = subprocess.run(
+        [old_python(), CLIENT, *args], capture_output=True, text=True, timeout=TIMEOUT, cwd=ROOT, check=False
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def test_the_sdk_1_2_1_client_uses_the_demo_over_stdio() -> None:
+    result = run_client("stdio", CLI, "serve", "demo", "--stdio")
+    assert result["revision"] == "2024-11-05"
+    assert {"add", "divide", "get_artifact_instructions"} <= set(result["tools"])
+    assert result == {**result, "text": ["5"], "isError": False}
