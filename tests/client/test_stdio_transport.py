@@ -26,7 +26,8 @@ async def test_raw_lines_over_our_stdio_transport() -> None:
 
         parse_error = await exchange(b"this is not json\n")
         assert parse_error["id"] is None and parse_error["error"]["code"] == -32700  # type: ignore[index]
-        assert (await exchange(b"[]\n"))["error"]["code"] == -32600  # type: ignore[index]
+        batch = await exchange(b"[]\n")
+        assert batch["error"]["code"] == -32600 and "not served over stdio" in batch["error"]["message"]  # type: ignore[index]
         initialize = {
             "jsonrpc": "2.0",
             "id": 1,

@@ -15,7 +15,16 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, BinaryIO, Final, TypeAlias
 
-from ..jsonrpc import INVALID_REQUEST, JsonRpcError, JsonRpcMessage, McpError, RequestId, encode_message, parse_message
+from ..jsonrpc import (
+    INVALID_REQUEST,
+    BatchReceived,
+    JsonRpcError,
+    JsonRpcMessage,
+    McpError,
+    RequestId,
+    encode_message,
+    parse_message,
+)
 from .base import Transport
 
 if TYPE_CHECKING:
@@ -26,6 +35,7 @@ __all__ = ["StdioServerTransport", "serve_stdio"]
 logger = logging.getLogger("mcp_sse_server")
 
 DEFAULT_MAX_LINE_BYTES: Final = 32 * 1024 * 1024
+_NO_BATCHES: Final = "Batch requests are not served over stdio (2025-03-26 sessions may send them over Streamable HTTP)"
 
 _LineReader: TypeAlias = Callable[[], Awaitable[bytes]]
 
@@ -113,6 +123,10 @@ class StdioServerTransport(Transport):
             return
         try:
             message = parse_message(line)
+        except BatchReceived:
+            # (2025-03-26 allowed batches; no stdio client of that revision sends one)
+            self._reply(JsonRpcError(None, INVALID_REQUEST, _NO_BATCHES))
+            return
         except McpError as error:
             logger.warning("stdio: %s", error.message)
             self._reply(JsonRpcError(None, error.code, error.message))
