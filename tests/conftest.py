@@ -26,6 +26,17 @@ if TYPE_CHECKING:
 NO_SKIP = os.environ.get("MCP_TEST_NO_SKIP") == "1"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_era_memo() -> Iterator[None]:
+    """Every test starts with an empty era memo (client/era_memo.py): what one test's server
+    spoke must not make another's client skip its probe."""
+    from mcp_sse_server.client.era_memo import clear_era_memo
+
+    clear_era_memo()
+    yield
+    clear_era_memo()
+
+
 @pytest.fixture(scope="session")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
     from fixtures.redis_server import redis_running  # skips without redis-py (importorskip)

@@ -60,6 +60,7 @@ from .elicitation import (
     check_mode,
     complete_answer,
 )
+from .era_memo import MEMO_SESSION, Identity, forget_era, recall_era, remember_era, skips_probe
 from .results import (
     PromptInfo,
     ResourceTemplateInfo,
@@ -192,7 +193,12 @@ class McpClient(ABC):
     one release); ``"2026-07-28"`` only speaks that revision. ``era`` says
     which came out (``"stateless"`` or ``"session"``;
     ``stateless`` is True for the former) and ``protocol_version`` the
-    revision. In the stateless revision every request carries the version,
+    revision. A stdio server that the probe breaks (it exits, prints what is
+    not JSON-RPC, or stays silent) is started again and asked ``initialize``
+    (``StdioClient``). What an ``"auto"`` client found is remembered for this
+    process (the era memo, ``client/era_memo.py``; ``remember_era=False``
+    opts out): a server remembered as a session server is not probed again.
+    In the stateless revision every request carries the version,
     the capabilities above, ``client_info`` and the ``effective_log_level``
     (``set_log_level`` keeps it client-side) in ``_meta``; what the server
     asks of the client comes as ``input_required`` results,
@@ -232,6 +238,7 @@ class McpClient(ABC):
         probe_timeout: float = DEFAULT_PROBE_TIMEOUT,
         cache: bool = True,
         session_fallback: bool = True,
+        remember_era: bool = True,
     ) -> None:
         if max_input_rounds < 1:
             raise ValueError("max_input_rounds must be at least 1")
@@ -241,6 +248,7 @@ class McpClient(ABC):
         self.probe_timeout = probe_timeout
         self.cache = cache
         self.session_fallback = session_fallback
+        self.remember_era = remember_era
         self._fallback: McpClient | None = None  # the session of the session fallback, once opened
         self._fallback_refused = False  # the server would not open one: no further attempts
         self._fallback_opening = asyncio.Lock()
@@ -357,30 +365,83 @@ class McpClient(ABC):
         """True when this client should ask for the stateless revision before the handshake."""
         return self.mode != MODE_SESSION and self.era != ERA_SESSION
 
+    def _era_identity(self) -> Identity | None:
+        """This client's server in the era memo (``client/era_memo.py``); None (the default) for a
+        transport whose server has no identity outside this client."""
+        return None
+
+    def _memo_identity(self) -> Identity | None:
+        """The era memo key this client reads and writes: only ``mode="auto"`` clients with
+        ``remember_era`` use the memo."""
+        if self.mode != MODE_AUTO or not self.remember_era:
+            return None
+        return self._era_identity()
+
     async def _handshake(self) -> dict[str, Any]:
         if self.connection is None or self.connection.closed:
             self.connection = Connection(await self._open(), self)
         self._initialize_result = None
-        if self._may_probe():
+        if not self._may_probe():
+            result = await self._initialize()
+        else:
+            identity = self._memo_identity()
+            remembered = recall_era(identity) if identity is not None else None
+            if identity is not None and skips_probe(remembered):
+                result = await self._initialize_remembered(identity)
+            else:
+                result = await self._probe_or_initialize(remembered)
+        identity = self._memo_identity()
+        if identity is not None and self.era is not None:
+            spoken = self.protocol_version or versions.CLIENT_STATELESS[-1]
+            remember_era(identity, spoken if self.stateless else MEMO_SESSION)
+        return result
+
+    async def _initialize_remembered(self, identity: Identity) -> dict[str, Any]:
+        """``initialize`` without a probe, for a server the era memo remembers as a session server;
+        one that now refuses it naming a stateless revision is forgotten and probed."""
+        logger.debug("the server is remembered as a session server; skipping server/discover")
+        try:
+            return await self._initialize()
+        except UnsupportedProtocolVersionError as refusal:
+            if not any(name in versions.CLIENT_STATELESS for name in refusal.supported):
+                raise
+            logger.info("the server remembered as a session server now refuses initialize; probing it again")
+            forget_era(identity)
+            if self.connection is None or self.connection.closed:
+                self.connection = Connection(await self._open(), self)
+            return await self._probe_or_initialize(None)
+
+    async def _probe_or_initialize(self, preferred: str | None) -> dict[str, Any]:
+        """The probe (at ``preferred`` first, when it is a stateless revision), else ``initialize``."""
+        adopted = await self._probe(preferred)
+        if adopted is not None:
+            return adopted
+        stateless = ", ".join(versions.CLIENT_STATELESS)
+        logger.debug("the server does not speak %s; falling back to initialize", stateless)
+        try:
+            return await self._initialize()
+        except UnsupportedProtocolVersionError as refusal:
+            # The probe got no usable answer (a timeout, say) but the server turns the
+            # handshake down naming a revision both speak: ask once more.
+            if not any(name in versions.CLIENT_STATELESS for name in refusal.supported):
+                raise
+            if self.connection is None or self.connection.closed:
+                self.connection = Connection(await self._open(), self)
             adopted = await self._probe()
-            if adopted is not None:
-                return adopted
-            stateless = ", ".join(versions.CLIENT_STATELESS)
-            logger.debug("the server does not speak %s; falling back to initialize", stateless)
-            try:
-                return await self._initialize()
-            except UnsupportedProtocolVersionError as refusal:
-                # The probe got no usable answer (a timeout, say) but the server turns the
-                # handshake down naming a revision both speak: ask once more.
-                if not any(name in versions.CLIENT_STATELESS for name in refusal.supported):
-                    raise
-                if self.connection is None or self.connection.closed:
-                    self.connection = Connection(await self._open(), self)
-                adopted = await self._probe()
-                if adopted is None:
-                    raise
-                return adopted
-        return await self._initialize()
+            if adopted is None:
+                raise
+            return adopted
+
+    async def _send_probe(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Send the ``server/discover`` probe (its ``probe_timeout`` applies); its result."""
+        return await self._live().request("server/discover", params, timeout=self.probe_timeout)
+
+    async def _recover_from_probe(self, failure: Exception) -> bool:
+        """The probe failed with ``failure`` (a TimeoutError or a connection error): True once the
+        client holds a fresh connection to speak ``initialize`` on, because the probe is what broke
+        the server (stdio overrides this); False (the default) to handle ``failure`` as before. May
+        raise the error a forced ``mode`` reports instead."""
+        return False
 
     # --- the stateless revision (2026-07-28) ---------------------------------------------
 
@@ -403,23 +464,29 @@ class McpClient(ABC):
         stamped["_meta"] = meta
         return stamped
 
-    async def _probe(self) -> dict[str, Any] | None:
-        """Ask ``server/discover``; the adopted result when the server speaks the stateless
-        revision, None when the handshake should follow (never on a recognised stateless error)."""
+    async def _probe(self, preferred: str | None = None) -> dict[str, Any] | None:
+        """Ask ``server/discover`` (at ``preferred`` first, when it is a stateless revision this
+        client speaks); the adopted result when the server speaks the stateless revision, None when
+        the handshake should follow (never on a recognised stateless error)."""
         forced = self.mode != MODE_AUTO
-        version = self.mode if forced else versions.CLIENT_STATELESS[-1]
+        if forced:
+            version = self.mode
+        else:
+            version = preferred if preferred in versions.CLIENT_STATELESS else versions.CLIENT_STATELESS[-1]
         for attempt in range(2):
             try:
-                result = await self._live().request(
-                    "server/discover", self._stamp(None, version), timeout=self.probe_timeout
-                )
-            except TimeoutError:
+                result = await self._send_probe(self._stamp(None, version))
+            except TimeoutError as error:
+                if await self._recover_from_probe(error):
+                    return None
                 if forced:
                     raise
                 logger.info("server/discover got no answer within %g s; using the handshake", self.probe_timeout)
                 return None
             except McpError as error:
                 if isinstance(error, ConnectionError):
+                    if await self._recover_from_probe(error):
+                        return None  # the probe broke the server; a fresh one gets initialize
                     raise  # the server cannot be reached: no revision question to settle
                 if error.code == UNSUPPORTED_PROTOCOL_VERSION:
                     refusal = UnsupportedProtocolVersionError(error.message, error.data)

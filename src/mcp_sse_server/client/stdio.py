@@ -6,6 +6,20 @@ The child's stderr is passed through line by line (to our stderr, or to
 error naming the command and its exit status; ``close()`` closes its stdin,
 waits briefly, then terminates and finally kills it.
 
+The probe (``mode="auto"``): some session servers (the official Python SDK 1.2.1, for one)
+fail on ``server/discover``, a method they do not know: 1.2.1 writes nothing, and its session
+dies while its stdin reader stays blocked in a read, so the process exits (code 1) only once
+another line arrives. A probe unanswered after ``PROBE_NUDGE`` seconds is therefore followed by
+an empty line, which such a server wakes up to, and which readers of newline-delimited JSON
+skip (this package's servers, the official SDKs'). When the probe makes the server exit,
+or it answers with anything but a JSON-RPC result or error (a line that is not JSON-RPC, with no
+answer within ``STRAY_GRACE`` seconds after it; or nothing but notifications until
+``probe_timeout``), the client ends that process (reaping it and its stderr reader), starts the
+same command once more (same arguments, environment and working directory) and speaks
+``initialize`` to it (``probe_recovery``). With ``mode="2026-07-28"`` it raises an
+``McpConnectionError`` saying what the server did instead. The era memo
+(``client/era_memo.py``) then remembers the command as a session server for this process.
+
 >>> async def demo() -> None:  # doctest: +SKIP
 ...     async with StdioClient("python", ["-m", "my_server"]) as client:
 ...         print([tool.name for tool in await client.list_tools()])
@@ -21,17 +35,45 @@ import shlex
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from ..jsonrpc import JsonRpcMessage, McpError, RequestId, encode_message, parse_message
+from ..protocol import Connection
 from ..transport.base import Transport
 from ._common import ClientTransport, McpConnectionError, RemoteClient
+from .base import MODE_AUTO
+from .era_memo import Identity, stdio_identity
 
-__all__ = ["StdioClient", "StdioClientTransport"]
+__all__ = ["PROBE_NUDGE", "STRAY_GRACE", "StdioClient", "StdioClientTransport", "probe_recovery"]
 
 logger = logging.getLogger("mcp_sse_server.client")
 
 DEFAULT_MAX_LINE_BYTES: Final = 32 * 1024 * 1024
+# Seconds after which an unanswered probe is followed by an empty line (see the module).
+PROBE_NUDGE: Final = 0.5
+# Seconds the probe still waits for its answer after a line on stdout that is not JSON-RPC.
+STRAY_GRACE: Final = 0.5
+
+
+class _StrayProbeOutput(McpConnectionError):
+    """The server answered the probe with a line that is not JSON-RPC, and nothing after it."""
+
+
+def probe_recovery(mode: str, failure: Exception) -> Literal["restart", "refuse"] | None:
+    """What a stdio client does when its ``server/discover`` probe failed with ``failure``:
+    ``"restart"`` the server and speak ``initialize`` (``mode="auto"``), ``"refuse"`` with an error
+    naming what the server did (a forced stateless revision), or None when the failure is not the
+    server's doing (the stdio probe fails only by timeout or connection error; anything else is
+    handled by ``McpClient``).
+
+    >>> probe_recovery("auto", TimeoutError()), probe_recovery("2026-07-28", TimeoutError())
+    ('restart', 'refuse')
+    >>> probe_recovery("auto", ValueError()) is None
+    True
+    """
+    if not isinstance(failure, TimeoutError | ConnectionError):
+        return None
+    return "restart" if mode == MODE_AUTO else "refuse"
 
 
 def _describe_exit(code: int | None) -> str:
@@ -71,6 +113,7 @@ class StdioClientTransport(ClientTransport):
         self.process: asyncio.subprocess.Process | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._failure: McpConnectionError | None = None
+        self._stray: asyncio.Future[bytes] | None = None  # watch_stray(): the next stray line
         shown = shlex.join([command, *self.args])
         self.display = shown if len(shown) <= 120 else shown[:117] + "..."
 
@@ -98,6 +141,27 @@ class StdioClientTransport(ClientTransport):
             raise McpConnectionError(f"Cannot start MCP server {self.display}: {error.strerror or error}") from error
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._read_stdout()), loop.create_task(self._read_stderr())]
+
+    def watch_stray(self) -> asyncio.Future[bytes]:
+        """A future for the next line on stdout that is not JSON-RPC (``unwatch_stray`` ends it)."""
+        self._stray = asyncio.get_running_loop().create_future()
+        return self._stray
+
+    def unwatch_stray(self) -> None:
+        """Stop watching for stray lines (``watch_stray``)."""
+        stray, self._stray = self._stray, None
+        if stray is not None and not stray.done():
+            stray.cancel()
+
+    async def nudge(self) -> None:
+        """Write an empty line (readers of newline-delimited JSON skip it): a server whose stdin
+        reader is blocked in a read is woken by it. Never fails."""
+        process = self.process
+        if process is None or process.stdin is None or self._closed or self._failure is not None:
+            return
+        with contextlib.suppress(ConnectionError, OSError):
+            process.stdin.write(b"\n")
+            await process.stdin.drain()
 
     def _gone(self) -> McpConnectionError:
         if self._failure is not None:
@@ -142,6 +206,8 @@ class StdioClientTransport(ClientTransport):
             except McpError:
                 # Servers that print banners to stdout are common; skip, do not die.
                 logger.warning("ignoring a line that is not JSON-RPC from %s: %.200r", self.display, line)
+                if self._stray is not None and not self._stray.done():
+                    self._stray.set_result(line)
                 continue
             self._deliver(message)
         if self._closed:
@@ -219,7 +285,8 @@ class StdioClient(RemoteClient):
     ``env`` is added to this process's environment (or replaces it with
     ``inherit_env=False``). ``on_stderr(line)`` receives the server's stderr
     lines; without it they go to our stderr. Other keyword options are
-    McpClient's.
+    McpClient's. ``starts`` counts the processes this client started (a server that the
+    probe broke is started twice; see the module).
     """
 
     def __init__(
@@ -249,12 +316,65 @@ class StdioClient(RemoteClient):
             "max_line_bytes": max_line_bytes,
         }
         self.transport: StdioClientTransport | None = None
+        self.starts = 0
 
     async def _open(self) -> Transport:
         transport = StdioClientTransport(self.command, self.args, env=self.env, cwd=self.cwd, **self._transport_options)
         await transport.start()
+        self.starts += 1
         self.transport = transport
         return transport
+
+    def _era_identity(self) -> Identity:
+        return stdio_identity(self.command, self.args, self.cwd, self.env)
+
+    async def _send_probe(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The probe, which also fails when the server prints a line that is not JSON-RPC and
+        sends no answer within ``STRAY_GRACE`` seconds after it."""
+        transport = self.transport
+        if transport is None:
+            return await super()._send_probe(params)
+        stray = transport.watch_stray()
+        probe = asyncio.ensure_future(super()._send_probe(params))
+        try:
+            either: list[asyncio.Future[Any]] = [probe, stray]
+            done, _ = await asyncio.wait(either, timeout=PROBE_NUDGE, return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                await transport.nudge()
+                await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if not probe.done():
+                await asyncio.wait({probe}, timeout=STRAY_GRACE)
+            if probe.done():
+                return probe.result()
+            line = stray.result().decode("utf-8", "replace")
+            raise _StrayProbeOutput(
+                f"MCP server {transport.display} answered server/discover with a line that is not JSON-RPC: {line:.120}"
+            )
+        finally:
+            transport.unwatch_stray()
+            if not probe.done():
+                probe.cancel()
+            await asyncio.gather(probe, return_exceptions=True)
+
+    async def _recover_from_probe(self, failure: Exception) -> bool:
+        action = probe_recovery(self.mode, failure)
+        if action is None or self.transport is None:
+            return False
+        display = self.transport.display
+        if isinstance(failure, McpError):
+            what = f"{failure.message} when asked server/discover"
+        else:
+            what = f"MCP server {display} sent no answer to server/discover within {self.probe_timeout:g} s"
+        if action == "refuse":
+            raise McpConnectionError(
+                f"{what}: it does not speak {self.mode} (mode 'auto' would start it again and use initialize)"
+            ) from failure
+        logger.info("%s; starting it again to speak initialize", what)
+        await self.transport.close()  # ends the process (reaping it) and its readers
+        if self.connection is not None:
+            await self.connection.close()
+        self.connection = Connection(await self._open(), self)
+        return True
 
     @property
     def process(self) -> asyncio.subprocess.Process | None:
