@@ -31,6 +31,14 @@ server that dies mid-call fails that request with a one-line
 ``McpConnectionError`` naming the URL. A 404 for our session makes
 ``McpClient`` open a new one and retry.
 
+The probe (``server/discover``, ``mode="auto"``) over HTTP: an answer whose body is a JSON-RPC
+error is that error (-32020, -32021 and -32022 say the server speaks 2026-07-28); any other 4xx or
+5xx (an HTML 500, a 404 text page, a bare 405) is an ``McpError`` with code -32000 and ``data``
+``{"status": N}`` that is not a ``ConnectionError`` (``_http_error``), so the client falls back to
+``initialize``, as it does for a 2xx answer that is neither JSON nor an event stream. Only a
+server that cannot be reached at all fails the probe. The era found is remembered per URL
+origin and path for this process (``client/era_memo.py``).
+
 A URL that answers the ``initialize`` POST with 400, 404 or 405 but opens an
 event stream on GET is a legacy HTTP+SSE (2024-11-05) endpoint: the client
 falls back to that transport (``SseClientTransport``), as the 2025-11-25
@@ -88,6 +96,7 @@ from ._http_common import (
 )
 from ._sse import SseParser
 from .base import MODE_SESSION
+from .era_memo import Identity, http_identity
 from .sse import SseClientTransport
 from .stateless import PROTOCOL_VERSION_KEY, StreamLostError, param_headers, routing_headers
 
@@ -675,6 +684,9 @@ class StreamableHttpClient(RemoteClient):
 
     def _may_probe(self) -> bool:
         return not self.legacy and super()._may_probe()
+
+    def _era_identity(self) -> Identity:
+        return http_identity(self.url)
 
     def _holds_session(self) -> bool:
         return self.session_id is not None
