@@ -50,6 +50,26 @@ setup_fastmcp() {
   export MCP_TEST_FASTMCP_PYTHON="$PWD/$dir/bin/python"
 }
 
+# The official Python SDK 1.2.1 (protocol 2024-11-05, before server/discover) as a real old server
+# for the probe-recovery tests (tests/client/test_probe_recovery.py), in a virtualenv of its own
+# under .tools/mcp-1.2.1: .venv has mcp 2.3. Its dependencies are pinned to releases of its time
+# (early 2025): with today's pydantic it does not even import (pydantic._internal._typing_extra
+# lost eval_type_backport in 2.11). The stamp names the pins, so changing one reinstalls.
+# Exports MCP_TEST_OLD_SDK_PYTHON.
+setup_old_sdk() {
+  local dir=.tools/mcp-1.2.1
+  local stamp="$dir/.installed"
+  local pins="mcp==1.2.1 pydantic==2.10.6 pydantic-settings==2.7.1 anyio==4.8.0 starlette==0.45.3 sse-starlette==2.2.1 uvicorn==0.34.0 httpx==0.28.1"
+  if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$pins" ]; then
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    # shellcheck disable=SC2086  # one argument per pin
+    "$dir/bin/python" -m pip install -q --disable-pip-version-check $pins
+    echo "$pins" >"$stamp"
+  fi
+  export MCP_TEST_OLD_SDK_PYTHON="$PWD/$dir/bin/python"
+}
+
 # A redis-server for the Redis store tests (tests/stores start their own, on a
 # loopback port). Debian's package, installed only when none is on PATH; needs
 # root (CI runs as root on a fresh clone) or sudo.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set everything up (virtualenv, Python packages, Node 22, the conformance
-# suite and the TypeScript SDK, fastmcp, redis-server) and run the whole test suite.
+# suite and the TypeScript SDK, fastmcp, the official SDK 1.2.1, redis-server) and run the whole test suite.
 #   scripts/test.sh [pytest args...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,6 +8,7 @@ source scripts/setup.sh
 setup_python test
 setup_node
 setup_fastmcp
+setup_old_sdk
 setup_redis
 
 echo "== ruff"; .venv/bin/ruff check src tests examples bench conftest.py
