@@ -114,6 +114,7 @@ class StdioClientTransport(ClientTransport):
         self._tasks: list[asyncio.Task[None]] = []
         self._failure: McpConnectionError | None = None
         self._stray: asyncio.Future[bytes] | None = None  # watch_stray(): the next stray line
+        self._held: list[str] | None = None  # hold_stderr(): stderr lines kept back
         shown = shlex.join([command, *self.args])
         self.display = shown if len(shown) <= 120 else shown[:117] + "..."
 
@@ -242,13 +243,35 @@ class StdioClientTransport(ClientTransport):
             if not line:
                 return
             text = line.decode("utf-8", "replace").rstrip("\r\n")
-            if self.on_stderr is not None:
-                try:
-                    self.on_stderr(text)
-                except Exception:
-                    logger.exception("on_stderr callback failed")
+            if self._held is not None:
+                self._held.append(text)
             else:
-                print(text, file=sys.stderr, flush=True)
+                self._pass_stderr(text)
+
+    def _pass_stderr(self, text: str) -> None:
+        if self.on_stderr is not None:
+            try:
+                self.on_stderr(text)
+            except Exception:
+                logger.exception("on_stderr callback failed")
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+    def hold_stderr(self) -> None:
+        """Keep the server's stderr lines back until ``release_stderr`` (or ``discard_stderr``)."""
+        if self._held is None:
+            self._held = []
+
+    def release_stderr(self) -> None:
+        """Pass the lines held back on (``hold_stderr``), and every later one as it comes."""
+        held, self._held = self._held or [], None
+        for text in held:
+            self._pass_stderr(text)
+
+    def discard_stderr(self) -> list[str]:
+        """Stop holding lines back (``hold_stderr``); the lines held, which are not passed on."""
+        held, self._held = self._held or [], None
+        return held
 
     def _kill(self) -> None:
         if self.process is not None and self.process.returncode is None:
@@ -335,6 +358,7 @@ class StdioClient(RemoteClient):
         if transport is None:
             return await super()._send_probe(params)
         stray = transport.watch_stray()
+        transport.hold_stderr()  # what a server the probe breaks says about it is not shown
         probe = asyncio.ensure_future(super()._send_probe(params))
         try:
             either: list[asyncio.Future[Any]] = [probe, stray]
@@ -345,11 +369,16 @@ class StdioClient(RemoteClient):
             if not probe.done():
                 await asyncio.wait({probe}, timeout=STRAY_GRACE)
             if probe.done():
+                if not isinstance(probe.exception(), TimeoutError | ConnectionError):
+                    transport.release_stderr()  # an answer: the server is well (else _recover_from_probe decides)
                 return probe.result()
             line = stray.result().decode("utf-8", "replace")
             raise _StrayProbeOutput(
                 f"MCP server {transport.display} answered server/discover with a line that is not JSON-RPC: {line:.120}"
             )
+        except asyncio.CancelledError:
+            transport.release_stderr()
+            raise
         finally:
             transport.unwatch_stray()
             if not probe.done():
@@ -358,7 +387,11 @@ class StdioClient(RemoteClient):
 
     async def _recover_from_probe(self, failure: Exception) -> bool:
         action = probe_recovery(self.mode, failure)
-        if action is None or self.transport is None:
+        if self.transport is None:
+            return False
+        if action != "restart":
+            self.transport.release_stderr()
+        if action is None:
             return False
         display = self.transport.display
         if isinstance(failure, McpError):
@@ -371,6 +404,9 @@ class StdioClient(RemoteClient):
             ) from failure
         logger.info("%s; starting it again to speak initialize", what)
         await self.transport.close()  # ends the process (reaping it) and its readers
+        said = self.transport.discard_stderr()
+        if said:
+            logger.debug("what it wrote on stderr (not shown): %s", "\n".join(said))
         if self.connection is not None:
             await self.connection.close()
         self.connection = Connection(await self._open(), self)
