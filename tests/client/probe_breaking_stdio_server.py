@@ -6,6 +6,7 @@ probe in one of several ways, for tests/client/test_probe_recovery.py:
     python probe_breaking_stdio_server.py notify      # sends a notification, then nothing
     python probe_breaking_stdio_server.py exit        # exits with code 3
     python probe_breaking_stdio_server.py stateless   # serves 2026-07-28 only: refuses initialize
+    python probe_breaking_stdio_server.py banner      # a stdout banner first, then as stateless (0.2 s late)
 
 Each start prints ``PROBE-SERVER-START`` on stderr, and each request's method as
 ``METHOD <name>``, so a test can count starts and probes. Empty lines are skipped.
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 
 MODE = sys.argv[1]
 TOOLS = [{"name": "echo", "description": "Echo text.", "inputSchema": {"type": "object"}}]
@@ -38,14 +40,16 @@ def answer(request: dict[str, object]) -> None:
             send({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi"}})
         elif MODE == "exit":
             sys.exit(3)
-        else:  # stateless
+        else:  # stateless, banner
+            if MODE == "banner":
+                time.sleep(0.2)
             version = "2026-07-28"
             info = {"io.modelcontextprotocol/serverInfo": {"name": "probe-server", "version": "1"}}
             result = {"supportedVersions": [version], "capabilities": {"tools": {}}, "_meta": info}
             send({"jsonrpc": "2.0", "id": ident, "result": result})
         return
     if method == "initialize":
-        if MODE == "stateless":
+        if MODE in ("stateless", "banner"):
             error = {"code": -32022, "message": "Unsupported protocol version", "data": {"supported": ["2026-07-28"]}}
             send({"jsonrpc": "2.0", "id": ident, "error": error})
             return
@@ -66,6 +70,8 @@ def answer(request: dict[str, object]) -> None:
 
 def main() -> None:
     print("PROBE-SERVER-START", file=sys.stderr, flush=True)
+    if MODE == "banner":
+        print("probe-server 1.0 starting", flush=True)
     for line in sys.stdin:
         if not line.strip():
             continue

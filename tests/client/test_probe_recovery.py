@@ -156,6 +156,11 @@ async def test_mode_2026_07_28_refuses_a_confused_server(mode: str, said: str) -
     assert client.starts == 1
 
 
+async def test_a_banner_on_stdout_before_a_late_answer_is_no_broken_server() -> None:
+    async with StdioClient(sys.executable, [BREAKING, "banner"], on_stderr=lambda line: None) as client:
+        assert (client.era, client.starts) == ("stateless", 1)
+
+
 async def test_a_remembered_session_server_that_turned_stateless_is_probed_again() -> None:
     identity = stdio_identity(sys.executable, [BREAKING, "stateless"], None, {})
     remember_era(identity, MEMO_SESSION)

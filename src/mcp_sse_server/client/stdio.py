@@ -51,8 +51,9 @@ logger = logging.getLogger("mcp_sse_server.client")
 DEFAULT_MAX_LINE_BYTES: Final = 32 * 1024 * 1024
 # Seconds after which an unanswered probe is followed by an empty line (see the module).
 PROBE_NUDGE: Final = 0.5
-# Seconds the probe still waits for its answer after a line on stdout that is not JSON-RPC.
-STRAY_GRACE: Final = 0.5
+# Seconds the probe still waits for its answer after a line on stdout that is not JSON-RPC: a
+# server that prints a banner first and then answers must not be taken for a broken one.
+STRAY_GRACE: Final = 1.0
 
 
 class _StrayProbeOutput(McpConnectionError):
