@@ -4,8 +4,9 @@ Rules (the HTTP side of a session's life; ``session.py`` has the protocol side):
 
 1. A session's record (plain data) is in the ``SessionStore``; its live part,
    the transport and the ``ServerSession``, is a ``LiveSession`` of this process.
-2. Only ``open`` creates a session, for a well-formed ``initialize`` (503 once
-   ``max_sessions`` are live); a failed initialize leaves nothing behind.
+2. Only ``open`` creates a session, for a well-formed ``initialize``, or for
+   a 2024-11-05 stream whose initialize follows (``legacy_sse.py``); 503 once
+   ``max_sessions`` are live. A failed initialize leaves nothing behind.
 3. ``lookup`` answers 404 for a session that is unknown, ended, expired, or
    still being initialized on another worker, and refreshes its idle clock at
    most once per ``touch_interval``: a second in process; with a shared store,
@@ -212,9 +213,11 @@ class SessionDirectory:
 
     # --- opening ---------------------------------------------------------------------------
 
-    async def open(self, principal: list[str | None] | None = None) -> LiveSession:
+    async def open(self, principal: list[str | None] | None = None, *, resumable: bool = True) -> LiveSession:
         """A new session for an ``initialize`` (the caller serves it, then ``opened``), bound to
-        the ``principal`` of the request's token, if the server checks tokens."""
+        the ``principal`` of the request's token, if the server checks tokens. ``resumable``
+        False: its streams never resume (a 2024-11-05 stream's session, opened before its
+        initialize: ``legacy_sse.py``)."""
         limit = self.limits.max_sessions
         if await self.store.count() + self._creating >= limit:
             await self.reap_expired()
@@ -227,7 +230,7 @@ class SessionDirectory:
                 )
         now = self.clock()
         record = SessionRecord(new_session_id(), now, now, principal=principal)
-        transport = self._transport(record)
+        transport = self._transport(record, resumable)
         self._creating += 1
         try:
             server = await self.servers()
@@ -281,7 +284,7 @@ class SessionDirectory:
             live.session.connection.name_requests(ids)
         self._start_reaper()
 
-    def _transport(self, record: SessionRecord) -> SseTransport:
+    def _transport(self, record: SessionRecord, resumable: bool = True) -> SseTransport:
         return SseTransport(
             record.id,
             limits=self.limits,
@@ -292,6 +295,7 @@ class SessionDirectory:
             peers=self.coordinator.peers(record.id),
             shared_log=self.shared,
             json_response=self.json_response,
+            resumable=resumable,
         )
 
     # --- ending ----------------------------------------------------------------------------

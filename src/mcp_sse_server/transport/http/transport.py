@@ -105,13 +105,16 @@ class SseTransport(Transport):
     written here may be written by another worker (and the streams written
     here are named apart from theirs: ``r<n>.<tag of this copy>``).
     ``json_response`` answers a request whose reply goes out whole with
-    ``application/json`` instead of one SSE event.
+    ``application/json`` instead of one SSE event. ``resumable`` False keeps
+    every stream unresumable whatever the revision (the 2024-11-05 transport's
+    sessions, ``legacy_sse.py``: one stream, no ids to resume from).
     """
 
     __slots__ = (
         "_closed",
         "_event_log",
         "_initialized",
+        "_may_resume",
         "_on_end",
         "_peers",
         "_resumable_for",
@@ -142,6 +145,7 @@ class SseTransport(Transport):
         peers: SessionPeers = NO_PEERS,
         shared_log: bool = False,
         json_response: bool = False,
+        resumable: bool = True,
     ) -> None:
         if session_id is not None and not _is_visible_ascii(session_id):
             raise ValueError("session_id must be non-empty visible ASCII (0x21-0x7E)")
@@ -166,6 +170,7 @@ class SseTransport(Transport):
         self._stream_suffix = f".{secrets.token_hex(4)}" if shared_log else ""
         self._retry_ms = round(limits.retry_interval * 1000)
         self._resumable_for: tuple[str | None, bool] = (None, False)  # (revision, its streams resume)
+        self._may_resume = resumable
 
     # --- state -------------------------------------------------------------------
 
@@ -215,7 +220,7 @@ class SseTransport(Transport):
     def _resumable(self) -> bool:
         """True when the session's revision has resumable streams (remembered per revision)."""
         record = self.record
-        if record is None:
+        if record is None or not self._may_resume:
             return False
         revision, resumable = self._resumable_for
         if revision != record.revision:
