@@ -16,6 +16,10 @@ the response; a notification or response gets 202); GET opens the session's
 standalone stream (backlog before it attaches, replay after Last-Event-ID, a
 new GET supersedes the old); DELETE ends the session; anything else is 405.
 Every 4xx/5xx carries a JSON-RPC error body and never exception text.
+Beside it, unless turned off (``legacy_sse=False``), the HTTP+SSE transport
+of revision 2024-11-05: a stream at ``/sse`` (and on a session-less GET of
+the endpoint) whose POSTs go to ``/messages/?session_id=...``
+(``LegacyPaths`` moves them).
 
 Security model: loopback bind by default; a non-loopback bind needs
 ``auth`` (bearer tokens checked: ``auth.ResourceServer``) or
@@ -33,6 +37,7 @@ from ..._lazy import lazy_exports
 if TYPE_CHECKING:
     from .app import McpHttpApp
     from .errors import HttpError, write_json_rpc_error
+    from .legacy_sse import LegacyPaths
     from .limits import DEFAULT_LIMITS, HttpLimits
     from .security import OriginHostMiddleware, OriginPolicy
     from .server import McpHttpServer
@@ -43,6 +48,7 @@ _EXPORTS = {
     "McpHttpApp": ".app",
     "HttpError": ".errors",
     "write_json_rpc_error": ".errors",
+    "LegacyPaths": ".legacy_sse",
     "DEFAULT_LIMITS": ".limits",
     "HttpLimits": ".limits",
     "OriginHostMiddleware": ".security",
@@ -60,6 +66,7 @@ __all__ = [
     "ClientDisconnected",
     "HttpError",
     "HttpLimits",
+    "LegacyPaths",
     "McpHttpApp",
     "McpHttpServer",
     "OriginHostMiddleware",

@@ -12,6 +12,8 @@ The app is a stack, Starlette style, configured once in the constructor::
           SessionDirectory     find/open/end/expire sessions    directory.py
           Coordinator          other workers (none by default)  stores/coordination.py
           SseTransport         a session's streams              transport.py
+        LegacySseEndpoint      2024-11-05 streams and POSTs     legacy_sse.py
+          (the same SessionDirectory, Coordinator and SseTransport)
         HttpStatelessEndpoint  2026-07-28 POSTs                 stateless_endpoint.py
           StatelessTransport   one request's stream             stateless_transport.py
 
@@ -39,6 +41,7 @@ from ...tasks import TaskRuntime
 from .asgi import ASGIApp, Receive, Scope, Send
 from .bearer import BearerMiddleware, ScopeCheck
 from .directory import LiveSession, Serving, SessionDirectory, directory_for
+from .legacy_sse import LegacyPaths, LegacySseEndpoint
 from .limits import DEFAULT_LIMITS, HttpLimits
 from .router import McpRouter
 from .security import OriginHostMiddleware, OriginPolicy
@@ -72,7 +75,11 @@ class McpHttpApp:
     one SSE event, and accepts clients whose Accept takes JSON only. ``auth``
     makes the endpoint a protected resource (``auth.ResourceServer``): every
     request needs a bearer token its verifier accepts, and the protected-resource
-    metadata is served beside the endpoint.
+    metadata is served beside the endpoint. ``legacy_sse`` serves the HTTP+SSE
+    transport of revision 2024-11-05 beside Streamable HTTP (``legacy_sse.py``):
+    its stream at ``/sse`` and on a session-less GET of the endpoint, its
+    messages at ``/messages/`` (a ``LegacyPaths`` moves them; False: not served,
+    and a session-less GET is 400).
     """
 
     def __init__(
@@ -89,6 +96,7 @@ class McpHttpApp:
         coordinator: Coordinator | None = None,
         json_response: bool = False,
         auth: ResourceServer | None = None,
+        legacy_sse: bool | LegacyPaths = True,
     ) -> None:
         if server is not None and not isinstance(server, McpServer):
             if on_session is not None or not callable(server):
@@ -142,9 +150,25 @@ class McpHttpApp:
             json_response=json_response,
             scopes=scopes,
         )
-        endpoint: ASGIApp = McpRouter(session_endpoint, self._stateless, path)
+        legacy_paths = LegacyPaths() if legacy_sse is True else legacy_sse or None
+        if legacy_paths is not None and path in (legacy_paths.stream, legacy_paths.messages):
+            raise ValueError(f"the endpoint's path {path!r} is one of the 2024-11-05 transport's paths")
+        self.legacy_sse: LegacySseEndpoint | None = (
+            None
+            if legacy_paths is None
+            else LegacySseEndpoint(
+                self.directory,
+                self.coordinator,
+                limits=limits,
+                paths=legacy_paths,
+                closing=self._is_closing,
+                scopes=scopes,
+            )
+        )
+        endpoint: ASGIApp = McpRouter(session_endpoint, self._stateless, path, self.legacy_sse)
         if auth is not None:  # bearer tokens checked before anything else of the endpoint
-            endpoint = BearerMiddleware(endpoint, auth, path)
+            guarded = () if legacy_paths is None else (legacy_paths.stream, legacy_paths.messages)
+            endpoint = BearerMiddleware(endpoint, auth, path, also=guarded)
         self.auth = auth
         self._stack: ASGIApp = OriginHostMiddleware(endpoint, self.policy)
 

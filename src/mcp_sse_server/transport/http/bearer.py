@@ -5,7 +5,8 @@ Order, for an HTTP request (``auth/resource.py`` states what each answer carries
 1. ``GET``/``HEAD`` of a protected-resource metadata path (its path form and
    its root form): the RFC 9728 document, without authentication, cacheable
    for an hour (and ``OPTIONS``: CORS preflight).
-2. Other paths than the endpoint's pass on untouched (the router answers 404).
+2. Other paths than the endpoint's (and the ``also`` guarded: the 2024-11-05
+   transport's) pass on untouched (the router answers 404).
 3. The ``Authorization`` header, before the body is read, so an
    unauthenticated request costs no more than its headers:
    - sent twice, a ``Bearer`` without a token, or a token in the query string:
@@ -28,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import logging
+from collections.abc import Collection
 from typing import Any, Final, Protocol
 
 import orjson
@@ -54,16 +56,20 @@ _CORS: Final = [
 
 class BearerMiddleware:
     """Wraps the MCP endpoint ``app``: requests reach it only with a valid token (rules above).
-    ``path`` is the endpoint's path (None: every path but the metadata's)."""
+    ``path`` is the endpoint's path (None: every path but the metadata's); ``also``
+    are other paths guarded as it is."""
 
-    __slots__ = ("_document", "_expands", "_metadata_paths", "_required", "_verified", "app", "path", "server")
+    __slots__ = ("_document", "_expands", "_metadata_paths", "_required", "_verified", "also", "app", "path", "server")
 
-    def __init__(self, app: ASGIApp, server: ResourceServer, path: str | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, server: ResourceServer, path: str | None = None, *, also: Collection[str] = ()
+    ) -> None:
         if server.verifier is None:
             raise ValueError("a ResourceServer needs a verifier to guard an endpoint")
         self.app = app
         self.server = server
         self.path = path
+        self.also = frozenset(also)
         self._document = orjson.dumps(server.metadata())
         # The verifier's cache, when it keeps one (JwtVerifier and IntrospectionVerifier do): read
         # directly for a token seen before (``_seen_before``).
@@ -81,7 +87,7 @@ class BearerMiddleware:
         if request.path in self._metadata_paths:
             await self._metadata(request, send)
             return
-        if self.path is not None and request.path != self.path:
+        if self.path is not None and request.path != self.path and request.path not in self.also:
             await self.app(scope, receive, send)
             return
         token = self._seen_before(request, scope)

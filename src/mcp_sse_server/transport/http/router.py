@@ -2,11 +2,19 @@
 
 The rules (``route``, a pure function of the request):
 
+0. With the 2024-11-05 HTTP+SSE transport (``legacy``, ``legacy_sse.py``):
+   its stream path takes GET and its messages path POST; any other method
+   there is 405 with ``Allow``.
 1. The path must be the endpoint's, when the app has one: 404.
 2. A repeated ``Mcp-Session-Id`` is refused: 400.
 3. An ``MCP-Protocol-Version`` header naming no session revision goes to the
    stateless endpoint, whatever the method (it answers 405 for all but POST).
-4. Otherwise the method decides: POST, GET and DELETE go to the session
+4. With the 2024-11-05 transport, a GET carrying neither ``Mcp-Session-Id``
+   nor ``MCP-Protocol-Version`` whose Accept takes ``text/event-stream``
+   opens a 2024-11-05 stream: a Streamable HTTP client always names its
+   session on GET (without the transport, that GET is 400, as any GET
+   without a session id is).
+5. Otherwise the method decides: POST, GET and DELETE go to the session
    endpoint; anything else is 405 with ``Allow``.
 
 The router also turns failures into answers, in one place: an ``HttpError``
@@ -29,9 +37,11 @@ from typing import Final
 
 from ... import versions
 from ...stores.base import StoreUnavailable
+from .accept import accepts_json_and_sse
 from .asgi import Receive, Scope, Send
 from .body import ClientDisconnected
 from .errors import INTERNAL_ERROR, SERVER_BUSY, HttpError
+from .legacy_sse import LegacyPaths, LegacySseEndpoint
 from .request import McpRequest
 from .session_endpoint import HttpSessionEndpoint
 from .stateless_endpoint import HttpStatelessEndpoint
@@ -41,6 +51,8 @@ __all__ = ["McpRouter", "Route", "route"]
 logger = logging.getLogger("mcp_sse_server.http")
 
 _ALLOW: Final = [(b"allow", b"GET, POST, DELETE")]
+_ALLOW_GET: Final = [(b"allow", b"GET")]
+_ALLOW_POST: Final = [(b"allow", b"POST")]
 
 
 class Route(enum.Enum):
@@ -50,13 +62,29 @@ class Route(enum.Enum):
     POST = "a session POST"
     GET = "a session GET"
     DELETE = "a session DELETE"
+    LEGACY_STREAM = "a 2024-11-05 stream's GET"
+    LEGACY_POST = "a 2024-11-05 POST to the messages path"
 
 
 _BY_METHOD: Final = {"POST": Route.POST, "GET": Route.GET, "DELETE": Route.DELETE}
 
 
-def route(request: McpRequest, path: str | None) -> Route:
-    """The endpoint for ``request`` (rules in the module docstring); HttpError when there is none."""
+def route(request: McpRequest, path: str | None, legacy: LegacyPaths | None = None) -> Route:
+    """The endpoint for ``request`` (rules in the module docstring); HttpError when there is none.
+
+    ``legacy`` is where the 2024-11-05 transport is served (None: it is not)."""
+    method = request.method
+    if legacy is not None:
+        if request.path == legacy.stream:
+            if method != "GET":
+                raise HttpError(405, f"Method not allowed: {method}; the SSE stream takes GET", headers=_ALLOW_GET)
+            return Route.LEGACY_STREAM
+        if request.path == legacy.messages:
+            if method != "POST":
+                raise HttpError(
+                    405, f"Method not allowed: {method}; the messages endpoint takes POST", headers=_ALLOW_POST
+                )
+            return Route.LEGACY_POST
     if path is not None and request.path != path:
         raise HttpError(404, f"Not found: the MCP endpoint is {path}")
     if request.repeated and request.count(b"mcp-session-id") > 1:
@@ -64,38 +92,63 @@ def route(request: McpRequest, path: str | None) -> Route:
     version = request.version
     if version is not None and not versions.for_header(version):
         return Route.STATELESS
-    found = _BY_METHOD.get(request.method)
+    if (
+        legacy is not None
+        and method == "GET"
+        and request.session_id is None
+        and version is None
+        and accepts_json_and_sse(request.accept)[1]
+    ):
+        return Route.LEGACY_STREAM
+    found = _BY_METHOD.get(method)
     if found is None:
         raise HttpError(
             405,
-            f"Method not allowed: {request.method}; the MCP endpoint takes GET, POST and DELETE",
+            f"Method not allowed: {method}; the MCP endpoint takes GET, POST and DELETE",
             headers=_ALLOW,
         )
     return found
 
 
 class McpRouter:
-    """The MCP endpoint as an ASGI app: routes each request (``route``) and answers failures."""
+    """The MCP endpoint as an ASGI app: routes each request (``route``) and answers failures.
 
-    __slots__ = ("path", "sessions", "stateless")
+    ``legacy`` serves the 2024-11-05 transport (None: the app does not)."""
 
-    def __init__(self, sessions: HttpSessionEndpoint, stateless: HttpStatelessEndpoint, path: str | None) -> None:
+    __slots__ = ("legacy", "legacy_paths", "path", "sessions", "stateless")
+
+    def __init__(
+        self,
+        sessions: HttpSessionEndpoint,
+        stateless: HttpStatelessEndpoint,
+        path: str | None,
+        legacy: LegacySseEndpoint | None = None,
+    ) -> None:
         self.sessions = sessions
         self.stateless = stateless
         self.path = path
+        self.legacy = legacy
+        self.legacy_paths = None if legacy is None else legacy.paths
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = McpRequest.of(scope)
         try:
-            where = route(request, self.path)
+            where = route(request, self.path, self.legacy_paths)
             if where is Route.POST:
                 await self.sessions.post(request, receive, send)
             elif where is Route.STATELESS:
                 await self.stateless.handle(request, receive, send)
             elif where is Route.GET:
                 await self.sessions.get(request, receive, send)
-            else:
+            elif where is Route.DELETE:
                 await self.sessions.delete(request, send)
+            else:
+                legacy = self.legacy
+                assert legacy is not None  # (route names it only with legacy paths)
+                if where is Route.LEGACY_POST:
+                    await legacy.post(scope, request, receive, send)
+                else:
+                    await legacy.stream(request, receive, send)
         except HttpError as error:
             await error.write(send)
         except ClientDisconnected:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..loop import run_loop
 from .app import McpHttpApp, SessionFactory
+from .legacy_sse import LegacyPaths
 from .limits import DEFAULT_LIMITS, HttpLimits
 from .listener import Listener
 from .security import is_loopback_host
@@ -104,6 +105,7 @@ class McpHttpServer:
         router: WorkerMesh | None = None,
         json_response: bool = False,
         auth: ResourceServer | None = None,
+        legacy_sse: bool | LegacyPaths = True,
         sock: socket.socket | None = None,
         **overrides: Any,
     ) -> McpHttpServer:
@@ -124,7 +126,9 @@ class McpHttpServer:
         ``json_response`` answers a request whose reply goes out whole with
         ``application/json`` instead of one SSE event, and ``auth`` (an
         ``auth.ResourceServer``) makes the endpoint a protected resource
-        (``McpHttpApp``).
+        (``McpHttpApp``). ``legacy_sse`` also serves the HTTP+SSE transport of
+        revision 2024-11-05 (``/sse`` and ``/messages/`` unless a ``LegacyPaths``
+        says otherwise; False: not at all).
 
         Several workers or hosts sharing sessions: pass ``session_store``,
         ``event_log``, ``coordinator`` and ``clock`` from
@@ -165,6 +169,7 @@ class McpHttpServer:
             coordinator=_coordinator(coordinator, router, session_store, event_log, limits),
             json_response=json_response,
             auth=auth,
+            legacy_sse=legacy_sse,
         )
         # Imported here so embedders of the ASGI app or SseTransport never load uvicorn.
         import uvicorn
