@@ -289,7 +289,7 @@ async def test_rejected_requests_allocate_nothing(make_app: Callable[..., McpHtt
         await call(app, "POST", initialize_message(), {"accept": "application/json"}),
         await call(app, "POST", initialize_message(), {"content-type": "text/plain"}),
         await call(app, "POST", initialize_message(), {"origin": "https://evil.example"}),
-        await call(app, "GET"),
+        await call(app, "GET", headers={"mcp-protocol-version": "2025-06-18"}),  # (without: a 2024-11-05 stream)
         await call(app, "DELETE"),
     ]
     assert all(400 <= reply.status < 500 for reply in rejections)
@@ -384,7 +384,8 @@ async def test_closing_the_server_side_forgets_the_session(app: McpHttpApp) -> N
 
 
 async def test_get_rules(app: McpHttpApp) -> None:
-    assert_error(await call(app, "GET"), 400, "Mcp-Session-Id")
+    # A session-less GET naming no revision opens a 2024-11-05 stream (test_legacy_sse.py).
+    assert_error(await call(app, "GET", headers={"mcp-protocol-version": "2025-06-18"}), 400, "Mcp-Session-Id")
     assert_error(await call(app, "GET", headers={"mcp-session-id": "nope"}), 404)
     session = await open_session(app)
     reply = await session.get({"accept": "application/json"}).finish()
