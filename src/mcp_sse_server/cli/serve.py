@@ -92,6 +92,13 @@ def http_options(command: _F) -> _F:
             help="Answer a request that sends nothing before its result with one application/json body "
             "instead of an SSE stream, and accept clients whose Accept takes JSON only.",
         ),
+        click.option(
+            "--no-legacy-sse",
+            is_flag=True,
+            help="Do not serve the HTTP+SSE transport of revision 2024-11-05 (a stream at /sse and on a "
+            "GET of the endpoint without a session, POSTs to /messages/). It is off with --workers above 1: "
+            "its POSTs must reach the worker holding the stream.",
+        ),
         limit_options,
         auth_options,
         click.option(
@@ -166,6 +173,7 @@ def serve(
     certfile: str | None,
     keyfile: str | None,
     json_response: bool,
+    no_legacy_sse: bool,
     skills: tuple[str, ...],
     log_level: str,
     server_per_session: bool,
@@ -192,6 +200,11 @@ def serve(
     Beyond this machine: --auth-issuer with --auth-jwks-uri (JWT access tokens) or
     --auth-introspection-url (RFC 7662) makes every request need a bearer token;
     --auth-resource URL is the public URL clients use (needed with --host 0.0.0.0).
+
+    \b
+    Older clients: the HTTP+SSE transport of revision 2024-11-05 is served too, its stream at
+    /sse and on a GET of the endpoint without a session, its POSTs at /messages/;
+    --no-legacy-sse turns it off (as --workers above 1 does).
 
     \b
     Several workers or hosts: --redis-url makes every `serve` given the same URL serve the
@@ -246,6 +259,17 @@ def serve(
         options["ssl_context"] = _ssl_context(certfile, keyfile)
     if json_response:
         options["json_response"] = True  # reaches McpHttpServer.bind in every worker, like the limits
+    if workers > 1 and not no_legacy_sse:
+        # A 2024-11-05 stream is one connection to one worker, and the kernel spreads the POSTs
+        # that follow it over every worker: most would be refused (404). Off, predictably.
+        click.echo(
+            "Note: the 2024-11-05 HTTP+SSE transport is not served with --workers above 1 (its POSTs must "
+            "reach the worker holding its stream); run one worker per port behind sticky routing for it.",
+            err=True,
+        )
+        no_legacy_sse = True
+    if no_legacy_sse:
+        options["legacy_sse"] = False
     if redis_url is None:
         _serve_forever(label, share(served, secrets=secrets), options)
         return
