@@ -1,0 +1,84 @@
+"""``serve``: the HTTP+SSE transport of revision 2024-11-05 served beside Streamable HTTP, unless
+``--no-legacy-sse``; with ``--workers`` above 1 it is off (its POSTs must reach the stream's worker)."""
+
+from __future__ import annotations
+
+import json
+import signal
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from urllib.parse import urljoin
+
+import httpx
+import pytest
+
+from fixtures.commands import Main
+from fixtures.served import WAIT, Served
+
+SSE = {"accept": "text/event-stream"}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
+}
+
+
+@pytest.fixture
+def serve(cli_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[[list[str]], Served]]:
+    """``serve(args)``: a ``serve`` process, killed after the test."""
+    started: list[Served] = []
+
+    def start(args: list[str]) -> Served:
+        served = Served(args, tmp_path, cli_env)
+        started.append(served)
+        return served
+
+    yield start
+    for served in started:
+        served.kill()
+
+
+def check_legacy_stream(url: str) -> None:
+    """A stream at /sse names its messages URL; an initialize posted there is answered on the stream."""
+    with httpx.Client(timeout=WAIT) as client, client.stream("GET", urljoin(url, "/sse"), headers=SSE) as stream:
+        assert stream.status_code == 200
+        lines = stream.iter_lines()
+        assert next(lines) == "event: endpoint"
+        messages = next(lines).removeprefix("data: ")
+        assert messages.startswith("/messages/?session_id=")
+        assert client.post(urljoin(url, messages), json=INIT).status_code == 202
+        data = next(line for line in lines if line.startswith("data: "))
+        assert json.loads(data[6:])["result"]["protocolVersion"] == "2025-06-18"
+
+
+def test_served_by_default_and_turned_off(serve: Callable[[list[str]], Served]) -> None:
+    check_legacy_stream(serve(["math", "--port", "0"]).url)
+    off = serve(["math", "--port", "0", "--no-legacy-sse"]).url
+    with httpx.Client(timeout=WAIT) as client:
+        assert client.get(urljoin(off, "/sse"), headers=SSE).status_code == 404
+        assert client.get(off, headers=SSE).status_code == 400  # a session-less GET, as before
+
+
+def test_off_with_several_workers(serve: Callable[[list[str]], Served], tmp_path: Path) -> None:
+    from fixtures.redis_server import redis_running
+
+    (tmp_path / "redis").mkdir()
+    with redis_running(tmp_path / "redis") as redis:
+        server = serve(["math", "--port", "0", "--redis-url", redis.url, "--workers", "2"])
+        with httpx.Client(timeout=WAIT, headers={"connection": "close"}) as client:
+            for _ in range(4):  # (any worker may take each)
+                assert client.get(urljoin(server.url, "/sse"), headers=SSE).status_code == 404
+        status, stderr = server.stop(signal.SIGTERM)
+    assert status == 0, stderr
+    assert "2024-11-05 HTTP+SSE transport is not served with --workers above 1" in " ".join(stderr.split())
+
+
+def test_the_option_is_in_the_help_and_is_an_http_option(main: Main) -> None:
+    status, out, _ = main("serve", "--help")
+    assert status == 0
+    assert "--no-legacy-sse Do not serve the HTTP+SSE transport of revision 2024-11-05" in " ".join(out.split())
+    assert "--no-legacy-sse" in main("dev", "--help")[1]
+    status, _, err = main("serve", "math", "--stdio", "--no-legacy-sse")
+    assert status == 2
+    assert "--no-legacy-sse is an HTTP option" in err
