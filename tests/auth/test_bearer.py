@@ -234,3 +234,30 @@ def test_scopes_that_are_not_scope_tokens_are_refused_at_registration(key: Signi
         server.add_tool(Tool("stringy", {"type": "object"}, lambda args, ctx: "", scopes="files:write"))
     with pytest.raises(ValueError, match="not an OAuth scope"):
         resource(key, scopes_supported=['quote"d'])
+
+
+async def test_the_2024_11_05_transport_is_guarded_too(app: McpHttpApp, key: SigningKey) -> None:
+    alice, bob = {"authorization": f"Bearer {key.sign()}"}, {"authorization": f"Bearer {key.sign(sub='bob')}"}
+    assert (await call(app, "GET", path="/sse")).status == 401
+    assert (await call(app, "GET")).status == 401  # (the session-less GET of the endpoint)
+    assert (await call(app, body=initialize_message(), path="/messages/")).status == 401
+    stream = AsgiCall(app, "GET", headers=alice, path="/sse").start()
+    await stream.wait_until(lambda: b"\n\n" in stream.body)
+    endpoint = stream.body.split(b"data: ", 1)[1].split(b"\n", 1)[0]
+    path, query = endpoint.decode().split("?")
+
+    async def post(body: Any, headers: dict[str, str]) -> AsgiCall:
+        posted = AsgiCall(app, "POST", body, headers, path=path)
+        posted.scope["query_string"] = query.encode()
+        return await posted.start().finish()
+
+    assert (await post(initialize_message(), {})).status == 401
+    assert (await post(initialize_message(), bob)).status == 404  # another principal's session
+    assert (await post(initialize_message(), alice)).status == 202
+    assert (await post(notification("notifications/initialized"), alice)).status == 202
+    assert (await post(request(2, "tools/call", {"name": "whoami", "arguments": {}}), alice)).status == 202
+    await stream.wait_until(lambda: b"alice" in stream.body)
+    assert b"event: message\ndata: " in stream.body
+    stream.disconnect()
+    await stream.finish()
+    assert not app.live_sessions

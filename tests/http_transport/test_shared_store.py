@@ -56,3 +56,28 @@ async def test_a_worker_shutting_down_leaves_its_sessions_to_the_others(gate: Ga
     served: Any = await Session(b, session_id).result("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})
     assert served["content"][0]["text"] == "2"
     await b.shutdown(0.1)
+
+
+async def test_a_2024_11_05_post_reaching_another_worker_is_404(gate: Gate, clock: Clock) -> None:
+    a, b = workers(gate, clock)
+    stream = AsgiCall(a, "GET", path="/sse").start()
+    await stream.wait_until(lambda: b"\n\n" in stream.body)
+    path, query = stream.body.split(b"data: ", 1)[1].split(b"\n", 1)[0].decode().split("?")
+    session_id = query.removeprefix("session_id=")
+
+    async def post(app: McpHttpApp, body: Any) -> AsgiCall:
+        posted = AsgiCall(app, "POST", body, path=path)
+        posted.scope["query_string"] = query.encode()
+        return await posted.start().finish()
+
+    # The stream is held by one worker: another, though the store has the session, never serves it.
+    assert (await post(b, initialize_message())).status == 404
+    assert session_id not in b.live_sessions
+    assert (await post(a, initialize_message())).status == 202
+    await stream.wait_until(lambda: b'"serverInfo"' in stream.body)
+    assert (await post(b, notification("notifications/initialized"))).status == 404
+    stream.disconnect()
+    await stream.finish()
+    assert not a.live_sessions and await a.sessions.count() == 0
+    await a.shutdown(0.1)
+    await b.shutdown(0.1)
