@@ -55,7 +55,7 @@ from .asgi import Message, Receive, Scope, Send
 from .bearer import ScopeCheck
 from .body import UNSUPPORTED_MEDIA_TYPE, is_json_content_type, read_message
 from .directory import LiveSession, SessionDirectory
-from .errors import UNKNOWN_SESSION, HttpError, error_body, in_flight_conflict, shutting_down
+from .errors import INTERNAL_ERROR, UNKNOWN_SESSION, HttpError, error_body, in_flight_conflict, shutting_down
 from .limits import HttpLimits
 from .request import McpRequest
 from .sse import SSE_HEADERS
@@ -163,7 +163,7 @@ class LegacySseEndpoint:
     ``paths`` are the transport's; ``closing`` says whether the app is shutting down;
     ``scopes`` (with authorization) checks the scopes of what a request names."""
 
-    __slots__ = ("_streams", "closing", "coordinator", "directory", "limits", "paths", "scopes")
+    __slots__ = ("_endpoint", "_streams", "closing", "coordinator", "directory", "limits", "paths", "scopes")
 
     def __init__(
         self,
@@ -182,6 +182,7 @@ class LegacySseEndpoint:
         self.closing = closing
         self.scopes = scopes
         self._streams: dict[str, LegacyStream] = {}
+        self._endpoint = b"event: endpoint\ndata: " + paths.messages.encode("latin-1") + b"?session_id="
 
     @property
     def streams(self) -> Mapping[str, LegacyStream]:
@@ -204,13 +205,7 @@ class LegacySseEndpoint:
             return message
 
         try:
-            await stream.write(
-                b"event: endpoint\ndata: %b?session_id=%b\n\n"
-                % (
-                    self.paths.messages.encode("latin-1"),
-                    session_id.encode("ascii"),
-                )
-            )
+            await stream.write(self._endpoint + session_id.encode("ascii") + b"\n\n")
             async with self.coordinator.holding_standalone(live):
                 await live.transport.serve_get(get_receive, stream.standalone(), None)
         finally:
@@ -251,7 +246,9 @@ class LegacySseEndpoint:
             conflict = in_flight_conflict(request.id)
             await stream.write(_MESSAGE + error_body(conflict.code, conflict.message, request.id) + b"\n\n")
         except Exception:
+            # A shared store out of reach, or a bug: the client still gets an answer, the detail the log.
             logger.exception("session %s: serving %s failed", live.record.id[:8], request.method)
+            await stream.write(_MESSAGE + error_body(INTERNAL_ERROR, "Internal error", request.id) + b"\n\n")
             return
         if request.method == "initialize" and not live.closing:
             await self.directory.opened(live)  # a failed initialize ends the session (and the stream)
