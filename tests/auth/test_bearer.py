@@ -10,6 +10,8 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from fixtures.asgi import AsgiCall, call
 from fixtures.keys import ISSUER, RESOURCE, KeySetServer, SigningKey
@@ -241,6 +243,8 @@ async def test_the_2024_11_05_transport_is_guarded_too(app: McpHttpApp, key: Sig
     assert (await call(app, "GET", path="/sse")).status == 401
     assert (await call(app, "GET")).status == 401  # (the session-less GET of the endpoint)
     assert (await call(app, body=initialize_message(), path="/messages/")).status == 401
+    mounted = Starlette(routes=[Mount("/api", app=app)])  # (its paths are then below /api)
+    assert (await call(mounted, "GET", path="/api/sse")).status == 401
     stream = AsgiCall(app, "GET", headers=alice, path="/sse").start()
     await stream.wait_until(lambda: b"\n\n" in stream.body)
     endpoint = stream.body.split(b"data: ", 1)[1].split(b"\n", 1)[0]

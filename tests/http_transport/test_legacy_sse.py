@@ -17,12 +17,14 @@ import httpx
 import pytest
 from mcp import ClientSession
 from mcp.client.sse import sse_client
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
-from fixtures.asgi import until
+from fixtures.asgi import AsgiCall, until
 from fixtures.http_app import Clock, Gate, build_server
 from mcp_sse_server.client import SseClient
 from mcp_sse_server.servers.demo import build_demo_server
-from mcp_sse_server.transport.http import LegacyPaths, McpHttpServer
+from mcp_sse_server.transport.http import LegacyPaths, McpHttpApp, McpHttpServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -235,7 +237,7 @@ async def test_session_limits_hold(gate: Gate, clock: Clock) -> None:
             full = await client.get(stream_url(http), headers={"accept": "text/event-stream"})
             assert full.status_code == 503
             await initialize(client, events, messages)
-            await asyncio.sleep(0.2)  # silent: keep-alive comments come
+            await asyncio.sleep(0.3)  # silent: keep-alive comments come
             assert (await client.post(messages, json={"jsonrpc": "2.0", "id": 7, "method": "ping"})).status_code == 202
             assert (await events.message())["id"] == 7
             assert events.comments >= 1
@@ -275,3 +277,21 @@ async def test_paths_can_move(gate: Gate) -> None:
         await http.close(deadline=0.5)
     with pytest.raises(ValueError, match="2024-11-05"):
         await McpHttpServer.bind(build_server(gate), port=0, path="/sse")
+
+
+async def test_mounted_its_paths_are_below_the_mount_point(gate: Gate) -> None:
+    inner = McpHttpApp(build_server(gate))  # (no path: it serves whatever it is mounted at)
+    app = Starlette(routes=[Mount("/api", app=inner)])
+    for where in ("/api/sse", "/api/"):  # the stream path, and a session-less GET of the endpoint
+        stream = AsgiCall(app, "GET", path=where).start()
+        await stream.wait_until(lambda: b"\n\n" in stream.body)  # noqa: B023 - awaited in the loop
+        path, query = stream.body.split(b"data: ", 1)[1].split(b"\n", 1)[0].decode().split("?")
+        assert path == "/api/messages/"
+        posted = AsgiCall(app, "POST", INIT, path=path)
+        posted.scope["query_string"] = query.encode()
+        assert (await posted.start().finish()).status == 202
+        await stream.wait_until(lambda: b'"serverInfo"' in stream.body)  # noqa: B023
+        stream.disconnect()
+        await stream.finish()
+    assert not inner.live_sessions
+    await inner.shutdown(0.1)

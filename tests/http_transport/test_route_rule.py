@@ -163,3 +163,9 @@ def test_without_legacy_sse_its_paths_are_not_the_endpoint() -> None:
         route(request("GET", "/sse"), "/mcp")
     assert refused.value.status == 404
     assert route(request("GET", "/mcp", SSE_ACCEPT), "/mcp") is Route.GET  # (the session endpoint answers 400)
+
+
+def test_legacy_paths_are_below_the_mount_point() -> None:
+    assert route(request("GET", "/api/sse"), None, LEGACY, "/api") is Route.LEGACY_STREAM
+    assert route(request("POST", "/api/messages/"), None, LEGACY, "/api") is Route.LEGACY_POST
+    assert route(request("POST", "/apis/messages/"), None, LEGACY, "/api") is Route.POST  # (not below /api)

@@ -39,7 +39,7 @@ from ...auth.tokens import AccessToken, InvalidToken, VerifiedTokens, VerifierUn
 from ...jsonrpc import JsonRpcRequest
 from .asgi import ASGIApp, Receive, Scope, Send
 from .errors import SERVER_BUSY, HttpError
-from .request import McpRequest
+from .request import McpRequest, below
 
 __all__ = ["SCOPE_KEY", "BearerMiddleware", "ScopeCheck", "ScopedServer"]
 
@@ -57,7 +57,7 @@ _CORS: Final = [
 class BearerMiddleware:
     """Wraps the MCP endpoint ``app``: requests reach it only with a valid token (rules above).
     ``path`` is the endpoint's path (None: every path but the metadata's); ``also``
-    are other paths guarded as it is."""
+    are other paths guarded as it is, below the app's mount point (``root_path``)."""
 
     __slots__ = ("_document", "_expands", "_metadata_paths", "_required", "_verified", "also", "app", "path", "server")
 
@@ -87,7 +87,11 @@ class BearerMiddleware:
         if request.path in self._metadata_paths:
             await self._metadata(request, send)
             return
-        if self.path is not None and request.path != self.path and request.path not in self.also:
+        if (
+            self.path is not None
+            and request.path != self.path
+            and below(request.path, scope.get("root_path", "")) not in self.also
+        ):
             await self.app(scope, receive, send)
             return
         token = self._seen_before(request, scope)

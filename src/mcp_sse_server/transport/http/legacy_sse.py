@@ -7,8 +7,9 @@ the messages path (``/messages/``) takes the POSTs. The rules here:
 1. A stream is a session of the app (``SessionDirectory.open``, with the
    same cap, 503, and bound to the bearer token's principal), opened before
    its initialize, whose streams never resume. Its first event is
-   ``endpoint``, whose data is the messages path with the session id in the
-   query: ``/messages/?session_id=<id>``.
+   ``endpoint``, whose data is the messages path (below the app's mount
+   point, ``root_path``) with the session id in the query:
+   ``/messages/?session_id=<id>``.
 2. Everything the server sends goes down the stream as ``event: message``:
    the session's transport (``SseTransport``) writes its standalone stream to
    this GET and each request's reply to a stand-in response, and ``relay``
@@ -182,15 +183,16 @@ class LegacySseEndpoint:
         self.closing = closing
         self.scopes = scopes
         self._streams: dict[str, LegacyStream] = {}
-        self._endpoint = b"event: endpoint\ndata: " + paths.messages.encode("latin-1") + b"?session_id="
+        self._endpoint = paths.messages.encode("latin-1") + b"?session_id="  # (after the mount point)
 
     @property
     def streams(self) -> Mapping[str, LegacyStream]:
         """The streams this worker holds, by session id (read-only)."""
         return self._streams
 
-    async def stream(self, request: McpRequest, receive: Receive, send: Send) -> None:
-        """A GET opening a stream: a new session, its ``endpoint`` event, then its messages until either ends."""
+    async def stream(self, scope: Scope, request: McpRequest, receive: Receive, send: Send) -> None:
+        """A GET opening a stream: a new session, its ``endpoint`` event (the messages path below
+        the app's mount point), then its messages until either ends."""
         request.check_get()
         if self.closing():
             raise shutting_down()
@@ -205,7 +207,9 @@ class LegacySseEndpoint:
             return message
 
         try:
-            await stream.write(self._endpoint + session_id.encode("ascii") + b"\n\n")
+            root: str = scope.get("root_path", "")
+            endpoint = root.encode("latin-1") + self._endpoint + session_id.encode("ascii")
+            await stream.write(b"event: endpoint\ndata: " + endpoint + b"\n\n")
             async with self.coordinator.holding_standalone(live):
                 await live.transport.serve_get(get_receive, stream.standalone(), None)
         finally:

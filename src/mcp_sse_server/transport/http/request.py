@@ -22,7 +22,7 @@ from .asgi import Scope
 from .body import UNSUPPORTED_MEDIA_TYPE, is_json_content_type
 from .errors import HttpError
 
-__all__ = ["SCOPE_KEY", "McpRequest"]
+__all__ = ["SCOPE_KEY", "McpRequest", "below"]
 
 SCOPE_KEY: Final = "mcp_sse_server.request"
 
@@ -117,3 +117,14 @@ class McpRequest:
         """406 unless a GET's Accept takes an SSE stream."""
         if not accepts_json_and_sse(self.accept)[1]:
             raise HttpError(406, _NOT_ACCEPTABLE_GET)
+
+
+def below(path: str, root_path: str) -> str:
+    """``path`` below the app's mount point ``root_path`` (an ASGI ``path`` is the whole path).
+
+    >>> below("/api/sse", "/api"), below("/sse", ""), below("/apis/sse", "/api")
+    ('/sse', '/sse', '/apis/sse')
+    """
+    if root_path and path.startswith(root_path) and path[len(root_path) : len(root_path) + 1] in ("/", ""):
+        return path[len(root_path) :]
+    return path

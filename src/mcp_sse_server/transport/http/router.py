@@ -4,7 +4,8 @@ The rules (``route``, a pure function of the request):
 
 0. With the 2024-11-05 HTTP+SSE transport (``legacy``, ``legacy_sse.py``):
    its stream path takes GET and its messages path POST; any other method
-   there is 405 with ``Allow``.
+   there is 405 with ``Allow``. Its paths are below the app's mount point
+   (``root_path``: ``Mount("/mcp", app)`` serves ``/mcp/sse``).
 1. The path must be the endpoint's, when the app has one: 404.
 2. A repeated ``Mcp-Session-Id`` is refused: 400.
 3. An ``MCP-Protocol-Version`` header naming no session revision goes to the
@@ -42,7 +43,7 @@ from .asgi import Receive, Scope, Send
 from .body import ClientDisconnected
 from .errors import INTERNAL_ERROR, SERVER_BUSY, HttpError
 from .legacy_sse import LegacyPaths, LegacySseEndpoint
-from .request import McpRequest
+from .request import McpRequest, below
 from .session_endpoint import HttpSessionEndpoint
 from .stateless_endpoint import HttpStatelessEndpoint
 
@@ -69,17 +70,18 @@ class Route(enum.Enum):
 _BY_METHOD: Final = {"POST": Route.POST, "GET": Route.GET, "DELETE": Route.DELETE}
 
 
-def route(request: McpRequest, path: str | None, legacy: LegacyPaths | None = None) -> Route:
+def route(request: McpRequest, path: str | None, legacy: LegacyPaths | None = None, root_path: str = "") -> Route:
     """The endpoint for ``request`` (rules in the module docstring); HttpError when there is none.
 
-    ``legacy`` is where the 2024-11-05 transport is served (None: it is not)."""
+    ``legacy`` is where the 2024-11-05 transport is served (None: it is not), below ``root_path``."""
     method = request.method
     if legacy is not None:
-        if request.path == legacy.stream:
+        local = below(request.path, root_path)
+        if local == legacy.stream:
             if method != "GET":
                 raise HttpError(405, f"Method not allowed: {method}; the SSE stream takes GET", headers=_ALLOW_GET)
             return Route.LEGACY_STREAM
-        if request.path == legacy.messages:
+        if local == legacy.messages:
             if method != "POST":
                 raise HttpError(
                     405, f"Method not allowed: {method}; the messages endpoint takes POST", headers=_ALLOW_POST
@@ -133,7 +135,7 @@ class McpRouter:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = McpRequest.of(scope)
         try:
-            where = route(request, self.path, self.legacy_paths)
+            where = route(request, self.path, self.legacy_paths, scope.get("root_path", ""))
             if where is Route.POST:
                 await self.sessions.post(request, receive, send)
             elif where is Route.STATELESS:
@@ -148,7 +150,7 @@ class McpRouter:
                 if where is Route.LEGACY_POST:
                     await legacy.post(scope, request, receive, send)
                 else:
-                    await legacy.stream(request, receive, send)
+                    await legacy.stream(scope, request, receive, send)
         except HttpError as error:
             await error.write(send)
         except ClientDisconnected:
