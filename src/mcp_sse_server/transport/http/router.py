@@ -76,7 +76,7 @@ def route(request: McpRequest, path: str | None, legacy: LegacyPaths | None = No
     ``legacy`` is where the 2024-11-05 transport is served (None: it is not), below ``root_path``."""
     method = request.method
     if legacy is not None:
-        local = below(request.path, root_path)
+        local = below(request.path, root_path) if root_path else request.path
         if local == legacy.stream:
             if method != "GET":
                 raise HttpError(405, f"Method not allowed: {method}; the SSE stream takes GET", headers=_ALLOW_GET)
