@@ -6,7 +6,8 @@ for tests of our servers against the clients older hosts still ship. Run with th
     python old_sdk_client.py sse URL                    # the HTTP+SSE transport of 2024-11-05
 
 It initializes, lists the tools, calls ``add`` with 2 and 3 and prints one JSON line: the
-revision the server answered, the tool names, the call's text and isError.
+revision the server answered, the tool names, the call's text and isError. The script runs
+on the SDK 2.3 of the test environment too (the same calls; its models name members in snake_case).
 """
 
 import asyncio
@@ -24,11 +25,16 @@ async def exercise(read, write) -> dict:  # type: ignore[no-untyped-def]
         tools = await session.list_tools()
         called = await session.call_tool("add", {"a": 2, "b": 3})
         return {
-            "revision": initialized.protocolVersion,
+            "revision": _field(initialized, "protocolVersion", "protocol_version"),
             "tools": [tool.name for tool in tools.tools],
             "text": [block.text for block in called.content if getattr(block, "type", "") == "text"],
-            "isError": called.isError,
+            "isError": _field(called, "isError", "is_error"),
         }
+
+
+def _field(model, old: str, new: str):  # type: ignore[no-untyped-def]
+    """A result's member under SDK 1.2.1's name or SDK 2.3's (which took snake_case names)."""
+    return getattr(model, old) if hasattr(model, old) else getattr(model, new)
 
 
 async def main() -> None:
