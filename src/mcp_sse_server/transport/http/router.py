@@ -75,28 +75,29 @@ def route(request: McpRequest, path: str | None, legacy: LegacyPaths | None = No
 
     ``legacy`` is where the 2024-11-05 transport is served (None: it is not), below ``root_path``."""
     method = request.method
-    if legacy is not None:
-        local = below(request.path, root_path) if root_path else request.path
-        if local == legacy.stream:
-            if method != "GET":
-                raise HttpError(405, f"Method not allowed: {method}; the SSE stream takes GET", headers=_ALLOW_GET)
-            return Route.LEGACY_STREAM
-        if local == legacy.messages:
-            if method != "POST":
-                raise HttpError(
-                    405, f"Method not allowed: {method}; the messages endpoint takes POST", headers=_ALLOW_POST
-                )
-            return Route.LEGACY_POST
-    if path is not None and request.path != path:
-        raise HttpError(404, f"Not found: the MCP endpoint is {path}")
+    if path is None or request.path != path:  # (the endpoint's own path, the usual case, skips this)
+        if legacy is not None:
+            local = below(request.path, root_path) if root_path else request.path
+            if local == legacy.stream:
+                if method != "GET":
+                    raise HttpError(405, f"Method not allowed: {method}; the SSE stream takes GET", headers=_ALLOW_GET)
+                return Route.LEGACY_STREAM
+            if local == legacy.messages:
+                if method != "POST":
+                    raise HttpError(
+                        405, f"Method not allowed: {method}; the messages endpoint takes POST", headers=_ALLOW_POST
+                    )
+                return Route.LEGACY_POST
+        if path is not None:
+            raise HttpError(404, f"Not found: the MCP endpoint is {path}")
     if request.repeated and request.count(b"mcp-session-id") > 1:
         raise HttpError(400, "Bad request: several Mcp-Session-Id headers; send exactly one")
     version = request.version
     if version is not None and not versions.for_header(version):
         return Route.STATELESS
     if (
-        legacy is not None
-        and method == "GET"
+        method == "GET"
+        and legacy is not None
         and request.session_id is None
         and version is None
         and accepts_json_and_sse(request.accept)[1]
