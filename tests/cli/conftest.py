@@ -5,11 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from fixtures.commands import COMMAND_TIMEOUT, SHOP, Cli, Main
+from fixtures.served import Served
 
 
 @pytest.fixture
@@ -71,3 +73,18 @@ def shop(tmp_path: Path) -> Path:
     path = tmp_path / "shop.py"
     path.write_text(SHOP)
     return path
+
+
+@pytest.fixture
+def serve(cli_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[[list[str]], Served]]:
+    """``serve(args)``: a ``serve`` process, killed after the test."""
+    started: list[Served] = []
+
+    def start(args: list[str]) -> Served:
+        served = Served(args, tmp_path, cli_env)
+        started.append(served)
+        return served
+
+    yield start
+    for served in started:
+        served.kill()

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +48,9 @@ def test_the_sdk_1_2_1_client_uses_the_demo_over_stdio() -> None:
 
 
 @pytest.fixture
-def demo(cli_env: dict[str, str], tmp_path: Path) -> Any:
+def demo(serve: Callable[[list[str]], Served]) -> Served:
     """The demo served by ``serve`` on a free port (HTTP+SSE at /sse beside Streamable HTTP)."""
-    served = Served(["demo", "--port", "0"], tmp_path, cli_env)
-    try:
-        yield served
-    finally:
-        served.kill()
+    return serve(["demo", "--port", "0"])
 
 
 def test_the_sdk_1_2_1_client_uses_the_demo_over_http_and_sse(demo: Served) -> None:

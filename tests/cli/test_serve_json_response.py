@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -18,21 +18,6 @@ from fixtures.served import WAIT, Served
 ACCEPT_BOTH = "application/json, text/event-stream"
 REVISION = "2025-11-25"
 COUNTED = {"content": [{"type": "text", "text": "Counted to 2."}], "structuredContent": {"counted": 2}}
-
-
-@pytest.fixture
-def serve(cli_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[[list[str]], Served]]:
-    """``serve(args)``: a ``serve`` process, killed after the test."""
-    started: list[Served] = []
-
-    def start(args: list[str]) -> Served:
-        served = Served(args, tmp_path, cli_env)
-        started.append(served)
-        return served
-
-    yield start
-    for served in started:
-        served.kill()
 
 
 class Raw:

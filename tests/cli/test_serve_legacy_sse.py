@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from urllib.parse import urljoin
 
 import httpx
-import pytest
 
 from fixtures.commands import Main
 from fixtures.served import WAIT, Served
@@ -22,21 +21,6 @@ INIT = {
     "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}},
 }
-
-
-@pytest.fixture
-def serve(cli_env: dict[str, str], tmp_path: Path) -> Iterator[Callable[[list[str]], Served]]:
-    """``serve(args)``: a ``serve`` process, killed after the test."""
-    started: list[Served] = []
-
-    def start(args: list[str]) -> Served:
-        served = Served(args, tmp_path, cli_env)
-        started.append(served)
-        return served
-
-    yield start
-    for served in started:
-        served.kill()
 
 
 def check_legacy_stream(url: str) -> None:

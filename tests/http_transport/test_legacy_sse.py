@@ -50,15 +50,6 @@ async def demo() -> AsyncIterator[McpHttpServer]:
         await http.close(deadline=0.5)
 
 
-@pytest.fixture
-async def bound(gate: Gate) -> AsyncIterator[McpHttpServer]:
-    http = await McpHttpServer.bind(build_server(gate), port=0)
-    try:
-        yield http
-    finally:
-        await http.close(deadline=0.5)
-
-
 class Events:
     """A raw 2024-11-05 stream, read event by event (``comments`` counts the comments seen)."""
 
