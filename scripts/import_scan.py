@@ -58,6 +58,7 @@ LAYERS: Final[dict[str, int]] = {
     "scopes": 0,
     "skill_format": 0,
     "downlevel": 0,
+    "batches": 0,
     # L1: what a handler gets, and what a transport is
     "context": 1,
     "transport.base": 1,

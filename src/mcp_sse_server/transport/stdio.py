@@ -2,7 +2,9 @@
 
 Messages are newline-delimited JSON, one per line, as MCP's stdio transport
 defines it. Stdout carries nothing else, so log to stderr. The session ends
-when stdin reaches end of file.
+when stdin reaches end of file. A line holding a JSON-RPC batch is served
+when the session's revision has batches (2025-03-26; ``batches.py`` states
+the rules): its answers go out as one line, a JSON array.
 
 >>> asyncio.run(serve_stdio(MemoryServerFactory.create_memory_server("math")))  # doctest: +SKIP
 """
@@ -12,30 +14,35 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, BinaryIO, Final, TypeAlias
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, BinaryIO, Final, TypeAlias
 
+import orjson
+
+from ..batches import DEFAULT_MAX_BATCH_MESSAGES, read_batch, refusal
 from ..jsonrpc import (
     INVALID_REQUEST,
     BatchReceived,
     JsonRpcError,
     JsonRpcMessage,
+    JsonRpcRequest,
     McpError,
     RequestId,
     encode_message,
+    message_to_dict,
     parse_message,
 )
 from .base import Transport
 
 if TYPE_CHECKING:
     from ..server import McpServer
+    from ..session import ServerSession
 
 __all__ = ["StdioServerTransport", "serve_stdio"]
 
 logger = logging.getLogger("mcp_sse_server")
 
 DEFAULT_MAX_LINE_BYTES: Final = 32 * 1024 * 1024
-_NO_BATCHES: Final = "Batch requests are not served over stdio (2025-03-26 sessions may send them over Streamable HTTP)"
 
 _LineReader: TypeAlias = Callable[[], Awaitable[bytes]]
 
@@ -61,22 +68,30 @@ class StdioServerTransport(Transport):
         stdout: BinaryIO | None = None,
         *,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        revision: Callable[[], str | None] | None = None,
+        max_batch_messages: int = DEFAULT_MAX_BATCH_MESSAGES,
     ) -> None:
         self._stdin = stdin if stdin is not None else sys.stdin.buffer
         self._stdout = stdout if stdout is not None else sys.stdout.buffer
         self.max_line_bytes = max_line_bytes
+        # The session's negotiated revision (None: not known), which says whether a batch is served.
+        self.revision = revision
+        self.max_batch_messages = max_batch_messages
         self._write_lock = asyncio.Lock()
         self._closed = False
         self._done: asyncio.Event = asyncio.Event()
+        self._tasks: set[asyncio.Task[None]] = set()  # replies and batches being written
 
     async def send(self, message: JsonRpcMessage, related_request_id: RequestId | None = None) -> None:
         if self._closed:
             raise ConnectionError("the stdio connection is closed")
-        data = encode_message(message) + b"\n"
+        await self._write_line(encode_message(message))
+
+    async def _write_line(self, data: bytes) -> None:
         # A worker thread does the blocking write so a slow reader never stalls
         # the event loop; the lock keeps lines whole and in order.
         async with self._write_lock:
-            await asyncio.to_thread(self._write, data)
+            await asyncio.to_thread(self._write, data + b"\n")
 
     def _write(self, data: bytes) -> None:
         self._stdout.write(data)
@@ -123,9 +138,12 @@ class StdioServerTransport(Transport):
             return
         try:
             message = parse_message(line)
-        except BatchReceived:
-            # (2025-03-26 allowed batches; no stdio client of that revision sends one)
-            self._reply(JsonRpcError(None, INVALID_REQUEST, _NO_BATCHES))
+        except BatchReceived as batch:
+            refused = refusal(self.revision() if self.revision is not None else None)
+            if refused is not None:
+                self._reply(JsonRpcError(None, INVALID_REQUEST, refused))
+                return
+            self._in_background(self._serve_batch(batch.items))
             return
         except McpError as error:
             logger.warning("stdio: %s", error.message)
@@ -135,8 +153,43 @@ class StdioServerTransport(Transport):
             self.dispatcher.on_message(message)
 
     def _reply(self, message: JsonRpcMessage) -> None:
-        task = asyncio.get_running_loop().create_task(self.send(message))
-        task.add_done_callback(lambda done: done.cancelled() or done.exception())
+        self._in_background(self.send(message))
+
+    def _in_background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        error = None if task.cancelled() else task.exception()
+        if error is not None and not isinstance(error, ConnectionError):  # (closed: nobody to tell)
+            logger.error("stdio: %s", error)
+
+    async def _serve_batch(self, items: list[Any]) -> None:
+        """A batch line (``batches.py``): each request served inline, the answers one array line."""
+        dispatcher = self.dispatcher
+        if dispatcher is None:
+            return
+        try:
+            read = read_batch(items, self.max_batch_messages)
+        except McpError as error:
+            await self.send(JsonRpcError(None, error.code, error.message))
+            return
+        for message in read.others:
+            dispatcher.on_message(message)
+
+        async def serve(index: int, request: JsonRpcRequest) -> None:
+            reply = await dispatcher.dispatch(request)
+            if reply is not None:
+                read.answers[index] = message_to_dict(reply)
+
+        async with asyncio.TaskGroup() as group:
+            for index, request in read.requests:
+                group.create_task(serve(index, request))
+        answers = read.in_order()
+        if answers and not self._closed:
+            await self._write_line(orjson.dumps(answers))
 
     async def close(self) -> None:
         if self._closed:
@@ -152,9 +205,10 @@ class StdioServerTransport(Transport):
 
 async def serve_stdio(server: McpServer) -> None:
     """Serve ``server`` over this process's stdin and stdout until stdin closes."""
-    transport = StdioServerTransport()
+    session: ServerSession | None = None
+    transport = StdioServerTransport(revision=lambda: session.revision if session is not None else None)
     # Some clients re-send initialize on a live process (pydantic-ai through fastmcp): allowed here.
-    await server.connect(transport, reinitialize=True)
+    session = await server.connect(transport, reinitialize=True)
     await transport.run()
 
 

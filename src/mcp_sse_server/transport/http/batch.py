@@ -1,23 +1,19 @@
 """JSON-RPC batches on Streamable HTTP: revision 2025-03-26 allowed a POST to carry an array of
 messages; 2025-06-18 removed them, and so every other revision refuses one.
 
-Rules, in the order they are checked (a refusal is 400 with a -32600 body and serves nothing):
+The batch rules are ``batches.py``'s (a refusal of the whole batch is 400 with its -32600 body and
+serves nothing; the limit is ``HttpLimits.max_batch_messages``). Here, the HTTP side:
 
-1. Only a session whose revision has batches (``versions.Revision.batches``) takes one; any
-   other session is told its revision. A batch cannot open a session (``initialize`` must not
-   be part of one: rule 3), so a batch without ``Mcp-Session-Id`` is refused as any
-   session-less POST but initialize is.
-2. An empty batch, and one of more than ``HttpLimits.max_batch_messages`` messages, are refused.
-3. A batch holding ``initialize`` is refused whole.
-4. Each entry is then read on its own: one that is not a JSON-RPC message gets its own -32600
-   error in the answer (id null), the rest go on.
-5. Notifications and responses are taken as their single-message POSTs would be; requests are
+1. A session of any revision but 2025-03-26 is told its revision. A batch cannot open a session
+   (``initialize`` must not be part of one), so a batch without ``Mcp-Session-Id`` is refused as
+   any session-less POST but initialize is.
+2. Notifications and responses are taken as their single-message POSTs would be; requests are
    served concurrently, each exactly as a single POST that accepts JSON only
    (``SseTransport.serve_request`` with ``sse=False``): the same limits (requests in flight,
    scopes, duplicate ids), its related notifications dropped, and a refusal of one request
    (429, 403, 409) becomes that request's JSON-RPC error, not the batch's.
-6. A batch of requests is answered ``200 application/json`` with an array of their responses,
-   in the batch's order (a cancelled request has none); a batch with no request is ``202``.
+3. A batch of requests is answered ``200 application/json`` with the array of answers
+   (``batches.py`` rule 4); a batch with no request is ``202``.
 """
 
 from __future__ import annotations
@@ -28,8 +24,8 @@ from typing import Any, Final
 
 import orjson
 
-from ... import versions
-from ...jsonrpc import INVALID_REQUEST, JsonRpcRequest, McpError, encode_message, message_from_dict
+from ...batches import read_batch, refusal
+from ...jsonrpc import INVALID_REQUEST, JsonRpcRequest, McpError, encode_message
 from ...stores.coordination import Coordinator, DuplicateRequest
 from .asgi import Message, Send
 from .bearer import ScopeCheck
@@ -60,37 +56,17 @@ class Batch:
 
     async def serve(self, live: LiveSession, items: list[Any], send: Send) -> None:
         """Serve the batch ``items`` a POST to session ``live`` carried (the rules above)."""
-        revision = versions.served(live.record.revision or "")
-        if revision is None or not revision.batches:
-            raise HttpError(
-                400,
-                f"Invalid request: a batch; this session's revision {live.record.revision} has none "
-                f"(only {versions.REVISION_2025_03_26} sessions take them)",
-                INVALID_REQUEST,
-            )
-        if not items:
-            raise HttpError(400, "Invalid request: an empty batch", INVALID_REQUEST)
-        limit = self.limits.max_batch_messages
-        if len(items) > limit:
-            raise HttpError(400, f"Invalid request: a batch of {len(items)} messages (limit {limit})", INVALID_REQUEST)
-        answers: list[Any] = [None] * len(items)
-        requests: list[tuple[int, JsonRpcRequest]] = []
-        others = []
-        for index, item in enumerate(items):
-            try:
-                message = message_from_dict(item)
-            except McpError as error:  # (a nested array is no message either)
-                answers[index] = {"jsonrpc": "2.0", "id": None, "error": {"code": error.code, "message": error.message}}
-                continue
-            if type(message) is JsonRpcRequest:
-                if message.method == "initialize":
-                    raise HttpError(400, "Invalid request: initialize must not be part of a batch", INVALID_REQUEST)
-                requests.append((index, message))
-            else:
-                others.append(message)
+        refused = refusal(live.record.revision)
+        if refused is not None:
+            raise HttpError(400, refused, INVALID_REQUEST)
+        try:
+            read = read_batch(items, self.limits.max_batch_messages)
+        except McpError as refused_whole:
+            raise HttpError(400, refused_whole.message, refused_whole.code) from None
+        requests = read.requests
         if requests and self.closing():
             raise shutting_down()
-        for message in others:
+        for message in read.others:
             if not await self.coordinator.route_inbound(live.record.id, message, encode_message(message)):
                 await live.transport.handle_message(message, _discard)
         if not requests:
@@ -98,12 +74,12 @@ class Batch:
             return
 
         async def serve(index: int, request: JsonRpcRequest) -> None:
-            answers[index] = await _answer(live, request, self.coordinator, self.scopes)
+            read.answers[index] = await _answer(live, request, self.coordinator, self.scopes)
 
         async with asyncio.TaskGroup() as group:
             for index, request in requests:
                 group.create_task(serve(index, request))
-        await send_whole(send, JSON_HEADERS, orjson.dumps([answer for answer in answers if answer is not None]))
+        await send_whole(send, JSON_HEADERS, orjson.dumps(read.in_order()))
 
 
 async def _answer(

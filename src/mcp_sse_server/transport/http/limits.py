@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
+from ...batches import DEFAULT_MAX_BATCH_MESSAGES
+
 __all__ = ["DEFAULT_LIMITS", "HttpLimits"]
 
 
@@ -142,7 +144,8 @@ class HttpLimits:
     )
     max_request_streams: int = field(default=64, metadata=_about("count", "Most requests in flight per session."))
     max_batch_messages: int = field(
-        default=64, metadata=_about("count", "Most messages in one JSON-RPC batch (2025-03-26 sessions only).")
+        default=DEFAULT_MAX_BATCH_MESSAGES,
+        metadata=_about("count", "Most messages in one JSON-RPC batch (2025-03-26 sessions only)."),
     )
     backlog_limit: int = field(
         default=256, metadata=_about("count", "Server messages kept for a session until its GET stream opens.")
