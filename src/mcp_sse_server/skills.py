@@ -122,15 +122,18 @@ class SkillCatalog:
     # directory URI -> its direct children as directory reads list them (rule 4's order)
     directories: Mapping[str, tuple[dict[str, Any], ...]] = field(default_factory=lambda: MappingProxyType({}))
 
+    # SKILL.md URI -> its skill (made from ``skills``: skills/get looks one up by URI)
+    by_uri: Mapping[str, Skill] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_uri", MappingProxyType({skill.uri: skill for skill in self.skills}))
+
     def __bool__(self) -> bool:
         return bool(self.skills)
 
     def skill(self, uri: str) -> Skill | None:
         """The skill whose ``SKILL.md`` is ``uri``, or None."""
-        for skill in self.skills:
-            if skill.uri == uri:
-                return skill
-        return None
+        return self.by_uri.get(uri)
 
     def entries(self) -> list[dict[str, Any]]:
         """Every skill's entry, in URI order."""
@@ -147,9 +150,7 @@ class SkillCatalog:
                 )
         files = {**self.files, **other.files}
         skills = tuple(sorted(self.skills + other.skills, key=lambda skill: skill.uri))
-        return SkillCatalog(
-            skills, MappingProxyType(files), MappingProxyType(_directories(skills, files)) if skills else {}
-        )
+        return SkillCatalog(skills, MappingProxyType(files), MappingProxyType(_directories(skills, files)))
 
 
 # The catalog of a server without skills: one for every server (a server built per session stays small).
