@@ -70,13 +70,17 @@ class Route(enum.Enum):
 _BY_METHOD: Final = {"POST": Route.POST, "GET": Route.GET, "DELETE": Route.DELETE}
 
 
-def route(request: McpRequest, path: str | None, legacy: LegacyPaths | None = None, root_path: str = "") -> Route:
+def route(
+    request: McpRequest, path: str | None, legacy: LegacyPaths | None = None, scope: Scope | None = None
+) -> Route:
     """The endpoint for ``request`` (rules in the module docstring); HttpError when there is none.
 
-    ``legacy`` is where the 2024-11-05 transport is served (None: it is not), below ``root_path``."""
+    ``legacy`` is where the 2024-11-05 transport is served (None: it is not), below the
+    ``root_path`` of the request's ASGI ``scope`` (read only for a path that is not the endpoint's)."""
     method = request.method
     if path is None or request.path != path:  # (the endpoint's own path, the usual case, skips this)
         if legacy is not None:
+            root_path = scope.get("root_path", "") if scope is not None else ""
             local = below(request.path, root_path) if root_path else request.path
             if local == legacy.stream:
                 if method != "GET":
@@ -136,7 +140,7 @@ class McpRouter:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request = McpRequest.of(scope)
         try:
-            where = route(request, self.path, self.legacy_paths, scope.get("root_path", ""))
+            where = route(request, self.path, self.legacy_paths, scope)
             if where is Route.POST:
                 await self.sessions.post(request, receive, send)
             elif where is Route.STATELESS:

@@ -220,11 +220,11 @@ class SseTransport(Transport):
     def _resumable(self) -> bool:
         """True when the session's revision has resumable streams (remembered per revision)."""
         record = self.record
-        if record is None or not self._may_resume:
+        if record is None:
             return False
         revision, resumable = self._resumable_for
-        if revision != record.revision:
-            resumable = versions.resumable_streams(record.revision)
+        if revision != record.revision:  # (once per revision: the hot path reads the pair alone)
+            resumable = self._may_resume and versions.resumable_streams(record.revision)
             self._resumable_for = (record.revision, resumable)
         return resumable
 
