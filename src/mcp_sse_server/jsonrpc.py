@@ -84,6 +84,9 @@ class McpError(Exception):
             error["data"] = self.data
         return error
 
+    def __repr__(self) -> str:
+        return f"McpError(code={self.code}, message={self.message!r}, data={self.data!r})"
+
 
 class BatchReceived(McpError):
     """A JSON array where one message was expected: a JSON-RPC batch. Only 2025-03-26 sessions
@@ -95,9 +98,6 @@ class BatchReceived(McpError):
             INVALID_REQUEST, "Batch requests are not supported: only sessions of revision 2025-03-26 take them"
         )
         self.items = items
-
-    def __repr__(self) -> str:
-        return f"McpError(code={self.code}, message={self.message!r}, data={self.data!r})"
 
 
 class JsonRpcRequest:
