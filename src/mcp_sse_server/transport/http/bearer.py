@@ -41,7 +41,7 @@ from .asgi import ASGIApp, Receive, Scope, Send
 from .errors import SERVER_BUSY, HttpError
 from .request import McpRequest, below
 
-__all__ = ["SCOPE_KEY", "BearerMiddleware", "ScopeCheck", "ScopedServer"]
+__all__ = ["SCOPE_KEY", "BearerMiddleware", "ScopeCheck", "ScopedServer", "request_principal"]
 
 logger = logging.getLogger("mcp_sse_server.auth")
 
@@ -254,3 +254,10 @@ class ScopeCheck:
 
 def _target(method: str) -> str:
     return {"tools/call": "tool", "prompts/get": "prompt", "completion/complete": "completion"}.get(method, "resource")
+
+
+def request_principal() -> list[str | None] | None:
+    """Who the request's bearer token speaks for (None on a server without authorization): what
+    sessions are bound to."""
+    token = current_access_token.get()
+    return None if token is None else list(token.principal)

@@ -48,12 +48,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 from urllib.parse import parse_qs
 
-from ...auth.tokens import current_access_token
 from ...background import in_background
 from ...jsonrpc import JsonRpcRequest
 from ...stores.coordination import Coordinator, DuplicateRequest
 from .asgi import Message, Receive, Scope, Send
-from .bearer import ScopeCheck
+from .bearer import ScopeCheck, request_principal
 from .body import UNSUPPORTED_MEDIA_TYPE, is_json_content_type, read_message
 from .directory import LiveSession, SessionDirectory
 from .errors import INTERNAL_ERROR, UNKNOWN_SESSION, HttpError, error_body, in_flight_conflict, shutting_down
@@ -196,7 +195,7 @@ class LegacySseEndpoint:
         request.check_get()
         if self.closing():
             raise shutting_down()
-        live = await self.directory.open(_principal(), resumable=False)
+        live = await self.directory.open(request_principal(), resumable=False)
         session_id = live.record.id
         stream = self._streams[session_id] = LegacyStream(send, session_id)
 
@@ -227,7 +226,7 @@ class LegacySseEndpoint:
         stream = self._streams.get(session_id)
         if stream is None or stream.gone.is_set():
             raise HttpError(404, UNKNOWN_SESSION)  # (or its stream is held by another worker: rule 5)
-        live = await self.directory.lookup(session_id.encode("latin-1"), _principal())
+        live = await self.directory.lookup(session_id.encode("latin-1"), request_principal())
         message, body = await read_message(receive, self.limits.max_request_bytes, request.content_length)
         if type(message) is JsonRpcRequest:
             if self.closing():
@@ -273,9 +272,3 @@ def _session_id(scope: Scope) -> str:
 
 def _is_event_stream(headers: Any) -> bool:
     return any(name == b"content-type" and value.startswith(b"text/event-stream") for name, value in headers)
-
-
-def _principal() -> list[str | None] | None:
-    """Who the request's bearer token speaks for (None on a server without authorization)."""
-    token = current_access_token.get()
-    return None if token is None else list(token.principal)

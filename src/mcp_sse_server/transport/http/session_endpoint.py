@@ -14,14 +14,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from ...auth.tokens import current_access_token
 from ...jsonrpc import HEADER_MISMATCH, JsonRpcRequest
 from ...stateless_meta import has_envelope
 from ...stores.base import STANDALONE_STREAM, stream_of
 from ...stores.coordination import Coordinator, DuplicateRequest
 from .asgi import Receive, Send
 from .batch import Batch
-from .bearer import ScopeCheck
+from .bearer import ScopeCheck, request_principal
 from .body import read_message, read_session_post
 from .directory import SessionDirectory
 from .errors import HttpError, in_flight_conflict, shutting_down
@@ -70,7 +69,7 @@ class HttpSessionEndpoint:
         if session_id is None:
             await self._open(request, receive, send, sse)
             return
-        live = await self.directory.lookup(session_id, _principal() if self.scopes is not None else None)
+        live = await self.directory.lookup(session_id, request_principal() if self.scopes is not None else None)
         message, body = await read_session_post(receive, self.limits.max_request_bytes, request.content_length)
         if type(message) is JsonRpcRequest:
             if self.closing():
@@ -105,7 +104,7 @@ class HttpSessionEndpoint:
             raise HttpError(400, _MISSING_SESSION)
         if self.closing():
             raise shutting_down()
-        live = await self.directory.open(_principal())
+        live = await self.directory.open(request_principal())
         try:
             await live.transport.serve_request(message, receive, send, sse=sse)
         finally:
@@ -116,7 +115,7 @@ class HttpSessionEndpoint:
         session_id = request.session_id
         if session_id is None:
             raise HttpError(400, "Bad request: a GET stream needs the Mcp-Session-Id header of an initialized session")
-        live = await self.directory.lookup(session_id, _principal())
+        live = await self.directory.lookup(session_id, request_principal())
         if self.closing():
             raise shutting_down()
         last_id = parse_event_id(request.last_event_id)
@@ -130,13 +129,7 @@ class HttpSessionEndpoint:
         session_id = request.session_id
         if session_id is None:
             raise HttpError(400, "Bad request: DELETE needs the Mcp-Session-Id header of the session to end")
-        live = await self.directory.lookup(session_id, _principal())
+        live = await self.directory.lookup(session_id, request_principal())
         await self.directory.end(live)
         await send({"type": "http.response.start", "status": 204, "headers": []})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-def _principal() -> list[str | None] | None:
-    """Who the request's bearer token speaks for (None on a server without authorization)."""
-    token = current_access_token.get()
-    return None if token is None else list(token.principal)
