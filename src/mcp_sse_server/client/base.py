@@ -694,21 +694,22 @@ class McpClient(ABC):
         try:
             result = await self._stateless_request(method, params, timeout, on_progress)
         except McpError as error:
-            if isinstance(error, ConnectionError) or not self._may_fall_back(missing_back_channel(error)):
-                raise
-            session = await self._fallback_session(method)
+            session = None if isinstance(error, ConnectionError) else await self._fallback_for(error, method)
             if session is None:
                 raise
             return await session.request(method, params, timeout=timeout, on_progress=on_progress)
-        if (
-            method == "tools/call"
-            and result.get("isError") is True
-            and self._may_fall_back(missing_back_channel(result))
-        ):
-            session = await self._fallback_session(method)
+        if method == "tools/call" and result.get("isError") is True:
+            session = await self._fallback_for(result, method)
             if session is not None:
                 return await session.request(method, params, timeout=timeout, on_progress=on_progress)
         return result
+
+    async def _fallback_for(self, failure: McpError | dict[str, Any], method: str) -> McpClient | None:
+        """The session to repeat ``method`` on after ``failure``, or None: not a failure to reach
+        back (``missing_back_channel``), or one the fallback does not take (``_may_fall_back``)."""
+        if not self._may_fall_back(missing_back_channel(failure)):
+            return None
+        return await self._fallback_session(method)
 
     def _may_fall_back(self, wanted: str | None) -> bool:
         """True when a call whose server could not send ``wanted`` may be repeated on a session:
