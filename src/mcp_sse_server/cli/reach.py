@@ -269,4 +269,4 @@ def with_target(command: _F) -> _F:
     decorated: Callable[..., Any] = resolved
     for option in reversed(_CONNECTION_OPTIONS):
         decorated = option(decorated)
-    return click.argument("target")(decorated)  # type: ignore[return-value]
+    return click.argument("target")(decorated)  # type: ignore[return-value, unused-ignore]

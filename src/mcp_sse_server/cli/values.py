@@ -61,7 +61,7 @@ def parse_size(text: str) -> int:
     return size
 
 
-class _Parsed(click.ParamType):  # type: ignore[type-arg]  # generic only in newer click
+class _Parsed(click.ParamType):  # type: ignore[type-arg, unused-ignore]  # generic only in newer click
     def __init__(self, name: str, parse: Callable[[str], Any]) -> None:
         self.name = name
         self._parse = parse

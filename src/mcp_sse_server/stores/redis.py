@@ -1199,7 +1199,7 @@ class RedisEventLog(EventLog):
                         await pipe.watch(meta)
                         names: Any = await pipe.hkeys(meta)
                         streams = [name[2:].decode() for name in names if name.startswith(b"s:")]
-                        pipe.multi()  # type: ignore[no-untyped-call]
+                        pipe.multi()  # type: ignore[no-untyped-call, unused-ignore]  # annotated in some redis-py releases only
                         for stream_id in streams:
                             pipe.xrange(self.keys(session_id, stream_id)[2])
                         doomed = [key for stream_id in streams for key in self.keys(session_id, stream_id)[1:]]
@@ -1315,7 +1315,7 @@ class RedisEventBus(EventBus):
                 ready.clear()
             finally:
                 with contextlib.suppress(Exception):
-                    await pubsub.aclose()  # type: ignore[no-untyped-call]
+                    await pubsub.aclose()  # type: ignore[no-untyped-call, unused-ignore]  # annotated from redis-py 8.2
             await asyncio.sleep(backoff)
             backoff = min(backoff * 2, self.max_backoff)
 

@@ -448,7 +448,7 @@ class WorkerMesh:
         with redis_unavailable("broadcast"):
             async with inbox.redis.pipeline(transaction=False) as pipe:
                 for worker_id in others:
-                    pipe.xadd(inbox.key(worker_id), data, maxlen=inbox.maxlen, approximate=True)  # type: ignore[arg-type]
+                    pipe.xadd(inbox.key(worker_id), data, maxlen=inbox.maxlen, approximate=True)  # type: ignore[arg-type, unused-ignore]
                 await pipe.execute()
 
     async def _read(self) -> None:

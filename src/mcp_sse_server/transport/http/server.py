@@ -202,7 +202,7 @@ class McpHttpServer:
 
             def protocol() -> asyncio.Protocol:
                 # What uvicorn's own startup() makes per connection (uvicorn 0.54, the pinned range).
-                return config.http_protocol_class(  # type: ignore[call-arg]
+                return config.http_protocol_class(  # type: ignore[call-arg, unused-ignore]
                     config=config, server_state=uvicorn_server.server_state, app_state=uvicorn_server.lifespan.state
                 )
 
