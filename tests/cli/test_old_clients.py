@@ -20,7 +20,7 @@ from fixtures.served import Served
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENT = str(Path(__file__).with_name("old_sdk_client.py"))
-CLI = str(ROOT / ".venv" / "bin" / "mcp-sse-server")
+CLI = str(Path(sys.executable).with_name("mcp-sse-server"))  # the environment running the tests
 TIMEOUT = 60.0
 
 
