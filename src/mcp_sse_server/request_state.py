@@ -16,9 +16,14 @@ Rules:
    request it belongs to: method, target (tool, prompt or URI) and a digest of
    its arguments. A state presented with another request, after its expiry,
    altered in any byte or sealed with a key the ring lacks is refused.
-3. Without a configured ring a random per-process secret is used: fine for
-   one process, and a retry that lands on another worker is refused (as
-   expired) rather than misread.
+3. The ring belongs to the deployment, not to a server object: every server
+   of a process seals with ``deployment_sealer()`` unless given a sealer of
+   its own. That ring is ``MCP_REQUEST_STATE_KEYS`` (comma-separated secrets,
+   newest first) when it is set, so every worker and host given the same
+   variable opens what any of them sealed; without it, a random secret made
+   once per process, so a retry that lands on another process is refused
+   (as an unknown key) rather than misread. Servers built per session by a
+   factory therefore open each other's states.
 
 >>> sealer = RequestStateSealer([b"a secret of at least 32 bytes...."])
 >>> state = sealer.seal({"answers": {}}, method="tools/call", target="t", arguments={"a": 1})
@@ -32,7 +37,7 @@ import base64
 import hashlib
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import orjson
@@ -41,9 +46,18 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
-__all__ = ["DEFAULT_TTL", "InvalidRequestState", "RequestStateSealer"]
+__all__ = [
+    "DEFAULT_TTL",
+    "KEYS_VARIABLE",
+    "InvalidRequestState",
+    "RequestStateSealer",
+    "deployment_sealer",
+    "ring_from",
+]
 
 DEFAULT_TTL: Final = 600.0
+KEYS_VARIABLE: Final = "MCP_REQUEST_STATE_KEYS"
+"""The environment variable holding the deployment's key ring (rule 3)."""
 _PREFIX: Final = "v1."
 _NONCE: Final = 12
 _KID: Final = 4
@@ -142,3 +156,26 @@ class RequestStateSealer:
         if not isinstance(payload, dict):
             raise InvalidRequestState("malformed")
         return payload
+
+
+def ring_from(environ: Mapping[str, str]) -> list[str] | None:
+    """The key ring ``environ`` sets in ``KEYS_VARIABLE`` (None when unset); ValueError for a
+    ring ``RequestStateSealer`` refuses (empty, or a secret under 16 bytes)."""
+    raw = environ.get(KEYS_VARIABLE)
+    if raw is None:
+        return None
+    secrets = [part.strip() for part in raw.split(",") if part.strip()]
+    RequestStateSealer(secrets)  # refused here, with the sealer's own message
+    return secrets
+
+
+_deployment: RequestStateSealer | None = None
+
+
+def deployment_sealer() -> RequestStateSealer:
+    """The sealer of this process's servers (rule 3): the ring of ``MCP_REQUEST_STATE_KEYS``,
+    else a random secret, made on first use and kept for the life of the process."""
+    global _deployment
+    if _deployment is None:
+        _deployment = RequestStateSealer(ring_from(os.environ))
+    return _deployment

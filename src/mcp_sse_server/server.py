@@ -915,12 +915,13 @@ class McpServer:
 
     @property
     def request_state(self) -> RequestStateSealer:
-        """Seals the ``requestState`` of 2026-07-28 input_required rounds (a per-process key unless given)."""
+        """Seals the ``requestState`` of 2026-07-28 input_required rounds: the deployment's key ring
+        (``request_state.deployment_sealer``) unless one was given."""
         sealer = self._request_state
         if sealer is None:
-            from .request_state import RequestStateSealer  # cryptography loads when first needed
+            from .request_state import deployment_sealer  # cryptography loads when first needed
 
-            sealer = self._request_state = RequestStateSealer()
+            sealer = self._request_state = deployment_sealer()
         return sealer
 
     @property

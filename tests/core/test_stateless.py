@@ -12,7 +12,7 @@ from fixtures.sessions import Connect, RawClient
 from mcp_sse_server import CallToolResult, McpServer, Resource, Tool
 from mcp_sse_server.context import RequestContext
 from mcp_sse_server.modern import CachePolicy
-from mcp_sse_server.request_state import RequestStateSealer
+from mcp_sse_server.request_state import KEYS_VARIABLE, RequestStateSealer, deployment_sealer, ring_from
 
 MODERN = "2026-07-28"
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
@@ -130,6 +130,31 @@ async def test_a_state_from_another_key_ring_or_past_its_ttl_is_refused(connect:
         {"answers": {}, "asked": []}, method="tools/call", target="greet", arguments={}
     )
     assert (await client.error("tools/call", {**call, "requestState": other})).code == -32602
+
+
+async def test_servers_of_one_process_open_each_others_states(connect: Connect) -> None:
+    """The key ring is the deployment's: a round sealed by one server (a session factory's, say)
+    is opened by another server of the process."""
+    first_server, second_server = build(), build()
+    assert first_server.request_state is second_server.request_state is deployment_sealer()
+    call = {**envelope({"elicitation": {"form": {}}}), "name": "greet", "arguments": {}}
+    first = await (await modern_client(connect, first_server)).result("tools/call", call)
+    answer = {"action": "accept", "content": {"name": "Ada"}}
+    second = await (await modern_client(connect, second_server)).result(
+        "tools/call", {**call, "inputResponses": {"q1": answer}, "requestState": first["requestState"]}
+    )
+    assert list(second["inputRequests"]) == ["q2"]
+
+
+def test_the_deployments_ring_comes_from_the_environment() -> None:
+    assert ring_from({}) is None
+    assert ring_from({KEYS_VARIABLE: " new-secret-of-16-bytes , old-secret-of-16-bytes "}) == [
+        "new-secret-of-16-bytes",
+        "old-secret-of-16-bytes",
+    ]
+    for refused in ("", " , ", "short"):
+        with pytest.raises(ValueError):
+            ring_from({KEYS_VARIABLE: refused})
 
 
 async def test_a_capability_the_request_did_not_declare_is_32021(connect: Connect) -> None:

@@ -1,7 +1,10 @@
 """The official MCP conformance suite (@modelcontextprotocol/conformance) against our server.
 
 The suite's test client is the TypeScript SDK; the server is the fixture in
-tests/fixtures/conformance_server.py, bound in this process on a loopback port.
+tests/fixtures/conformance_server.py, served two ways: as one instance bound in
+this process on a loopback port, and as a factory target by the command line
+(``mcp-sse-server serve tests/fixtures/conformance_server.py:build_server``: a
+server per session, and one for the stateless revision's requests).
 """
 
 from __future__ import annotations
@@ -11,12 +14,13 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pytest
 
 from fixtures.conformance_server import build_server
 from fixtures.node import require_node
+from fixtures.served import Served
 from mcp_sse_server import Root
 from mcp_sse_server.client import StreamableHttpClient
 from mcp_sse_server.transport.http import McpHttpServer
@@ -69,16 +73,41 @@ def failures(results: dict[str, list[dict[str, Any]]]) -> list[str]:
     ]
 
 
-@pytest.fixture
-async def server() -> Any:
-    http = await McpHttpServer.bind(build_server(), port=0)  # one server for every session
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = "tests/fixtures/conformance_server.py:build_server"
+
+
+class Endpoint(Protocol):
+    """A served fixture: where its endpoint is."""
+
+    endpoint: str
+
+
+class _ServedByCli:
+    """The fixture served by ``mcp-sse-server serve FIXTURE`` in a process of its own."""
+
+    def __init__(self) -> None:
+        self.process = Served([FIXTURE, "--port", "0"], cwd=ROOT, env=dict(os.environ))
+        self.endpoint = self.process.url
+
+
+@pytest.fixture(params=["instance", "factory"])
+async def server(request: pytest.FixtureRequest) -> Any:
+    if request.param == "instance":
+        http = await McpHttpServer.bind(build_server(), port=0)  # one server for every session
+        try:
+            yield http
+        finally:
+            await http.close(deadline=1)
+        return
+    served = await asyncio.to_thread(_ServedByCli)
     try:
-        yield http
+        yield served
     finally:
-        await http.close(deadline=1)
+        await asyncio.to_thread(served.process.stop)
 
 
-async def test_every_2025_06_18_scenario_passes(server: McpHttpServer, tmp_path: Path) -> None:
+async def test_every_2025_06_18_scenario_passes(server: Endpoint, tmp_path: Path) -> None:
     status, log = await run_suite(server.endpoint, tmp_path, "--spec-version", "2025-06-18")
     results = checks_by_scenario(tmp_path)
     assert not failures(results), failures(results)
@@ -98,7 +127,7 @@ def warnings_and_failures(results: dict[str, list[dict[str, Any]]]) -> list[str]
 
 
 async def test_every_scenario_of_the_0_1_16_suite_passes_pending_ones_included(
-    server: McpHttpServer, tmp_path: Path
+    server: Endpoint, tmp_path: Path
 ) -> None:
     status, log = await run_suite(server.endpoint, tmp_path, "--suite", "all")
     results = checks_by_scenario(tmp_path)
@@ -110,7 +139,7 @@ async def test_every_scenario_of_the_0_1_16_suite_passes_pending_ones_included(
 
 @pytest.mark.parametrize("revision", ["2025-11-25", "2025-06-18", "2025-03-26"])
 async def test_the_0_2_0_suite_passes_for_each_handshake_revision(
-    server: McpHttpServer, tmp_path: Path, revision: str
+    server: Endpoint, tmp_path: Path, revision: str
 ) -> None:
     status, log = await run_suite(server.endpoint, tmp_path, "--spec-version", revision, suite=SUITE_NEXT)
     results = checks_by_scenario(tmp_path)
@@ -154,7 +183,7 @@ SKILLS_SCENARIOS = ("sep-2640-skills-enumeration", "sep-2640-skills-manifest", "
 SERVER_GAPS_2026_07_28: dict[tuple[str, str], str] = {}
 
 
-async def test_the_0_2_0_suite_passes_for_the_stateless_revision(server: McpHttpServer, tmp_path: Path) -> None:
+async def test_the_0_2_0_suite_passes_for_the_stateless_revision(server: Endpoint, tmp_path: Path) -> None:
     """2026-07-28, every scenario of the suite (pending ones too) but the extensions'."""
     status, log = await run_suite(
         server.endpoint, tmp_path, "--spec-version", "2026-07-28", "--suite", "all", suite=SUITE_NEXT
@@ -195,7 +224,7 @@ async def test_the_0_2_0_suite_passes_for_the_stateless_revision(server: McpHttp
 
 
 @pytest.mark.parametrize("scenario", TASKS_SCENARIOS + SKILLS_SCENARIOS)
-async def test_every_extension_scenario_passes(server: McpHttpServer, tmp_path: Path, scenario: str) -> None:
+async def test_every_extension_scenario_passes(server: Endpoint, tmp_path: Path, scenario: str) -> None:
     status, log = await run_suite(server.endpoint, tmp_path, "--scenario", scenario, suite=SUITE_NEXT)
     results = checks_by_scenario(tmp_path)
     assert list(results) == [scenario], log
@@ -203,7 +232,7 @@ async def test_every_extension_scenario_passes(server: McpHttpServer, tmp_path: 
     assert status == 0, log
 
 
-async def test_the_fixture_asks_a_handshake_client_real_questions(server: McpHttpServer) -> None:
+async def test_the_fixture_asks_a_handshake_client_real_questions(server: Endpoint) -> None:
     """The 2026-07-28 fixture tools on a session that began with initialize: each question is a request."""
     asked: list[str] = []
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import base64
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from fixtures.asgi import AsgiCall, until
+from fixtures.asgi import AsgiCall, open_session, until
 from fixtures.http_app import Gate, build_server
 from fixtures.messages import notification, request
-from mcp_sse_server import Tool
+from mcp_sse_server import McpServer, Tool
 from mcp_sse_server.context import RequestContext
 from mcp_sse_server.transport.http import McpHttpApp
 
@@ -181,3 +182,85 @@ async def test_a_message_sent_after_a_stateless_request_ends_is_dropped(app: Mcp
     await transport.send(JsonRpcNotification("notifications/message", {"data": "unrelated"}))
     await transport.send(JsonRpcRequest(5, "ping", None))
     assert sent == [] and transport.live_streams() == ()
+
+
+# --- a server per session (on_session): the stateless requests' one server --------------------
+
+
+def asking_factory(built: list[McpServer]) -> Callable[[], McpServer]:
+    """A factory of servers with `ask` (one question, then the answer) and `grow` (adds a tool to
+    the server serving it); each server it builds is appended to ``built``."""
+
+    async def ask(arguments: dict[str, Any], context: RequestContext) -> str:
+        answer = await context.session.elicit(
+            "Your name?", {"type": "object", "properties": {"name": {"type": "string"}}}
+        )
+        return f"Hello, {answer.content['name']}!"  # type: ignore[index]
+
+    def grow(arguments: dict[str, Any], context: RequestContext) -> str:
+        context.server.add_tool(Tool("grown", {"type": "object"}, lambda arguments, context: "grown"))
+        return "grew"
+
+    def factory() -> McpServer:
+        server = McpServer("per-session", "1.0.0")
+        server.add_tool(Tool("ask", {"type": "object"}, ask))
+        server.add_tool(Tool("grow", {"type": "object"}, grow))
+        built.append(server)
+        return server
+
+    return factory
+
+
+async def test_a_factory_builds_one_server_for_every_stateless_request(make_app: Any) -> None:
+    built: list[McpServer] = []
+    app = make_app(asking_factory(built))
+    replies = await asyncio.gather(
+        *(post(app, modern("tools/list", request_id=i), headers("tools/list")) for i in range(8))
+    )
+    assert all(reply.status == 200 for reply in replies)
+    assert len(built) == 1  # concurrent first requests waited for one build
+    await post(app, modern("tools/list"), headers("tools/list"))
+    assert len(built) == 1
+
+
+async def test_an_input_required_round_crosses_requests_on_a_factory_app(make_app: Any) -> None:
+    app = make_app(asking_factory([]))
+    caps = {**META, "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
+    call = {"_meta": caps, "name": "ask", "arguments": {}}
+    first = (await post(app, request(1, "tools/call", call), headers("tools/call", "ask"))).messages[-1]["result"]
+    assert first["resultType"] == "input_required"
+    (key,) = first["inputRequests"]
+    answer = {"action": "accept", "content": {"name": "Ada"}}
+    retry = {**call, "inputResponses": {key: answer}, "requestState": first["requestState"]}
+    second = await post(app, request(2, "tools/call", retry), headers("tools/call", "ask"))
+    result = second.messages[-1]["result"]
+    assert result["resultType"] == "complete" and result["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+
+
+async def test_a_change_made_through_one_stateless_request_reaches_a_listen_stream_on_a_factory_app(
+    make_app: Any,
+) -> None:
+    app = make_app(asking_factory([]))
+    listen = AsgiCall(
+        app,
+        "POST",
+        modern("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, 9),
+        headers("subscriptions/listen"),
+    ).start()
+    assert (await listen.events(1))[0]["data"]["method"] == "notifications/subscriptions/acknowledged"
+    grew = await post(app, modern("tools/call", {"name": "grow", "arguments": {}}), headers("tools/call", "grow"))
+    assert grew.messages[-1]["result"]["content"] == [{"type": "text", "text": "grew"}]
+    changed = (await listen.events(2))[-1]["data"]
+    assert changed["method"] == "notifications/tools/list_changed"
+    listed = await post(app, modern("tools/list", request_id=3), headers("tools/list"))
+    assert "grown" in {tool["name"] for tool in listed.messages[-1]["result"]["tools"]}
+    listen.disconnect()
+
+
+async def test_sessions_still_get_a_server_each_beside_the_stateless_one(make_app: Any) -> None:
+    built: list[McpServer] = []
+    app = make_app(asking_factory(built))
+    await post(app, modern("tools/list"), headers("tools/list"))
+    for _ in range(2):
+        await open_session(app)
+    assert len(built) == 3 and len({id(server) for server in built}) == 3

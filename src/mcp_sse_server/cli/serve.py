@@ -218,7 +218,7 @@ def serve(
     """
     import logging
 
-    from .workers import check_redis, request_state_secrets, serve_worker, serve_workers, share
+    from .workers import check_redis, request_state_keys_set, serve_worker, serve_workers
 
     if stdio:
         _refuse_http_options(ctx)
@@ -234,7 +234,7 @@ def serve(
             "so a client's next request, reaching another worker, would be refused (404)"
         )
     try:
-        secrets = request_state_secrets()
+        keys_set = request_state_keys_set()
     except ValueError as error:
         raise click.UsageError(f"MCP_REQUEST_STATE_KEYS: {error}") from error
     if redis_url is not None:
@@ -271,19 +271,19 @@ def serve(
     if no_legacy_sse:
         options["legacy_sse"] = False
     if redis_url is None:
-        _serve_forever(label, share(served, secrets=secrets), options)
+        _serve_forever(label, served, options)
         return
-    if secrets is None:
+    if not keys_set:
         click.echo(
             "Warning: MCP_REQUEST_STATE_KEYS is not set: each worker seals 2026-07-28 requestState with its own "
             "key, so a retry reaching another worker is refused.",
             err=True,
         )
     if workers == 1:
-        serve_worker(label, served, options, redis_url=redis_url, secrets=secrets, worker_ttl=worker_ttl)
+        serve_worker(label, served, options, redis_url=redis_url, worker_ttl=worker_ttl)
     else:
         serve_workers(
-            label, served, options, workers=workers, redis_url=redis_url, secrets=secrets, worker_ttl=worker_ttl
+            label, served, options, workers=workers, redis_url=redis_url, worker_ttl=worker_ttl
         )
 
 

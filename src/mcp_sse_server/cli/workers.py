@@ -29,7 +29,7 @@ import socket
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from multiprocessing.connection import wait
 from typing import TYPE_CHECKING, Any
 
@@ -56,42 +56,35 @@ anyway; the parent waits twice as long past the deadline before it sends SIGKILL
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 
 
-def request_state_secrets(environ: dict[str, str] | None = None) -> list[str] | None:
-    """The requestState key ring from ``MCP_REQUEST_STATE_KEYS`` (comma-separated secrets,
-    newest first), or None when unset. ValueError for a ring ``RequestStateSealer`` refuses."""
-    raw = (os.environ if environ is None else environ).get("MCP_REQUEST_STATE_KEYS")
-    if raw is None:
-        return None
-    secrets = [part.strip() for part in raw.split(",") if part.strip()]
-    from ..request_state import RequestStateSealer
+def request_state_keys_set() -> bool:
+    """Whether ``MCP_REQUEST_STATE_KEYS`` sets the deployment's requestState key ring (every
+    server reads it: ``request_state.deployment_sealer``); ValueError for a ring that would be
+    refused, so that it is a usage error before anything listens."""
+    from ..request_state import ring_from
 
-    RequestStateSealer(secrets)  # validate now: a usage error before anything listens
-    return secrets
+    return ring_from(os.environ) is not None
 
 
 def share(
     served: McpServer | Callable[[], McpServer],
     *,
-    secrets: Sequence[str] | None,
     event_bus: Any = None,
     tasks: Any = None,
 ) -> McpServer | Callable[[], McpServer]:
-    """``served`` (a server, or a factory of one per session) using the shared key ring, bus and
-    task runtime."""
-    from ..request_state import RequestStateSealer
+    """``served`` (a server, or a factory of one per session) using the deployment's event bus
+    and task runtime."""
     from ..server import McpServer
 
-    if secrets is None and event_bus is None and tasks is None:
+    if event_bus is None and tasks is None:
         return served
-    sealer = RequestStateSealer(secrets) if secrets is not None else None
     if isinstance(served, McpServer):
-        served.use_shared(request_state=sealer, event_bus=event_bus, tasks=tasks)
+        served.use_shared(event_bus=event_bus, tasks=tasks)
         return served
     factory = served
 
     def shared() -> McpServer:
         server = factory()
-        server.use_shared(request_state=sealer, event_bus=event_bus, tasks=tasks)
+        server.use_shared(event_bus=event_bus, tasks=tasks)
         return server
 
     return shared
@@ -121,7 +114,6 @@ def serve_worker(
     options: dict[str, Any],
     *,
     redis_url: str,
-    secrets: Sequence[str] | None,
     worker_ttl: float,
     sock: socket.socket | None = None,
     listen_on: tuple[str, int] | None = None,
@@ -155,7 +147,7 @@ def serve_worker(
                 raise Failure(f"cannot reach Redis at {redis_url}: {error}") from error
             # Tasks in Redis: one started here is read, answered and cancelled on any worker.
             tasks = TaskRuntime(stores.tasks, worker_id=stores.router.worker_id)
-            shared = share(served, secrets=secrets, event_bus=stores.bus, tasks=tasks)
+            shared = share(served, event_bus=stores.bus, tasks=tasks)
             own = sock
             if listen_on is not None:  # (a socket of this worker's own on the parent's port: SO_REUSEPORT)
                 own = listening_socket(*listen_on, reuse_port=True)
@@ -268,7 +260,6 @@ def serve_workers(
     *,
     workers: int,
     redis_url: str,
-    secrets: Sequence[str] | None,
     worker_ttl: float,
 ) -> None:
     """Bind, fork ``workers`` children serving the socket, and supervise them until a signal."""
@@ -284,7 +275,7 @@ def serve_workers(
     endpoint = endpoint_url(host, port, options["path"], tls=options.get("ssl_context") is not None)
     context = multiprocessing.get_context("fork")
     parent = os.getpid()
-    kwargs: dict[str, Any] = {"redis_url": redis_url, "secrets": secrets, "worker_ttl": worker_ttl, "parent": parent}
+    kwargs: dict[str, Any] = {"redis_url": redis_url, "worker_ttl": worker_ttl, "parent": parent}
     if each_listens:
         kwargs["listen_on"] = (host, port)
     else:

@@ -19,7 +19,9 @@ The app is a stack, Starlette style, configured once in the constructor::
 
 Every layer reads the request's headers from one ``McpRequest`` (request.py),
 made once. One ``McpServer`` serves every session, unless ``on_session``
-builds one per session.
+builds one per session; then the 2026-07-28 requests, which have no session,
+are all served by one more server it builds on the first of them
+(``stateless_endpoint.py`` says why).
 """
 
 from __future__ import annotations
@@ -63,7 +65,9 @@ class McpHttpApp:
 
     ``on_session`` (instead of ``server``) builds a server per session, for
     servers that keep per-client state in the server object; it costs the
-    registries and validators once per session. ``path`` restricts the
+    registries and validators once per session. Requests of the stateless
+    revision (2026-07-28) have no session: one server ``on_session`` builds
+    on the first of them serves them all. ``path`` restricts the
     endpoint to one path (None serves whatever path it is mounted at).
     ``bind_host`` is the address the server listens on (its name is accepted
     in Host). ``session_store`` and ``event_log`` keep session records and
@@ -195,8 +199,8 @@ class McpHttpApp:
         if not isinstance(server, McpServer):
             raise TypeError(f"on_session returned {type(server).__name__}, not an McpServer")
         if not server.has_task_runtime:
-            # A server per session (or per 2026-07-28 request) shares one task runtime: a task
-            # started through one is read, answered and cancelled through the next.
+            # The servers of the sessions and the stateless requests' one share a task runtime:
+            # a task started through one is read, answered and cancelled through another.
             if self._tasks is None:
                 self._tasks = TaskRuntime(MemoryTaskStore())
             server.use_shared(tasks=self._tasks)

@@ -6,10 +6,21 @@ Content-Type (415), shutting down (503), body (413, 400), a notification
 an envelope (400 -32022), the routing headers (``stateless.py``: 400
 -32020). The request is then served by the engine (``StatelessEndpoint``) on
 a ``StatelessTransport`` of its own.
+
+Which server serves: the app's one server; or, where the app builds a server
+per session (``on_session``), one server that it builds for the stateless
+requests on the first of them and keeps. A stateless request has no session,
+so "once per initialize" gives no answer; a server per request would lose
+what the revision carries between requests of one client: a
+``subscriptions/listen`` stream would never see a change made through
+another request's server, and every request would pay for a server's
+registries. The ``requestState`` key ring is the deployment's either way
+(``request_state.py`` rule 3).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Collection
 
 from ... import versions
@@ -49,12 +60,14 @@ class _InFlight:
 class HttpStatelessEndpoint:
     """Serves 2026-07-28 requests over HTTP (checks in the module docstring).
 
-    ``server`` serves every request; without one, ``servers`` gives a server per
-    request. ``closing`` says whether the app is shutting down. ``scopes`` (with
+    ``server`` serves every request; without one, ``servers`` builds the one that
+    serves them all, when the first arrives (the module docstring says why).
+    ``closing`` says whether the app is shutting down. ``scopes`` (with
     authorization) checks the scopes of what a request names before it is served.
     """
 
     __slots__ = (
+        "_building",
         "_engine",
         "_in_flight",
         "_server",
@@ -88,6 +101,18 @@ class HttpStatelessEndpoint:
         self.scopes = scopes
         self._in_flight = _InFlight()
         self._versions = frozenset(revision.name for revision in versions.STATELESS)
+        self._building: asyncio.Lock | None = None
+
+    async def _build_server(self) -> tuple[McpServer, StatelessEndpoint]:
+        """The server of every stateless request, built by ``servers`` once: concurrent first
+        requests wait for the one build, and a build that fails is tried again by the next request."""
+        if self._building is None:
+            self._building = asyncio.Lock()
+        async with self._building:
+            if self._server is None or self._engine is None:
+                server = await self.servers()
+                self._server, self._engine = server, StatelessEndpoint(server)
+            return self._server, self._engine
 
     @property
     def inflight(self) -> int:
@@ -119,8 +144,7 @@ class HttpStatelessEndpoint:
             raise HttpError(400, error.message, error.code, request_id=message.id, data=error.data)
         server, engine = self._server, self._engine
         if server is None or engine is None:
-            server = await self.servers()
-            engine = StatelessEndpoint(server)
+            server, engine = await self._build_server()
         try:
             check_routing_headers(message, request, server.mirrored_headers)
         except HttpError as error:
