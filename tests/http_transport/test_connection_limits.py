@@ -1,5 +1,5 @@
 """Connection limits of McpHttpServer.bind on real loopback sockets: head size and count, read and idle
-timeouts, the connection cap (see transport/http/connections.py).
+timeouts, the connection cap and the shedding of idle connections at it (see transport/http/connections.py).
 
 Timeouts are configured short; every wait below is a safety net many times
 longer than the timeout, never a measurement.
@@ -8,6 +8,8 @@ longer than the timeout, never a measurement.
 from __future__ import annotations
 
 import asyncio
+import re
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,8 +19,9 @@ import orjson
 import pytest
 
 from fixtures.asgi import WAIT
-from fixtures.http_app import build_server
-from fixtures.messages import ACCEPT_BOTH, initialize_message, notification
+from fixtures.http_app import Gate, build_server
+from fixtures.messages import ACCEPT_BOTH, initialize_message, notification, request
+from mcp_sse_server import McpServer
 from mcp_sse_server.transport.http import HttpLimits, McpHttpServer
 
 HEADERS = {"accept": ACCEPT_BOTH}
@@ -26,8 +29,12 @@ SHORT = 0.3  # a timeout under test
 
 
 @asynccontextmanager
-async def serving(**overrides: Any) -> AsyncIterator[McpHttpServer]:
-    http = await McpHttpServer.bind(on_session=build_server, port=0, **overrides)
+async def serving(server: McpServer | None = None, /, **overrides: Any) -> AsyncIterator[McpHttpServer]:
+    """``server`` for every session (a test holding its ``Gate``), else a new ``build_server()`` per session."""
+    if server is None:
+        http = await McpHttpServer.bind(on_session=build_server, port=0, **overrides)
+    else:
+        http = await McpHttpServer.bind(server, port=0, **overrides)
     try:
         yield http
     finally:
@@ -64,6 +71,16 @@ class Raw:
         async with asyncio.timeout(within):
             return await self.reader.read()
 
+    async def until(self, marker: bytes) -> bytes:
+        """What arrives until ``marker`` has (fails if the connection ends or stalls first)."""
+        received = b""
+        async with asyncio.timeout(WAIT):
+            while marker not in received:
+                chunk = await self.reader.read(65536)
+                assert chunk, f"closed before {marker!r}; got {received!r}"
+                received += chunk
+        return received
+
     def close(self) -> None:
         self.writer.close()
 
@@ -91,6 +108,22 @@ def json_rpc_error(body: bytes) -> dict[str, Any]:
     error: dict[str, Any] = message["error"]
     assert error["message"] and "Traceback" not in error["message"]
     return error
+
+
+async def open_session(http: McpHttpServer) -> dict[str, str]:
+    """A session's headers, initialized over a connection that is closed again."""
+    async with httpx.AsyncClient(timeout=WAIT) as client:
+        reply = await client.post(http.endpoint, json=initialize_message(), headers=HEADERS)
+        session = {**HEADERS, "mcp-session-id": reply.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+        await client.post(http.endpoint, json=notification("notifications/initialized"), headers=session)
+    return session
+
+
+def wait_call_bytes(http: McpHttpServer, session: dict[str, str]) -> bytes:
+    """A tools/call of ``wait`` (in flight until its gate opens) on ``session``."""
+    body = orjson.dumps(request(2, "tools/call", {"name": "wait", "arguments": {}}))
+    extra = "".join(f"{name}: {session[name]}\r\n" for name in ("mcp-session-id", "mcp-protocol-version"))
+    return post_head(http, extra, length=len(body)) + b"\r\n" + body
 
 
 async def initialize_over_http(http: McpHttpServer) -> int:
@@ -294,23 +327,139 @@ def test_the_cap_is_lowered_to_fit_the_file_descriptor_limit(monkeypatch: pytest
     assert effective_max_connections(HttpLimits(max_connections=500)) == 500
 
 
-async def test_beyond_the_connection_cap_a_client_is_refused_then_served_again() -> None:
-    async with serving(max_connections=3, connection_idle_timeout=60.0) as http:
-        holders = [await Raw.open(http) for _ in range(3)]
+async def test_a_cap_full_of_busy_connections_refuses_one_more_then_serves_again(
+    gate: Gate, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with serving(build_server(gate), max_connections=3, connection_idle_timeout=60.0) as http:
+        session = await open_session(http)
+        calling, heading, sending = [await Raw.open(http) for _ in range(3)]
         try:
-            for holder in holders:  # each is accepted and served, then stays open
-                await holder.send(initialize_bytes(http))
-                assert (await holder.response())[0] == 200
+            await calling.send(wait_call_bytes(http, session))  # a request in flight, its SSE response started
+            await calling.until(b"waiting")
+            await heading.send(post_head(http, "x-partial: never fini"))  # reading a head
+            await sending.send(post_head(http, length=1000) + b"\r\n" + b'{"jsonrpc": "2.0", ')  # reading a body
             extra = await Raw.open(http)
             status, headers, body = await extra.response()
             assert status == 503 and headers["connection"] == "close" and headers["retry-after"] == "1"
             assert json_rpc_error(body)["code"] == -32000
             assert await extra.closed() == b""
             extra.close()
+            gate.release.set()
+            assert b"released" in await calling.until(b"released")  # none of the busy ones was shed for it
         finally:
-            for holder in holders:
+            for holder in (calling, heading, sending):
                 holder.close()
         async with asyncio.timeout(WAIT):
             while (status := await initialize_over_http(http)) == 503:  # noqa: ASYNC110 - the refused linger
                 await asyncio.sleep(0.05)
         assert status == 200
+        async with asyncio.timeout(WAIT):
+            while "refused 1 with 503" not in caplog.text:  # noqa: ASYNC110 - the log line comes within a second
+                await asyncio.sleep(0.05)
+
+
+async def test_at_the_cap_the_oldest_silent_connection_is_shed_for_a_new_one() -> None:
+    async with serving(max_connections=16, connection_idle_timeout=60.0) as http:
+        silent = [await Raw.open(http) for _ in range(16)]  # the cap, full of connections that sent nothing
+        try:
+            assert await initialize_over_http(http) == 200
+            assert await silent[0].closed() == b""  # the oldest, closed without an answer
+            for raw in silent[1:]:  # the others are still served
+                await raw.send(initialize_bytes(http))
+                assert (await raw.response())[0] == 200
+        finally:
+            for raw in silent:
+                raw.close()
+
+
+async def test_a_flood_of_silent_connections_sheds_its_own_never_a_stream_or_a_call_in_flight(gate: Gate) -> None:
+    limits = {"max_connections": 8, "connection_idle_timeout": 60.0, "keepalive_interval": 0.2}
+    async with serving(build_server(gate), **limits) as http, httpx.AsyncClient(timeout=WAIT) as client:
+        session = await open_session(http)
+        call = request(2, "tools/call", {"name": "wait", "arguments": {}})
+        async with (
+            client.stream("GET", http.endpoint, headers=session) as stream,
+            client.stream("POST", http.endpoint, json=call, headers=session) as calling,
+        ):
+            assert stream.status_code == 200 and calling.status_code == 200
+            events = stream.aiter_bytes()
+            async with asyncio.timeout(WAIT):
+                await gate.entered.wait()
+                assert await anext(events) == b": keepalive\n\n"
+            silent = [await Raw.open(http) for _ in range(40)]  # five times the cap
+            try:
+                for raw in silent[:30]:  # the oldest, shed for the newer
+                    assert await raw.closed() == b""
+                await silent[-1].send(initialize_bytes(http))  # the newest was let in
+                assert (await silent[-1].response())[0] == 200
+                gate.release.set()
+                async with asyncio.timeout(WAIT):
+                    result = b"".join([chunk async for chunk in calling.aiter_bytes()])
+                assert b"released" in result  # the call in flight was not cut
+                # Ending the session ends the stream cleanly; a connection cut by shedding would fail the read.
+                async with asyncio.timeout(WAIT):
+                    assert await anext(events) == b": keepalive\n\n"  # the stream still receives events
+                assert (await client.delete(http.endpoint, headers=session)).status_code == 204
+                async with asyncio.timeout(WAIT):
+                    rest = b"".join([chunk async for chunk in events])
+                assert rest.replace(b": keepalive\n\n", b"") == b""  # and ended cleanly, never cut
+            finally:
+                for raw in silent:
+                    raw.close()
+
+
+async def test_keep_alive_connections_are_shed_after_silent_ones_the_longest_idle_first() -> None:
+    # Short head and body timeouts only make the watchdog look often (a tick of 50 ms): it measures idleness.
+    limits = {"max_connections": 4, "connection_idle_timeout": 60.0, "header_timeout": 0.2, "body_timeout": 0.2}
+    async with serving(**limits) as http:
+        opened: list[Raw] = []
+
+        async def served() -> Raw:
+            raw = await Raw.open(http)
+            opened.append(raw)
+            await raw.send(initialize_bytes(http))
+            assert (await raw.response())[0] == 200  # and kept alive
+            return raw
+
+        try:
+            longest = await served()
+            await asyncio.sleep(1.0)  # twenty looks of the watchdog
+            recent = await served()
+            first_silent, second_silent = await Raw.open(http), await Raw.open(http)
+            opened += [first_silent, second_silent]
+            await served()  # the cap was full: the oldest silent one made room
+            assert await first_silent.closed() == b""
+            await served()
+            assert await second_silent.closed() == b""
+            await served()  # no silent one left: the longest idle keep-alive one goes
+            assert await longest.closed() == b""
+            await recent.send(initialize_bytes(http))
+            assert (await recent.response())[0] == 200
+        finally:
+            for raw in opened:
+                raw.close()
+
+
+async def test_shedding_is_logged_at_most_once_a_second_with_counts(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("WARNING", logger="mcp_sse_server.http")
+    async with serving(max_connections=4, connection_idle_timeout=60.0) as http:
+        opened: list[Raw] = []
+        started = time.monotonic()
+        try:
+            for burst in (24, 20):  # 4 fill the cap, each later one sheds one: 40 in two seconds at least
+                opened += [await Raw.open(http) for _ in range(burst)]
+                await asyncio.sleep(1.2)
+
+            def counted() -> list[int]:
+                found = re.findall(r"shed (\d+) idle connections", caplog.text)
+                return [int(count) for count in found]
+
+            async with asyncio.timeout(WAIT):
+                while sum(counted()) < 40:  # noqa: ASYNC110 - a line comes within a second of a shed
+                    await asyncio.sleep(0.05)
+            elapsed = time.monotonic() - started
+            assert sum(counted()) == 40
+            assert 2 <= len(counted()) <= elapsed + 1  # not a line per shed
+        finally:
+            for raw in opened:
+                raw.close()

@@ -33,8 +33,34 @@ that sets each:
     ``connection_idle_timeout`` of silence, then close without an answer.
 
 * Connection cap (``max_connections``, lowered to the file-descriptor limit
-  minus 64): a connection accepted while that many are open, refused ones
-  still lingering included, gets 503 and is closed.
+  minus 64). A connection accepted while that many are open (refused ones
+  still lingering count; shed ones not yet closed do not) makes room by
+  shedding one idle connection, the first that exists of:
+
+  1. a connection that has not sent a byte since it was accepted, oldest
+     first. A flood of silent connections thus sheds its own oldest members,
+     and a client that sends its request right after connecting (the one
+     just admitted included) is shed only if that many connections arrive
+     between its connect and its first byte;
+  2. the longest-idle keep-alive connection: a response completed, no byte
+     of a next request (and nothing of that response left unsent), idle as
+     long as the watchdog has measured, to a tick;
+  3. none: the new connection gets 503 and is closed.
+
+  Never shed: a connection reading a head or a body, a request in flight, an
+  SSE stream (a response in flight), a refused one lingering. A shed
+  connection is closed without an answer: it asked nothing, or it is between
+  requests, where HTTP/1.1 lets either side close (a client reusing it at
+  that very moment sees the close, as with an idle timeout). Finding one
+  costs nothing per request: silent connections are kept in accept order
+  (added and dropped once per connection; one found to have sent bytes is
+  dropped when it reaches the front), and keep-alive ones are found, when
+  the cap is hit and no silent one is left, by one pass over the open
+  connections that queues every one it finds, longest idle first, for the
+  next arrivals. A pass that finds none is not repeated for ``_RESCAN``
+  seconds (arrivals meanwhile get 503), so a cap full of busy connections
+  costs no pass per refusal. Shedding and refusals are logged together, at
+  most once a second, with their counts.
 * Every refusal (431, 408, 503, and the 400 for an unparseable request) is a
   JSON-RPC error body with ``connection: close``. A request still in flight
   on the connection is abandoned (its app sees a disconnect); if its response
@@ -46,7 +72,8 @@ that sets each:
   once; beyond that a refused connection is closed at once.
 
 Per request this costs three extra Python calls (``data_received``,
-``on_headers_complete``, ``on_message_complete``) and a few counters.
+``on_headers_complete``, ``on_message_complete``) and a few counters; per
+connection, an entry in the accept-ordered dict of silent ones.
 
 Every reach into uvicorn internals is in ``LimitedHttpToolsProtocol`` and
 the three aliases of uvicorn methods just above it; the uvicorn version range
@@ -58,6 +85,7 @@ from __future__ import annotations
 import asyncio
 import http
 import logging
+from collections import OrderedDict
 from typing import Any, Final
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
@@ -73,6 +101,8 @@ _LINGER: Final = 1.0
 _DRAIN_BYTES: Final = 256 * 1024
 _MAX_LINGERING: Final = 64
 _FD_RESERVE: Final = 64
+_RESCAN: Final = 0.1  # seconds before a pass for keep-alive connections to shed that found none is repeated
+_REPORT: Final = 1.0  # seconds between log lines about the cap
 
 # Watchdog states, the low bits of a connection's progress key.
 _IDLE: Final = 0
@@ -121,6 +151,15 @@ class _Shared:
         self.lingering = 0
         self.handle: asyncio.TimerHandle | None = None
         self.connections: set[Any] = set()
+        # Shedding (the "Connection cap" rule): admitted connections in accept order, until they close or are
+        # found to have sent bytes; the last pass's keep-alive ones with their read count then, longest idle last.
+        self.silent: OrderedDict[LimitedHttpToolsProtocol, None] = OrderedDict()
+        self.kept_alive: list[tuple[LimitedHttpToolsProtocol, int]] = []
+        self.pass_after = 0.0
+        self.shedding = 0  # shed, connection_lost still to come
+        self.shed = 0  # these two: counted for the next log line
+        self.refused = 0
+        self.report: asyncio.TimerHandle | None = None
         self.head_too_large = refusal(
             431,
             INVALID_REQUEST,
@@ -150,6 +189,7 @@ class _Shared:
 
     def sweep(self, loop: asyncio.AbstractEventLoop) -> None:
         self.handle = None
+        self.kept_alive.clear()  # a tick old: the next pass measures again
         if not self.connections:
             return
         tick = self.tick
@@ -158,6 +198,70 @@ class _Shared:
             if check is not None:
                 check(tick)
         self.handle = loop.call_later(tick, self.sweep, loop)
+
+    # --- the cap ----------------------------------------------------------------------------------
+
+    def full(self) -> bool:
+        """True when a new connection (not yet among ``connections``) would be one too many."""
+        return len(self.connections) - self.shedding >= self.max_connections
+
+    def make_room(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Shed one idle connection by the module's rule; False when none may be shed."""
+        silent = self.silent
+        while silent:
+            connection, _ = silent.popitem(last=False)
+            if connection.reads == 0 and connection.shed_if_idle():
+                self.shed_one(loop)
+                return True
+        kept = self.kept_alive
+        if not kept:
+            now = loop.time()
+            if now < self.pass_after:
+                return False
+            kept = self.kept_alive = self.keep_alive_idle()
+            if not kept:
+                self.pass_after = now + _RESCAN
+                return False
+        while kept:
+            connection, reads = kept.pop()
+            if connection.reads == reads and connection.shed_if_idle():
+                self.shed_one(loop)
+                return True
+        return False
+
+    def keep_alive_idle(self) -> list[tuple[LimitedHttpToolsProtocol, int]]:
+        """Every open keep-alive connection between requests, with its read count, longest idle last."""
+        found = []
+        for connection in self.connections:
+            idle = getattr(connection, "kept_alive_for", None)
+            quiet = -1.0 if idle is None else idle()
+            if quiet >= 0:
+                found.append((quiet, connection))
+        found.sort(key=lambda pair: pair[0])
+        return [(connection, connection.reads) for _, connection in found]
+
+    def shed_one(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.shed += 1
+        self.tell_later(loop)
+
+    def refused_one(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.refused += 1
+        self.tell_later(loop)
+
+    def tell_later(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self.report is None:
+            self.report = loop.call_later(_REPORT, self.tell)
+
+    def tell(self) -> None:
+        """The log line about the cap: what was shed and refused since the previous one (at most a second)."""
+        self.report = None
+        logger.warning(
+            "max_connections (%d) reached: shed %d idle connections, refused %d with 503 in the last second",
+            self.max_connections,
+            self.shed,
+            self.refused,
+        )
+        self.shed = self.refused = 0
 
 
 class _Refused(Exception):
@@ -201,23 +305,32 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         self.linger: asyncio.TimerHandle | None = None
         self.watch_key = -1
         self.quiet = 0.0
+        self.was_shed = False
 
     # --- the connection -------------------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         shared = self._shared
-        over = len(self.connections) >= shared.max_connections
+        over = shared.full()
         super().connection_made(transport)  # type: ignore[arg-type]
-        shared.watch(self.connections, self.loop)
-        if over:
-            logger.warning("Refused a connection: %d are open (max_connections)", len(self.connections) - 1)
+        loop = self.loop
+        shared.watch(self.connections, loop)
+        if over and not shared.make_room(loop):
+            shared.refused_one(loop)
             self.refuse(shared.busy)
+            return
+        shared.silent[self] = None
 
     def connection_lost(self, exc: Exception | None) -> None:
+        shared = self._shared
         if self.linger is not None:
             self.linger.cancel()
             self.linger = None
-            self._shared.lingering -= 1
+            shared.lingering -= 1
+        if self.was_shed:
+            self.was_shed = False
+            shared.shedding -= 1
+        shared.silent.pop(self, None)
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -309,6 +422,42 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self.linger = None
             self._shared.lingering -= 1
         self.transport.close()
+
+    # --- shedding ---------------------------------------------------------------------------------
+
+    def kept_alive_for(self) -> float:
+        """How long this keep-alive connection has been idle between requests (as the watchdog measured it,
+        0 if it has not looked since); -1 when it is not idle that way: a request or response under way,
+        bytes of the next request read, refused, closing, or the last response not all sent yet."""
+        cycle = self.cycle
+        if (
+            self.refused
+            or cycle is None
+            or not cycle.response_complete
+            or self.head_left != self.max_head
+            or self.transport.is_closing()
+            or self.transport.get_write_buffer_size()
+        ):
+            return -1.0
+        return self.quiet if self.watch_key == self.reads * 4 + _IDLE else 0.0
+
+    def shed_if_idle(self) -> bool:
+        """Close this connection to make room, unless it is busy after all (see ``make_room``); True if closed.
+
+        The caller checked its read count, so a request has not begun since it was found idle.
+        """
+        cycle = self.cycle
+        if (
+            self.refused
+            or (cycle is not None and not cycle.response_complete)
+            or self.head_left != self.max_head
+            or self.transport.is_closing()
+        ):
+            return False
+        self.was_shed = True
+        self._shared.shedding += 1
+        self.transport.close()
+        return True
 
     # --- the watchdog's look --------------------------------------------------------------------
 
