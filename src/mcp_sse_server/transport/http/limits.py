@@ -92,8 +92,12 @@ class HttpLimits:
         so they drop an idle connection before the server does.
     ``max_connections`` (4096)
         Open connections at once, SSE streams included. A connection beyond it
-        gets 503 with a JSON-RPC error and is closed. ``bind`` lowers it to fit
-        the process's file-descriptor limit (leaving 64 spare), with a warning.
+        makes room by closing an idle one: one that has sent nothing since it
+        was accepted (the oldest first), else the longest-idle keep-alive one;
+        a request or response under way (an SSE stream) is never closed for it.
+        With none idle, it gets 503 with a JSON-RPC error and is closed.
+        ``bind`` lowers it to fit the process's file-descriptor limit (leaving
+        64 spare), with a warning.
 
     Resumable streams (2025-11-25 sessions):
 
@@ -176,7 +180,10 @@ class HttpLimits:
         default=15.0, metadata=_about("seconds", "Close a connection with no request in progress after this long.")
     )
     max_connections: int = field(
-        default=4096, metadata=_about("count", "Most open connections; more get 503 and are closed.")
+        default=4096,
+        metadata=_about(
+            "count", "Most open connections; beyond it an idle one is closed to make room, else the new one gets 503."
+        ),
     )
     retry_interval: float = field(
         default=1.0, metadata=_about("seconds", "Reconnection delay sent on resumable (2025-11-25) streams.")

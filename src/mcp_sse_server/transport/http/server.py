@@ -61,6 +61,11 @@ def _protocol_options(limits: HttpLimits) -> dict[str, Any]:
         }
     from .connections import protocol_class
 
+    # No limit_concurrency here: connections.py decides at accept, shedding an idle connection before it
+    # refuses. uvicorn's own limit is checked later, when each request's head is complete, against all
+    # open connections: with it at max_connections, the request of a connection just admitted by shedding
+    # (the set full again, itself included) would get uvicorn's plain-text 503. The h11 fallback above
+    # keeps it, without shedding.
     return {
         "http": protocol_class(limits),
         # uvicorn's own timer after a response; the watchdog enforces the same timeout for every idle connection.
