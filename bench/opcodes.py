@@ -1,12 +1,15 @@
 """Python opcodes one `tools/call add` executes inside our ASGI app: a count that does not move
 with the machine's load, to compare code versions where the timed points are too noisy.
 
-    PYTHONPATH=src python bench/opcodes.py [session|stateless] [--by-function] [--jwt]
+    PYTHONPATH=src python bench/opcodes.py [session|stateless] [--by-function] [--jwt] [--factory]
     PYTHONPATH=bench/.baseline/540ab25/src python bench/opcodes.py      (run.py --baseline extracts it)
 
 --jwt: the app as `ours.py --jwt` serves it (auth=ResourceServer(...) with a JwtVerifier and a
 local RS256 key), every call with `Authorization: Bearer` and the one token, verified before the
 counted calls (a VerifiedTokens hit): what a token verified before adds to a call (run.py's ours-jwt).
+
+--factory: the app builds its servers with a factory (`on_session=`, as `serve FILE:factory`
+does) instead of serving one instance: a stateless call should cost what an instance's does.
 
 The app is called in process with a minimal ASGI driver (no socket, no uvicorn: their work is
 the same for every version); `sys.settrace` counts every opcode of every Python frame during
@@ -39,14 +42,15 @@ META = {
 }
 
 
-def make_app(jwt: bool = False) -> tuple[Any, list[tuple[bytes, bytes]]]:
-    """The app, and the headers every call sends besides HOST and ACCEPT (the bearer token with `jwt`)."""
+def make_app(jwt: bool = False, factory_target: bool = False) -> tuple[Any, list[tuple[bytes, bytes]]]:
+    """The app, and the headers every call sends besides HOST and ACCEPT (the bearer token with
+    `jwt`); `factory_target`: servers built by a factory, not one instance."""
     from mcp_sse_server.transport.http.app import McpHttpApp
 
     try:
         from mcp_sse_server.transport.http import McpHttpServer
 
-        shared = shared_server(McpHttpServer.bind)
+        shared = shared_server(McpHttpServer.bind) and not factory_target
     except ImportError:
         shared = False
     factory = make_factory()
@@ -95,8 +99,8 @@ async def request(app: Any, mode: str, extra: list[tuple[bytes, bytes]]) -> tupl
     return HOST + ACCEPT + extra + session, body
 
 
-async def main(mode: str, by_function: bool, jwt: bool = False) -> None:
-    app, extra = make_app(jwt)
+async def main(mode: str, by_function: bool, jwt: bool = False, factory_target: bool = False) -> None:
+    app, extra = make_app(jwt, factory_target)
     headers, body = await request(app, mode, extra)
     answer = await call(app, headers, body)
     if answer[0]["status"] != 200 or b'"3"' not in answer[-1]["body"]:
@@ -121,7 +125,8 @@ async def main(mode: str, by_function: bool, jwt: bool = False) -> None:
     finally:
         sys.settrace(None)
     per_call = round(sum(counts.values()) / CALLS)
-    print(json.dumps({"mode": mode + (" --jwt" if jwt else ""), "opcodes_per_call": per_call}))
+    flags = (" --jwt" if jwt else "") + (" --factory" if factory_target else "")
+    print(json.dumps({"mode": mode + flags, "opcodes_per_call": per_call}))
     if by_function:
         for name, n in counts.most_common(40):
             print(f"{n / CALLS:8.1f}  {name}")
@@ -129,4 +134,4 @@ async def main(mode: str, by_function: bool, jwt: bool = False) -> None:
 
 if __name__ == "__main__":
     asyncio.run(main("stateless" if "stateless" in sys.argv[1:] else "session", "--by-function" in sys.argv,
-                     "--jwt" in sys.argv))
+                     "--jwt" in sys.argv, "--factory" in sys.argv))

@@ -1,19 +1,35 @@
 """The official Python SDK client at the stateless revision 2026-07-28 against our server:
 pinned to it and in its default mode="auto" (which probes with server/discover and stays
-stateless). Questions to the client travel as input_required rounds; no session is made."""
+stateless). Questions to the client travel as input_required rounds; no session is made. The
+server is served both as one instance and by a factory of servers (``on_session``, what
+``serve FILE:factory`` does)."""
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import AsyncIterator
 from typing import Any
 
 import mcp.types as t
 import pytest
 from mcp import Client
 
+from fixtures.http_app import Gate, build_server
 from mcp_sse_server.transport.http import McpHttpServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(params=["instance", "factory"])
+async def bound(request: pytest.FixtureRequest, gate: Gate) -> AsyncIterator[McpHttpServer]:
+    if request.param == "instance":
+        http = await McpHttpServer.bind(build_server(gate), port=0)
+    else:
+        http = await McpHttpServer.bind(on_session=lambda: build_server(gate), port=0)
+    try:
+        yield http
+    finally:
+        await http.close(deadline=1)
 
 
 @pytest.mark.parametrize("mode", ["2026-07-28", "auto"])
