@@ -18,10 +18,12 @@ import httpx
 import orjson
 import pytest
 
+from fixtures.http_app import Clock
 from fixtures.keys import ISSUER, RESOURCE, KeySetServer, SigningKey
 from fixtures.messages import initialize_message, notification, request
 from mcp_sse_server import McpServer, RequestContext
 from mcp_sse_server.auth import JwtVerifier, ResourceServer
+from mcp_sse_server.auth.backoff import MAX_DELAY
 from mcp_sse_server.transport.http import McpHttpServer
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
@@ -33,10 +35,11 @@ def key() -> SigningKey:
 
 
 class Protected:
-    def __init__(self, http: McpHttpServer, key_set: KeySetServer, client: httpx.AsyncClient) -> None:
+    def __init__(self, http: McpHttpServer, key_set: KeySetServer, client: httpx.AsyncClient, timer: Clock) -> None:
         self.http = http
         self.key_set = key_set
         self.client = client
+        self.timer = timer  # the verifier's: when it may fetch the key set again
 
     async def post(self, body: Any, headers: dict[str, str]) -> httpx.Response:
         return await self.client.post(self.http.endpoint, content=orjson.dumps(body), headers={**HEADERS, **headers})
@@ -45,7 +48,10 @@ class Protected:
 @pytest.fixture
 async def protected(key: SigningKey) -> AsyncIterator[Protected]:
     key_set = KeySetServer([key])
-    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks_uri=key_set.url, timeout=1.0, refresh_interval=0)
+    timer = Clock()
+    verifier = JwtVerifier(
+        issuer=ISSUER, audience=RESOURCE, jwks_uri=key_set.url, timeout=1.0, refresh_interval=0, timer=timer
+    )
     server = McpServer("guarded")
 
     @server.tool
@@ -56,7 +62,7 @@ async def protected(key: SigningKey) -> AsyncIterator[Protected]:
     http = await McpHttpServer.bind(server, auth=auth)
     try:
         async with httpx.AsyncClient(timeout=30) as client:
-            yield Protected(http, key_set, client)
+            yield Protected(http, key_set, client, timer)
     finally:
         await http.close()
         await verifier.aclose()
@@ -129,21 +135,32 @@ async def test_every_bad_input_is_refused_clearly_and_others_keep_being_served(
     assert key.sign() not in caplog.text
 
 
-async def test_a_key_set_down_or_slow_is_a_bounded_503_and_then_works_again(
+async def test_a_key_set_outage_is_a_bounded_503_known_keys_are_served_and_it_ends_within_the_backoff(
     protected: Protected, key: SigningKey
 ) -> None:
-    newcomer = SigningKey("rotated", "ES256")  # a kid the server has not seen: it must fetch the set
-    protected.key_set.keys.append(newcomer)
-    for status, delay in ((503, 0.0), (200, 5.0)):
-        protected.key_set.status, protected.key_set.delay = status, delay
-        started = time.monotonic()
-        reply = await protected.post(initialize_message(), {"authorization": f"Bearer {newcomer.sign()}"})
-        assert reply.status_code == 503 and reply.headers["retry-after"] == "5"
-        assert reply.json()["error"]["message"].startswith("Service unavailable")
-        assert time.monotonic() - started < 4.5  # bounded by the verifier's timeout (1 s), not the delay
-    protected.key_set.status, protected.key_set.delay = 200, 0.0
-    served = await protected.post(initialize_message(), {"authorization": f"Bearer {newcomer.sign()}"})
-    assert served.status_code == 200
+    good = {"authorization": f"Bearer {key.sign()}"}
+    opened = await protected.post(initialize_message(), good)
+    session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+    assert (await protected.post(notification("notifications/initialized"), {**good, **session})).status_code == 202
+    for number, how in enumerate(("refused", "500", "slow"), start=10):
+        newcomer = SigningKey(f"rotated-{how}", "ES256")  # a kid the server has not seen: it must fetch the set
+        protected.key_set.keys.append(newcomer)
+        protected.key_set.fail(how)
+        for _ in range(3):  # every request that needs the set: 503, never 401 (the client keeps its token)
+            started = time.monotonic()
+            reply = await protected.post(initialize_message(), {"authorization": f"Bearer {newcomer.sign()}"})
+            assert reply.status_code == 503, (how, reply.status_code, reply.headers)
+            assert 1 <= int(reply.headers["retry-after"]) <= MAX_DELAY
+            assert reply.json()["error"]["message"].startswith("Service unavailable")
+            assert time.monotonic() - started < 4.5  # bounded by the verifier's timeout (1 s), not the delay
+        # A token of a key the server knows is served through the outage (a new token: not from the cache).
+        fresh = {"authorization": f"Bearer {key.sign()}", **session}
+        call = await protected.post(request(number, "tools/call", {"name": "whoami", "arguments": {}}), fresh)
+        assert call.status_code == 200 and '"alice"' in call.text, how
+        protected.key_set.mend()
+        protected.timer.advance(MAX_DELAY)  # the most a key set that is back waits to be fetched
+        served = await protected.post(initialize_message(), {"authorization": f"Bearer {newcomer.sign()}"})
+        assert served.status_code == 200, how
 
 
 async def test_a_key_set_of_a_thousand_keys_leaves_the_server_serving(protected: Protected, key: SigningKey) -> None:

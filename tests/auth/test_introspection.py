@@ -1,19 +1,25 @@
 """``IntrospectionVerifier`` against a real authorization server over HTTP (RFC 7662): active,
 inactive, revoked and expired tokens, audience and issuer, client authentication, the short cache,
-one call per token at a time, and an authorization server that fails or stalls."""
+one call per token at a time, and an authorization server that fails, stalls or refuses
+connections: 503 with a backoff, cached tokens served, a recovery seen within the backoff."""
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import socket
 import time
 from collections.abc import AsyncIterator
 
 import pytest
 
 from fixtures.authorization_server import AuthorizationServer
+from fixtures.http_app import Clock
 from fixtures.messages import initialize_message
+from fixtures.verdicts import reason, unavailable
 from mcp_sse_server import McpServer
-from mcp_sse_server.auth import IntrospectionVerifier, InvalidToken, ResourceServer, VerifierUnavailable
+from mcp_sse_server.auth import IntrospectionVerifier, ResourceServer, VerifierUnavailable
+from mcp_sse_server.auth.backoff import MAX_DELAY
 from mcp_sse_server.transport.http import McpHttpApp
 
 RESOURCE = "https://mcp.example.test/mcp"
@@ -36,12 +42,6 @@ def verifier_for(issuer: AuthorizationServer, **settings: object) -> Introspecti
         issuer=issuer.issuer,
         **settings,  # type: ignore[arg-type]
     )
-
-
-async def reason(verifier: IntrospectionVerifier, token: str) -> str:
-    with pytest.raises(InvalidToken) as refused:
-        await verifier.verify(token)
-    return refused.value.reason
 
 
 async def test_an_active_token_names_its_principal(issuer: AuthorizationServer) -> None:
@@ -125,21 +125,104 @@ async def test_active_answers_are_cached_briefly_and_one_call_serves_concurrent_
 async def test_an_authorization_server_that_fails_or_stalls_is_unavailable_within_the_timeout(
     issuer: AuthorizationServer,
 ) -> None:
-    verifier = verifier_for(issuer, timeout=0.5)
+    timer = Clock()
+    verifier = verifier_for(issuer, timeout=0.5, timer=timer)
     token = issuer.issue(audience=RESOURCE)
     try:
         issuer.fail_introspection = 503
         with pytest.raises(VerifierUnavailable):
             await verifier.verify(token)
-        issuer.fail_introspection, issuer.introspection_delay = None, 5.0
+        timer.advance(MAX_DELAY)
+        issuer.fail_introspection, issuer.introspection_delay = None, 3.0
         started = time.monotonic()
         with pytest.raises(VerifierUnavailable):
             await verifier.verify(token)
-        assert time.monotonic() - started < 3.0
+        assert time.monotonic() - started < 2.5  # a bound that only catches a request held by the stall
         issuer.introspection_delay = 0.0
+        timer.advance(MAX_DELAY)
         assert (await verifier.verify(token)).subject == "alice"
     finally:
         await verifier.aclose()
+
+
+@pytest.mark.parametrize("how", ["500", "slow"])
+async def test_while_introspection_is_down_requests_are_503_and_cached_tokens_served(
+    issuer: AuthorizationServer, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="mcp_sse_server.auth")
+    timer = Clock()
+    verifier = verifier_for(issuer, timeout=0.5, timer=timer, jitter=lambda: 1.0)
+    known = issuer.issue(audience=RESOURCE, subject="carol")
+    tokens = [issuer.issue(audience=RESOURCE, subject=f"user-{n}") for n in range(5)]
+    try:
+        assert (await verifier.verify(known)).subject == "carol"
+        if how == "500":
+            issuer.fail_introspection = 500
+        else:
+            issuer.introspection_delay = 3.0  # beyond the timeout
+        calls = issuer.introspection_calls
+        assert await unavailable(verifier, tokens[0]) == 1  # never "inactive": it cannot tell
+        for token in tokens * 4:  # in the backoff: unavailable at once, the endpoint not asked
+            assert await unavailable(verifier, token) == 1
+            assert (await verifier.verify(known)).subject == "carol"  # cached: served through the outage
+        assert issuer.introspection_calls == calls + 1
+        # Once the backoff passed, one call (the probe) for many requests: the others are not held.
+        timer.advance(MAX_DELAY)
+        outcomes = await asyncio.gather(*(verifier.verify(token) for token in tokens), return_exceptions=True)
+        assert [getattr(outcome, "retry_after", outcome) for outcome in outcomes] == [2, 1, 1, 1, 1]
+        assert issuer.introspection_calls == calls + 2
+        issuer.fail_introspection, issuer.introspection_delay = None, 0.0
+        timer.advance(MAX_DELAY)  # the most an endpoint that is back waits to be asked
+        assert (await verifier.verify(tokens[0])).subject == "user-0"  # the probe: the outage is over
+        served = await asyncio.gather(*(verifier.verify(token) for token in tokens[1:]))
+        assert [token.subject for token in served] == [f"user-{n}" for n in range(1, 5)]
+        assert await reason(verifier, "never-issued") == "inactive"
+    finally:
+        await verifier.aclose()
+    outage = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(outage) == 2, outage  # once when it started, once when it ended: not per request
+    assert "(failed attempts: 2)" in outage[1]
+
+
+async def test_a_stalled_endpoint_holds_no_request_beyond_the_timeout(issuer: AuthorizationServer) -> None:
+    timer = Clock()
+    verifier = verifier_for(issuer, timeout=0.5, timer=timer, jitter=lambda: 1.0)
+    tokens = [issuer.issue(audience=RESOURCE, subject=f"user-{n}") for n in range(10)]
+    try:
+        issuer.introspection_delay = 3.0
+        started = time.monotonic()
+        outcomes = await asyncio.gather(*(verifier.verify(token) for token in tokens * 2), return_exceptions=True)
+        assert all(isinstance(outcome, VerifierUnavailable) for outcome in outcomes), outcomes
+        assert time.monotonic() - started < 2.5  # a bound that only catches a request held by the stall
+        assert issuer.introspection_calls == 10  # one call per token, while it was not known to be down
+        # Ten calls failing together are one failure: the backoff is the first one's, not doubled ten times.
+        assert await unavailable(verifier, issuer.issue(audience=RESOURCE)) == 1
+    finally:
+        await verifier.aclose()
+
+
+async def test_an_endpoint_that_refuses_connections_is_503_with_backoff(caplog: pytest.LogCaptureFixture) -> None:
+    with socket.socket() as closed:  # a port nobody listens on
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    timer = Clock()
+    verifier = IntrospectionVerifier(
+        endpoint=f"http://127.0.0.1:{port}/introspect",
+        client_id="this-resource",
+        client_secret="secret",
+        audience=RESOURCE,
+        timer=timer,
+        jitter=lambda: 1.0,
+    )
+    try:
+        for token in ("a", "b", "c"):
+            assert await unavailable(verifier, token) == 1
+        timer.advance(0.5)
+        assert await unavailable(verifier, "a") == 1  # half the backoff left, rounded up
+    finally:
+        await verifier.aclose()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and "ConnectError" in warnings[0], warnings
 
 
 async def test_a_caller_that_goes_away_does_not_cancel_the_call_for_the_others(issuer: AuthorizationServer) -> None:
@@ -171,6 +254,7 @@ async def test_a_protected_endpoint_with_introspection(issuer: AuthorizationServ
         issuer.fail_introspection = 500
         stale = issuer.issue(audience=RESOURCE, subject="bob")
         refused = await call(app, body=initialize_message(), headers={"authorization": f"Bearer {stale}"})
-        assert refused.status == 503 and refused.headers["retry-after"] == "5"
+        assert refused.status == 503 and refused.headers["retry-after"] == "1"  # the backoff left
+        assert (await call(app, body=initialize_message(), headers={"authorization": f"Bearer {token}"})).status == 200
     finally:
         await verifier.aclose()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
+import logging
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -12,8 +14,11 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from fixtures.http_app import Clock
 from fixtures.keys import ISSUER, RESOURCE, KeySetServer, SigningKey
-from mcp_sse_server.auth import AccessToken, InvalidToken, JwtVerifier, VerifiedTokens, VerifierUnavailable
+from fixtures.verdicts import reason, unavailable
+from mcp_sse_server.auth import AccessToken, JwtVerifier, VerifiedTokens, VerifierUnavailable
+from mcp_sse_server.auth.backoff import MAX_DELAY
 
 
 @pytest.fixture(scope="module")
@@ -38,12 +43,6 @@ async def verifier(key_set: KeySetServer) -> AsyncIterator[JwtVerifier]:
     verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks_uri=key_set.url, timeout=2.0)
     yield verifier
     await verifier.aclose()
-
-
-async def reason(verifier: JwtVerifier, token: str) -> str:
-    with pytest.raises(InvalidToken) as refused:
-        await verifier.verify(token)
-    return refused.value.reason
 
 
 async def test_a_good_token_names_its_principal_and_scopes(verifier: JwtVerifier, rsa_key: SigningKey) -> None:
@@ -119,33 +118,117 @@ async def test_unknown_kids_fetch_the_key_set_at_most_once_per_interval(
 
 
 async def test_a_rotated_key_is_fetched_once_the_interval_passed(key_set: KeySetServer, rsa_key: SigningKey) -> None:
-    now = [1_000_000.0]  # the verifier's clock (its refresh interval); the tokens' times are real
-    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks_uri=key_set.url, clock=lambda: now[0])
+    timer = Clock()  # the verifier's fetch timing (its refresh interval); the tokens' times are real
+    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks_uri=key_set.url, timer=timer)
     try:
         assert (await verifier.verify(rsa_key.sign())).subject == "alice"
         new = SigningKey("rsa-2")
         key_set.keys.append(new)  # the authorization server rotates its keys
         assert await reason(verifier, new.sign()) == "unknown key"  # the set was fetched a moment ago
-        now[0] += 61
+        timer.advance(61)
         assert (await verifier.verify(new.sign(sub="bob"))).subject == "bob"
         assert key_set.fetches == 2
     finally:
         await verifier.aclose()
 
 
-async def test_a_key_set_down_or_slow_is_unavailable_within_the_timeout(
+@pytest.mark.parametrize("how", ["refused", "500", "slow"])
+async def test_while_the_key_set_is_down_new_kids_are_unavailable_and_known_ones_served(
+    key_set: KeySetServer, rsa_key: SigningKey, how: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG, logger="mcp_sse_server.auth")
+    timer = Clock()
+    verifier = JwtVerifier(
+        issuer=ISSUER, audience=RESOURCE, jwks_uri=key_set.url, timeout=0.5, timer=timer, jitter=lambda: 1.0
+    )
+    rotated = SigningKey("rsa-2")
+    try:
+        assert (await verifier.verify(rsa_key.sign())).subject == "alice"
+        key_set.fail(how)
+        key_set.keys.append(rotated)  # rotated while out of reach
+        timer.advance(61)  # past the refresh interval: the next unknown kid fetches
+        fetches = key_set.fetches
+        assert await unavailable(verifier, rotated.sign()) == 1  # never "unknown key": it cannot tell
+        for n in range(20):  # every request in the backoff: unavailable at once, without a fetch
+            assert await unavailable(verifier, SigningKey(f"made-up-{n}", "ES256").sign()) == 1
+            assert (await verifier.verify(rsa_key.sign(sub=f"user-{n}"))).subject == f"user-{n}"  # known: served
+        assert key_set.fetches <= fetches + 1
+        # Each failed attempt doubles the backoff, up to MAX_DELAY: the Retry-After says how long is left.
+        for expected in (2, 4, 4):
+            timer.advance(MAX_DELAY)
+            assert await unavailable(verifier, rotated.sign()) == expected
+        assert key_set.fetches <= fetches + 4
+        key_set.mend()
+        timer.advance(MAX_DELAY)  # the most a set that is back waits to be seen
+        assert (await verifier.verify(rotated.sign(sub="bob"))).subject == "bob"
+        assert await reason(verifier, SigningKey("made-up", "ES256").sign()) == "unknown key"  # the set was just seen
+    finally:
+        await verifier.aclose()
+    outage = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(outage) == 2, outage  # once when it started, once when it ended: not per request
+    assert "until it answers" in outage[0] and "(failed attempts: 4)" in outage[1]
+
+
+async def test_before_the_first_fetch_every_token_is_unavailable_until_the_set_comes(
     key_set: KeySetServer, rsa_key: SigningKey
 ) -> None:
-    key_set.status = 500
-    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks_uri=key_set.url, timeout=0.5, refresh_interval=0)
+    key_set.down()
+    timer = Clock()
+    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks_uri=key_set.url, timer=timer, jitter=lambda: 0.0)
     try:
+        for _ in range(5):
+            assert await unavailable(verifier, rsa_key.sign()) == 1  # backoff 0.5 s (no jitter): rounded up
+        key_set.up()
+        assert await unavailable(verifier, rsa_key.sign()) == 1  # still in the backoff: not asked yet
+        assert key_set.fetches == 0
+        timer.advance(0.5)
+        assert (await verifier.verify(rsa_key.sign())).subject == "alice"
+        assert key_set.fetches == 1
+    finally:
+        await verifier.aclose()
+
+
+async def test_a_slow_key_set_holds_no_request_beyond_the_timeout(key_set: KeySetServer, rsa_key: SigningKey) -> None:
+    key_set.delay = 10.0
+    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks_uri=key_set.url, timeout=0.5)
+    try:
+        started = time.monotonic()
+        outcomes = await asyncio.gather(*(verifier.verify(rsa_key.sign()) for _ in range(10)), return_exceptions=True)
+        assert time.monotonic() - started < 5.0  # a bound that only catches a request held by the slow set
+        assert all(isinstance(outcome, VerifierUnavailable) for outcome in outcomes), outcomes
+        assert key_set.fetches == 1  # one fetch, the others waited for it
+    finally:
+        await verifier.aclose()
+
+
+async def test_a_request_joining_a_fetch_under_way_waits_no_longer_than_the_timeout_in_all(
+    key_set: KeySetServer, rsa_key: SigningKey
+) -> None:
+    key_set.delay = 10.0
+    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks_uri=key_set.url, timeout=1.0)
+    try:
+        first = asyncio.ensure_future(verifier.verify(rsa_key.sign()))
+        await asyncio.sleep(0.3)
+        first.cancel()  # its client went away: the fetch goes on for the others
+        started = time.monotonic()
         with pytest.raises(VerifierUnavailable):
             await verifier.verify(rsa_key.sign())
-        key_set.status, key_set.delay = 200, 3.0
-        with pytest.raises(VerifierUnavailable):
-            await verifier.verify(rsa_key.sign())
-        key_set.delay = 0.0
-        assert (await verifier.verify(rsa_key.sign())).subject == "alice"  # back once it answers
+        assert time.monotonic() - started < 5.0
+        assert key_set.fetches == 1
+    finally:
+        await verifier.aclose()
+
+
+async def test_a_body_that_is_not_a_key_set_is_an_outage_that_keeps_the_keys(
+    key_set: KeySetServer, rsa_key: SigningKey, ec_key: SigningKey
+) -> None:
+    timer = Clock()
+    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks_uri=key_set.url, timer=timer, refresh_interval=0)
+    try:
+        assert (await verifier.verify(rsa_key.sign())).subject == "alice"
+        key_set.body = b'{"error": "maintenance"}'
+        await unavailable(verifier, SigningKey("rsa-2").sign())
+        assert (await verifier.verify(ec_key.sign())).subject == "alice"  # known: kept, not cleared
     finally:
         await verifier.aclose()
 

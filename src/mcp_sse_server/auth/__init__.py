@@ -6,6 +6,8 @@
   server's key set (PyJWT, on ``cryptography``).
 * ``IntrospectionVerifier`` (``introspection.py``): any token, asked about at the
   authorization server (RFC 7662).
+* ``Backoff`` (``backoff.py``): when either verifier asks its authorization server again
+  after it failed to answer (an outage is 503 for the tokens that need it, never 401).
 * ``ResourceServer`` (``resource.py``): an endpoint's settings as a protected resource
   (``McpHttpApp(auth=...)``), and what it tells clients.
 

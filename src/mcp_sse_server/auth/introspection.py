@@ -13,7 +13,19 @@ The checks, in order (each failure is an ``InvalidToken`` with a short reason):
    or ``client_secret_post``), within ``timeout``. No answer, a 4xx or 5xx, or
    a body that is not a JSON object raises ``VerifierUnavailable``: the
    token is neither let through nor called invalid.
-4. The answer: ``active`` must be ``true`` (``"inactive"``); ``exp`` and
+4. An outage: after a failed call the endpoint is not asked again until its
+   ``Backoff`` (``auth/backoff.py``: 1 s doubling to 4 s, jittered) has
+   passed. Meanwhile a token not in the cache is ``VerifierUnavailable`` at
+   once, with ``retry_after`` the backoff left, never ``InvalidToken``: a
+   dead endpoint is not asked by every request, and one that is back is
+   asked at most 4 s later. Then one call goes, the probe; a request for
+   another token while it is under way is ``VerifierUnavailable`` at once too
+   (``retry_after`` 1): only the probe's own token waits for it. Tokens in
+   the cache keep working through the outage (rule 2). A request waits at
+   most ``timeout`` seconds, whatever the endpoint does: a call is given up
+   after ``timeout``, and a request waiting for one came at its start or
+   after. The backoff's times are on ``timer`` (monotonic seconds).
+5. The answer: ``active`` must be ``true`` (``"inactive"``); ``exp`` and
    ``nbf`` are checked again with ``leeway`` (``"expired"``, ``"not yet
    valid"``); ``iss``, when given, must be one of ``issuer`` (``"issuer"``);
    ``aud`` must name this resource (``"audience"``, RFC 8707), and an answer
@@ -26,15 +38,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, Literal
 
 import httpx
 
+from .backoff import Backoff
 from .client_auth import client_secret_basic
 from .fetch import fetch_json
-from .tokens import AccessToken, InvalidToken, VerifiedTokens, token_key
+from .tokens import AccessToken, InvalidToken, VerifiedTokens, VerifierUnavailable, token_key
 from .urls import check_fetch_url
 
 __all__ = ["IntrospectionVerifier"]
@@ -42,6 +56,7 @@ __all__ = ["IntrospectionVerifier"]
 logger = logging.getLogger("mcp_sse_server.auth")
 
 _MAX_ANSWER_BYTES: Final = 64 * 1024
+_ANSWER: Final = "the authorization server's answer about the token"
 
 
 class IntrospectionVerifier:
@@ -52,7 +67,8 @@ class IntrospectionVerifier:
     resource's credentials there. ``audience``: this resource's canonical URI
     (or URIs). ``issuer``: the issuer (or issuers) an answer's ``iss`` must be,
     when it names one. ``http``: the client to call with (one of its own,
-    closed by ``aclose``, by default).
+    closed by ``aclose``, by default). ``clock``: wall-clock seconds (expiry, the cache);
+    ``timer`` and ``jitter``: the backoff's (rule 4), monotonic seconds and draws from [0, 1).
     """
 
     def __init__(
@@ -72,6 +88,8 @@ class IntrospectionVerifier:
         cache: VerifiedTokens | None = None,
         http: httpx.AsyncClient | None = None,
         clock: Callable[[], float] = time.time,
+        timer: Callable[[], float] = time.monotonic,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         check_fetch_url("endpoint", endpoint)
         if not client_id:
@@ -95,6 +113,8 @@ class IntrospectionVerifier:
         self._http = http
         self._own_http = http is None
         self._asking: dict[bytes, asyncio.Future[AccessToken]] = {}  # by token_key
+        self._probe: asyncio.Future[AccessToken] | None = None  # the call under way during an outage
+        self._backoff = Backoff(f"the introspection endpoint {endpoint}", timer=timer, jitter=jitter)
 
     async def verify(self, token: str, /) -> AccessToken:
         if len(token) > self.max_token_bytes:
@@ -103,19 +123,39 @@ class IntrospectionVerifier:
         cached = self.cache.get(key)
         if cached is not None:
             return cached
+        try:
+            return await self._answer(token, key)
+        except VerifierUnavailable as error:  # (one of its own for each request, with the backoff left now)
+            raise self._backoff.unavailable(str(error)) from None
+
+    async def _answer(self, token: str, key: bytes) -> AccessToken:
+        """The answer about ``token``, within ``timeout``: a call ends within ``timeout`` of its
+        start (``fetch_json``), and a request that joins one came at its start or after."""
+        backoff = self._backoff
+        if key not in self._asking and backoff.failing and (self._probe is not None or backoff.remaining() > 0):
+            raise backoff.unavailable(f"{_ANSWER} cannot be had: the endpoint is out of reach")
         asking = self._asking.get(key)
         if asking is None:
             # One introspection per token at a time, in a task of its own: a caller that goes away
-            # (its client disconnected) does not cancel it for the others waiting on it.
+            # (its client disconnected) does not cancel it for the others.
             asking = self._asking[key] = asyncio.ensure_future(self._ask(token, key))
             asking.add_done_callback(self._asked)
+            if backoff.failing:
+                self._probe = asking
         return await asyncio.shield(asking)
 
     async def _ask(self, token: str, key: bytes) -> AccessToken:
+        attempt = self._backoff.attempt()
         try:
-            verified = self._check(await self._introspect(token))
+            answer = await self._introspect(token)
+        except VerifierUnavailable as error:
+            self._backoff.failed(attempt, str(error))
+            raise
         finally:
-            del self._asking[key]
+            if self._asking.pop(key) is self._probe:  # (this very call)
+                self._probe = None
+        self._backoff.succeeded()  # (an answer, even "inactive": the endpoint is up)
+        verified = self._check(answer)
         self.cache.put(key, verified)
         return verified
 
@@ -138,7 +178,7 @@ class IntrospectionVerifier:
             http,
             "POST",
             self.endpoint,
-            what="the authorization server's answer about the token",
+            what=_ANSWER,
             timeout=self.timeout,
             limit=_MAX_ANSWER_BYTES,
             data=form,

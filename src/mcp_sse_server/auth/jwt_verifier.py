@@ -9,11 +9,24 @@ The checks, in order (each failure is an ``InvalidToken`` with a short reason):
    ``alg`` (``"algorithm"``: ``none`` and the HMAC algorithms never are, so a
    public key can never serve as an HMAC secret) and an accepted ``typ``
    (``"type"``: RFC 9068's ``at+jwt``, ``JWT`` or none by default).
-4. Key: looked up by ``kid`` in the key set. An unknown ``kid`` fetches the
-   set again, at most once per ``refresh_interval`` (a flood of made-up ids is
-   not a flood of fetches), else ``"unknown key"``. A set that cannot be
-   fetched within ``timeout`` raises ``VerifierUnavailable``; at most
-   ``MAX_KEYS`` keys of a set are read.
+4. Key: looked up by ``kid`` in the key set (its first ``MAX_KEYS`` keys are
+   read). A ``kid`` not in it fetches the set again when the verifier may:
+   - the set was fetched last time: once ``refresh_interval`` has passed since
+     (a flood of made-up ids is not a flood of fetches); until then the
+     token is ``"unknown key"``, as it is when the fresh set lacks the ``kid``;
+   - the last fetch failed: once its ``Backoff`` (``auth/backoff.py``: 1 s
+     doubling to 4 s, jittered) has passed; until then, and when the fetch
+     fails again, ``VerifierUnavailable`` with ``retry_after`` the backoff
+     left, never ``"unknown key"``: the verifier cannot tell. So every request
+     that needs the set is 503 while it is down, and a set that is back is
+     fetched at most 4 s later. Before the first fetch the verifier knows no
+     key, so this holds for every token until the set is first fetched.
+   A fetch that fails keeps the keys the verifier has (a ``kid`` known before
+   keeps verifying through the outage); a body without a ``keys`` list is a
+   failed fetch. One fetch at a time, in a task of its own, given up after
+   ``timeout`` seconds; a request waits for it (whoever started it), so at
+   most ``timeout`` seconds in all, then gets ``VerifierUnavailable``. These
+   times are on ``timer`` (monotonic seconds), the cache's on ``clock``.
 5. Signature and claims (PyJWT): ``"signature"``, ``"expired"``,
    ``"not yet valid"`` (``nbf``/``iat``, with ``leeway`` seconds),
    ``"issuer"`` (one of ``issuer``, exactly), ``"audience"`` (RFC 8707: this
@@ -29,6 +42,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -38,7 +52,8 @@ import jwt
 if TYPE_CHECKING:
     import httpx
 
-from .tokens import AccessToken, InvalidToken, VerifiedTokens, token_key
+from .backoff import Backoff
+from .tokens import AccessToken, InvalidToken, VerifiedTokens, VerifierUnavailable, token_key
 from .urls import check_fetch_url
 
 __all__ = ["DEFAULT_ALGORITHMS", "MAX_KEYS", "JwtVerifier"]
@@ -52,6 +67,7 @@ MAX_KEYS: Final = 64
 """Keys of a key set read at most (parsing a key costs; a set of thousands would stall the loop)."""
 
 _MAX_JWKS_BYTES: Final = 1 << 20
+_KEY_SET: Final = "the authorization server's key set"
 _ACCEPTED_TYPES: Final = frozenset({"at+jwt", "application/at+jwt", "jwt"})
 _REASONS: Final[tuple[tuple[type[Exception], str], ...]] = (
     (jwt.ExpiredSignatureError, "expired"),
@@ -70,6 +86,8 @@ class JwtVerifier:
     ``audience``: this resource's canonical URI (or URIs): required. ``jwks_uri``: where the
     keys are (``https``, or ``http`` on loopback only); ``keys`` instead: a JWKS as a mapping.
     ``http``: the client to fetch with (one of its own, closed by ``aclose``, by default).
+    ``clock``: wall-clock seconds (the cache's); ``timer`` and ``jitter``: when the set may be
+    fetched again (rule 4), monotonic seconds and draws from [0, 1).
     """
 
     def __init__(
@@ -88,6 +106,8 @@ class JwtVerifier:
         cache: VerifiedTokens | None = None,
         http: httpx.AsyncClient | None = None,
         clock: Callable[[], float] = time.time,
+        timer: Callable[[], float] = time.monotonic,
+        jitter: Callable[[], float] = random.random,
     ) -> None:
         self.issuers = (issuer,) if isinstance(issuer, str) else tuple(issuer)
         self.audiences = (audience,) if isinstance(audience, str) else tuple(audience)
@@ -114,8 +134,10 @@ class JwtVerifier:
         self._http = http
         self._own_http = http is None
         self._keys: dict[str | None, jwt.PyJWK] = self._read_keys(keys) if keys is not None else {}
-        self._fetched_at: float | None = None
-        self._fetching: asyncio.Lock | None = None
+        self.timer = timer
+        self._fetched_at: float | None = None  # on ``timer``, when a fetch last succeeded
+        self._fetching: asyncio.Task[None] | None = None
+        self._backoff = Backoff(f"{_KEY_SET} at {jwks_uri}", timer=timer, jitter=jitter)
 
     async def verify(self, token: str, /) -> AccessToken:
         if len(token) > self.max_token_bytes:
@@ -158,13 +180,13 @@ class JwtVerifier:
 
     async def _key(self, kid: str | None) -> jwt.PyJWK:
         key = self._find(kid)
+        if key is None and self.jwks_uri is not None and (self._fetching is not None or self._may_fetch()):
+            await self._refreshed()
+            key = self._find(kid)
         if key is not None:
             return key
-        if self.jwks_uri is not None and self._may_refresh():
-            await self._refresh()
-            key = self._find(kid)
-            if key is not None:
-                return key
+        if self._backoff.failing:
+            raise self._backoff.unavailable(f"{_KEY_SET} is out of reach")
         raise InvalidToken("unknown key")
 
     def _find(self, kid: str | None) -> jwt.PyJWK | None:
@@ -173,18 +195,41 @@ class JwtVerifier:
             key = next(iter(self._keys.values()))  # a token without kid, a set of one key
         return key
 
-    def _may_refresh(self) -> bool:
-        return self._fetched_at is None or self.clock() - self._fetched_at >= self.refresh_interval
+    def _may_fetch(self) -> bool:
+        if self._backoff.failing:
+            return self._backoff.remaining() <= 0
+        return self._fetched_at is None or self.timer() - self._fetched_at >= self.refresh_interval
+
+    async def _refreshed(self) -> None:
+        """Wait for the key set to be fetched again, joining the fetch under way if one is. At
+        most ``timeout`` seconds: a fetch ends within ``timeout`` of its start (``fetch_json``),
+        and every request waiting for it came at its start or after."""
+        fetching = self._fetching
+        if fetching is None:
+            # In a task of its own: a request that stops waiting (its client went away) does not
+            # cancel the fetch for the others.
+            fetching = self._fetching = asyncio.ensure_future(self._refresh())
+            fetching.add_done_callback(_retrieved)
+        try:
+            await asyncio.shield(fetching)
+        except VerifierUnavailable as error:  # (one of its own for each request, with the backoff left now)
+            raise self._backoff.unavailable(str(error)) from None
 
     async def _refresh(self) -> None:
-        """Fetch the key set again (one fetch at a time; the others wait for it)."""
-        if self._fetching is None:
-            self._fetching = asyncio.Lock()
-        async with self._fetching:
-            if not self._may_refresh():
-                return  # another request fetched it meanwhile
-            self._fetched_at = self.clock()
-            self._keys = self._read_keys(await self._fetch())
+        attempt = self._backoff.attempt()
+        try:
+            jwks = await self._fetch()
+            entries = jwks.get("keys")
+            if not isinstance(entries, list):
+                raise VerifierUnavailable(f"{_KEY_SET} at {self.jwks_uri} has no list of keys")
+        except VerifierUnavailable as error:
+            self._backoff.failed(attempt, str(error))
+            raise
+        finally:
+            self._fetching = None
+        self._keys = self._read_keys(jwks)
+        self._fetched_at = self.timer()
+        self._backoff.succeeded()
 
     async def _fetch(self) -> Mapping[str, Any]:
         assert self.jwks_uri is not None
@@ -199,7 +244,7 @@ class JwtVerifier:
             http,
             "GET",
             self.jwks_uri,
-            what="the authorization server's key set",
+            what=_KEY_SET,
             timeout=self.timeout,
             limit=_MAX_JWKS_BYTES,
             headers={"accept": "application/json"},
@@ -229,6 +274,11 @@ class JwtVerifier:
         if self._own_http and self._http is not None:
             await self._http.aclose()
             self._http = None
+
+
+def _retrieved(task: asyncio.Future[None]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved, so a failure nobody waited for is not logged as lost
 
 
 def _access_token(claims: Mapping[str, Any]) -> AccessToken:

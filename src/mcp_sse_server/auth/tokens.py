@@ -6,7 +6,9 @@ Rules every ``TokenVerifier`` keeps:
    ``InvalidToken`` (the token is not good for this resource: answer 401
    ``invalid_token``) or ``VerifierUnavailable`` (the verifier cannot decide
    now, a key set or introspection endpoint out of reach: answer 503 and let
-   the client retry). It never lets a token through because it could not check.
+   the client retry after its ``retry_after`` seconds). It never lets a token
+   through because it could not check, and never calls a token invalid
+   because it could not check (a client drops a token refused as invalid).
 2. An ``InvalidToken``'s reason is short, generic and safe to send to the
    client (``"expired"``, ``"audience"``...): it never quotes the token or a
    library's exception text.
@@ -23,6 +25,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import hashlib
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
@@ -82,7 +85,13 @@ class InvalidToken(Exception):
 
 
 class VerifierUnavailable(Exception):
-    """The verifier cannot decide now (its key set or introspection endpoint is out of reach)."""
+    """The verifier cannot decide now (its key set or introspection endpoint is out of reach).
+    ``retry_after``: seconds until it may be able to, a whole number, at least 1 (the HTTP
+    layer's ``Retry-After``); the message is for the log, never sent to the client."""
+
+    def __init__(self, message: str = "the token cannot be checked now", *, retry_after: float = 5.0) -> None:
+        super().__init__(message)
+        self.retry_after = max(1, math.ceil(retry_after))
 
 
 class TokenVerifier(Protocol):

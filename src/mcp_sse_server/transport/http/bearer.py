@@ -14,7 +14,9 @@ Order, for an HTTP request (``auth/resource.py`` states what each answer carries
    - missing, or another scheme: 401 with the challenge (no ``error``);
    - a token the verifier refuses: 401 ``invalid_token`` (its reason, never
      the token, in ``error_description``); a verifier that cannot decide
-     (its key set out of reach): 503 with ``Retry-After``;
+     (its key set out of reach): 503 with ``Retry-After`` its ``retry_after``
+     seconds, logged at DEBUG only (the verifier logs an outage once, when it
+     starts and when it ends, not once per request);
    - a token without the ``required_scopes``: 403 ``insufficient_scope``.
 4. The request goes on with the token in ``current_access_token`` (what
    handlers read as ``context.auth``) and in the scope under ``SCOPE_KEY``.
@@ -164,12 +166,12 @@ class BearerMiddleware:
             )
             return None
         except VerifierUnavailable as error:
-            logger.warning("could not check a bearer token: %s", error)
+            logger.debug("could not check a bearer token: %s", error)
             await HttpError(
                 503,
                 "Service unavailable: the token cannot be checked now; try again later",
                 SERVER_BUSY,
-                headers=[(b"retry-after", b"5")],
+                headers=[(b"retry-after", b"%d" % error.retry_after)],
             ).write(send)
             return None
         token = self._granted(token)
