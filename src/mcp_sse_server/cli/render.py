@@ -27,26 +27,27 @@ def pretty_json(value: Any) -> str:
 
 
 @contextlib.contextmanager
-def stdout_to_stderr() -> Iterator[IO[bytes] | None]:
+def stdout_to_stderr() -> Iterator[None]:
     """For the duration, what is written to stdout goes to stderr: by this process (``print``) and by
-    the programs it starts, since file descriptor 1 itself is pointed at stderr. Yields the real
-    stdout (binary), for whoever may still write there; where stdout is no real descriptor
-    (embedded, captured) only ``sys.stdout`` is redirected, and None is yielded."""
+    the programs it starts, since file descriptor 1 itself is pointed at stderr (put back afterwards;
+    serving over stdio, which keeps it so, is ``transport/stdio_fds.py``). Where stdout is no real
+    descriptor (embedded, captured) only ``sys.stdout`` is redirected."""
+    from ..transport.stdio_fds import point_fd
+
     try:
         stdout_fd, stderr_fd = sys.stdout.fileno(), sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):
         with contextlib.redirect_stdout(sys.stderr):
-            yield None
+            yield
         return
     sys.stdout.flush()
-    real = os.fdopen(os.dup(stdout_fd), "wb")
-    os.dup2(stderr_fd, stdout_fd)
+    real = point_fd(stdout_fd, stderr_fd)
     try:
-        yield real
+        yield
     finally:
         sys.stdout.flush()
-        os.dup2(real.fileno(), stdout_fd)
-        real.close()
+        os.dup2(real, stdout_fd)
+        os.close(real)
 
 
 def safe_stem(text: str) -> str:

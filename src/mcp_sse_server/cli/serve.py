@@ -12,7 +12,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Sequence
-from typing import IO, TYPE_CHECKING, Any, Final, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import click
 
@@ -22,7 +22,7 @@ from .announce import announce
 from .auth import AuthSettings, auth_options
 from .builtin import DEMO, builtin_servers
 from .errors import EXIT_INTERRUPTED, BadUsage, Failure, describe_error
-from .render import safe_stem, stdout_to_stderr
+from .render import safe_stem
 from .values import DURATION, SIZE
 
 if TYPE_CHECKING:
@@ -282,9 +282,7 @@ def serve(
     if workers == 1:
         serve_worker(label, served, options, redis_url=redis_url, worker_ttl=worker_ttl)
     else:
-        serve_workers(
-            label, served, options, workers=workers, redis_url=redis_url, worker_ttl=worker_ttl
-        )
+        serve_workers(label, served, options, workers=workers, redis_url=redis_url, worker_ttl=worker_ttl)
 
 
 # --- TARGET ---------------------------------------------------------------------------------------
@@ -574,37 +572,20 @@ def _refuse_http_options(ctx: click.Context) -> None:
             raise BadUsage(f"{parameter.opts[0]} is an HTTP option: it does not go with --stdio")
 
 
-class _ProtocolStdout:
-    """``sys.stdout`` while serving over stdio: text (``print``) goes to ``text``, which leads to
-    stderr, while ``buffer``, where ``serve_stdio`` writes its messages, is the real stdout."""
-
-    def __init__(self, text: IO[str], protocol: IO[bytes]) -> None:
-        self._text = text
-        self.buffer = protocol
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._text, name)
-
-
 def _serve_stdio(target: str | None, log_level: str, skills: tuple[str, ...] = ()) -> None:
     """Load TARGET and serve its one session over stdin and stdout until stdin ends."""
     import asyncio
-    import contextlib
     import logging
 
     from ..transport.stdio import serve_stdio
+    from ..transport.stdio_fds import protocol_stdio
 
-    original = sys.stdout
-    # Stdout carries protocol messages alone: a print() in the server's code, or a program a tool
-    # runs, writes to stderr instead of corrupting the stream.
-    with stdout_to_stderr() as real:
-        messages = _ProtocolStdout(sys.stdout, real if real is not None else original.buffer)
-        with contextlib.redirect_stdout(cast(IO[str], messages)):
-            resolved = resolve_target(target).with_skills(load_skill_options(skills))
-            logging.basicConfig(
-                level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
-            )
-            # One session, so one server: a per-session factory's first call (made while resolving) is it.
-            server = resolved.factory()
-            click.echo(f"Serving {resolved.label} over stdio", err=True)
-            asyncio.run(serve_stdio(server))
+    # Stdout and stdin are the protocol's from before the target is imported: what its code prints,
+    # and the programs it runs, write to stderr and read nothing (transport/stdio_fds.py).
+    with protocol_stdio():
+        resolved = resolve_target(target).with_skills(load_skill_options(skills))
+        logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+        # One session, so one server: a per-session factory's first call (made while resolving) is it.
+        server = resolved.factory()
+        click.echo(f"Serving {resolved.label} over stdio", err=True)
+        asyncio.run(serve_stdio(server))

@@ -1,10 +1,13 @@
 """Serve one MCP session over this process's stdin and stdout.
 
 Messages are newline-delimited JSON, one per line, as MCP's stdio transport
-defines it. Stdout carries nothing else, so log to stderr. The session ends
-when stdin reaches end of file. A line holding a JSON-RPC batch is served
-when the session's revision has batches (2025-03-26; ``batches.py`` states
-the rules): its answers go out as one line, a JSON array.
+defines it. Stdout carries nothing else: once this process's stdin and stdout
+are served, what the process or a child of it writes to stdout comes out on
+stderr, and what they read from stdin is the null device (``stdio_fds.py``
+states the rules; streams given to ``StdioServerTransport`` are used as they
+are). The session ends when stdin reaches end of file. A line holding a
+JSON-RPC batch is served when the session's revision has batches (2025-03-26;
+``batches.py`` states the rules): its answers go out as one line, a JSON array.
 
 >>> asyncio.run(serve_stdio(MemoryServerFactory.create_memory_server("math")))  # doctest: +SKIP
 """
@@ -13,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, TypeAlias
 
@@ -33,6 +35,7 @@ from ..jsonrpc import (
     parse_message,
 )
 from .base import Transport
+from .stdio_fds import protocol_stdio
 
 if TYPE_CHECKING:
     from ..server import McpServer
@@ -53,7 +56,8 @@ class _LineTooLong(Exception):
 
 class StdioServerTransport(Transport):
     """The server end of a stdio connection: read requests from ``stdin``,
-    write replies to ``stdout`` (this process's by default).
+    write replies to ``stdout``. Either not given is this process's, kept to
+    the protocol from ``run()`` on (``stdio_fds.py``); nothing is sent before.
 
     Connect a server, then ``await run()`` until the client closes stdin:
 
@@ -71,8 +75,9 @@ class StdioServerTransport(Transport):
         revision: Callable[[], str | None] | None = None,
         max_batch_messages: int = DEFAULT_MAX_BATCH_MESSAGES,
     ) -> None:
-        self._stdin = stdin if stdin is not None else sys.stdin.buffer
-        self._stdout = stdout if stdout is not None else sys.stdout.buffer
+        self._given = (stdin, stdout)
+        self._stdin: BinaryIO | None = stdin
+        self._stdout: BinaryIO | None = stdout
         self.max_line_bytes = max_line_bytes
         # The session's negotiated revision (None: not known), which says whether a batch is served.
         self.revision = revision
@@ -94,11 +99,22 @@ class StdioServerTransport(Transport):
             await asyncio.to_thread(self._write, data + b"\n")
 
     def _write(self, data: bytes) -> None:
+        if self._stdout is None:
+            raise ConnectionError("the stdio connection is not running yet: await run() first")
         self._stdout.write(data)
         self._stdout.flush()
 
     async def run(self) -> None:
         """Read messages until stdin ends (or ``close()``), then close the connection."""
+        given_in, given_out = self._given
+        if given_in is not None and given_out is not None:
+            await self._serve()
+            return
+        with protocol_stdio() as (stdin, stdout):
+            self._stdin, self._stdout = given_in or stdin, given_out or stdout
+            await self._serve()
+
+    async def _serve(self) -> None:
         try:
             reader = await self._open_reader()
             while not self._closed:
@@ -116,13 +132,15 @@ class StdioServerTransport(Transport):
             await self.close()
 
     async def _open_reader(self) -> _LineReader:
+        assert self._stdin is not None  # (run() set it)
+        stdin = self._stdin
         loop = asyncio.get_running_loop()
         stream = asyncio.StreamReader(limit=self.max_line_bytes)
         try:
-            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), self._stdin)
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), stdin)
         except (ValueError, OSError):
             # A regular file (``< requests.jsonl``) is not a pipe; reading it never blocks for long.
-            return lambda: asyncio.to_thread(self._stdin.readline, self.max_line_bytes + 1)
+            return lambda: asyncio.to_thread(stdin.readline, self.max_line_bytes + 1)
 
         async def read_line() -> bytes:
             try:
@@ -204,7 +222,8 @@ class StdioServerTransport(Transport):
 
 
 async def serve_stdio(server: McpServer) -> None:
-    """Serve ``server`` over this process's stdin and stdout until stdin closes."""
+    """Serve ``server`` over this process's stdin and stdout until stdin closes; from then on
+    the process's own stdout leads to stderr and its stdin to the null device (``stdio_fds.py``)."""
     session: ServerSession | None = None
     transport = StdioServerTransport(revision=lambda: session.revision if session is not None else None)
     # Some clients re-send initialize on a live process (pydantic-ai through fastmcp): allowed here.
