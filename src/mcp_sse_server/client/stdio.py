@@ -129,6 +129,8 @@ class StdioClientTransport(ClientTransport):
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
+                # The child is given 0, 1 and 2 alone (pipes of its own; stderr never read as protocol).
+                close_fds=True,
                 env=env,
                 cwd=self.cwd,
                 limit=self.max_line_bytes,
