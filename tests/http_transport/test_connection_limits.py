@@ -8,7 +8,9 @@ longer than the timeout, never a measurement.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
+import ssl
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -17,6 +19,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+import trustme
 
 from fixtures.asgi import WAIT
 from fixtures.http_app import Gate, build_server
@@ -463,3 +466,33 @@ async def test_shedding_is_logged_at_most_once_a_second_with_counts(caplog: pyte
         finally:
             for raw in opened:
                 raw.close()
+
+
+async def test_silent_tls_connections_are_shed_too() -> None:
+    authority = trustme.CA()
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("127.0.0.1").configure_cert(server_context)
+    client_context = ssl.create_default_context()
+    authority.configure_trust(client_context)
+    async with serving(max_connections=4, connection_idle_timeout=60.0, ssl_context=server_context) as http:
+        # Each completes its handshake (the server counts a TLS connection from then on), then sends nothing.
+        silent = [await asyncio.open_connection("127.0.0.1", http.port, ssl=client_context) for _ in range(4)]
+        try:
+            async with httpx.AsyncClient(timeout=WAIT, verify=client_context) as client:
+                reply = await client.post(http.endpoint, json=initialize_message(), headers=HEADERS)
+                assert reply.status_code == 200
+
+            async def ended(reader: asyncio.StreamReader) -> None:
+                with contextlib.suppress(ConnectionError, ssl.SSLError):  # aborted, without a TLS close_notify
+                    assert await reader.read() == b""
+
+            reads = [asyncio.create_task(ended(reader)) for reader, _ in silent]
+            done, waiting = await asyncio.wait(reads, timeout=WAIT, return_when=asyncio.FIRST_COMPLETED)
+            for task in waiting:
+                task.cancel()
+            await asyncio.gather(*waiting, return_exceptions=True)
+            assert len(done) == 1  # one of them was shed to let the request in
+            await done.pop()
+        finally:
+            for _, writer in silent:
+                writer.close()

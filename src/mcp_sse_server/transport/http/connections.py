@@ -49,9 +49,10 @@ that sets each:
 
   Never shed: a connection reading a head or a body, a request in flight, an
   SSE stream (a response in flight), a refused one lingering. A shed
-  connection is closed without an answer: it asked nothing, or it is between
-  requests, where HTTP/1.1 lets either side close (a client reusing it at
-  that very moment sees the close, as with an idle timeout). Finding one
+  connection is closed at once without an answer: it asked nothing, or it
+  is between requests, where HTTP/1.1 lets either side close (a client
+  reusing it at that very moment sees the close, as with an idle timeout).
+  Finding one
   costs nothing per request: silent connections are kept in accept order
   (added and dropped once per connection; one found to have sent bytes is
   dropped when it reaches the front), and keep-alive ones are found, when
@@ -201,10 +202,6 @@ class _Shared:
 
     # --- the cap ----------------------------------------------------------------------------------
 
-    def full(self) -> bool:
-        """True when a new connection (not yet among ``connections``) would be one too many."""
-        return len(self.connections) - self.shedding >= self.max_connections
-
     def make_room(self, loop: asyncio.AbstractEventLoop) -> bool:
         """Shed one idle connection by the module's rule; False when none may be shed."""
         silent = self.silent
@@ -311,7 +308,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         shared = self._shared
-        over = shared.full()
+        over = len(self.connections) - shared.shedding >= shared.max_connections  # shed ones are on their way out
         super().connection_made(transport)  # type: ignore[arg-type]
         loop = self.loop
         shared.watch(self.connections, loop)
@@ -456,7 +453,9 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             return False
         self.was_shed = True
         self._shared.shedding += 1
-        self.transport.close()
+        # Nothing is left to send, so abort() closes as close() would, but at once over TLS too (no
+        # close_notify exchange the peer may never answer, holding the descriptor meanwhile).
+        self.transport.abort()
         return True
 
     # --- the watchdog's look --------------------------------------------------------------------
