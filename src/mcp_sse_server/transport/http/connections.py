@@ -52,16 +52,15 @@ that sets each:
   connection is closed at once without an answer: it asked nothing, or it
   is between requests, where HTTP/1.1 lets either side close (a client
   reusing it at that very moment sees the close, as with an idle timeout).
-  Finding one
-  costs nothing per request: silent connections are kept in accept order
-  (added and dropped once per connection; one found to have sent bytes is
-  dropped when it reaches the front), and keep-alive ones are found, when
-  the cap is hit and no silent one is left, by one pass over the open
-  connections that queues every one it finds, longest idle first, for the
-  next arrivals. A pass that finds none is not repeated for ``_RESCAN``
-  seconds (arrivals meanwhile get 503), so a cap full of busy connections
-  costs no pass per refusal. Shedding and refusals are logged together, at
-  most once a second, with their counts.
+  Finding one costs nothing per request: silent connections are kept in
+  accept order (added and dropped once per connection; one found to have
+  sent bytes is dropped when it reaches the front), and keep-alive ones are
+  found, when the cap is hit and no silent one is left, by one pass over the
+  open connections that queues every one it finds, longest idle first, for
+  the next arrivals (until the watchdog's next look). A pass that finds none
+  is not repeated for ``_RESCAN`` seconds (arrivals meanwhile get 503), so a
+  cap full of busy connections costs no pass per refusal. Shedding and
+  refusals are logged together, at most once a second, with their counts.
 * Every refusal (431, 408, 503, and the 400 for an unparseable request) is a
   JSON-RPC error body with ``connection: close``. A request still in flight
   on the connection is abandoned (its app sees a disconnect); if its response
