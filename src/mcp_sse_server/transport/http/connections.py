@@ -308,7 +308,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         shared = self._shared
         over = len(self.connections) - shared.shedding >= shared.max_connections  # shed ones are on their way out
-        super().connection_made(transport)  # type: ignore[arg-type]
+        super().connection_made(transport)  # type: ignore[arg-type, unused-ignore]
         loop = self.loop
         shared.watch(self.connections, loop)
         if over and not shared.make_room(loop):
