@@ -72,8 +72,8 @@ ADD_SCHEMA = {
 
 def load_core() -> tuple[Any, Any, Any]:
     """(McpServer, Tool, CallToolResult); ImportError while the core is missing."""
-    from mcp_sse_server.server import McpServer
-    from mcp_sse_server.types import CallToolResult, Tool
+    from mcp_sse_server.engine.server import McpServer
+    from mcp_sse_server.engine.types import CallToolResult, Tool
 
     return McpServer, Tool, CallToolResult
 
@@ -169,7 +169,7 @@ def make_factory(decorated: bool = False) -> Callable[[], Any]:
     the same tool, wire for wire, written as a typed function with `@server.tool`."""
     McpServer, Tool, CallToolResult = load_core()
     if decorated:
-        from mcp_sse_server.context import RequestContext
+        from mcp_sse_server.engine.context import RequestContext
 
         def decorated_factory() -> Any:
             server = McpServer("bench-add", "1.0.0")

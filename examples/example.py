@@ -42,7 +42,7 @@ from mcp_sse_server import (
     TextResourceContents,
     ToolAnnotations,
 )
-from mcp_sse_server.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
+from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
 
 # Demo data shared by every session; the server only reads it.
 NOTES: dict[str, tuple[str, str]] = {

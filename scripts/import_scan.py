@@ -39,61 +39,66 @@ SOURCE: Final = Path(__file__).resolve().parent.parent / "src" / PACKAGE
 Kind = Literal["runtime", "type_checking", "local"]
 KINDS: Final[tuple[Kind, ...]] = ("runtime", "type_checking", "local")
 
-# The target layering of the core (design review 2026-12-02, section 1.2), lowest first: a module
-# imports only from its own layer or below. Keys are module names without the package prefix; a
-# key ending in ".*" covers a subpackage. The longest matching key wins.
+# The layering, lowest first: a module imports only from its own layer or below. Keys are module
+# names without the package prefix; a key ending in ".*" covers a subpackage; the longest matching
+# key wins. The folders are the floors (the engine at the bottom, the command line at the top);
+# inside the engine, its modules keep the order of design review 2026-12-02, section 1.2.
 LAYERS: Final[dict[str, int]] = {
+    # The engine, L0-L7.
+    "engine": 0,
     # L0: plain data and pure helpers
-    "_lazy": 0,
-    "jsonrpc": 0,
-    "versions": 0,
-    "deadline": 0,
-    "uri_template": 0,
-    "schema": 0,
-    "request_state": 0,
-    "records": 0,
-    "elicitation_schema": 0,
-    "background": 0,
-    "auth.tokens": 0,
-    "scopes": 0,
-    "skill_format": 0,
-    "downlevel": 0,
-    "batches": 0,
+    "engine._lazy": 0,
+    "engine.jsonrpc": 0,
+    "engine.versions": 0,
+    "engine.deadline": 0,
+    "engine.uri_template": 0,
+    "engine.schema": 0,
+    "engine.request_state": 0,
+    "engine.records": 0,
+    "engine.elicitation_schema": 0,
+    "engine.background": 0,
+    "engine.tokens": 0,
+    "engine.scopes": 0,
+    "engine.skill_format": 0,
+    "engine.downlevel": 0,
+    "engine.batches": 0,
     # L1: what a handler gets, and what a transport is
-    "context": 1,
-    "transport.base": 1,
+    "engine.context": 1,
+    "engine.transport": 1,
     # L2: wire and registration data
-    "types": 2,
-    "stateless_meta": 2,
-    "typed": 2,
-    "skills": 2,
+    "engine.types": 2,
+    "engine.stateless_meta": 2,
+    "engine.typed": 2,
+    "engine.skills": 2,
     # L3: the JSON-RPC engine
-    "protocol": 3,
-    # L4: stores (ports and adapters, records only)
-    "stores": 4,
-    "stores.*": 4,
+    "engine.protocol": 3,
+    # L4: the store interfaces and the in-process event bus and task store
+    "engine.stores": 4,
+    "engine.memory_stores": 4,
     # L5-L7: sessions, the stateless endpoint, the server
-    "session": 5,
-    "stateless": 6,
-    "modern": 6,
-    "tasks": 6,
-    "server": 7,
-    "files": 7,
-    # L8: transports, and what guards them
+    "engine.session": 5,
+    "engine.stateless": 6,
+    "engine.tasks": 6,
+    "engine.server": 7,
+    "engine.files": 7,
+    # L8: what the engine's interfaces are implemented and guarded with: stores, auth
+    "stores": 8,
+    "stores.*": 8,
     "auth": 8,
     "auth.*": 8,
-    "transport": 8,
-    "transport.*": 8,
-    # L9: clients and bundled servers
-    "client": 9,
-    "client.*": 9,
-    "servers": 9,
-    "servers.*": 9,
-    # L10: the command line and the package root
-    "cli": 10,
-    "cli.*": 10,
-    "": 10,
-    "__main__": 10,
+    # L9: transports
+    "transport": 9,
+    "transport.*": 9,
+    # L10: clients and bundled servers
+    "client": 10,
+    "client.*": 10,
+    "servers": 10,
+    "servers.*": 10,
+    # L11: the command line and the package root
+    "cli": 11,
+    "cli.*": 11,
+    "": 11,
+    "__main__": 11,
 }
 
 
@@ -112,7 +117,7 @@ class Edge:
 
 
 def _short(module: str) -> str:
-    """``mcp_sse_server.stores.base`` -> ``stores.base``; the root stays its own name."""
+    """``mcp_sse_server.engine.stores`` -> ``stores.base``; the root stays its own name."""
     return module[len(PACKAGE) + 1 :] if module.startswith(PACKAGE + ".") else module
 
 

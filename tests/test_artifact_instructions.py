@@ -9,9 +9,9 @@ import jsonschema_rs
 import pytest
 
 from fixtures.sessions import initialized_session
-from mcp_sse_server.jsonrpc import INVALID_PARAMS, McpError
-from mcp_sse_server.protocol import Connection
-from mcp_sse_server.server import McpServer
+from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS, McpError
+from mcp_sse_server.engine.protocol import Connection
+from mcp_sse_server.engine.server import McpServer
 from mcp_sse_server.servers import MemoryServerFactory
 from mcp_sse_server.servers.artifact_instructions import (
     ARTIFACT_TYPES,

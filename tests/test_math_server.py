@@ -14,12 +14,12 @@ import orjson
 import pytest
 
 from fixtures.sessions import initialized_session
-from mcp_sse_server.jsonrpc import (
+from mcp_sse_server.engine.jsonrpc import (
     INVALID_PARAMS,
     McpError,
 )
-from mcp_sse_server.protocol import Connection
-from mcp_sse_server.server import McpServer
+from mcp_sse_server.engine.protocol import Connection
+from mcp_sse_server.engine.server import McpServer
 from mcp_sse_server.servers import MemoryServerFactory
 from mcp_sse_server.servers import math as m
 from mcp_sse_server.servers.math import (

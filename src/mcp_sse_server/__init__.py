@@ -5,7 +5,7 @@ Names are imported on first use, so ``import mcp_sse_server`` stays cheap.
 
 from typing import TYPE_CHECKING
 
-from ._lazy import lazy_exports
+from .engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .client import (
@@ -20,14 +20,14 @@ if TYPE_CHECKING:
         StreamableHttpClient,
         initialize_mcp_server,
     )
-    from .context import (
+    from .engine.context import (
         RequestContext,
     )
-    from .files import (
+    from .engine.files import (
         file_template,
         resolve_under,
     )
-    from .jsonrpc import (
+    from .engine.jsonrpc import (
         JsonRpcError,
         JsonRpcMessage,
         JsonRpcNotification,
@@ -37,31 +37,15 @@ if TYPE_CHECKING:
         encode_message,
         parse_message,
     )
-    from .records import SessionRecord
-    from .server import (
+    from .engine.records import SessionRecord
+    from .engine.server import (
         McpServer,
         shared_server,
     )
-    from .servers import (
-        MemoryServer,
-        MemoryServerFactory,
-    )
-    from .session import ElicitationContentError, ServerSession, TypedElicitResult
-    from .skill_format import SkillFormatError
-    from .skills import SkillCatalog, load_skills
-    from .transport import (
-        MemoryTransport,
-        Transport,
-    )
-    from .transport.http import (
-        HttpLimits,
-        McpHttpApp,
-        McpHttpServer,
-        SseTransport,
-        read_json_rpc_post,
-        write_json_rpc_error,
-    )
-    from .types import (
+    from .engine.session import ElicitationContentError, ServerSession, TypedElicitResult
+    from .engine.skill_format import SkillFormatError
+    from .engine.skills import SkillCatalog, load_skills
+    from .engine.types import (
         Annotations,
         AudioContent,
         BlobResourceContents,
@@ -91,64 +75,80 @@ if TYPE_CHECKING:
         Tool,
         ToolAnnotations,
     )
-    from .uri_template import (
+    from .engine.uri_template import (
         UriTemplate,
     )
-    from .versions import PROTOCOL_VERSION
+    from .engine.versions import PROTOCOL_VERSION
+    from .servers import (
+        MemoryServer,
+        MemoryServerFactory,
+    )
+    from .transport import (
+        MemoryTransport,
+        Transport,
+    )
+    from .transport.http import (
+        HttpLimits,
+        McpHttpApp,
+        McpHttpServer,
+        SseTransport,
+        read_json_rpc_post,
+        write_json_rpc_error,
+    )
 
 _EXPORTS = {
-    "RequestContext": ".context",
-    "file_template": ".files",
-    "resolve_under": ".files",
-    "JsonRpcError": ".jsonrpc",
-    "JsonRpcMessage": ".jsonrpc",
-    "JsonRpcNotification": ".jsonrpc",
-    "JsonRpcRequest": ".jsonrpc",
-    "JsonRpcResponse": ".jsonrpc",
-    "McpError": ".jsonrpc",
-    "encode_message": ".jsonrpc",
-    "parse_message": ".jsonrpc",
-    "McpServer": ".server",
-    "shared_server": ".server",
-    "PROTOCOL_VERSION": ".versions",
-    "ServerSession": ".session",
-    "ElicitationContentError": ".session",
-    "TypedElicitResult": ".session",
-    "SessionRecord": ".records",
-    "SkillFormatError": ".skill_format",
-    "SkillCatalog": ".skills",
-    "load_skills": ".skills",
+    "RequestContext": ".engine.context",
+    "file_template": ".engine.files",
+    "resolve_under": ".engine.files",
+    "JsonRpcError": ".engine.jsonrpc",
+    "JsonRpcMessage": ".engine.jsonrpc",
+    "JsonRpcNotification": ".engine.jsonrpc",
+    "JsonRpcRequest": ".engine.jsonrpc",
+    "JsonRpcResponse": ".engine.jsonrpc",
+    "McpError": ".engine.jsonrpc",
+    "encode_message": ".engine.jsonrpc",
+    "parse_message": ".engine.jsonrpc",
+    "McpServer": ".engine.server",
+    "shared_server": ".engine.server",
+    "PROTOCOL_VERSION": ".engine.versions",
+    "ServerSession": ".engine.session",
+    "ElicitationContentError": ".engine.session",
+    "TypedElicitResult": ".engine.session",
+    "SessionRecord": ".engine.records",
+    "SkillFormatError": ".engine.skill_format",
+    "SkillCatalog": ".engine.skills",
+    "load_skills": ".engine.skills",
     "MemoryTransport": ".transport",
     "Transport": ".transport",
-    "Annotations": ".types",
-    "AudioContent": ".types",
-    "BlobResourceContents": ".types",
-    "CallToolResult": ".types",
-    "CompleteRequest": ".types",
-    "CompleteResult": ".types",
-    "CreateMessageRequest": ".types",
-    "CreateMessageResult": ".types",
-    "ElicitResult": ".types",
-    "EmbeddedResource": ".types",
-    "GetPromptResult": ".types",
-    "ImageContent": ".types",
-    "ModelHint": ".types",
-    "ModelPreferences": ".types",
-    "Prompt": ".types",
-    "PromptArgument": ".types",
-    "PromptMessage": ".types",
-    "ReadResourceResult": ".types",
-    "Resource": ".types",
-    "ResourceInfo": ".types",
-    "ResourceLink": ".types",
-    "ResourceTemplate": ".types",
-    "Root": ".types",
-    "SamplingMessage": ".types",
-    "TextContent": ".types",
-    "TextResourceContents": ".types",
-    "Tool": ".types",
-    "ToolAnnotations": ".types",
-    "UriTemplate": ".uri_template",
+    "Annotations": ".engine.types",
+    "AudioContent": ".engine.types",
+    "BlobResourceContents": ".engine.types",
+    "CallToolResult": ".engine.types",
+    "CompleteRequest": ".engine.types",
+    "CompleteResult": ".engine.types",
+    "CreateMessageRequest": ".engine.types",
+    "CreateMessageResult": ".engine.types",
+    "ElicitResult": ".engine.types",
+    "EmbeddedResource": ".engine.types",
+    "GetPromptResult": ".engine.types",
+    "ImageContent": ".engine.types",
+    "ModelHint": ".engine.types",
+    "ModelPreferences": ".engine.types",
+    "Prompt": ".engine.types",
+    "PromptArgument": ".engine.types",
+    "PromptMessage": ".engine.types",
+    "ReadResourceResult": ".engine.types",
+    "Resource": ".engine.types",
+    "ResourceInfo": ".engine.types",
+    "ResourceLink": ".engine.types",
+    "ResourceTemplate": ".engine.types",
+    "Root": ".engine.types",
+    "SamplingMessage": ".engine.types",
+    "TextContent": ".engine.types",
+    "TextResourceContents": ".engine.types",
+    "Tool": ".engine.types",
+    "ToolAnnotations": ".engine.types",
+    "UriTemplate": ".engine.uri_template",
     "HttpLimits": ".transport.http",
     "McpHttpApp": ".transport.http",
     "McpHttpServer": ".transport.http",

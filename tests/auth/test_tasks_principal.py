@@ -11,7 +11,7 @@ from fixtures.keys import ISSUER, RESOURCE, SigningKey
 from fixtures.tasks import Client, build
 from mcp_sse_server.auth import JwtVerifier
 from mcp_sse_server.auth.resource import ResourceServer
-from mcp_sse_server.jsonrpc import INVALID_PARAMS
+from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS
 from mcp_sse_server.transport.http import McpHttpApp
 
 

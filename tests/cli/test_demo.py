@@ -10,11 +10,8 @@ from typing import Any
 import pytest
 
 from mcp_sse_server.client import InMemoryClient
-from mcp_sse_server.jsonrpc import INVALID_PARAMS, McpError
-from mcp_sse_server.servers.artifact_instructions import ARTIFACT_TYPES
-from mcp_sse_server.servers.demo import ARTIFACT_TEMPLATE, build_demo_server, solid_png
-from mcp_sse_server.servers.math import MATH_TOOL_SPECS
-from mcp_sse_server.types import (
+from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS, McpError
+from mcp_sse_server.engine.types import (
     BlobResourceContents,
     EmbeddedResource,
     ImageContent,
@@ -22,6 +19,9 @@ from mcp_sse_server.types import (
     TextContent,
     TextResourceContents,
 )
+from mcp_sse_server.servers.artifact_instructions import ARTIFACT_TYPES
+from mcp_sse_server.servers.demo import ARTIFACT_TEMPLATE, build_demo_server, solid_png
+from mcp_sse_server.servers.math import MATH_TOOL_SPECS
 
 
 def test_every_session_gets_a_fresh_server() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from mcp_sse_server.client import InMemoryClient
-from mcp_sse_server.jsonrpc import INVALID_PARAMS, McpError
+from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS, McpError
 from mcp_sse_server.servers import demo
 from mcp_sse_server.servers.artifact_instructions import ARTIFACT_TYPES
 

@@ -7,8 +7,7 @@ import os
 from pathlib import Path
 
 from mcp_sse_server.cli import OutputDir, ProgressReporter, render_result
-from mcp_sse_server.servers.demo import solid_png
-from mcp_sse_server.types import (
+from mcp_sse_server.engine.types import (
     AudioContent,
     BlobResourceContents,
     CallToolResult,
@@ -18,6 +17,7 @@ from mcp_sse_server.types import (
     TextContent,
     TextResourceContents,
 )
+from mcp_sse_server.servers.demo import solid_png
 
 
 def render(result: CallToolResult, tmp_path: Path, **options: object) -> tuple[int, str, str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fixtures.commands import COMMAND_TIMEOUT, Main
 from mcp_sse_server.client import StdioClient
-from mcp_sse_server.skill_format import SKILLS_EXTENSION
+from mcp_sse_server.engine.skill_format import SKILLS_EXTENSION
 
 SKILLS = Path(__file__).resolve().parents[1] / "fixtures" / "skills"
 

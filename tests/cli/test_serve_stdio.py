@@ -17,7 +17,7 @@ import pytest
 
 from fixtures.commands import COMMAND_TIMEOUT, Cli, Main
 from mcp_sse_server.client import StdioClient
-from mcp_sse_server.types import TextContent
+from mcp_sse_server.engine.types import TextContent
 
 SERVE_STDIO = [sys.executable, "-m", "mcp_sse_server", "serve"]
 

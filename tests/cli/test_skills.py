@@ -17,7 +17,7 @@ from pathlib import Path
 from types import MappingProxyType
 
 from mcp_sse_server import McpServer
-from mcp_sse_server.skills import SkillCatalog, load_skills
+from mcp_sse_server.engine.skills import SkillCatalog, load_skills
 
 SKILLS = Path({str(FIXTURE)!r})
 SKILL = "skill://pdf-processing/SKILL.md"

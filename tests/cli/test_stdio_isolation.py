@@ -19,7 +19,7 @@ import pytest
 from fixtures.commands import COMMAND_TIMEOUT
 from fixtures.peers import python_env
 from mcp_sse_server.client import StdioClient
-from mcp_sse_server.types import TextContent
+from mcp_sse_server.engine.types import TextContent
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="descriptors and select() on pipes: POSIX")
 

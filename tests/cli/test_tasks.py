@@ -13,8 +13,8 @@ import pytest
 
 from fixtures.commands import Cli
 from fixtures.tasks import build
-from mcp_sse_server.stores.memory import MemoryTaskStore
-from mcp_sse_server.tasks import TaskRuntime
+from mcp_sse_server.engine.tasks import TaskRuntime
+from mcp_sse_server.stores import MemoryTaskStore
 from mcp_sse_server.transport.http import McpHttpServer
 
 WAIT = 30.0

@@ -18,7 +18,7 @@ from typing import Any
 
 from mcp_sse_server.client import McpClient, SkillVerificationError, StreamableHttpClient
 from mcp_sse_server.client.oauth import EnterpriseIdentity, HeadlessUserAgent, OAuth, OAuthSettings
-from mcp_sse_server.types import Root
+from mcp_sse_server.engine.types import Root
 
 # Bounds only a broken run reaches: the runner's own timeout is 30 s.
 CALL_TIMEOUT = 20.0

@@ -14,8 +14,8 @@ from mcp_sse_server import McpServer, MemoryTransport
 from mcp_sse_server.client import InMemoryClient, McpClient
 from mcp_sse_server.client.config import ConfigError, ServerConfig
 from mcp_sse_server.client.connect import ServerStartError, create_client, initialize_mcp_server
+from mcp_sse_server.engine.transport import Transport
 from mcp_sse_server.servers import MemoryServerFactory
-from mcp_sse_server.transport.base import Transport
 
 MATH = {"name": "Math", "type": "inmemory", "command": "math", "env": {}, "args": []}
 

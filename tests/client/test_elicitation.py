@@ -12,8 +12,8 @@ from fixtures.peers import PYTHON, SDK_PEER
 from mcp_sse_server.client import StdioClient
 from mcp_sse_server.client.base import McpClient
 from mcp_sse_server.client.elicitation import UrlElicitationRequiredError, fill_defaults
-from mcp_sse_server.jsonrpc import INVALID_PARAMS, JsonRpcNotification, JsonRpcRequest, McpError
-from mcp_sse_server.transport.base import Transport
+from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS, JsonRpcNotification, JsonRpcRequest, McpError
+from mcp_sse_server.engine.transport import Transport
 
 # Every primitive and every enum shape of 2025-11-25, each with a default.
 SCHEMA: dict[str, Any] = {

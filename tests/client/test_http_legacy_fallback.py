@@ -19,10 +19,10 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from fixtures.peers import Peer, python_env
-from mcp_sse_server import versions
 from mcp_sse_server.client import ServerStartError, StreamableHttpClient, initialize_mcp_server
 from mcp_sse_server.client.http import LegacySseEndpointError
-from mcp_sse_server.jsonrpc import McpError
+from mcp_sse_server.engine import versions
+from mcp_sse_server.engine.jsonrpc import McpError
 
 from .asgi_server import serve
 from .scenario import run_scenario

@@ -15,11 +15,11 @@ import pytest
 
 from fixtures.peers import WAIT
 from mcp_sse_server.client import McpConnectionError, StreamableHttpClient
-from mcp_sse_server.context import RequestContext
-from mcp_sse_server.jsonrpc import CONNECTION_CLOSED, McpError
-from mcp_sse_server.server import McpServer
+from mcp_sse_server.engine.context import RequestContext
+from mcp_sse_server.engine.jsonrpc import CONNECTION_CLOSED, McpError
+from mcp_sse_server.engine.server import McpServer
+from mcp_sse_server.engine.types import CallToolResult, CreateMessageRequest, SamplingMessage, Tool
 from mcp_sse_server.transport.http import McpHttpServer
-from mcp_sse_server.types import CallToolResult, CreateMessageRequest, SamplingMessage, Tool
 
 EMPTY = {"type": "object", "properties": {}}
 

@@ -20,10 +20,10 @@ from starlette.routing import Mount, Route
 from fixtures.peers import WAIT
 from mcp_sse_server.client import McpConnectionError, SseClient, StreamableHttpClient
 from mcp_sse_server.client._http_common import MAX_REDIRECTS
-from mcp_sse_server.server import McpServer
+from mcp_sse_server.engine.server import McpServer
+from mcp_sse_server.engine.types import Tool
 from mcp_sse_server.transport.http import McpHttpApp
 from mcp_sse_server.transport.http.asgi import Receive, Scope, Send
-from mcp_sse_server.types import Tool
 
 from .asgi_server import serve
 

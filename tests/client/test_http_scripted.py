@@ -23,7 +23,7 @@ from starlette.routing import Route
 from fixtures.peers import WAIT, python_env
 from mcp_sse_server.client import McpConnectionError, StreamableHttpClient
 from mcp_sse_server.client.elicitation import UrlElicitationRequiredError
-from mcp_sse_server.jsonrpc import JsonRpcNotification, McpError
+from mcp_sse_server.engine.jsonrpc import JsonRpcNotification, McpError
 
 from .asgi_server import serve
 

@@ -12,7 +12,7 @@ import pytest
 
 from fixtures.peers import WAIT, Peer
 from mcp_sse_server.client import McpConnectionError, StreamableHttpClient
-from mcp_sse_server.jsonrpc import CONNECTION_CLOSED
+from mcp_sse_server.engine.jsonrpc import CONNECTION_CLOSED
 
 
 def client_for(peer: Peer, **options: Any) -> StreamableHttpClient:

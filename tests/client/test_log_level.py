@@ -14,10 +14,10 @@ import pytest
 from fixtures.peers import WAIT
 from mcp_sse_server.client import InMemoryClient, McpClient, StreamableHttpClient
 from mcp_sse_server.client.base import DEFAULT_LOG_LEVEL
-from mcp_sse_server.context import RequestContext
-from mcp_sse_server.server import McpServer
+from mcp_sse_server.engine.context import RequestContext
+from mcp_sse_server.engine.server import McpServer
+from mcp_sse_server.engine.types import CallToolResult, Tool
 from mcp_sse_server.transport.http import McpHttpServer
-from mcp_sse_server.types import CallToolResult, Tool
 
 EMPTY = {"type": "object", "properties": {}}
 LEVELS = ("debug", "info", "warning")

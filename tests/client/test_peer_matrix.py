@@ -193,7 +193,7 @@ class ToolFailed(Exception):
 
 async def run_ours(url: str, scenario: str, spoke: list[str]) -> Any:
     from mcp_sse_server.client import StreamableHttpClient
-    from mcp_sse_server.types import Root
+    from mcp_sse_server.engine.types import Root
 
     async with StreamableHttpClient(
         url,

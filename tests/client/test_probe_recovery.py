@@ -31,7 +31,7 @@ from mcp_sse_server.client.era_memo import (
     stdio_identity,
 )
 from mcp_sse_server.client.stdio import StdioClientTransport, probe_recovery
-from mcp_sse_server.transport.base import Transport
+from mcp_sse_server.engine.transport import Transport
 
 from .probe_refusing_http_server import serving
 

@@ -15,8 +15,8 @@ import pytest
 
 from fixtures.node import node_peer
 from fixtures.peers import MATH_STDIO, PYTHON, TS_PEER, Peer, python_env
-from mcp_sse_server import versions
 from mcp_sse_server.client import InMemoryClient, SseClient, StdioClient, StreamableHttpClient
+from mcp_sse_server.engine import versions
 from mcp_sse_server.servers.factory import MemoryServerFactory
 from mcp_sse_server.transport.http import McpHttpServer
 

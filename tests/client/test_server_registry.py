@@ -86,7 +86,8 @@ def test_the_http_client_does_not_load_the_server_engine() -> None:
     code = """
 import sys
 import mcp_sse_server.client.http
-print(sorted(m for m in ("mcp_sse_server.server", "mcp_sse_server.schema", "jsonschema_rs") if m in sys.modules))
+loaded = ("mcp_sse_server.engine.server", "mcp_sse_server.engine.schema", "jsonschema_rs")
+print(sorted(m for m in loaded if m in sys.modules))
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"

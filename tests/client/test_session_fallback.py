@@ -20,8 +20,8 @@ from fixtures.node import running_ts_stateless_peer
 from fixtures.peers import WAIT, Peer
 from mcp_sse_server.client import StreamableHttpClient
 from mcp_sse_server.client.stateless import missing_back_channel
-from mcp_sse_server.jsonrpc import McpError
-from mcp_sse_server.types import Root
+from mcp_sse_server.engine.jsonrpc import McpError
+from mcp_sse_server.engine.types import Root
 
 MODERN = "2026-07-28"
 OPENED = "Created new transport with session ID"  # what the SDK's server logs for each new session

@@ -14,9 +14,9 @@ import pytest
 
 from mcp_sse_server import McpServer
 from mcp_sse_server.client import InMemoryClient, McpClient, SkillEntry, SkillVerificationError, StreamableHttpClient
-from mcp_sse_server.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
-from mcp_sse_server.skill_format import SkillFormatError, check_entry, digest_of
-from mcp_sse_server.skills import SkillCatalog, load_skills
+from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
+from mcp_sse_server.engine.skill_format import SkillFormatError, check_entry, digest_of
+from mcp_sse_server.engine.skills import SkillCatalog, load_skills
 from mcp_sse_server.transport.http import McpHttpServer
 
 FIXTURE = Path(__file__).parent.parent / "fixtures" / "skills"

@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from fixtures.peers import WAIT, Peer
 from mcp_sse_server.client import McpConnectionError, SseClient
-from mcp_sse_server.jsonrpc import JsonRpcNotification, McpError
+from mcp_sse_server.engine.jsonrpc import JsonRpcNotification, McpError
 
 from .asgi_server import serve
 

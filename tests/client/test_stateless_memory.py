@@ -9,11 +9,11 @@ import asyncio
 import pytest
 
 from fixtures.peers import WAIT
-from mcp_sse_server import versions
 from mcp_sse_server.client import InMemoryClient
-from mcp_sse_server.jsonrpc import McpError
+from mcp_sse_server.engine import versions
+from mcp_sse_server.engine.jsonrpc import McpError
+from mcp_sse_server.engine.types import Resource, Root
 from mcp_sse_server.servers import MemoryServerFactory
-from mcp_sse_server.types import Resource, Root
 
 
 async def test_auto_mode_speaks_2026_07_28_with_our_server() -> None:
@@ -27,10 +27,7 @@ async def test_auto_mode_speaks_2026_07_28_with_our_server() -> None:
 
 
 async def test_the_names_before_stateless_and_session_still_work() -> None:
-    """mode="legacy", ``modern``, ``modern_capabilities`` and the ``client.modern`` module:
-    kept for one release."""
-    from mcp_sse_server.client import modern, stateless
-
+    """mode="legacy", ``modern`` and ``modern_capabilities``: kept for one release."""
     server = MemoryServerFactory.create_memory_server("math")
     async with InMemoryClient(server, mode="legacy") as client:
         assert client.mode == "session"
@@ -40,8 +37,6 @@ async def test_the_names_before_stateless_and_session_still_work() -> None:
         assert client.era == "stateless"
         assert (client.stateless, client.modern) == (True, True)
         assert client.modern_capabilities == client.stateless_capabilities == {"roots": {}}
-    assert modern.is_modern_error is stateless.is_stateless_error
-    assert modern.UnsupportedProtocolVersionError is stateless.UnsupportedProtocolVersionError
     with pytest.raises(ValueError, match="mode must be one of auto, session, legacy, 2026-07-28"):
         InMemoryClient(server, mode="modern")
 

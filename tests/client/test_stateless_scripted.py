@@ -25,7 +25,7 @@ from mcp_sse_server.client.stateless import (
     invalid_x_mcp_header,
     param_headers,
 )
-from mcp_sse_server.jsonrpc import JsonRpcNotification, McpError
+from mcp_sse_server.engine.jsonrpc import JsonRpcNotification, McpError
 
 from .asgi_server import serve
 
@@ -373,7 +373,7 @@ async def test_input_required_rounds_answer_every_request_and_echo_the_state(scr
         await asyncio.wait_for(both_running.wait(), 5)
         return {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
 
-    from mcp_sse_server.types import Root
+    from mcp_sse_server.engine.types import Root
 
     async with scripted(script) as (_, url):
         client = StreamableHttpClient(

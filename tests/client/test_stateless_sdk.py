@@ -14,7 +14,7 @@ import pytest
 from fixtures.peers import PYTHON, SDK_PEER, WAIT, Peer
 from mcp_sse_server.client import StdioClient, StreamableHttpClient
 from mcp_sse_server.client.base import McpClient
-from mcp_sse_server.types import Root
+from mcp_sse_server.engine.types import Root
 
 MODERN = "2026-07-28"
 

@@ -16,7 +16,7 @@ from fixtures.node import running_ts_stateless_peer
 from fixtures.peers import WAIT
 from mcp_sse_server.client import StreamableHttpClient
 from mcp_sse_server.client.stateless import UnsupportedProtocolVersionError
-from mcp_sse_server.types import Root
+from mcp_sse_server.engine.types import Root
 
 MODERN = "2026-07-28"
 

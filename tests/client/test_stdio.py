@@ -12,7 +12,7 @@ import pytest
 from fixtures.node import node_peer
 from fixtures.peers import MATH_STDIO, PYTHON, SDK_PEER, TS_PEER, WAIT, python_env
 from mcp_sse_server.client import McpConnectionError, StdioClient
-from mcp_sse_server.jsonrpc import CONNECTION_CLOSED, McpError
+from mcp_sse_server.engine.jsonrpc import CONNECTION_CLOSED, McpError
 
 HERE = Path(__file__).parent
 TOY = str(HERE / "toy_stdio_server.py")

@@ -14,10 +14,9 @@ from mcp_sse_server.client.results import (
     prompt_info_from_dict,
     resource_template_info_from_dict,
 )
-from mcp_sse_server.context import RequestContext
-from mcp_sse_server.server import McpServer
-from mcp_sse_server.transport.http import McpHttpServer
-from mcp_sse_server.types import (
+from mcp_sse_server.engine.context import RequestContext
+from mcp_sse_server.engine.server import McpServer
+from mcp_sse_server.engine.types import (
     Annotations,
     CallToolResult,
     CompleteRequest,
@@ -36,6 +35,7 @@ from mcp_sse_server.types import (
     TextResourceContents,
     Tool,
 )
+from mcp_sse_server.transport.http import McpHttpServer
 
 ICON = Icon("https://example.com/greet.png", "image/png", ["48x48"])
 GREET_ARGUMENTS = [PromptArgument("who", "Whom to greet", required=True), PromptArgument("mood", title="Mood")]

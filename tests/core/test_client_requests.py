@@ -20,7 +20,7 @@ from mcp_sse_server import (
     ServerSession,
     Tool,
 )
-from mcp_sse_server.jsonrpc import (
+from mcp_sse_server.engine.jsonrpc import (
     CONNECTION_CLOSED,
     JsonRpcError,
     JsonRpcRequest,

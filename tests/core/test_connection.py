@@ -10,7 +10,7 @@ import pytest
 
 from fixtures.sessions import Connect, text_of
 from mcp_sse_server import CallToolResult, McpServer, MemoryTransport, RequestContext, Tool
-from mcp_sse_server.jsonrpc import (
+from mcp_sse_server.engine.jsonrpc import (
     CONNECTION_CLOSED,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -21,7 +21,7 @@ from mcp_sse_server.jsonrpc import (
     JsonRpcResponse,
     McpError,
 )
-from mcp_sse_server.protocol import Connection
+from mcp_sse_server.engine.protocol import Connection
 
 # --- duplicate ids ----------------------------------------------------------------------
 

@@ -21,7 +21,7 @@ from mcp_sse_server import (
     TextResourceContents,
     Tool,
 )
-from mcp_sse_server.types import ContentBlock
+from mcp_sse_server.engine.types import ContentBlock
 
 PNG = b"\x89PNG\r\n\x1a\nfake"
 PNG_B64 = base64.b64encode(PNG).decode()

@@ -10,7 +10,7 @@ import pytest
 
 from fixtures.sessions import Connect, RawClient, RecordingTransport, text_of
 from mcp_sse_server import CallToolResult, McpServer, RequestContext, Tool
-from mcp_sse_server.jsonrpc import (
+from mcp_sse_server.engine.jsonrpc import (
     INVALID_PARAMS,
     JsonRpcNotification,
     JsonRpcRequest,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcp_sse_server.deadline import within_deadline
+from mcp_sse_server.engine.deadline import within_deadline
 
 
 async def immediate(value: Any) -> Any:

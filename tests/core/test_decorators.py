@@ -11,7 +11,7 @@ from pydantic import BaseModel, Field
 
 from fixtures.sessions import Connect, text_of
 from mcp_sse_server import McpServer, RequestContext
-from mcp_sse_server.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
+from mcp_sse_server.engine.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS
 
 
 class Role(enum.Enum):

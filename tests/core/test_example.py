@@ -15,7 +15,7 @@ import pytest
 
 from fixtures.sessions import Connect, RawClient, text_of
 from mcp_sse_server import McpServer
-from mcp_sse_server.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
+from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "example.py"
 

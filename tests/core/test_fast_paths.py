@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from mcp_sse_server.jsonrpc import (
+from mcp_sse_server.engine.jsonrpc import (
     JsonRpcNotification,
     JsonRpcRequest,
     JsonRpcResponse,

@@ -11,7 +11,7 @@ import pytest
 
 from fixtures.sessions import Connect
 from mcp_sse_server import McpServer, ResourceTemplate, file_template, resolve_under
-from mcp_sse_server.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
+from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
 
 SECRET = "top secret, outside the root"
 

@@ -13,8 +13,8 @@ import pytest
 
 from fixtures.sessions import Connect
 from mcp_sse_server import McpServer, ServerSession, SessionRecord, Tool
-from mcp_sse_server.context import RequestContext
-from mcp_sse_server.schema import SchemaValidator
+from mcp_sse_server.engine.context import RequestContext
+from mcp_sse_server.engine.schema import SchemaValidator
 
 
 async def test_overridden_handlers_serve_every_session(connect: Connect) -> None:

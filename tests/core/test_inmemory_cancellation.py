@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from mcp_sse_server import CallToolResult, InMemoryClient, McpServer, Tool
-from mcp_sse_server.context import RequestContext
+from mcp_sse_server.engine.context import RequestContext
 
 
 def polling_server(seen: dict[str, Any], finished: threading.Event) -> McpServer:

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
-from mcp_sse_server.jsonrpc import (
+from mcp_sse_server.engine.jsonrpc import (
     INVALID_REQUEST,
     PARSE_ERROR,
     JsonRpcError,

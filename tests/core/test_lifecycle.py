@@ -16,7 +16,7 @@ from mcp_sse_server import (
     ResourceTemplate,
     Tool,
 )
-from mcp_sse_server.jsonrpc import (
+from mcp_sse_server.engine.jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from mcp_sse_server import CallToolResult, McpServer, MemoryTransport, Tool
-from mcp_sse_server.jsonrpc import JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse
+from mcp_sse_server.engine.jsonrpc import JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse
 
 
 async def _next_response(messages: object) -> JsonRpcResponse:

@@ -22,9 +22,9 @@ from mcp_sse_server import (
     TextContent,
     Tool,
     ToolAnnotations,
-    versions,
 )
-from mcp_sse_server.jsonrpc import JsonRpcError
+from mcp_sse_server.engine import versions
+from mcp_sse_server.engine.jsonrpc import JsonRpcError
 
 NOVEMBER_2024, MARCH_2025, JUNE_2025 = "2024-11-05", "2025-03-26", "2025-06-18"
 OBJECT = {"type": "object", "properties": {"n": {"type": "integer"}}}

@@ -10,7 +10,7 @@ import pytest
 
 from fixtures.sessions import Connect, RawClient
 from mcp_sse_server import McpServer, Prompt, Resource, ResourceInfo, ResourceTemplate, Tool
-from mcp_sse_server.jsonrpc import INVALID_PARAMS
+from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS
 
 
 def _populate(server: McpServer, count: int) -> None:

@@ -19,7 +19,7 @@ from mcp_sse_server import (
     ResourceTemplate,
     TextContent,
 )
-from mcp_sse_server.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
+from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 
 PATHS = ["src/app.py", "src/api.py", "tests/test_app.py", "README.md"]
 

@@ -19,7 +19,7 @@ from mcp_sse_server import (
     ResourceTemplate,
     TextResourceContents,
 )
-from mcp_sse_server.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
+from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
 
 
 def _reader(label: str) -> Any:

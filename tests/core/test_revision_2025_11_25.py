@@ -26,11 +26,11 @@ from mcp_sse_server import (
     SamplingMessage,
     TextContent,
     Tool,
-    versions,
 )
-from mcp_sse_server.jsonrpc import JsonRpcError, JsonRpcResponse
-from mcp_sse_server.session import URL_ELICITATION_REQUIRED, UrlElicitationRequired, check_elicitation_schema
-from mcp_sse_server.types import Icon, ToolResultContent, ToolUseContent
+from mcp_sse_server.engine import versions
+from mcp_sse_server.engine.jsonrpc import JsonRpcError, JsonRpcResponse
+from mcp_sse_server.engine.session import URL_ELICITATION_REQUIRED, UrlElicitationRequired, check_elicitation_schema
+from mcp_sse_server.engine.types import Icon, ToolResultContent, ToolUseContent
 
 NEW = "2025-11-25"
 OLD = "2025-06-18"

@@ -9,7 +9,7 @@ import pytest
 
 from fixtures.sessions import Connect, text_of
 from mcp_sse_server import McpServer, Tool
-from mcp_sse_server.schema import SchemaValidator
+from mcp_sse_server.engine.schema import SchemaValidator
 from mcp_sse_server.servers.artifact_instructions import artifact_tools
 
 

@@ -15,9 +15,9 @@ import pytest
 
 from fixtures.sessions import Connect
 from mcp_sse_server import CallToolResult, McpServer, Tool
-from mcp_sse_server.modern import CachePolicy
-from mcp_sse_server.skill_format import MAX_SKILL_FILES, SKILLS_EXTENSION, SkillFormatError, parse_frontmatter
-from mcp_sse_server.skills import load_skills
+from mcp_sse_server.engine.skill_format import MAX_SKILL_FILES, SKILLS_EXTENSION, SkillFormatError, parse_frontmatter
+from mcp_sse_server.engine.skills import load_skills
+from mcp_sse_server.engine.stateless_meta import CachePolicy
 
 MODERN = "2026-07-28"
 ENVELOPE = {

@@ -10,9 +10,9 @@ import pytest
 
 from fixtures.sessions import Connect, RawClient
 from mcp_sse_server import CallToolResult, McpServer, Resource, Tool
-from mcp_sse_server.context import RequestContext
-from mcp_sse_server.modern import CachePolicy
-from mcp_sse_server.request_state import KEYS_VARIABLE, RequestStateSealer, deployment_sealer, ring_from
+from mcp_sse_server.engine.context import RequestContext
+from mcp_sse_server.engine.request_state import KEYS_VARIABLE, RequestStateSealer, deployment_sealer, ring_from
+from mcp_sse_server.engine.stateless_meta import CachePolicy
 
 MODERN = "2026-07-28"
 NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}

@@ -11,7 +11,7 @@ import pytest
 
 from fixtures.sessions import Connect, text_of
 from mcp_sse_server import CallToolResult, McpServer, RequestContext, TextContent, Tool, ToolAnnotations
-from mcp_sse_server.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError, JsonRpcResponse, McpError
+from mcp_sse_server.engine.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, JsonRpcError, JsonRpcResponse, McpError
 
 ADD_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -206,7 +206,7 @@ def test_invalid_schemas_are_refused_at_registration() -> None:
 
 
 def test_schemas_are_compiled_once_at_registration(monkeypatch: pytest.MonkeyPatch) -> None:
-    import mcp_sse_server.server as server_module
+    import mcp_sse_server.engine.server as server_module
 
     compiled: list[Any] = []
     original = server_module.SchemaValidator
@@ -224,7 +224,7 @@ def test_schemas_are_compiled_once_at_registration(monkeypatch: pytest.MonkeyPat
 async def test_schemas_are_not_recompiled_per_call(
     server: McpServer, connect: Connect, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import mcp_sse_server.server as server_module
+    import mcp_sse_server.engine.server as server_module
 
     server.add_tool(Tool("add", ADD_SCHEMA, add))
     client = await connect(server)

@@ -1,4 +1,4 @@
-"""mcp_sse_server.typed: schemas, conversions and results from typed functions."""
+"""mcp_sse_server.engine.typed: schemas, conversions and results from typed functions."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from typing_extensions import TypedDict
 
 from fixtures.sessions import Connect
 from mcp_sse_server import McpServer, RequestContext, Tool
-from mcp_sse_server.schema import SchemaValidator
-from mcp_sse_server.typed import (
+from mcp_sse_server.engine.schema import SchemaValidator
+from mcp_sse_server.engine.typed import (
     ArgumentError,
     PromptSignature,
     ResourceSignature,
@@ -26,7 +26,7 @@ from mcp_sse_server.typed import (
     ToolSignature,
     docstring_parts,
 )
-from mcp_sse_server.types import (
+from mcp_sse_server.engine.types import (
     BlobResourceContents,
     CallToolResult,
     GetPromptResult,

@@ -19,11 +19,11 @@ from pydantic import BaseModel, Field
 
 from fixtures.sessions import Connect, RawClient
 from mcp_sse_server import McpServer, Tool
-from mcp_sse_server.context import RequestContext
-from mcp_sse_server.jsonrpc import INVALID_PARAMS, JsonRpcError, JsonRpcResponse
-from mcp_sse_server.session import ElicitationContentError, ServerSession, TypedElicitResult
-from mcp_sse_server.typed import elicitation_form
-from mcp_sse_server.types import ElicitResult
+from mcp_sse_server.engine.context import RequestContext
+from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS, JsonRpcError, JsonRpcResponse
+from mcp_sse_server.engine.session import ElicitationContentError, ServerSession, TypedElicitResult
+from mcp_sse_server.engine.typed import elicitation_form
+from mcp_sse_server.engine.types import ElicitResult
 
 NEW = "2025-11-25"
 OLD = "2025-06-18"
@@ -285,6 +285,6 @@ async def test_the_rerun_handler_receives_the_typed_value(connect: Connect) -> N
 
 
 def test_the_session_does_not_import_pydantic() -> None:
-    code = "import sys, mcp_sse_server, mcp_sse_server.session; print('pydantic' in sys.modules)"
+    code = "import sys, mcp_sse_server, mcp_sse_server.engine.session; print('pydantic' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"

@@ -11,7 +11,7 @@ import pytest
 from fixtures.asgi import AsgiCall, call, open_session
 from fixtures.http_app import Gate, build_server
 from fixtures.messages import initialize_message, notification, request
-from mcp_sse_server.jsonrpc import INVALID_REQUEST, PARSE_ERROR
+from mcp_sse_server.engine.jsonrpc import INVALID_REQUEST, PARSE_ERROR
 from mcp_sse_server.stores import MemorySessionStore
 from mcp_sse_server.transport.http import McpHttpApp
 

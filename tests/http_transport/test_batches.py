@@ -11,7 +11,7 @@ import pytest
 from fixtures.asgi import call, open_session
 from fixtures.http_app import Gate
 from fixtures.messages import initialize_message, notification, request
-from mcp_sse_server.jsonrpc import INVALID_REQUEST
+from mcp_sse_server.engine.jsonrpc import INVALID_REQUEST
 from mcp_sse_server.transport.http import McpHttpApp
 
 pytestmark = pytest.mark.deployments("local", "redis")

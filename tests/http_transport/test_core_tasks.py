@@ -16,9 +16,9 @@ from fixtures.messages import initialize_message
 from fixtures.tasks import WAIT, build
 from mcp_sse_server import McpServer
 from mcp_sse_server.client import StreamableHttpClient, TaskCancelledError
-from mcp_sse_server.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, McpError
-from mcp_sse_server.stores.memory import MemoryTaskStore
-from mcp_sse_server.tasks import RELATED_TASK, TaskRuntime
+from mcp_sse_server.engine.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, McpError
+from mcp_sse_server.engine.tasks import RELATED_TASK, TaskRuntime
+from mcp_sse_server.stores import MemoryTaskStore
 from mcp_sse_server.transport.http import McpHttpApp, McpHttpServer
 
 CORE = "2025-11-25"

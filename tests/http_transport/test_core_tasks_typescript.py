@@ -10,8 +10,8 @@ import pytest
 
 from fixtures.node import run_node_json
 from fixtures.tasks import build
-from mcp_sse_server.stores.memory import MemoryTaskStore
-from mcp_sse_server.tasks import RELATED_TASK, TaskRuntime
+from mcp_sse_server.engine.tasks import RELATED_TASK, TaskRuntime
+from mcp_sse_server.stores import MemoryTaskStore
 from mcp_sse_server.transport.http import McpHttpServer
 
 SCRIPT = Path(__file__).with_name("ts_core_tasks.mjs")

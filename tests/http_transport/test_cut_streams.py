@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from mcp_sse_server import CallToolResult, McpServer, StreamableHttpClient, Tool
-from mcp_sse_server.context import RequestContext
+from mcp_sse_server.engine.context import RequestContext
 from mcp_sse_server.transport.http import McpHttpServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")

@@ -13,7 +13,7 @@ from starlette.routing import Mount, Route
 from fixtures.asgi import AsgiCall
 from fixtures.http_app import Gate, build_server
 from fixtures.messages import ACCEPT_BOTH, initialize_message, notification, request
-from mcp_sse_server.jsonrpc import JsonRpcNotification, JsonRpcRequest
+from mcp_sse_server.engine.jsonrpc import JsonRpcNotification, JsonRpcRequest
 from mcp_sse_server.transport.http import (
     ClientDisconnected,
     HttpError,

@@ -7,8 +7,8 @@ import re
 import pytest
 
 from mcp_sse_server import SessionRecord
+from mcp_sse_server.engine.stores import STANDALONE_STREAM, stream_of
 from mcp_sse_server.stores import MemoryEventLog, MemorySessionStore, StoredEvent
-from mcp_sse_server.stores.base import STANDALONE_STREAM, stream_of
 from mcp_sse_server.transport.http import HttpLimits
 from mcp_sse_server.transport.http.sessions import new_session_id
 from mcp_sse_server.transport.http.sse import frame, parse_event_id

@@ -13,7 +13,7 @@ from fixtures.asgi import open_session
 from fixtures.http_app import Gate
 from fixtures.messages import notification, request
 from mcp_sse_server import Tool
-from mcp_sse_server.context import RequestContext
+from mcp_sse_server.engine.context import RequestContext
 from mcp_sse_server.transport.http import McpHttpApp
 
 pytestmark = pytest.mark.deployments("local", "redis")

@@ -23,7 +23,7 @@ from fixtures.http_app import Clock, Gate, build_server, http_app
 from fixtures.messages import ACCEPT_BOTH, initialize_message, notification, parse_sse, request
 from mcp_sse_server import McpServer, Tool
 from mcp_sse_server.client import StreamableHttpClient
-from mcp_sse_server.context import RequestContext
+from mcp_sse_server.engine.context import RequestContext
 from mcp_sse_server.stores.memory import MemoryEventLog
 from mcp_sse_server.transport.http import HttpLimits, McpHttpApp, McpHttpServer
 

@@ -12,7 +12,7 @@ import itertools
 
 import pytest
 
-from mcp_sse_server.jsonrpc import JsonRpcError, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse
+from mcp_sse_server.engine.jsonrpc import JsonRpcError, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse
 from mcp_sse_server.transport.http.replies import Destination, destination
 
 REPLY, POST_STREAM, STANDALONE, DROP = (

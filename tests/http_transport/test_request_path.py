@@ -22,10 +22,10 @@ PACKAGE = Path(sys.modules["mcp_sse_server"].__file__ or "").parent
 
 # Modules the path calls into on the way (values and helpers, not layers): entered from several layers.
 HELPERS = {
-    "jsonrpc",
-    "records",
-    "versions",
-    "types",
+    "engine.jsonrpc",
+    "engine.records",
+    "engine.versions",
+    "engine.types",
     "stores.memory",
     "stores.coordination",
     "transport.http.errors",
@@ -80,11 +80,11 @@ async def test_a_session_post_enters_each_module_once_in_layer_order() -> None:
         "transport.http.directory",
         "transport.http.body",
         "transport.http.transport",
-        "protocol",
-        "context",
+        "engine.protocol",
+        "engine.context",
     ], path
     assert len(path) == len(set(path)), f"a module entered twice: {path}"
-    assert path[9:] == ["session", "server"], path
+    assert path[9:] == ["engine.session", "engine.server"], path
 
 
 def test_the_app_does_not_know_how_sessions_are_shared() -> None:

@@ -15,7 +15,7 @@ import pytest
 from fixtures.asgi import open_session
 from fixtures.http_app import ADD_SCHEMA
 from mcp_sse_server import CallToolResult, McpServer, Tool
-from mcp_sse_server.context import RequestContext
+from mcp_sse_server.engine.context import RequestContext
 from mcp_sse_server.transport.http import McpHttpApp
 
 pytestmark = pytest.mark.deployments(

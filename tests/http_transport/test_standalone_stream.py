@@ -10,7 +10,7 @@ import pytest
 from fixtures.asgi import open_session, until
 from fixtures.http_app import Gate
 from fixtures.messages import notification, parse_sse, request
-from mcp_sse_server.jsonrpc import CONNECTION_CLOSED, McpError
+from mcp_sse_server.engine.jsonrpc import CONNECTION_CLOSED, McpError
 from mcp_sse_server.transport.http import McpHttpApp
 
 pytestmark = pytest.mark.deployments("local", "redis")

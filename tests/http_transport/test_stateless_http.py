@@ -14,7 +14,7 @@ from fixtures.asgi import AsgiCall, open_session, until
 from fixtures.http_app import Gate, build_server
 from fixtures.messages import notification, request
 from mcp_sse_server import McpServer, Tool
-from mcp_sse_server.context import RequestContext
+from mcp_sse_server.engine.context import RequestContext
 from mcp_sse_server.transport.http import McpHttpApp
 
 pytestmark = pytest.mark.deployments("local", "redis")
@@ -167,7 +167,7 @@ async def test_listen_acknowledges_then_sends_what_was_asked(app: McpHttpApp) ->
 
 
 async def test_a_message_sent_after_a_stateless_request_ends_is_dropped(app: McpHttpApp) -> None:
-    from mcp_sse_server.jsonrpc import JsonRpcNotification, JsonRpcRequest
+    from mcp_sse_server.engine.jsonrpc import JsonRpcNotification, JsonRpcRequest
     from mcp_sse_server.transport.http.stateless_transport import StatelessTransport
 
     transport = StatelessTransport()

@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from fixtures.asgi import AsgiCall
+from fixtures.asgi import AsgiCall, open_session
 from fixtures.messages import initialize_message, request
 from fixtures.tasks import WAIT, Client, Clock, build
 from mcp_sse_server import McpServer, Tool
-from mcp_sse_server.jsonrpc import INTERNAL_ERROR
-from mcp_sse_server.stores.memory import MemoryTaskStore
-from mcp_sse_server.tasks import TASKS_EXTENSION, TaskRuntime
+from mcp_sse_server.engine.jsonrpc import INTERNAL_ERROR
+from mcp_sse_server.engine.tasks import TASKS_EXTENSION, TaskRuntime
+from mcp_sse_server.stores import MemoryTaskStore
 from mcp_sse_server.transport.http import McpHttpApp
 
 
@@ -188,7 +188,8 @@ async def test_servers_made_per_session_share_one_task_runtime() -> None:
     client = Client(McpHttpApp(on_session=factory))
     task_id = (await client.call("slow"))["taskId"]
     assert (await client.until(task_id, "completed"))["result"]["content"][0]["text"] == "slow 0"
-    assert len(made) > 1 and len({id(server.tasks) for server in made}) == 1  # each request its own server
+    await open_session(client.app)  # a server of its own, beside the stateless requests' one
+    assert len(made) == 2 and len({id(server.tasks) for server in made}) == 1
 
 
 async def test_a_task_running_when_the_app_shuts_down_ends_failed(server: Any) -> None:

@@ -7,8 +7,8 @@ import asyncio
 
 from fixtures.asgi import AsgiCall, until
 from fixtures.messages import notification, request
-from mcp_sse_server.jsonrpc import JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse
-from mcp_sse_server.transport.base import CallbackDispatcher
+from mcp_sse_server.engine.jsonrpc import JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse
+from mcp_sse_server.engine.transport import CallbackDispatcher
 from mcp_sse_server.transport.http import SseTransport
 
 

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from fixtures.redis_server import client_for
-from mcp_sse_server.records import TaskRecord
-from mcp_sse_server.session import SessionRecord
-from mcp_sse_server.stores.base import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StaleRecord, TaskStore
-from mcp_sse_server.stores.memory import MemoryEventBus, MemoryEventLog, MemorySessionStore, MemoryTaskStore
+from mcp_sse_server.engine.records import TaskRecord
+from mcp_sse_server.engine.session import SessionRecord
+from mcp_sse_server.engine.stores import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StaleRecord, TaskStore
+from mcp_sse_server.stores import MemoryEventBus, MemoryEventLog, MemorySessionStore, MemoryTaskStore
 
 BACKLOG = 3
 REPLAY = 4

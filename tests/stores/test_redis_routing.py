@@ -11,7 +11,7 @@ from redis.asyncio import Redis
 from redis.crc import key_slot
 
 from fixtures.redis_server import RedisServer, client_for
-from mcp_sse_server.stores.base import StoreUnavailable
+from mcp_sse_server.engine.stores import StoreUnavailable
 from mcp_sse_server.stores.redis_routing import (
     Lease,
     WorkerInbox,

@@ -12,8 +12,8 @@ from typing import Any
 
 import httpx
 
-from mcp_sse_server.records import TASK_INTERRUPTED
-from mcp_sse_server.tasks import RELATED_TASK, TASKS_EXTENSION
+from mcp_sse_server.engine.records import TASK_INTERRUPTED
+from mcp_sse_server.engine.tasks import RELATED_TASK, TASKS_EXTENSION
 
 from .serving import SRC, TESTS, WAIT, RawSession, answer_of, serving
 

@@ -12,7 +12,7 @@ from fixtures.asgi import AsgiCall, Session, call
 from fixtures.http_app import Clock, Gate, build_server
 from fixtures.messages import initialize_message, request
 from fixtures.redis_server import NEW, RedisServer, Workers, client_for, open_on
-from mcp_sse_server.stores.base import stream_of
+from mcp_sse_server.engine.stores import stream_of
 from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
 from mcp_sse_server.transport.http import McpHttpApp
 

@@ -12,12 +12,12 @@ import pytest
 
 from fixtures.redis_server import RedisServer, client_for
 from fixtures.tasks import Client, build
-from mcp_sse_server.jsonrpc import INTERNAL_ERROR
-from mcp_sse_server.records import TaskRecord
+from mcp_sse_server.engine.jsonrpc import INTERNAL_ERROR
+from mcp_sse_server.engine.records import TaskRecord
+from mcp_sse_server.engine.tasks import TaskRuntime
 from mcp_sse_server.stores.memory import MemoryEventLog, MemorySessionStore
 from mcp_sse_server.stores.redis_routing import WorkerMesh, WorkerRegistry
 from mcp_sse_server.stores.redis_tasks import RedisTaskStore
-from mcp_sse_server.tasks import TaskRuntime
 from mcp_sse_server.transport.http import McpHttpApp
 
 

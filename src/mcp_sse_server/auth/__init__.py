@@ -16,20 +16,20 @@ Imported on first use: a server without authorization loads none of it.
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_exports
+from ..engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ..engine.tokens import AccessToken, InvalidToken, TokenVerifier, VerifiedTokens, VerifierUnavailable
     from .introspection import IntrospectionVerifier
     from .jwt_verifier import JwtVerifier
     from .resource import ResourceServer
-    from .tokens import AccessToken, InvalidToken, TokenVerifier, VerifiedTokens, VerifierUnavailable
 
 _EXPORTS = {
-    "AccessToken": ".tokens",
-    "InvalidToken": ".tokens",
-    "TokenVerifier": ".tokens",
-    "VerifiedTokens": ".tokens",
-    "VerifierUnavailable": ".tokens",
+    "AccessToken": "..engine.tokens",
+    "InvalidToken": "..engine.tokens",
+    "TokenVerifier": "..engine.tokens",
+    "VerifiedTokens": "..engine.tokens",
+    "VerifierUnavailable": "..engine.tokens",
     "JwtVerifier": ".jwt_verifier",
     "IntrospectionVerifier": ".introspection",
     "ResourceServer": ".resource",

@@ -47,7 +47,7 @@ import time
 from collections.abc import Callable
 from typing import Final, NamedTuple
 
-from .tokens import VerifierUnavailable
+from ..engine.tokens import VerifierUnavailable
 
 __all__ = ["FIRST_DELAY", "MAX_DELAY", "Attempt", "Backoff"]
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from .tokens import VerifierUnavailable
+from ..engine.tokens import VerifierUnavailable
 
 __all__ = ["fetch_json"]
 

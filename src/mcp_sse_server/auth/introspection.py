@@ -45,10 +45,10 @@ from typing import Any, Final, Literal
 
 import httpx
 
+from ..engine.tokens import AccessToken, InvalidToken, VerifiedTokens, VerifierUnavailable, token_key
 from .backoff import Backoff
 from .client_auth import client_secret_basic
 from .fetch import fetch_json
-from .tokens import AccessToken, InvalidToken, VerifiedTokens, VerifierUnavailable, token_key
 from .urls import check_fetch_url
 
 __all__ = ["IntrospectionVerifier"]

@@ -52,8 +52,8 @@ import jwt
 if TYPE_CHECKING:
     import httpx
 
+from ..engine.tokens import AccessToken, InvalidToken, VerifiedTokens, VerifierUnavailable, token_key
 from .backoff import Backoff
-from .tokens import AccessToken, InvalidToken, VerifiedTokens, VerifierUnavailable, token_key
 from .urls import check_fetch_url
 
 __all__ = ["DEFAULT_ALGORITHMS", "MAX_KEYS", "JwtVerifier"]

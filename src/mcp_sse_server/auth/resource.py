@@ -42,8 +42,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..scopes import check_scopes
-from .tokens import TokenVerifier
+from ..engine.scopes import check_scopes
+from ..engine.tokens import TokenVerifier
 
 __all__ = ["METADATA_ROOT", "ResourceServer"]
 

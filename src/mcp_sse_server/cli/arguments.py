@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Final
 from .values import split_pair
 
 if TYPE_CHECKING:
-    from ..types import Tool
+    from ..engine.types import Tool
 
 
 class ArgumentError(ValueError):
@@ -266,7 +266,7 @@ def typed_signature(tool: Tool) -> str:
     """``add(a: integer, b?: number) -> {result: integer}``: the arguments, optional ones marked ``?``,
     and what the output schema promises, when there is one.
 
-    >>> from mcp_sse_server.types import Tool
+    >>> from mcp_sse_server.engine.types import Tool
     >>> typed_signature(Tool("add", {"type": "object", "properties": {"a": {"type": "integer"},
     ...     "b": {"type": "number"}}, "required": ["a"]}, output_schema={"type": "object",
     ...     "properties": {"result": {"type": "integer"}}, "required": ["result"]}))

@@ -27,7 +27,7 @@ from .render import OutputDir, ProgressReporter, description_lines, pretty_json,
 
 if TYPE_CHECKING:
     from ..client.results import PromptInfo, ResourceTemplateInfo
-    from ..types import ResourceInfo
+    from ..engine.types import ResourceInfo
 
 _LONG = click.option("-l", "--long", "long", is_flag=True, help="Print whole descriptions.")
 _VERBOSE = click.option(
@@ -137,7 +137,7 @@ def resources(spec: ServerSpec, uri: str | None, as_json: bool, long: bool, verb
         _print_contents(spec, answer)
     else:
         from ..client.results import resource_template_info_from_dict
-        from ..types import resource_info_from_dict
+        from ..engine.types import resource_info_from_dict
 
         with spec.failing("read the resources"):
             found = [resource_info_from_dict(entry) for entry in answer["resources"]]
@@ -151,7 +151,7 @@ def _print_contents(spec: ServerSpec, answer: dict[str, Any]) -> None:
     import base64
     import binascii
 
-    from ..types import BlobResourceContents, read_resource_result_from_dict
+    from ..engine.types import BlobResourceContents, read_resource_result_from_dict
 
     with spec.failing("read the resource"):
         contents = read_resource_result_from_dict(answer).contents
@@ -225,7 +225,7 @@ def prompts(
             lines = _prompt_lines([prompt_info_from_dict(entry) for entry in answer], long, indent=0)
         click.echo("\n".join(lines) if lines else f"{spec.label} has no prompts.")
         return
-    from ..types import CallToolResult
+    from ..engine.types import CallToolResult
 
     with spec.failing(f"read prompt {name}"):
         messages = get_prompt_result_from_dict(answer).messages
@@ -263,7 +263,7 @@ def inspect(spec: ServerSpec, as_json: bool, long: bool) -> None:
         click.echo(pretty_json(summary))
         return
     from ..client.results import prompt_info_from_dict, resource_template_info_from_dict
-    from ..types import resource_info_from_dict, tool_from_dict
+    from ..engine.types import resource_info_from_dict, tool_from_dict
 
     with spec.failing("read what it listed"):
         found_tools = [tool_from_dict(entry) for entry in summary["tools"]]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
-    from ..server import McpServer
+    from ..engine.server import McpServer
 
 DEMO: Final = "demo"
 

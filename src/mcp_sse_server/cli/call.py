@@ -15,7 +15,7 @@ from .values import DURATION
 
 if TYPE_CHECKING:
     from ..client import McpClient, TaskHandle
-    from ..types import CallToolResult
+    from ..engine.types import CallToolResult
 
 
 @click.command(help=f"List the tools of TARGET.\n\n{TARGET_HELP}")
@@ -36,7 +36,7 @@ def tools(spec: ServerSpec, as_json: bool, long: bool, verbose: bool) -> None:
     if as_json:
         click.echo(pretty_json(entries))
         return
-    from ..types import tool_from_dict
+    from ..engine.types import tool_from_dict
 
     with spec.failing("read the tools"):
         found = [tool_from_dict(entry) for entry in entries]

@@ -45,7 +45,7 @@ class BadUsage(click.UsageError):
 
 def describe_error(error: BaseException) -> str:
     """One readable line for an exception, without a traceback."""
-    from ..jsonrpc import CONNECTION_CLOSED, McpError
+    from ..engine.jsonrpc import CONNECTION_CLOSED, McpError
 
     if isinstance(error, McpError):
         if error.code == CONNECTION_CLOSED:  # the clients' connection failures: the code adds nothing

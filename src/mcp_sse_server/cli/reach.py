@@ -194,7 +194,7 @@ def run(coroutine: Coroutine[Any, Any, T]) -> T:
 
 async def listed(spec: ServerSpec, what: str, listing: Coroutine[Any, Any, list[T]]) -> list[T]:
     """The items ``listing`` returns; none when the server does not offer them (-32601)."""
-    from ..jsonrpc import METHOD_NOT_FOUND, McpError
+    from ..engine.jsonrpc import METHOD_NOT_FOUND, McpError
 
     with spec.failing(f"list {what}"):
         try:

@@ -13,7 +13,7 @@ from typing import IO, TYPE_CHECKING, Any, Final
 from .errors import EXIT_FAILURE, PROG
 
 if TYPE_CHECKING:
-    from ..types import CallToolResult
+    from ..engine.types import CallToolResult
 
 # Carriage return, then erase the line: where the progress bar is redrawn.
 _CLEAR_LINE: Final = "\r\x1b[2K"
@@ -142,7 +142,14 @@ def render_result(
     paths printed; resource links and embedded resources get a summary line.
     An isError result goes to ``err``.
     """
-    from ..types import AudioContent, EmbeddedResource, ImageContent, ResourceLink, TextContent, TextResourceContents
+    from ..engine.types import (
+        AudioContent,
+        EmbeddedResource,
+        ImageContent,
+        ResourceLink,
+        TextContent,
+        TextResourceContents,
+    )
 
     stream = err if result.is_error else out
     structured = result.structured_content

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 import click
 
-from ..skill_format import SkillFormatError
+from ..engine.skill_format import SkillFormatError
 from ..transport.http.limits import DEFAULT_LIMITS, HttpLimits
 from .announce import announce
 from .auth import AuthSettings, auth_options
@@ -26,8 +26,8 @@ from .render import safe_stem
 from .values import DURATION, SIZE
 
 if TYPE_CHECKING:
-    from ..server import McpServer
-    from ..skills import SkillCatalog
+    from ..engine.server import McpServer
+    from ..engine.skills import SkillCatalog
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -437,7 +437,7 @@ class Target:
 
 def load_skill_options(paths: Sequence[str]) -> list[SkillCatalog]:
     """The catalogs ``--skills`` names, loaded once (every server built shares them)."""
-    from ..skills import load_skills
+    from ..engine.skills import load_skills
 
     catalogs = []
     for path in paths:
@@ -461,7 +461,7 @@ def resolve_target(target: str | None) -> Target:
     opens; that first server is what the factory's next call returns, so no
     server is built in vain.
     """
-    from ..server import McpServer, is_shared_server
+    from ..engine.server import McpServer, is_shared_server
 
     builtins = builtin_servers()
     name = target or DEMO
@@ -530,7 +530,7 @@ def _serve_forever(label: str, served: McpServer | Callable[[], McpServer], opti
     """Serve ``served`` (one server for every session, or a factory called per session) until a signal."""
     import asyncio
 
-    from ..server import McpServer
+    from ..engine.server import McpServer
 
     try:
         from ..transport.http.server import serve

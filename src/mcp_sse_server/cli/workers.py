@@ -41,7 +41,7 @@ from .errors import EXIT_INTERRUPTED, Failure, describe_error
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
-    from ..server import McpServer
+    from ..engine.server import McpServer
 
 logger = logging.getLogger("mcp_sse_server.cli")
 
@@ -60,7 +60,7 @@ def request_state_keys_set() -> bool:
     """Whether ``MCP_REQUEST_STATE_KEYS`` sets the deployment's requestState key ring (every
     server reads it: ``request_state.deployment_sealer``); ValueError for a ring that would be
     refused, so that it is a usage error before anything listens."""
-    from ..request_state import ring_from
+    from ..engine.request_state import ring_from
 
     return ring_from(os.environ) is not None
 
@@ -73,7 +73,7 @@ def share(
 ) -> McpServer | Callable[[], McpServer]:
     """``served`` (a server, or a factory of one per session) using the deployment's event bus
     and task runtime."""
-    from ..server import McpServer
+    from ..engine.server import McpServer
 
     if event_bus is None and tasks is None:
         return served
@@ -123,10 +123,10 @@ def serve_worker(
     """One worker: its own Redis stores, serving until SIGTERM (and SIGINT unless it has a ``parent``)."""
     import asyncio
 
-    from ..server import McpServer
-    from ..stores.base import StoreUnavailable
+    from ..engine.server import McpServer
+    from ..engine.stores import StoreUnavailable
+    from ..engine.tasks import TaskRuntime
     from ..stores.redis_setup import RedisStores
-    from ..tasks import TaskRuntime
     from ..transport.http.server import McpHttpServer, listening_socket
     from ..transport.loop import run_loop
 

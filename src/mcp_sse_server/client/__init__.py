@@ -6,7 +6,7 @@ Each client's module (and so httpx) is imported only when that client is used.
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_exports
+from ..engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from ._common import (

@@ -8,7 +8,7 @@ import contextlib
 from abc import abstractmethod
 from typing import Any
 
-from ..jsonrpc import (
+from ..engine.jsonrpc import (
     CONNECTION_CLOSED,
     JsonRpcError,
     JsonRpcMessage,
@@ -17,7 +17,7 @@ from ..jsonrpc import (
     McpError,
     RequestId,
 )
-from ..transport.base import Transport
+from ..engine.transport import Transport
 from .base import McpClient, SessionExpiredError
 
 __all__ = ["ClientTransport", "McpConnectionError", "RemoteClient", "SessionExpiredMcpError"]

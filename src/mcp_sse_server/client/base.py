@@ -24,9 +24,9 @@ from contextlib import asynccontextmanager
 from types import TracebackType
 from typing import Any, Final, Literal, TypeAlias, overload
 
-from .. import versions
-from ..context import RequestContext
-from ..jsonrpc import (
+from ..engine import versions
+from ..engine.context import RequestContext
+from ..engine.jsonrpc import (
     INTERNAL_ERROR,
     METHOD_NOT_FOUND,
     JsonRpcError,
@@ -37,10 +37,10 @@ from ..jsonrpc import (
     McpError,
     RequestId,
 )
-from ..protocol import Connection, ProgressCallback
-from ..stateless_meta import TASKS_EXTENSION
-from ..transport.base import Transport
-from ..types import (
+from ..engine.protocol import Connection, ProgressCallback
+from ..engine.stateless_meta import TASKS_EXTENSION
+from ..engine.transport import Transport
+from ..engine.types import (
     CallToolResult,
     CompleteResult,
     GetPromptResult,

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 from urllib.parse import urlsplit
 
-from ..jsonrpc import json_type
+from ..engine.jsonrpc import json_type
 from .oauth.config import auth_problem
 
 __all__ = ["TRANSPORTS", "ConfigError", "ServerConfig", "TransportName", "format_location", "is_url", "normalize_type"]

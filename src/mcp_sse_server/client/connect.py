@@ -20,7 +20,7 @@ from .base import McpClient
 from .config import ConfigError, ServerConfig
 
 if TYPE_CHECKING:
-    from ..server import McpServer
+    from ..engine.server import McpServer
 
 __all__ = ["ServerRegistry", "ServerStartError", "create_client", "initialize_mcp_server"]
 

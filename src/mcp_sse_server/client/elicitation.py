@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ..jsonrpc import INVALID_PARAMS, McpError
+from ..engine.jsonrpc import INVALID_PARAMS, McpError
 
 __all__ = [
     "URL_ELICITATION_REQUIRED",

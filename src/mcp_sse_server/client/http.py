@@ -69,7 +69,7 @@ from typing import Any, Final
 import httpx
 import orjson
 
-from ..jsonrpc import (
+from ..engine.jsonrpc import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
     JsonRpcMessage,
@@ -82,7 +82,7 @@ from ..jsonrpc import (
     message_from_dict,
     parse_message,
 )
-from ..transport.base import Transport
+from ..engine.transport import Transport
 from ._common import McpConnectionError, RemoteClient, SessionExpiredMcpError
 from ._http_common import (
     EVENT_STREAM,

@@ -5,13 +5,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from .. import versions
-from ..deadline import within_deadline
-from ..jsonrpc import CONNECTION_CLOSED, JsonRpcRequest, JsonRpcResponse, McpError
-from ..protocol import ProgressCallback
-from ..server import McpServer
-from ..session import ServerSession
-from ..transport.base import Transport
+from ..engine import versions
+from ..engine.deadline import within_deadline
+from ..engine.jsonrpc import CONNECTION_CLOSED, JsonRpcRequest, JsonRpcResponse, McpError
+from ..engine.protocol import ProgressCallback
+from ..engine.server import McpServer
+from ..engine.session import ServerSession
+from ..engine.transport import Transport
 from ..transport.memory import MemoryTransport
 from .base import MODE_AUTO, McpClient
 

@@ -54,7 +54,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
-from ..types import Tool
+from ..engine.types import Tool
 from .base import McpClient
 from .config import ConfigError, Location, ServerConfig, format_location, normalize_type
 

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..types import (
+from ..engine.types import (
     Annotations,
     GetPromptResult,
     Icon,

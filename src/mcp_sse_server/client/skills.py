@@ -35,8 +35,8 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from ..jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
-from ..skill_format import (
+from ..engine.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
+from ..engine.skill_format import (
     SKILL_FILE,
     SKILLS_EXTENSION,
     SkillFormatError,

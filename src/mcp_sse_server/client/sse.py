@@ -25,7 +25,7 @@ from typing import Any
 
 import httpx
 
-from ..jsonrpc import (
+from ..engine.jsonrpc import (
     CONNECTION_CLOSED,
     JsonRpcMessage,
     McpError,
@@ -33,7 +33,7 @@ from ..jsonrpc import (
     encode_message,
     parse_message,
 )
-from ..transport.base import Transport
+from ..engine.transport import Transport
 from ._common import McpConnectionError, RemoteClient
 from ._http_common import (
     EVENT_STREAM,

@@ -25,8 +25,8 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .. import stateless_meta
-from ..jsonrpc import HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION, McpError
+from ..engine import stateless_meta
+from ..engine.jsonrpc import HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY, UNSUPPORTED_PROTOCOL_VERSION, McpError
 
 __all__ = [
     "CLIENT_CAPABILITIES_KEY",

@@ -37,9 +37,9 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal
 
-from ..jsonrpc import JsonRpcMessage, McpError, RequestId, encode_message, parse_message
-from ..protocol import Connection
-from ..transport.base import Transport
+from ..engine.jsonrpc import JsonRpcMessage, McpError, RequestId, encode_message, parse_message
+from ..engine.protocol import Connection
+from ..engine.transport import Transport
 from ._common import ClientTransport, McpConnectionError, RemoteClient
 from .base import MODE_AUTO
 from .era_memo import Identity, stdio_identity

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Final
 
-from ..jsonrpc import JsonRpcNotification
+from ..engine.jsonrpc import JsonRpcNotification
 
 __all__ = ["ACKNOWLEDGED", "Subscription"]
 

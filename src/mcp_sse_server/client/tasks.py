@@ -27,8 +27,8 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any, Final, Protocol
 
-from ..jsonrpc import McpError
-from ..types import CallToolResult, call_tool_result_from_dict
+from ..engine.jsonrpc import McpError
+from ..engine.types import CallToolResult, call_tool_result_from_dict
 
 __all__ = ["TERMINAL", "TaskCancelledError", "TaskHandle"]
 

@@ -6,7 +6,7 @@ read without loading the server engine.
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_exports
+from ..engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .defaults import DEFAULT_SERVERS

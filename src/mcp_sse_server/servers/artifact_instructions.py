@@ -15,8 +15,8 @@ import copy
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar, Final
 
-from ..context import RequestContext
-from ..types import CallToolResult, Tool, ToolAnnotations
+from ..engine.context import RequestContext
+from ..engine.types import CallToolResult, Tool, ToolAnnotations
 from .memory_server import MemoryServer
 
 __all__ = [

@@ -34,10 +34,10 @@ from typing import Annotated, Final
 
 from pydantic import Field
 
-from ..context import RequestContext
-from ..jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
-from ..server import McpServer
-from ..types import (
+from ..engine.context import RequestContext
+from ..engine.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
+from ..engine.server import McpServer
+from ..engine.types import (
     CallToolResult,
     CompleteRequest,
     CreateMessageRequest,

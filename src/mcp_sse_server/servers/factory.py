@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import ClassVar
 
-from ..server import McpServer
+from ..engine.server import McpServer
 
 __all__ = ["MemoryServerFactory", "UnknownServerError"]
 

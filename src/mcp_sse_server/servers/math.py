@@ -36,9 +36,9 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Context, Decimal
 from typing import Any, ClassVar, Final, TypeAlias
 
-from ..context import RequestContext
-from ..jsonrpc import json_type
-from ..types import CallToolResult, Tool, ToolAnnotations
+from ..engine.context import RequestContext
+from ..engine.jsonrpc import json_type
+from ..engine.types import CallToolResult, Tool, ToolAnnotations
 from .memory_server import MemoryServer
 
 __all__ = [

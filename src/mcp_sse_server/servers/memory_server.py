@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from ..context import RequestContext
-from ..server import McpServer
-from ..types import CallToolResult, Icon, Tool
+from ..engine.context import RequestContext
+from ..engine.server import McpServer
+from ..engine.types import CallToolResult, Icon, Tool
 
 __all__ = ["MemoryServer"]
 

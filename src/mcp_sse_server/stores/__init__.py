@@ -12,10 +12,20 @@ Redis names need the ``redis`` extra (``pip install 'mcp-sse-server[redis]'``) a
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_exports
-from .base import EventBus, EventLog, RecordFeed, SessionStore, StaleRecord, StoredEvent, StoreError, StoreUnavailable
+from ..engine._lazy import lazy_exports
+from ..engine.memory_stores import MemoryEventBus, MemoryTaskStore
+from ..engine.stores import (
+    EventBus,
+    EventLog,
+    RecordFeed,
+    SessionStore,
+    StaleRecord,
+    StoredEvent,
+    StoreError,
+    StoreUnavailable,
+)
 from .coordination import CoordinatedSession, Coordinator, DuplicateRequest, LocalCoordinator, SessionPeers
-from .memory import MemoryEventBus, MemoryEventLog, MemorySessionStore
+from .memory import MemoryEventLog, MemorySessionStore
 
 if TYPE_CHECKING:
     from .redis import RecordWatch, RedisEventBus, RedisEventLog, RedisSessionStore
@@ -60,6 +70,7 @@ __all__ = [
     "MemoryEventBus",
     "MemoryEventLog",
     "MemorySessionStore",
+    "MemoryTaskStore",
     "RecordFeed",
     "RecordWatch",
     "RedisCoordinator",

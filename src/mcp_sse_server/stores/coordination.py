@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Final, Protocol
 
-from ..jsonrpc import JsonRpcMessage, RequestId
+from ..engine.jsonrpc import JsonRpcMessage, RequestId
 
 __all__ = [
     "NO_PEERS",

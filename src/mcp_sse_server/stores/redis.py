@@ -58,9 +58,10 @@ from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError
 
-from ..jsonrpc import RequestId
-from ..records import SessionRecord
-from .base import (
+from ..engine.jsonrpc import RequestId
+from ..engine.memory_stores import MemoryEventBus
+from ..engine.records import SessionRecord
+from ..engine.stores import (
     LAST_NUMBER,
     STANDALONE_STREAM,
     EventBus,
@@ -71,7 +72,6 @@ from .base import (
     StoreUnavailable,
     StreamWriter,
 )
-from .memory import MemoryEventBus
 
 _pack: Callable[[tuple[Any, ...]], bytes] | None
 try:

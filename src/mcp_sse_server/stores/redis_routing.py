@@ -51,7 +51,7 @@ from typing import Any, Final, TypeAlias
 import orjson
 from redis.asyncio import Redis
 
-from ..jsonrpc import (
+from ..engine.jsonrpc import (
     INTERNAL_ERROR,
     JsonRpcError,
     JsonRpcMessage,
@@ -61,7 +61,7 @@ from ..jsonrpc import (
     encode_message,
     parse_message,
 )
-from .base import EventLog, SessionStore, StoreUnavailable, TaskStore
+from ..engine.stores import EventLog, SessionStore, StoreUnavailable, TaskStore
 from .coordination import CoordinatedSession, SessionPeers
 from .redis import DEFAULT_PREFIX, WriteBehind, logger, milliseconds, redis_unavailable
 

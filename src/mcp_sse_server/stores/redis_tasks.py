@@ -27,8 +27,8 @@ from typing import Any, Final
 import orjson
 from redis.asyncio import Redis
 
-from ..records import TERMINAL_STATUSES, TaskRecord
-from .base import StoreUnavailable, TaskStore
+from ..engine.records import TERMINAL_STATUSES, TaskRecord
+from ..engine.stores import StoreUnavailable, TaskStore
 from .redis import DEFAULT_PREFIX, RecordWatch, check_client, redis_unavailable, valid_session_id
 
 __all__ = ["RedisTaskStore"]

@@ -2,13 +2,13 @@
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_exports
+from ..engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .base import Transport
+    from ..engine.transport import Transport
     from .memory import MemoryTransport
 
 # Imported on first use: importing a transport subpackage (transport.http.limits) stays cheap.
-__getattr__, __dir__ = lazy_exports(__name__, {"MemoryTransport": ".memory", "Transport": ".base"})
+__getattr__, __dir__ = lazy_exports(__name__, {"MemoryTransport": ".memory", "Transport": "..engine.transport"})
 
 __all__ = ["MemoryTransport", "Transport"]

@@ -6,8 +6,8 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator
 
-from ..jsonrpc import CONNECTION_CLOSED, JsonRpcError, JsonRpcMessage, JsonRpcRequest, RequestId
-from .base import Reply, Transport
+from ..engine.jsonrpc import CONNECTION_CLOSED, JsonRpcError, JsonRpcMessage, JsonRpcRequest, RequestId
+from ..engine.transport import Reply, Transport
 
 __all__ = ["MemoryTransport"]
 

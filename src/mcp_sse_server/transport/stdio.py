@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Final, TypeAlias
 
 import orjson
 
-from ..batches import DEFAULT_MAX_BATCH_MESSAGES, read_batch, refusal
-from ..jsonrpc import (
+from ..engine.batches import DEFAULT_MAX_BATCH_MESSAGES, read_batch, refusal
+from ..engine.jsonrpc import (
     INVALID_REQUEST,
     BatchReceived,
     JsonRpcError,
@@ -34,12 +34,12 @@ from ..jsonrpc import (
     message_to_dict,
     parse_message,
 )
-from .base import Transport
+from ..engine.transport import Transport
 from .stdio_fds import protocol_stdio
 
 if TYPE_CHECKING:
-    from ..server import McpServer
-    from ..session import ServerSession
+    from ..engine.server import McpServer
+    from ..engine.session import ServerSession
 
 __all__ = ["StdioServerTransport", "serve_stdio"]
 

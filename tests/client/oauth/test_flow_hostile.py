@@ -29,7 +29,7 @@ from mcp_sse_server.auth import JwtVerifier
 from mcp_sse_server.auth.resource import ResourceServer
 from mcp_sse_server.client import McpConnectionError, StreamableHttpClient
 from mcp_sse_server.client.oauth import CallbackUserAgent, HeadlessUserAgent, OAuth, OAuthError, OAuthSettings
-from mcp_sse_server.jsonrpc import McpError
+from mcp_sse_server.engine.jsonrpc import McpError
 from mcp_sse_server.transport.http import McpHttpServer
 from mcp_sse_server.transport.http.server import listening_socket
 

@@ -43,7 +43,7 @@ from mcp_sse_server.client.oauth import (
     Tokens,
     TokenStorage,
 )
-from mcp_sse_server.jsonrpc import McpError
+from mcp_sse_server.engine.jsonrpc import McpError
 
 REDIRECT = "http://127.0.0.1:9/callback"  # never served: HeadlessUserAgent reads the Location
 AS_METADATA = "/.well-known/oauth-authorization-server"

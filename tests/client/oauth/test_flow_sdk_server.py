@@ -37,7 +37,7 @@ from mcp.server.mcpserver import MCPServer
 from fixtures.oauth_records import PRM_PATH, RecordingAuthorizationServer, Wire
 from mcp_sse_server.client import McpClient, SseClient, StreamableHttpClient
 from mcp_sse_server.client.oauth import HeadlessUserAgent, MemoryTokenStorage, OAuth, OAuthError, OAuthSettings
-from mcp_sse_server.jsonrpc import McpError
+from mcp_sse_server.engine.jsonrpc import McpError
 
 REDIRECT = "http://127.0.0.1:9/callback"
 START_WAIT = 10.0

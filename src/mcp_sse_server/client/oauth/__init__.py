@@ -20,7 +20,7 @@ Modules, lowest first:
 
 from typing import TYPE_CHECKING
 
-from ..._lazy import lazy_exports
+from ...engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .errors import OAuthError

@@ -27,7 +27,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from ...jsonrpc import json_type
+from ...engine.jsonrpc import json_type
 
 if TYPE_CHECKING:
     from .flow import OAuth

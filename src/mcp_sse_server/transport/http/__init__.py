@@ -32,7 +32,7 @@ bound address or the resource's public host (DNS-rebinding defence). Only
 
 from typing import TYPE_CHECKING
 
-from ..._lazy import lazy_exports
+from ...engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .app import McpHttpApp

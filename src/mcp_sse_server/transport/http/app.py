@@ -35,11 +35,12 @@ from typing import TypeAlias
 from urllib.parse import urlsplit
 
 from ...auth.resource import ResourceServer
-from ...server import McpServer
-from ...stores.base import EventLog, SessionStore
+from ...engine.memory_stores import MemoryTaskStore
+from ...engine.server import McpServer
+from ...engine.stores import EventLog, SessionStore
+from ...engine.tasks import TaskRuntime
 from ...stores.coordination import Coordinator, LocalCoordinator
-from ...stores.memory import MemoryEventLog, MemorySessionStore, MemoryTaskStore
-from ...tasks import TaskRuntime
+from ...stores.memory import MemoryEventLog, MemorySessionStore
 from .asgi import ASGIApp, Receive, Scope, Send
 from .bearer import BearerMiddleware, ScopeCheck
 from .directory import LiveSession, Serving, SessionDirectory, directory_for

@@ -24,8 +24,8 @@ from typing import Any, Final
 
 import orjson
 
-from ...batches import read_batch, refusal
-from ...jsonrpc import INVALID_REQUEST, JsonRpcRequest, McpError, encode_message
+from ...engine.batches import read_batch, refusal
+from ...engine.jsonrpc import INVALID_REQUEST, JsonRpcRequest, McpError, encode_message
 from ...stores.coordination import Coordinator, DuplicateRequest
 from .asgi import Message, Send
 from .bearer import ScopeCheck

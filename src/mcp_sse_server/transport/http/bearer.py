@@ -37,8 +37,8 @@ from typing import Any, Final, Protocol
 import orjson
 
 from ...auth.resource import ResourceServer
-from ...auth.tokens import AccessToken, InvalidToken, VerifiedTokens, VerifierUnavailable, current_access_token
-from ...jsonrpc import JsonRpcRequest
+from ...engine.jsonrpc import JsonRpcRequest
+from ...engine.tokens import AccessToken, InvalidToken, VerifiedTokens, VerifierUnavailable, current_access_token
 from .asgi import ASGIApp, Receive, Scope, Send
 from .errors import SERVER_BUSY, HttpError
 from .request import McpRequest, below

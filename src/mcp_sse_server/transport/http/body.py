@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from ...jsonrpc import BatchReceived, JsonRpcMessage, McpError, parse_message
+from ...engine.jsonrpc import BatchReceived, JsonRpcMessage, McpError, parse_message
 from .asgi import Message, Receive, Scope
 from .errors import HttpError
 from .limits import DEFAULT_LIMITS

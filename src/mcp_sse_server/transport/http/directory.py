@@ -47,12 +47,12 @@ import logging
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any, Final
 
-from ...background import in_background
-from ...jsonrpc import JsonRpcMessage, RequestId
-from ...records import RecordChange, SessionRecord
-from ...server import McpServer
-from ...session import ServerSession
-from ...stores.base import EventLog, RecordFeed, SessionStore, StaleRecord, StoreUnavailable
+from ...engine.background import in_background
+from ...engine.jsonrpc import JsonRpcMessage, RequestId
+from ...engine.records import RecordChange, SessionRecord
+from ...engine.server import McpServer
+from ...engine.session import ServerSession
+from ...engine.stores import EventLog, RecordFeed, SessionStore, StaleRecord, StoreUnavailable
 from ...stores.coordination import Coordinator
 from .errors import SERVER_BUSY, UNKNOWN_SESSION, HttpError
 from .limits import HttpLimits

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 import orjson
 
-from ...jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RequestId
+from ...engine.jsonrpc import INTERNAL_ERROR, INVALID_REQUEST, PARSE_ERROR, RequestId
 from .asgi import Send
 
 __all__ = [

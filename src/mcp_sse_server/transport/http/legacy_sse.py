@@ -48,8 +48,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 from urllib.parse import parse_qs
 
-from ...background import in_background
-from ...jsonrpc import JsonRpcRequest
+from ...engine.background import in_background
+from ...engine.jsonrpc import JsonRpcRequest
 from ...stores.coordination import Coordinator, DuplicateRequest
 from .asgi import Message, Receive, Scope, Send
 from .bearer import ScopeCheck, request_principal

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from ...batches import DEFAULT_MAX_BATCH_MESSAGES
+from ...engine.batches import DEFAULT_MAX_BATCH_MESSAGES
 
 __all__ = ["DEFAULT_LIMITS", "HttpLimits"]
 

@@ -27,7 +27,7 @@ import enum
 from collections.abc import Callable
 from typing import Final
 
-from ...jsonrpc import JsonRpcError, JsonRpcNotification, JsonRpcResponse, RequestId
+from ...engine.jsonrpc import JsonRpcError, JsonRpcNotification, JsonRpcResponse, RequestId
 from .asgi import Receive, Send
 from .sse import priming
 from .streams import SseStream

@@ -36,8 +36,8 @@ import enum
 import logging
 from typing import Final
 
-from ... import versions
-from ...stores.base import StoreUnavailable
+from ...engine import versions
+from ...engine.stores import StoreUnavailable
 from .accept import accepts_json_and_sse
 from .asgi import Receive, Scope, Send
 from .body import ClientDisconnected

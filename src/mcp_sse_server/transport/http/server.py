@@ -38,8 +38,8 @@ if TYPE_CHECKING:
     import uvicorn
 
     from ...auth.resource import ResourceServer
-    from ...server import McpServer
-    from ...stores.base import EventLog, SessionStore
+    from ...engine.server import McpServer
+    from ...engine.stores import EventLog, SessionStore
     from ...stores.coordination import Coordinator
     from ...stores.redis_routing import WorkerMesh
 

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final
 
-from ...jsonrpc import HEADER_MISMATCH, JsonRpcRequest
-from ...stateless_meta import has_envelope
-from ...stores.base import STANDALONE_STREAM, stream_of
+from ...engine.jsonrpc import HEADER_MISMATCH, JsonRpcRequest
+from ...engine.stateless_meta import has_envelope
+from ...engine.stores import STANDALONE_STREAM, stream_of
 from ...stores.coordination import Coordinator, DuplicateRequest
 from .asgi import Receive, Send
 from .batch import Batch

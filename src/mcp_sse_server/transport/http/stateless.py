@@ -30,8 +30,8 @@ import binascii
 from collections.abc import Callable
 from typing import Any, Final, TypeAlias
 
-from ...jsonrpc import HEADER_MISMATCH, INVALID_REQUEST, JsonRpcRequest
-from ...stateless_meta import NAMED_BY, PROTOCOL_VERSION_KEY, MirroredHeader
+from ...engine.jsonrpc import HEADER_MISMATCH, INVALID_REQUEST, JsonRpcRequest
+from ...engine.stateless_meta import NAMED_BY, PROTOCOL_VERSION_KEY, MirroredHeader
 from .errors import HttpError
 from .request import McpRequest
 

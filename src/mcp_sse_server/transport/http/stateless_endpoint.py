@@ -23,12 +23,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Collection
 
-from ... import versions
-from ...jsonrpc import JsonRpcNotification, JsonRpcRequest
-from ...protocol import Connection
-from ...server import McpServer
-from ...stateless import StatelessEndpoint, unsupported_version
-from ...stateless_meta import has_envelope
+from ...engine import versions
+from ...engine.jsonrpc import JsonRpcNotification, JsonRpcRequest
+from ...engine.protocol import Connection
+from ...engine.server import McpServer
+from ...engine.stateless import StatelessEndpoint, unsupported_version
+from ...engine.stateless_meta import has_envelope
 from .asgi import Receive, Send
 from .bearer import ScopeCheck
 from .body import read_message

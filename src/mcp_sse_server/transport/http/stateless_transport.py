@@ -18,8 +18,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection
 
-from ...jsonrpc import JsonRpcError, JsonRpcMessage, JsonRpcNotification, JsonRpcRequest, RequestId, encode_message
-from ..base import Transport
+from ...engine.jsonrpc import (
+    JsonRpcError,
+    JsonRpcMessage,
+    JsonRpcNotification,
+    JsonRpcRequest,
+    RequestId,
+    encode_message,
+)
+from ...engine.transport import Transport
 from .asgi import Receive, Send
 from .errors import write_json_rpc_error
 from .replies import JSON_HEADERS, Destination, PendingReply, PostStream, destination, watch

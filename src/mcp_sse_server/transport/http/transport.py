@@ -54,9 +54,9 @@ import secrets
 from collections.abc import Callable, Collection
 from typing import Any, Final
 
-from ... import versions
-from ...background import in_background
-from ...jsonrpc import (
+from ...engine import versions
+from ...engine.background import in_background
+from ...engine.jsonrpc import (
     CONNECTION_CLOSED,
     JsonRpcError,
     JsonRpcMessage,
@@ -66,11 +66,11 @@ from ...jsonrpc import (
     RequestId,
     encode_message,
 )
-from ...records import SessionRecord
-from ...stores.base import STANDALONE_STREAM, EventLog, stream_of
+from ...engine.records import SessionRecord
+from ...engine.stores import STANDALONE_STREAM, EventLog, stream_of
+from ...engine.transport import Transport
 from ...stores.coordination import NO_PEERS, SessionPeers
 from ...stores.memory import MemoryEventLog
-from ..base import Transport
 from .asgi import Receive, Scope, Send
 from .body import ClientDisconnected, read_body, read_json_rpc_post
 from .errors import SESSION_ENDED, HttpError, error_body, in_flight_conflict

@@ -12,7 +12,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable
 from typing import Protocol
 
-from ..jsonrpc import JsonRpcError, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, RequestId
+from .jsonrpc import JsonRpcError, JsonRpcMessage, JsonRpcRequest, JsonRpcResponse, RequestId
 
 __all__ = ["CallbackDispatcher", "Dispatcher", "Reply", "Transport"]
 

@@ -44,6 +44,7 @@ from .jsonrpc import (
     RESOURCE_NOT_FOUND,
     McpError,
 )
+from .memory_stores import MemoryEventBus, MemoryTaskStore
 from .records import SessionRecord
 from .schema import SchemaValidator
 from .scopes import NO_SCOPES, Kind, check_scopes, needed
@@ -52,10 +53,9 @@ from .skill_format import SKILLS_EXTENSION, SkillFormatError
 from .skills import NO_SKILLS, SkillCatalog, load_skills
 from .stateless import RequestSession, StatelessEndpoint, StatelessSwitch
 from .stateless_meta import SUBSCRIPTION_ID, CachePolicy, MirroredHeader, mirrored_headers
-from .stores.base import EventBus
-from .stores.memory import MemoryEventBus, MemoryTaskStore
+from .stores import EventBus
 from .tasks import TASKS_EXTENSION, TaskRuntime, declares_tasks, missing_tasks_extension
-from .transport.base import Transport
+from .transport import Transport
 from .types import (
     Annotations,
     BlobResourceContents,
@@ -300,8 +300,8 @@ def _session_call(
 
 
 _RUNNERS: Final = {
-    "stdio": (".transport.stdio", "run_stdio"),
-    "http": (".transport.http.server", "run_http"),
+    "stdio": ("..transport.stdio", "run_stdio"),
+    "http": ("..transport.http.server", "run_http"),
 }
 
 
@@ -567,7 +567,7 @@ class McpServer:
         None for none); a ``RequestContext`` parameter receives the context; ``scopes`` are what a
         bearer token needs to call it (``Tool.scopes``); ``task_support`` and ``task_starts`` make
         its calls tasks (``Tool.task_support``, ``tasks.py``). The rules are in
-        ``mcp_sse_server.typed``. ValueError (``SignatureError``) for a signature they cannot describe.
+        ``mcp_sse_server.engine.typed``. ValueError (``SignatureError``) for a signature they cannot describe.
         """
 
         def register(function: _Function) -> _Function:

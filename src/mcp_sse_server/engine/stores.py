@@ -22,8 +22,8 @@ from collections.abc import AsyncIterator, Callable, Collection
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from ..jsonrpc import INTERNAL_ERROR, RequestId
-from ..records import TASK_INTERRUPTED, SessionRecord, TaskRecord
+from .jsonrpc import INTERNAL_ERROR, RequestId
+from .records import TASK_INTERRUPTED, SessionRecord, TaskRecord
 
 __all__ = [
     "LAST_NUMBER",

@@ -90,7 +90,7 @@ from .context import RequestContext
 from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, McpError
 from .records import TASK_INTERRUPTED, TaskRecord
 from .stateless_meta import RELATED_TASK, TASKS_EXTENSION
-from .stores.base import StoreUnavailable, TaskStore
+from .stores import StoreUnavailable, TaskStore
 from .types import TaskStarts
 
 __all__ = [

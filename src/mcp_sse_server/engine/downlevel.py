@@ -17,7 +17,7 @@ Rules:
    session) and the same object when it does not.
 5. ``current(revision)`` is the one check the hot paths make: True when none of this applies.
 
->>> from mcp_sse_server import versions
+>>> from mcp_sse_server.engine import versions
 >>> tool = {"name": "add", "title": "Add", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}
 >>> listed(tool, versions.REVISION_2025_03_26)
 {'name': 'add', 'inputSchema': {'type': 'object'}}

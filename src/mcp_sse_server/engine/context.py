@@ -14,8 +14,8 @@ from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 from . import downlevel
-from .auth.tokens import AccessToken, current_access_token
 from .jsonrpc import INVALID_PARAMS, JsonRpcRequest, McpError, RequestId
+from .tokens import AccessToken, current_access_token
 
 __all__ = ["LOG_LEVELS", "Peer", "RequestContext", "ToolTask", "current_context"]
 

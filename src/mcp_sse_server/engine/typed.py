@@ -86,7 +86,7 @@ from .types import (
     content_from_dict,
 )
 
-logger = logging.getLogger("mcp_sse_server.server")
+logger = logging.getLogger("mcp_sse_server.engine.server")
 
 __all__ = [
     "ArgumentError",

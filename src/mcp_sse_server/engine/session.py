@@ -57,7 +57,7 @@ from .types import CreateMessageRequest, CreateMessageResult, ElicitResult, Root
 from .versions import Revision
 
 if TYPE_CHECKING:
-    from .transport.base import Transport
+    from .transport import Transport
     from .typed import ElicitationForm
 
 __all__ = [

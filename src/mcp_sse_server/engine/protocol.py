@@ -29,7 +29,7 @@ from .jsonrpc import (
     McpError,
     RequestId,
 )
-from .transport.base import Reply, Transport
+from .transport import Reply, Transport
 
 __all__ = ["Connection", "ConnectionOwner", "ProgressCallback"]
 
