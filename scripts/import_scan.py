@@ -65,6 +65,7 @@ LAYERS: Final[dict[str, int]] = {
     # L1: what a handler gets, and what a transport is
     "engine.context": 1,
     "engine.transport": 1,
+    "engine.transports": 0,
     # L2: wire and registration data
     "engine.types": 2,
     "engine.stateless_meta": 2,

@@ -14,6 +14,7 @@ from mcp_sse_server import McpServer, MemoryTransport
 from mcp_sse_server.client import InMemoryClient, McpClient
 from mcp_sse_server.client.config import ConfigError, ServerConfig
 from mcp_sse_server.client.connect import ServerStartError, create_client, initialize_mcp_server
+from mcp_sse_server.engine import transports
 from mcp_sse_server.engine.transport import Transport
 from mcp_sse_server.servers import MemoryServerFactory
 
@@ -231,11 +232,12 @@ async def test_a_missing_client_module_is_a_clear_start_error(monkeypatch: pytes
     real_import: Callable[..., Any] = __import__("importlib").import_module
 
     def import_module(name: str, package: str | None = None) -> Any:
-        if name == "mcp_sse_server.client.sse":
+        if name == transports.entry("sse").connect.partition(":")[0]:  # type: ignore[union-attr]
             raise ModuleNotFoundError("No module named 'httpx_sse'")
         return real_import(name, package)
 
-    monkeypatch.setattr("mcp_sse_server.client.connect.importlib.import_module", import_module)
+    # The transport table loads the sse transport's connector when a client is made for it.
+    monkeypatch.setattr("mcp_sse_server.engine.transports.importlib.import_module", import_module)
     with pytest.raises(ServerStartError, match=r"the sse client is not available: No module named"):
         await initialize_mcp_server({"name": "legacy", "type": "sse", "url": "http://127.0.0.1:9/sse"})
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from ..engine import transports
 from .errors import BadUsage, Failure, describe_error
 from .render import pretty_json
 from .values import pairs
@@ -101,8 +102,9 @@ def servers_list(ctx: click.Context, as_json: bool) -> None:
 @click.option(
     "--type",
     "kind",
-    type=click.Choice(["inmemory", "streamable", "http", "streamable-http", "sse", "stdio"]),
-    help="The transport; inferred from --url, --command or --inmemory when left out.",
+    metavar="TYPE",
+    help="The transport (inmemory, streamable or http, sse, stdio, or one registered); inferred from --url, "
+    "--command or --inmemory when left out.",
 )
 @click.option("--replace", is_flag=True, help="Replace a server of the same name.")
 @click.pass_context
@@ -135,18 +137,20 @@ def servers_add(
         raise click.UsageError("--arg and --env go with --command")
     if headers and url is None:
         raise click.UsageError("--header goes with --url")
-    if url is not None:
-        kind = kind or "streamable"
-        if kind not in ("streamable", "http", "streamable-http", "sse"):
-            raise click.UsageError(f"--url does not fit --type {kind}")
-    elif command is not None:
-        kind = kind or "stdio"
-        if kind != "stdio":
-            raise click.UsageError(f"--command does not fit --type {kind}")
-    else:
-        kind = kind or "inmemory"
-        if kind != "inmemory":
-            raise click.UsageError(f"--inmemory does not fit --type {kind}")
+    given, address, default = (
+        ("--url", "url", "streamable")
+        if url is not None
+        else ("--command", "command", "stdio")
+        if command is not None
+        else ("--inmemory", "server", "inmemory")
+    )
+    kind = kind or default
+    found = transports.entry(kind)
+    if found is None:
+        raise click.BadParameter(f"{kind!r} is not one of {', '.join(transports.names())}", param_hint="--type")
+    if found.address != address:
+        raise click.UsageError(f"{given} does not fit --type {kind}")
+    if address == "server":
         from ..servers.factory import MemoryServerFactory
 
         if inmemory not in MemoryServerFactory.commands():

@@ -16,7 +16,8 @@ How an entry is routed (``ServerConfig.transport``):
 - no ``type``: an ``http://`` or ``https://`` URL in ``url`` or (as ChatMCP writes it) in ``command``
   means Streamable HTTP, anything else stdio.
 
-Type names are matched ignoring case, ``-`` and ``_``. Errors name the field that is wrong,
+The type names are the transport table's (``engine/transports.py``), where a transport of
+one's own is registered; they are matched ignoring case, ``-`` and ``_``. Errors name the field that is wrong,
 as a path into the file (``mcpServers.foo.args[1]: expected a string, got number``); fields this
 module does not know are kept in ``extra`` and written back unchanged.
 
@@ -29,28 +30,18 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final
 from urllib.parse import urlsplit
 
+from ..engine import transports
 from ..engine.jsonrpc import json_type
 from .oauth.config import auth_problem
 
-__all__ = ["TRANSPORTS", "ConfigError", "ServerConfig", "TransportName", "format_location", "is_url", "normalize_type"]
+__all__ = ["ConfigError", "ServerConfig", "TransportName", "format_location", "is_url", "normalize_type"]
 
-TransportName = Literal["inmemory", "streamable", "sse", "stdio"]
-TRANSPORTS: Final[tuple[TransportName, ...]] = ("inmemory", "streamable", "sse", "stdio")
+TransportName = str
+"""A transport's name in the transport table: ``inmemory``, ``streamable``, ``sse``, ``stdio`` or one registered."""
 
-# Keys are type names with case, "-" and "_" removed, so "Streamable-HTTP" and "streamable_http" both match.
-_TYPE_NAMES: Final[dict[str, TransportName]] = {
-    "inmemory": "inmemory",
-    "memory": "inmemory",
-    "streamable": "streamable",
-    "http": "streamable",
-    "streamablehttp": "streamable",
-    "sse": "sse",
-    "stdio": "stdio",
-}
-_KNOWN_TYPES: Final = "inmemory, streamable (or http, streamable-http), sse, stdio"
 _KNOWN_KEYS: Final = frozenset({"type", "command", "args", "env", "url", "headers", "auth", "auto_approve"})
 _IDENTIFIER: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
 
@@ -103,7 +94,20 @@ def _valid_url(text: str) -> bool:
 
 def normalize_type(value: str) -> TransportName | None:
     """The transport a ``type`` names, or None when it names none."""
-    return _TYPE_NAMES.get(value.lower().replace("-", "").replace("_", "").strip())
+    found = transports.entry(value.strip())
+    return None if found is None else found.name
+
+
+def _address(name: TransportName) -> transports.Address:
+    """What a config for the transport ``name`` names its server by (the table's ``address``)."""
+    found = transports.entry(name)
+    assert found is not None  # names come from normalize_type or the defaults
+    return found.address
+
+
+def _known_types() -> str:
+    """The type names, each transport with its aliases: ``streamable (or http, streamable-http)``."""
+    return ", ".join(t.name + (f" (or {', '.join(t.aliases)})" if t.aliases else "") for t in transports.transports())
 
 
 def _optional_str(value: Any, location: Location) -> str | None:
@@ -170,7 +174,7 @@ class ServerConfig:
             if not isinstance(self.type, str):
                 raise ConfigError((*where, "type"), f"expected a string, got {json_type(self.type)}")
             if normalize_type(self.type) is None:
-                raise ConfigError((*where, "type"), f"unknown type {self.type!r}; expected one of {_KNOWN_TYPES}")
+                raise ConfigError((*where, "type"), f"unknown type {self.type!r}; expected one of {_known_types()}")
         self.command = _optional_str(self.command, (*where, "command"))
         self.url = _optional_str(self.url, (*where, "url"))
         self.args = _str_list(self.args, (*where, "args"))
@@ -186,10 +190,10 @@ class ServerConfig:
             raise ConfigError(where, "extra must be a dict")
         if self.url is not None and not _valid_url(self.url):
             raise ConfigError((*where, "url"), f"expected an http:// or https:// URL, got {self.url!r}")
-        route = self._route(where)
-        if route in ("streamable", "sse") and self.url is None and not _valid_url(self.command or ""):
+        by_url = _address(self._route(where)) == "url"
+        if by_url and self.url is None and not _valid_url(self.command or ""):
             raise ConfigError((*where, "command"), f"expected an http:// or https:// URL, got {self.command!r}")
-        if self.auth is not None and route not in ("streamable", "sse"):
+        if self.auth is not None and not by_url:
             raise ConfigError((*where, "auth"), "only a URL server (streamable or sse) takes auth")
 
     def _route(self, where: Location) -> TransportName:
@@ -201,14 +205,15 @@ class ServerConfig:
             if command is None:
                 raise ConfigError(where, 'needs a "command" (a program or in-memory server) or a "url"')
             return "stdio"
-        if kind in ("streamable", "sse"):
+        address = _address(kind)
+        if address == "url":
             if self.url is None and not is_url(command):
                 raise ConfigError((*where, "url"), f"required when type is {self.type!r} (an http:// or https:// URL)")
         elif command is None:
-            what = "the in-memory server's name" if kind == "inmemory" else "the program to run"
+            what = "the in-memory server's name" if address == "server" else "the program to run"
             raise ConfigError((*where, "command"), f"required when type is {self.type!r} ({what})")
-        elif kind == "stdio" and is_url(command):
-            raise ConfigError((*where, "command"), "is a URL, but type is stdio; use type streamable or sse")
+        elif address == "command" and is_url(command):
+            raise ConfigError((*where, "command"), f"is a URL, but type is {kind}; use type streamable or sse")
         return kind
 
     @property

@@ -11,18 +11,27 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ..engine import transports
 from .base import McpClient
 from .config import ConfigError, ServerConfig
 
 if TYPE_CHECKING:
     from ..engine.server import McpServer
 
-__all__ = ["ServerRegistry", "ServerStartError", "create_client", "initialize_mcp_server"]
+__all__ = [
+    "ServerRegistry",
+    "ServerStartError",
+    "connect_in_memory",
+    "connect_sse",
+    "connect_stdio",
+    "connect_streamable",
+    "create_client",
+    "initialize_mcp_server",
+]
 
 
 class ServerRegistry(Protocol):
@@ -45,14 +54,6 @@ def builtin_servers() -> ServerRegistry:
 
 logger = logging.getLogger("mcp_sse_server.client")
 
-# transport -> (module under mcp_sse_server.client, class); imported only when used so that
-# an in-memory setup never pays for httpx or subprocess machinery
-_REMOTE_CLIENTS: dict[str, tuple[str, str]] = {
-    "streamable": ("http", "StreamableHttpClient"),
-    "sse": ("sse", "SseClient"),
-    "stdio": ("stdio", "StdioClient"),
-}
-
 
 class ServerStartError(RuntimeError):
     """A configured server could not be started, initialized or asked for its tools.
@@ -65,13 +66,6 @@ class ServerStartError(RuntimeError):
         self.server_name = config.name
         label = repr(config.name) if config.name else "server"
         super().__init__(f"could not start MCP {label} ({config.describe()}): {problem}")
-
-
-def _client_class(transport: str) -> Callable[..., McpClient]:
-    module_name, class_name = _REMOTE_CLIENTS[transport]
-    module = importlib.import_module(f"{__package__}.{module_name}")
-    cls: Callable[..., McpClient] = getattr(module, class_name)
-    return cls
 
 
 def _as_config(config: ServerConfig | Mapping[str, Any]) -> ServerConfig:
@@ -89,24 +83,61 @@ def create_client(
     ConfigError for a bad config.
     """
     config = _as_config(config)
-    transport = config.transport
-    if transport == "inmemory":
-        from .memory import InMemoryClient
+    found = transports.entry(config.transport)
+    assert found is not None  # ServerConfig routes to registered transports only
+    connect = found.connector()
+    if found.address == "server":
+        client_options["server_registry"] = server_registry
+    client: McpClient = connect(config, **client_options)
+    return client
 
-        assert config.command is not None  # guaranteed by validation
-        registry = builtin_servers() if server_registry is None else server_registry
-        try:
-            server = registry.create_memory_server(config.command)
-        except LookupError:
-            where = ("mcpServers", config.name, "command") if config.name else ("command",)
-            known = ", ".join(registry.commands())
-            raise ConfigError(where, f"unknown in-memory server {config.command!r}; known: {known}") from None
-        return InMemoryClient(server, **client_options)
-    cls = _client_class(transport)
-    if transport == "stdio":
-        assert config.command is not None
-        return cls(config.command, args=list(config.args), env=dict(config.env), **client_options)
+
+# --- the package's own transports (engine/transports.py names these) -------------------------
+
+
+def connect_in_memory(
+    config: ServerConfig, *, server_registry: ServerRegistry | None = None, **client_options: Any
+) -> McpClient:
+    """An in-memory config's client: its server from ``server_registry`` (the built-in servers by default)."""
+    from .memory import InMemoryClient
+
+    assert config.command is not None  # guaranteed by validation
+    registry = builtin_servers() if server_registry is None else server_registry
+    try:
+        server = registry.create_memory_server(config.command)
+    except LookupError:
+        where = ("mcpServers", config.name, "command") if config.name else ("command",)
+        known = ", ".join(registry.commands())
+        raise ConfigError(where, f"unknown in-memory server {config.command!r}; known: {known}") from None
+    return InMemoryClient(server, **client_options)
+
+
+def connect_stdio(config: ServerConfig, **client_options: Any) -> McpClient:
+    """A stdio config's client: it starts ``command`` with ``args`` and ``env``."""
+    from .stdio import StdioClient
+
+    assert config.command is not None
+    return StdioClient(config.command, args=list(config.args), env=dict(config.env), **client_options)
+
+
+def connect_streamable(config: ServerConfig, **client_options: Any) -> McpClient:
+    """A Streamable HTTP config's client (with the config's OAuth, unless ``auth`` is given)."""
+    from .http import StreamableHttpClient
+
+    return StreamableHttpClient(*_url_client_arguments(config, client_options), **client_options)
+
+
+def connect_sse(config: ServerConfig, **client_options: Any) -> McpClient:
+    """A 2024-11-05 HTTP+SSE config's client (with the config's OAuth, unless ``auth`` is given)."""
+    from .sse import SseClient
+
+    return SseClient(*_url_client_arguments(config, client_options), **client_options)
+
+
+def _url_client_arguments(config: ServerConfig, client_options: dict[str, Any]) -> tuple[str]:
+    """The endpoint of a URL config; puts its headers and OAuth into ``client_options``."""
     assert config.endpoint is not None
+    client_options["headers"] = dict(config.headers)
     if config.auth is not None and "auth" not in client_options:
         from .oauth.config import oauth_from_config
 
@@ -116,7 +147,7 @@ def create_client(
             path, why = error.args
             where = ("mcpServers", config.name, "auth") if config.name else ("auth",)
             raise ConfigError((*where, *path), why) from None
-    return cls(config.endpoint, headers=dict(config.headers), **client_options)
+    return (config.endpoint,)
 
 
 async def _close_quietly(client: McpClient) -> None:

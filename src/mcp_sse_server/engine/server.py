@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar, o
 
 import orjson
 
-from . import downlevel, versions
+from . import downlevel, transports, versions
 from .background import in_background
 from .context import LOG_LEVELS, RequestContext, current_context
 from .elicitation_schema import check_elicitation_schema
@@ -299,12 +299,6 @@ def _session_call(
     return call
 
 
-_RUNNERS: Final = {
-    "stdio": ("..transport.stdio", "run_stdio"),
-    "http": ("..transport.http.server", "run_http"),
-}
-
-
 class McpServer:
     """An MCP server, defined once, serving every session connected to it.
 
@@ -390,15 +384,15 @@ class McpServer:
 
         >>> server.run("http", port=8080)  # doctest: +SKIP
         """
-        import importlib
-
-        if transport not in _RUNNERS:
-            raise ValueError(f"unknown transport {transport!r}: use one of {', '.join(sorted(_RUNNERS))}")
-        if transport == "stdio" and options:
+        # The transports sit above the engine: their table names them, and they load on call.
+        found = transports.entry(transport)
+        runner = None if found is None else found.served_by()
+        if found is None or runner is None:
+            # Each by its shortest name ("http" rather than "streamable-http").
+            served = sorted(min((t.name, *t.aliases), key=len) for t in transports.transports() if t.serve)
+            raise ValueError(f"unknown transport {transport!r}: use one of {', '.join(served)}")
+        if found.name == "stdio" and options:
             raise ValueError(f"the stdio transport takes no options (got {', '.join(sorted(options))})")
-        # The transports sit above the core: named here and loaded on call, so the core imports none.
-        module_name, function_name = _RUNNERS[transport]
-        runner = getattr(importlib.import_module(module_name, __package__), function_name)
         runner(self, **options)
 
     # --- sessions ------------------------------------------------------------------
