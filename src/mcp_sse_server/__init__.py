@@ -9,240 +9,187 @@ from .engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .client import (
-        InMemoryClient,
-        McpClient,
-        McpServerProvider,
-        ServerConfig,
-        SkillEntry,
-        SkillVerificationError,
-        SseClient,
-        StdioClient,
-        StreamableHttpClient,
-        initialize_mcp_server,
+        InMemoryClient as InMemoryClient,
     )
-    from .engine.context import (
-        RequestContext,
+    from .client import (
+        McpClient as McpClient,
     )
-    from .engine.files import (
-        file_template,
-        resolve_under,
+    from .client import (
+        McpServerProvider as McpServerProvider,
+    )
+    from .client import (
+        ServerConfig as ServerConfig,
+    )
+    from .client import (
+        SkillEntry as SkillEntry,
+    )
+    from .client import (
+        SkillVerificationError as SkillVerificationError,
+    )
+    from .client import (
+        SseClient as SseClient,
+    )
+    from .client import (
+        StdioClient as StdioClient,
+    )
+    from .client import (
+        StreamableHttpClient as StreamableHttpClient,
+    )
+    from .client import (
+        initialize_mcp_server as initialize_mcp_server,
+    )
+    from .engine.context import RequestContext as RequestContext
+    from .engine.files import file_template as file_template
+    from .engine.files import resolve_under as resolve_under
+    from .engine.jsonrpc import (
+        JsonRpcError as JsonRpcError,
     )
     from .engine.jsonrpc import (
-        JsonRpcError,
-        JsonRpcMessage,
-        JsonRpcNotification,
-        JsonRpcRequest,
-        JsonRpcResponse,
-        McpError,
-        encode_message,
-        parse_message,
+        JsonRpcMessage as JsonRpcMessage,
     )
-    from .engine.records import SessionRecord
-    from .engine.server import (
-        McpServer,
-        shared_server,
+    from .engine.jsonrpc import (
+        JsonRpcNotification as JsonRpcNotification,
     )
-    from .engine.session import ElicitationContentError, ServerSession, TypedElicitResult
-    from .engine.skill_format import SkillFormatError
-    from .engine.skills import SkillCatalog, load_skills
+    from .engine.jsonrpc import (
+        JsonRpcRequest as JsonRpcRequest,
+    )
+    from .engine.jsonrpc import (
+        JsonRpcResponse as JsonRpcResponse,
+    )
+    from .engine.jsonrpc import (
+        McpError as McpError,
+    )
+    from .engine.jsonrpc import (
+        encode_message as encode_message,
+    )
+    from .engine.jsonrpc import (
+        parse_message as parse_message,
+    )
+    from .engine.records import SessionRecord as SessionRecord
+    from .engine.server import McpServer as McpServer
+    from .engine.server import shared_server as shared_server
+    from .engine.session import (
+        ElicitationContentError as ElicitationContentError,
+    )
+    from .engine.session import (
+        ServerSession as ServerSession,
+    )
+    from .engine.session import (
+        TypedElicitResult as TypedElicitResult,
+    )
+    from .engine.skill_format import SkillFormatError as SkillFormatError
+    from .engine.skills import SkillCatalog as SkillCatalog
+    from .engine.skills import load_skills as load_skills
     from .engine.types import (
-        Annotations,
-        AudioContent,
-        BlobResourceContents,
-        CallToolResult,
-        CompleteRequest,
-        CompleteResult,
-        CreateMessageRequest,
-        CreateMessageResult,
-        ElicitResult,
-        EmbeddedResource,
-        GetPromptResult,
-        ImageContent,
-        ModelHint,
-        ModelPreferences,
-        Prompt,
-        PromptArgument,
-        PromptMessage,
-        ReadResourceResult,
-        Resource,
-        ResourceInfo,
-        ResourceLink,
-        ResourceTemplate,
-        Root,
-        SamplingMessage,
-        TextContent,
-        TextResourceContents,
-        Tool,
-        ToolAnnotations,
+        Annotations as Annotations,
     )
-    from .engine.uri_template import (
-        UriTemplate,
+    from .engine.types import (
+        AudioContent as AudioContent,
     )
-    from .engine.versions import PROTOCOL_VERSION
-    from .servers import (
-        MemoryServer,
-        MemoryServerFactory,
+    from .engine.types import (
+        BlobResourceContents as BlobResourceContents,
     )
-    from .transport import (
-        MemoryTransport,
-        Transport,
+    from .engine.types import (
+        CallToolResult as CallToolResult,
+    )
+    from .engine.types import (
+        CompleteRequest as CompleteRequest,
+    )
+    from .engine.types import (
+        CompleteResult as CompleteResult,
+    )
+    from .engine.types import (
+        CreateMessageRequest as CreateMessageRequest,
+    )
+    from .engine.types import (
+        CreateMessageResult as CreateMessageResult,
+    )
+    from .engine.types import (
+        ElicitResult as ElicitResult,
+    )
+    from .engine.types import (
+        EmbeddedResource as EmbeddedResource,
+    )
+    from .engine.types import (
+        GetPromptResult as GetPromptResult,
+    )
+    from .engine.types import (
+        ImageContent as ImageContent,
+    )
+    from .engine.types import (
+        ModelHint as ModelHint,
+    )
+    from .engine.types import (
+        ModelPreferences as ModelPreferences,
+    )
+    from .engine.types import (
+        Prompt as Prompt,
+    )
+    from .engine.types import (
+        PromptArgument as PromptArgument,
+    )
+    from .engine.types import (
+        PromptMessage as PromptMessage,
+    )
+    from .engine.types import (
+        ReadResourceResult as ReadResourceResult,
+    )
+    from .engine.types import (
+        Resource as Resource,
+    )
+    from .engine.types import (
+        ResourceInfo as ResourceInfo,
+    )
+    from .engine.types import (
+        ResourceLink as ResourceLink,
+    )
+    from .engine.types import (
+        ResourceTemplate as ResourceTemplate,
+    )
+    from .engine.types import (
+        Root as Root,
+    )
+    from .engine.types import (
+        SamplingMessage as SamplingMessage,
+    )
+    from .engine.types import (
+        TextContent as TextContent,
+    )
+    from .engine.types import (
+        TextResourceContents as TextResourceContents,
+    )
+    from .engine.types import (
+        Tool as Tool,
+    )
+    from .engine.types import (
+        ToolAnnotations as ToolAnnotations,
+    )
+    from .engine.uri_template import UriTemplate as UriTemplate
+    from .engine.versions import PROTOCOL_VERSION as PROTOCOL_VERSION
+    from .servers import MemoryServer as MemoryServer
+    from .servers import MemoryServerFactory as MemoryServerFactory
+    from .transport import MemoryTransport as MemoryTransport
+    from .transport import Transport as Transport
+    from .transport.http import (
+        HttpLimits as HttpLimits,
     )
     from .transport.http import (
-        HttpLimits,
-        McpHttpApp,
-        McpHttpServer,
-        SseTransport,
-        read_json_rpc_post,
-        write_json_rpc_error,
+        McpHttpApp as McpHttpApp,
+    )
+    from .transport.http import (
+        McpHttpServer as McpHttpServer,
+    )
+    from .transport.http import (
+        SseTransport as SseTransport,
+    )
+    from .transport.http import (
+        read_json_rpc_post as read_json_rpc_post,
+    )
+    from .transport.http import (
+        write_json_rpc_error as write_json_rpc_error,
     )
 
-_EXPORTS = {
-    "RequestContext": ".engine.context",
-    "file_template": ".engine.files",
-    "resolve_under": ".engine.files",
-    "JsonRpcError": ".engine.jsonrpc",
-    "JsonRpcMessage": ".engine.jsonrpc",
-    "JsonRpcNotification": ".engine.jsonrpc",
-    "JsonRpcRequest": ".engine.jsonrpc",
-    "JsonRpcResponse": ".engine.jsonrpc",
-    "McpError": ".engine.jsonrpc",
-    "encode_message": ".engine.jsonrpc",
-    "parse_message": ".engine.jsonrpc",
-    "McpServer": ".engine.server",
-    "shared_server": ".engine.server",
-    "PROTOCOL_VERSION": ".engine.versions",
-    "ServerSession": ".engine.session",
-    "ElicitationContentError": ".engine.session",
-    "TypedElicitResult": ".engine.session",
-    "SessionRecord": ".engine.records",
-    "SkillFormatError": ".engine.skill_format",
-    "SkillCatalog": ".engine.skills",
-    "load_skills": ".engine.skills",
-    "MemoryTransport": ".transport",
-    "Transport": ".transport",
-    "Annotations": ".engine.types",
-    "AudioContent": ".engine.types",
-    "BlobResourceContents": ".engine.types",
-    "CallToolResult": ".engine.types",
-    "CompleteRequest": ".engine.types",
-    "CompleteResult": ".engine.types",
-    "CreateMessageRequest": ".engine.types",
-    "CreateMessageResult": ".engine.types",
-    "ElicitResult": ".engine.types",
-    "EmbeddedResource": ".engine.types",
-    "GetPromptResult": ".engine.types",
-    "ImageContent": ".engine.types",
-    "ModelHint": ".engine.types",
-    "ModelPreferences": ".engine.types",
-    "Prompt": ".engine.types",
-    "PromptArgument": ".engine.types",
-    "PromptMessage": ".engine.types",
-    "ReadResourceResult": ".engine.types",
-    "Resource": ".engine.types",
-    "ResourceInfo": ".engine.types",
-    "ResourceLink": ".engine.types",
-    "ResourceTemplate": ".engine.types",
-    "Root": ".engine.types",
-    "SamplingMessage": ".engine.types",
-    "TextContent": ".engine.types",
-    "TextResourceContents": ".engine.types",
-    "Tool": ".engine.types",
-    "ToolAnnotations": ".engine.types",
-    "UriTemplate": ".engine.uri_template",
-    "HttpLimits": ".transport.http",
-    "McpHttpApp": ".transport.http",
-    "McpHttpServer": ".transport.http",
-    "SseTransport": ".transport.http",
-    "read_json_rpc_post": ".transport.http",
-    "write_json_rpc_error": ".transport.http",
-    "InMemoryClient": ".client",
-    "McpClient": ".client",
-    "McpServerProvider": ".client",
-    "ServerConfig": ".client",
-    "SkillEntry": ".client",
-    "SkillVerificationError": ".client",
-    "SseClient": ".client",
-    "StdioClient": ".client",
-    "StreamableHttpClient": ".client",
-    "initialize_mcp_server": ".client",
-    "MemoryServer": ".servers",
-    "MemoryServerFactory": ".servers",
-}
 
 __version__ = "0.1.0"
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-# Checked against _EXPORTS by tests/test_exports.py.
-__all__ = [
-    "PROTOCOL_VERSION",
-    "Annotations",
-    "AudioContent",
-    "BlobResourceContents",
-    "CallToolResult",
-    "CompleteRequest",
-    "CompleteResult",
-    "CreateMessageRequest",
-    "CreateMessageResult",
-    "ElicitResult",
-    "ElicitationContentError",
-    "EmbeddedResource",
-    "GetPromptResult",
-    "HttpLimits",
-    "ImageContent",
-    "InMemoryClient",
-    "JsonRpcError",
-    "JsonRpcMessage",
-    "JsonRpcNotification",
-    "JsonRpcRequest",
-    "JsonRpcResponse",
-    "McpClient",
-    "McpError",
-    "McpHttpApp",
-    "McpHttpServer",
-    "McpServer",
-    "McpServerProvider",
-    "MemoryServer",
-    "MemoryServerFactory",
-    "MemoryTransport",
-    "ModelHint",
-    "ModelPreferences",
-    "Prompt",
-    "PromptArgument",
-    "PromptMessage",
-    "ReadResourceResult",
-    "RequestContext",
-    "Resource",
-    "ResourceInfo",
-    "ResourceLink",
-    "ResourceTemplate",
-    "Root",
-    "SamplingMessage",
-    "ServerConfig",
-    "ServerSession",
-    "SessionRecord",
-    "SkillCatalog",
-    "SkillEntry",
-    "SkillFormatError",
-    "SkillVerificationError",
-    "SseClient",
-    "SseTransport",
-    "StdioClient",
-    "StreamableHttpClient",
-    "TextContent",
-    "TextResourceContents",
-    "Tool",
-    "ToolAnnotations",
-    "Transport",
-    "TypedElicitResult",
-    "UriTemplate",
-    "encode_message",
-    "file_template",
-    "initialize_mcp_server",
-    "load_skills",
-    "parse_message",
-    "read_json_rpc_post",
-    "resolve_under",
-    "shared_server",
-    "write_json_rpc_error",
-]
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

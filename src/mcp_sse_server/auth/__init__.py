@@ -19,31 +19,24 @@ from typing import TYPE_CHECKING
 from ..engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ..engine.tokens import AccessToken, InvalidToken, TokenVerifier, VerifiedTokens, VerifierUnavailable
-    from .introspection import IntrospectionVerifier
-    from .jwt_verifier import JwtVerifier
-    from .resource import ResourceServer
+    from ..engine.tokens import (
+        AccessToken as AccessToken,
+    )
+    from ..engine.tokens import (
+        InvalidToken as InvalidToken,
+    )
+    from ..engine.tokens import (
+        TokenVerifier as TokenVerifier,
+    )
+    from ..engine.tokens import (
+        VerifiedTokens as VerifiedTokens,
+    )
+    from ..engine.tokens import (
+        VerifierUnavailable as VerifierUnavailable,
+    )
+    from .introspection import IntrospectionVerifier as IntrospectionVerifier
+    from .jwt_verifier import JwtVerifier as JwtVerifier
+    from .resource import ResourceServer as ResourceServer
 
-_EXPORTS = {
-    "AccessToken": "..engine.tokens",
-    "InvalidToken": "..engine.tokens",
-    "TokenVerifier": "..engine.tokens",
-    "VerifiedTokens": "..engine.tokens",
-    "VerifierUnavailable": "..engine.tokens",
-    "JwtVerifier": ".jwt_verifier",
-    "IntrospectionVerifier": ".introspection",
-    "ResourceServer": ".resource",
-}
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "AccessToken",
-    "IntrospectionVerifier",
-    "InvalidToken",
-    "JwtVerifier",
-    "ResourceServer",
-    "TokenVerifier",
-    "VerifiedTokens",
-    "VerifierUnavailable",
-]
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -9,126 +9,65 @@ from typing import TYPE_CHECKING
 from ..engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ._common import (
-        McpConnectionError,
-    )
-    from .base import (
-        McpClient,
-        SessionExpiredError,
-    )
-    from .config import (
-        ConfigError,
-        ServerConfig,
+    from ._common import McpConnectionError as McpConnectionError
+    from .base import McpClient as McpClient
+    from .base import SessionExpiredError as SessionExpiredError
+    from .config import ConfigError as ConfigError
+    from .config import ServerConfig as ServerConfig
+    from .connect import (
+        ServerRegistry as ServerRegistry,
     )
     from .connect import (
-        ServerRegistry,
-        ServerStartError,
-        create_client,
-        initialize_mcp_server,
+        ServerStartError as ServerStartError,
     )
-    from .http import (
-        StreamableHttpClient,
+    from .connect import (
+        create_client as create_client,
     )
-    from .memory import (
-        InMemoryClient,
+    from .connect import (
+        initialize_mcp_server as initialize_mcp_server,
+    )
+    from .http import StreamableHttpClient as StreamableHttpClient
+    from .memory import InMemoryClient as InMemoryClient
+    from .provider import (
+        ConfigFileError as ConfigFileError,
     )
     from .provider import (
-        ConfigFileError,
-        McpServerProvider,
-        StartedServers,
-        default_config_path,
+        McpServerProvider as McpServerProvider,
     )
-    from .results import (
-        PromptInfo,
-        ResourceTemplateInfo,
+    from .provider import (
+        StartedServers as StartedServers,
+    )
+    from .provider import (
+        default_config_path as default_config_path,
+    )
+    from .results import PromptInfo as PromptInfo
+    from .results import ResourceTemplateInfo as ResourceTemplateInfo
+    from .skills import (
+        SkillEntry as SkillEntry,
     )
     from .skills import (
-        SkillEntry,
-        SkillFile,
-        SkillResource,
-        Skills,
-        SkillVerificationError,
+        SkillFile as SkillFile,
     )
-    from .sse import (
-        SseClient,
+    from .skills import (
+        SkillResource as SkillResource,
+    )
+    from .skills import (
+        Skills as Skills,
+    )
+    from .skills import (
+        SkillVerificationError as SkillVerificationError,
+    )
+    from .sse import SseClient as SseClient
+    from .stateless import (
+        InputRoundsExceededError as InputRoundsExceededError,
     )
     from .stateless import (
-        InputRoundsExceededError,
-        UnsupportedProtocolVersionError,
+        UnsupportedProtocolVersionError as UnsupportedProtocolVersionError,
     )
-    from .stdio import (
-        StdioClient,
-    )
-    from .subscription import (
-        Subscription,
-    )
-    from .tasks import (
-        TaskCancelledError,
-        TaskHandle,
-    )
+    from .stdio import StdioClient as StdioClient
+    from .subscription import Subscription as Subscription
+    from .tasks import TaskCancelledError as TaskCancelledError
+    from .tasks import TaskHandle as TaskHandle
 
-_EXPORTS = {
-    "McpClient": ".base",
-    "SessionExpiredError": ".base",
-    "InMemoryClient": ".memory",
-    "McpConnectionError": "._common",
-    "StreamableHttpClient": ".http",
-    "SseClient": ".sse",
-    "StdioClient": ".stdio",
-    "ConfigError": ".config",
-    "ServerConfig": ".config",
-    "ServerRegistry": ".connect",
-    "ServerStartError": ".connect",
-    "create_client": ".connect",
-    "initialize_mcp_server": ".connect",
-    "ConfigFileError": ".provider",
-    "McpServerProvider": ".provider",
-    "StartedServers": ".provider",
-    "default_config_path": ".provider",
-    "InputRoundsExceededError": ".stateless",
-    "UnsupportedProtocolVersionError": ".stateless",
-    "SkillEntry": ".skills",
-    "SkillFile": ".skills",
-    "SkillResource": ".skills",
-    "SkillVerificationError": ".skills",
-    "Skills": ".skills",
-    "Subscription": ".subscription",
-    "TaskCancelledError": ".tasks",
-    "TaskHandle": ".tasks",
-    "PromptInfo": ".results",
-    "ResourceTemplateInfo": ".results",
-}
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "ConfigError",
-    "ConfigFileError",
-    "InMemoryClient",
-    "InputRoundsExceededError",
-    "McpClient",
-    "McpConnectionError",
-    "McpServerProvider",
-    "PromptInfo",
-    "ResourceTemplateInfo",
-    "ServerConfig",
-    "ServerRegistry",
-    "ServerStartError",
-    "SessionExpiredError",
-    "SkillEntry",
-    "SkillFile",
-    "SkillResource",
-    "SkillVerificationError",
-    "Skills",
-    "SseClient",
-    "StartedServers",
-    "StdioClient",
-    "StreamableHttpClient",
-    "Subscription",
-    "TaskCancelledError",
-    "TaskHandle",
-    "UnsupportedProtocolVersionError",
-    "create_client",
-    "default_config_path",
-    "initialize_mcp_server",
-]
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

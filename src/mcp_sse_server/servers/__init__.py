@@ -9,17 +9,10 @@ from typing import TYPE_CHECKING
 from ..engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .defaults import DEFAULT_SERVERS
-    from .factory import MemoryServerFactory, UnknownServerError
-    from .memory_server import MemoryServer
+    from .defaults import DEFAULT_SERVERS as DEFAULT_SERVERS
+    from .factory import MemoryServerFactory as MemoryServerFactory
+    from .factory import UnknownServerError as UnknownServerError
+    from .memory_server import MemoryServer as MemoryServer
 
-_EXPORTS = {
-    "DEFAULT_SERVERS": ".defaults",
-    "MemoryServerFactory": ".factory",
-    "UnknownServerError": ".factory",
-    "MemoryServer": ".memory_server",
-}
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = ["DEFAULT_SERVERS", "MemoryServer", "MemoryServerFactory", "UnknownServerError"]
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

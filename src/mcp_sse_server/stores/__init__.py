@@ -13,85 +13,87 @@ Redis names need the ``redis`` extra (``pip install 'mcp-sse-server[redis]'``) a
 from typing import TYPE_CHECKING
 
 from ..engine._lazy import lazy_exports
-from ..engine.memory_stores import MemoryEventBus, MemoryTaskStore
-from ..engine.stores import (
-    EventBus,
-    EventLog,
-    RecordFeed,
-    SessionStore,
-    StaleRecord,
-    StoredEvent,
-    StoreError,
-    StoreUnavailable,
-)
-from .coordination import CoordinatedSession, Coordinator, DuplicateRequest, LocalCoordinator, SessionPeers
-from .memory import MemoryEventLog, MemorySessionStore
 
 if TYPE_CHECKING:
-    from .redis import RecordWatch, RedisEventBus, RedisEventLog, RedisSessionStore
-    from .redis_routing import (
-        Lease,
-        RedisCoordinator,
-        WorkerInbox,
-        WorkerMesh,
-        WorkerRegistry,
-        WorkerRouter,
-        reap_dead_workers,
-        standalone_lease,
+    from ..engine.memory_stores import MemoryEventBus as MemoryEventBus
+    from ..engine.memory_stores import MemoryTaskStore as MemoryTaskStore
+    from ..engine.stores import (
+        EventBus as EventBus,
     )
-    from .redis_setup import RedisStores
+    from ..engine.stores import (
+        EventLog as EventLog,
+    )
+    from ..engine.stores import (
+        RecordFeed as RecordFeed,
+    )
+    from ..engine.stores import (
+        SessionStore as SessionStore,
+    )
+    from ..engine.stores import (
+        StaleRecord as StaleRecord,
+    )
+    from ..engine.stores import (
+        StoredEvent as StoredEvent,
+    )
+    from ..engine.stores import (
+        StoreError as StoreError,
+    )
+    from ..engine.stores import (
+        StoreUnavailable as StoreUnavailable,
+    )
+    from .coordination import (
+        CoordinatedSession as CoordinatedSession,
+    )
+    from .coordination import (
+        Coordinator as Coordinator,
+    )
+    from .coordination import (
+        DuplicateRequest as DuplicateRequest,
+    )
+    from .coordination import (
+        LocalCoordinator as LocalCoordinator,
+    )
+    from .coordination import (
+        SessionPeers as SessionPeers,
+    )
+    from .memory import MemoryEventLog as MemoryEventLog
+    from .memory import MemorySessionStore as MemorySessionStore
+    from .redis import (
+        RecordWatch as RecordWatch,
+    )
+    from .redis import (
+        RedisEventBus as RedisEventBus,
+    )
+    from .redis import (
+        RedisEventLog as RedisEventLog,
+    )
+    from .redis import (
+        RedisSessionStore as RedisSessionStore,
+    )
+    from .redis_routing import (
+        Lease as Lease,
+    )
+    from .redis_routing import (
+        RedisCoordinator as RedisCoordinator,
+    )
+    from .redis_routing import (
+        WorkerInbox as WorkerInbox,
+    )
+    from .redis_routing import (
+        WorkerMesh as WorkerMesh,
+    )
+    from .redis_routing import (
+        WorkerRegistry as WorkerRegistry,
+    )
+    from .redis_routing import (
+        WorkerRouter as WorkerRouter,
+    )
+    from .redis_routing import (
+        reap_dead_workers as reap_dead_workers,
+    )
+    from .redis_routing import (
+        standalone_lease as standalone_lease,
+    )
+    from .redis_setup import RedisStores as RedisStores
 
-_LAZY = {
-    "Lease": ".redis_routing",
-    "RecordWatch": ".redis",
-    "RedisCoordinator": ".redis_routing",
-    "RedisEventBus": ".redis",
-    "RedisEventLog": ".redis",
-    "RedisSessionStore": ".redis",
-    "RedisStores": ".redis_setup",
-    "WorkerInbox": ".redis_routing",
-    "WorkerMesh": ".redis_routing",
-    "WorkerRegistry": ".redis_routing",
-    "WorkerRouter": ".redis_routing",
-    "reap_dead_workers": ".redis_routing",
-    "standalone_lease": ".redis_routing",
-}
-
-__getattr__, _dir = lazy_exports(__name__, _LAZY)
-
-__all__ = [
-    "CoordinatedSession",
-    "Coordinator",
-    "DuplicateRequest",
-    "EventBus",
-    "EventLog",
-    "Lease",
-    "LocalCoordinator",
-    "MemoryEventBus",
-    "MemoryEventLog",
-    "MemorySessionStore",
-    "MemoryTaskStore",
-    "RecordFeed",
-    "RecordWatch",
-    "RedisCoordinator",
-    "RedisEventBus",
-    "RedisEventLog",
-    "RedisSessionStore",
-    "RedisStores",
-    "SessionPeers",
-    "SessionStore",
-    "StaleRecord",
-    "StoreError",
-    "StoreUnavailable",
-    "StoredEvent",
-    "WorkerInbox",
-    "WorkerMesh",
-    "WorkerRegistry",
-    "WorkerRouter",
-    "reap_dead_workers",
-    "standalone_lease",
-]
-
-
-def __dir__() -> list[str]:
-    return sorted({*__all__, *_dir()})
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -5,10 +5,8 @@ from typing import TYPE_CHECKING
 from ..engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from ..engine.transport import Transport
-    from .memory import MemoryTransport
+    from ..engine.transport import Transport as Transport
+    from .memory import MemoryTransport as MemoryTransport
 
 # Imported on first use: importing a transport subpackage (transport.http.limits) stays cheap.
-__getattr__, __dir__ = lazy_exports(__name__, {"MemoryTransport": ".memory", "Transport": "..engine.transport"})
-
-__all__ = ["MemoryTransport", "Transport"]
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

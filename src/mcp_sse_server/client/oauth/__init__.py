@@ -23,41 +23,37 @@ from typing import TYPE_CHECKING
 from ...engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .errors import OAuthError
-    from .flow import EnterpriseIdentity, OAuth, OAuthSettings
-    from .storage import ClientRegistration, FileTokenStorage, MemoryTokenStorage, Tokens, TokenStorage
-    from .user_agent import BrowserUserAgent, CallbackUserAgent, HeadlessUserAgent, UserAgent
+    from .errors import OAuthError as OAuthError
+    from .flow import EnterpriseIdentity as EnterpriseIdentity
+    from .flow import OAuth as OAuth
+    from .flow import OAuthSettings as OAuthSettings
+    from .storage import (
+        ClientRegistration as ClientRegistration,
+    )
+    from .storage import (
+        FileTokenStorage as FileTokenStorage,
+    )
+    from .storage import (
+        MemoryTokenStorage as MemoryTokenStorage,
+    )
+    from .storage import (
+        Tokens as Tokens,
+    )
+    from .storage import (
+        TokenStorage as TokenStorage,
+    )
+    from .user_agent import (
+        BrowserUserAgent as BrowserUserAgent,
+    )
+    from .user_agent import (
+        CallbackUserAgent as CallbackUserAgent,
+    )
+    from .user_agent import (
+        HeadlessUserAgent as HeadlessUserAgent,
+    )
+    from .user_agent import (
+        UserAgent as UserAgent,
+    )
 
-_EXPORTS = {
-    "OAuthError": ".errors",
-    "EnterpriseIdentity": ".flow",
-    "OAuth": ".flow",
-    "OAuthSettings": ".flow",
-    "ClientRegistration": ".storage",
-    "FileTokenStorage": ".storage",
-    "MemoryTokenStorage": ".storage",
-    "Tokens": ".storage",
-    "TokenStorage": ".storage",
-    "BrowserUserAgent": ".user_agent",
-    "CallbackUserAgent": ".user_agent",
-    "HeadlessUserAgent": ".user_agent",
-    "UserAgent": ".user_agent",
-}
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "BrowserUserAgent",
-    "CallbackUserAgent",
-    "ClientRegistration",
-    "EnterpriseIdentity",
-    "FileTokenStorage",
-    "HeadlessUserAgent",
-    "MemoryTokenStorage",
-    "OAuth",
-    "OAuthError",
-    "OAuthSettings",
-    "TokenStorage",
-    "Tokens",
-    "UserAgent",
-]
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -35,43 +35,24 @@ from typing import TYPE_CHECKING
 from ...engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from .app import McpHttpApp
-    from .errors import HttpError, write_json_rpc_error
-    from .legacy_sse import LegacyPaths
-    from .limits import DEFAULT_LIMITS, HttpLimits
-    from .security import OriginHostMiddleware, OriginPolicy
-    from .server import McpHttpServer
-    from .transport import ClientDisconnected, SseTransport, read_json_rpc_post
+    from .app import McpHttpApp as McpHttpApp
+    from .errors import HttpError as HttpError
+    from .errors import write_json_rpc_error as write_json_rpc_error
+    from .legacy_sse import LegacyPaths as LegacyPaths
+    from .limits import DEFAULT_LIMITS as DEFAULT_LIMITS
+    from .limits import HttpLimits as HttpLimits
+    from .security import OriginHostMiddleware as OriginHostMiddleware
+    from .security import OriginPolicy as OriginPolicy
+    from .server import McpHttpServer as McpHttpServer
+    from .transport import (
+        ClientDisconnected as ClientDisconnected,
+    )
+    from .transport import (
+        SseTransport as SseTransport,
+    )
+    from .transport import (
+        read_json_rpc_post as read_json_rpc_post,
+    )
 
-# Imported on first use, so reading HttpLimits (the command line builds its options from it) stays cheap.
-_EXPORTS = {
-    "McpHttpApp": ".app",
-    "HttpError": ".errors",
-    "write_json_rpc_error": ".errors",
-    "LegacyPaths": ".legacy_sse",
-    "DEFAULT_LIMITS": ".limits",
-    "HttpLimits": ".limits",
-    "OriginHostMiddleware": ".security",
-    "OriginPolicy": ".security",
-    "McpHttpServer": ".server",
-    "ClientDisconnected": ".transport",
-    "SseTransport": ".transport",
-    "read_json_rpc_post": ".transport",
-}
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
-
-__all__ = [
-    "DEFAULT_LIMITS",
-    "ClientDisconnected",
-    "HttpError",
-    "HttpLimits",
-    "LegacyPaths",
-    "McpHttpApp",
-    "McpHttpServer",
-    "OriginHostMiddleware",
-    "OriginPolicy",
-    "SseTransport",
-    "read_json_rpc_post",
-    "write_json_rpc_error",
-]
+__getattr__, __dir__ = lazy_exports(__name__, __file__)
