@@ -1,6 +1,7 @@
-"""The store interfaces: session records, per-stream event logs and task records.
+"""The store interfaces (session records, per-stream event logs, task records, the event bus,
+the coordination of workers) and ``Backend``, the one object that bundles them for an app.
 
-Rules every implementation keeps:
+Rules every store implementation keeps:
 
 1. Records and events are plain data. A store may copy them; nothing in
    them holds a task, a future or a socket.
@@ -13,27 +14,40 @@ Rules every implementation keeps:
 3. A stream's log is bounded: its backlog (events not yet delivered, waiting
    for a stream to attach) drops its oldest event when full and says which;
    its history (delivered events kept for replay) keeps the newest ones.
+
+A ``Backend`` (its rules are in its docstring) is what an HTTP app receives: the in-process one
+(``stores.MemoryBackend``) by default, or one chosen by the scheme of a URL
+(``stores.backend_from_url``: ``memory:``, ``redis://``, or a scheme given to ``register_backend``).
 """
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Callable, Collection, Iterator
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
-from .jsonrpc import INTERNAL_ERROR, RequestId
+from .jsonrpc import INTERNAL_ERROR, JsonRpcMessage, RequestId
 from .records import TASK_INTERRUPTED, SessionRecord, TaskRecord
 
 __all__ = [
+    "DEFAULT_SIZES",
     "LAST_NUMBER",
     "STANDALONE_STREAM",
+    "Backend",
+    "CoordinatedSession",
+    "Coordinator",
+    "DuplicateRequest",
     "EventBus",
     "EventLog",
     "RecordFeed",
+    "SessionPeers",
     "SessionStore",
     "StaleRecord",
     "StoreError",
+    "StoreSizes",
     "StoreUnavailable",
     "StoredEvent",
     "StreamWriter",
@@ -340,3 +354,223 @@ class TaskStore(ABC):
             if await self.finish(task_id, "failed", error, TASK_INTERRUPTED, now) is not None:
                 failed += 1
         return failed
+
+
+# --- the coordination of workers ----------------------------------------------------------------
+
+
+class DuplicateRequest(Exception):
+    """A client request id already in flight in the session (on this worker or another)."""
+
+
+class CoordinatedSession(Protocol):
+    """What a coordinator asks of a session this worker serves (the HTTP app's ``LiveSession``)."""
+
+    @property
+    def session_id(self) -> str: ...
+
+    def runs(self, request_id: RequestId) -> bool:
+        """True while a client request with this id is in flight here."""
+        ...
+
+    def on_message(self, message: JsonRpcMessage) -> None:
+        """A client's answer or cancellation that reached another worker, for this session's engine."""
+        ...
+
+    async def end_cancelled(self, params: dict[str, Any]) -> None:
+        """End the stream of the request a routed ``notifications/cancelled`` names."""
+        ...
+
+    async def deliver_backlog(self) -> None:
+        """Send what other workers logged for the standalone stream, if it is open here."""
+        ...
+
+    async def end_standalone(self) -> None:
+        """End the standalone stream held here (a newer GET took it elsewhere)."""
+        ...
+
+
+class SessionPeers(Protocol):
+    """What a session's transport asks of the other workers serving the session."""
+
+    async def runs_elsewhere(self, stream_id: str) -> bool:
+        """True when a log stream belongs to a request another worker runs."""
+        ...
+
+    async def end_if_abandoned(self, stream_id: str) -> None:
+        """A stream resumed here, written by another worker, has had no news for a while: if
+        that worker died, end the stream with the terminal error its request gets."""
+        ...
+
+    async def on_backlog(self) -> None:
+        """A standalone message went to the backlog: wake the worker holding the GET stream."""
+        ...
+
+
+class Coordinator(Protocol):
+    """Everything the HTTP app asks of the other workers serving its sessions.
+
+    ``stores.LocalCoordinator`` is the one-process default (nothing to coordinate: every
+    method does nothing); ``stores.RedisCoordinator`` coordinates workers and hosts through
+    Redis and owns its entry and message formats. What the app asks, and when (the rules
+    every implementation keeps):
+
+    1. ``peers(session_id)`` when it makes the transport of a session it serves:
+       the ``SessionPeers`` that transport takes at construction (resumption of
+       a stream another worker writes, and its end if that worker died; a
+       backlog another worker's GET must take).
+    2. ``request_ids()`` once per session served here: the ids its server-to-client
+       requests take (None: the engine's own counter), so an answer arriving at
+       any worker names the worker that awaits it.
+    3. ``serving(session, request_id)`` around every client request it serves
+       (``async with``). It may raise ``DuplicateRequest`` when that id is in
+       flight in the session on another worker; it need not look (the transport
+       refuses a duplicate within the worker): the steady state of a request asks
+       nothing of other workers.
+    4. ``route_inbound(session_id, message, body)`` for every client notification
+       or response: True when the message belongs to other workers and was sent
+       there (the app then answers 202 and does nothing else). A cancellation of
+       a request this worker does not run may go to every worker.
+    5. ``holding_standalone(session)`` around a standalone GET stream held here:
+       a newer GET on any worker supersedes it.
+    6. ``session_ended(session_id)`` when a session ends for good (DELETE, expiry,
+       the server closing it), not when one worker merely stops serving it.
+    7. ``start(sessions)`` before the first session is served (``sessions`` finds
+       the sessions served here by id, for messages routed to this worker),
+       ``stop()`` at shutdown. ``reap_dead_workers()`` fails what workers that
+       died were running (the implementation also runs it on its own schedule).
+    """
+
+    async def start(self, sessions: Callable[[str], CoordinatedSession | None]) -> None: ...
+
+    async def stop(self) -> None: ...
+
+    def peers(self, session_id: str) -> SessionPeers: ...
+
+    def request_ids(self) -> Iterator[RequestId] | None: ...
+
+    def serving(self, session: CoordinatedSession, request_id: RequestId) -> AbstractAsyncContextManager[None]: ...
+
+    async def route_inbound(self, session_id: str, message: JsonRpcMessage, body: bytes) -> bool: ...
+
+    def holding_standalone(self, session: CoordinatedSession) -> AbstractAsyncContextManager[None]: ...
+
+    async def session_ended(self, session_id: str) -> None: ...
+
+    async def reap_dead_workers(self) -> list[str]: ...
+
+
+# --- the backend: every store of one worker, in one object ----------------------------------------
+
+
+class StoreSizes(Protocol):
+    """What a backend reads of the endpoint's limits to size its stores (``HttpLimits`` has them
+    all: the stores sit below the HTTP transport and import none of it)."""
+
+    @property
+    def session_idle_timeout(self) -> float:
+        """Seconds of client silence that end a session."""
+
+    @property
+    def session_max_lifetime(self) -> float:
+        """Seconds after which every session ends."""
+
+    @property
+    def backlog_limit(self) -> int:
+        """Server messages kept for a session until its stream opens."""
+
+    @property
+    def replay_buffer_size(self) -> int:
+        """Stream events kept for a reconnect with Last-Event-ID."""
+
+    @property
+    def stream_log_grace(self) -> float:
+        """Seconds a request's stream stays resumable after its response."""
+
+    @property
+    def ended_streams_kept(self) -> int:
+        """Ended streams of a session kept for their grace (the oldest dropped first)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Sizes:
+    session_idle_timeout: float
+    session_max_lifetime: float
+    backlog_limit: int
+    replay_buffer_size: int
+    stream_log_grace: float
+    ended_streams_kept: int
+
+
+DEFAULT_SIZES: Final[StoreSizes] = _Sizes(
+    session_idle_timeout=30 * 60.0,
+    session_max_lifetime=12 * 3600.0,
+    backlog_limit=256,
+    replay_buffer_size=256,
+    stream_log_grace=30.0,
+    ended_streams_kept=64,
+)
+"""The sizes of ``HttpLimits()`` (``tests/core/test_layers.py`` checks that they agree)."""
+
+
+class Backend:
+    """Every store one worker keeps, in one object: what an HTTP app receives (``backend=``).
+
+    ``sessions`` (session records), ``events`` (the streams' events), ``coordinator`` (the
+    other workers serving the same sessions), ``tasks`` (task records), ``bus`` (list changes
+    and resource updates for ``subscriptions/listen``), ``clock`` (the seconds sessions expire
+    by: a clock every worker agrees on, wall-clock seconds, when the stores are shared), and
+    ``worker_id`` (this worker's name among the others, which its tasks carry; None in process).
+
+    Make one with the parts, or subclass it to build them (``stores.MemoryBackend``,
+    ``stores.RedisBackend``); ``stores.backend_from_url`` picks one by the scheme of a URL.
+    The rules:
+
+    1. One backend per worker process, built in that process (after a fork, never before:
+       a client of a remote store is not shared across processes), sized by the endpoint's
+       limits (``StoreSizes``).
+    2. The app that receives a backend owns it: ``start()`` runs before the app serves
+       (``McpHttpServer.bind``, the ASGI lifespan's startup, or ``McpHttpApp.start``) and may
+       raise ``StoreUnavailable``; ``close()`` runs once, at the app's shutdown, after its
+       coordinator stopped. Neither is called by anyone else.
+    3. ``shared``: other workers see the bus and the task store. The app then gives every
+       server it serves this bus and a task runtime over this store (``McpServer.use_shared``),
+       in place of the server's own: an event or a task kept in one process would not reach
+       the others. Not shared, a server keeps its own bus and tasks (they are in this process
+       either way), and the servers a session factory builds share one task runtime over
+       ``tasks``.
+    """
+
+    __slots__ = ("bus", "clock", "coordinator", "events", "sessions", "shared", "tasks", "worker_id")
+
+    def __init__(
+        self,
+        *,
+        sessions: SessionStore,
+        events: EventLog,
+        coordinator: Coordinator,
+        tasks: TaskStore,
+        bus: EventBus,
+        clock: Callable[[], float] = time.monotonic,
+        worker_id: str | None = None,
+        shared: bool = False,
+    ) -> None:
+        self.sessions = sessions
+        self.events = events
+        self.coordinator = coordinator
+        self.tasks = tasks
+        self.bus = bus
+        self.clock = clock
+        self.worker_id = worker_id
+        self.shared = shared
+
+    async def start(self) -> None:
+        """Connect what needs connecting (``StoreUnavailable`` when it cannot be reached)."""
+        return None
+
+    async def close(self) -> None:
+        """Release what ``start`` and the stores hold (connections, tasks writing behind)."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(shared={self.shared}, worker_id={self.worker_id!r})"

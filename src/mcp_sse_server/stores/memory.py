@@ -1,4 +1,5 @@
-"""The in-process stores: dicts and bounded deques in this process, the default."""
+"""The in-process stores: dicts and bounded deques in this process, the default; and
+``MemoryBackend``, which bundles them (with the in-process event bus and task store) for an app."""
 
 from __future__ import annotations
 
@@ -8,18 +9,23 @@ from collections import deque
 from collections.abc import Callable
 
 from ..engine.jsonrpc import RequestId
+from ..engine.memory_stores import MemoryEventBus, MemoryTaskStore
 from ..engine.records import SessionRecord
 from ..engine.stores import (
+    DEFAULT_SIZES,
     LAST_NUMBER,
     STANDALONE_STREAM,
+    Backend,
     EventLog,
     SessionStore,
     StaleRecord,
     StoredEvent,
+    StoreSizes,
     stream_of,
 )
+from .coordination import LocalCoordinator
 
-__all__ = ["MemoryEventLog", "MemorySessionStore"]
+__all__ = ["MemoryBackend", "MemoryEventLog", "MemorySessionStore"]
 
 
 class MemorySessionStore(SessionStore):
@@ -253,3 +259,27 @@ def _sequence(event_id: str) -> int | None:
     if not number.isascii() or not number.isdigit() or len(number) > 19:
         return None
     return int(number)
+
+
+class MemoryBackend(Backend):
+    """Every store in this process (``memory:``), the app's default: no other worker sees its
+    sessions, events, bus or tasks. ``limits`` sizes the event log (an ``HttpLimits``: give it
+    the endpoint's); ``clock`` (monotonic seconds by default) drives session expiry, and is
+    injectable for tests."""
+
+    __slots__ = ()
+
+    def __init__(self, limits: StoreSizes = DEFAULT_SIZES, *, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(
+            sessions=MemorySessionStore(),
+            events=MemoryEventLog(
+                limits.backlog_limit,
+                limits.replay_buffer_size,
+                ended_streams_kept=limits.ended_streams_kept,
+                clock=clock,
+            ),
+            coordinator=LocalCoordinator(),
+            tasks=MemoryTaskStore(),
+            bus=MemoryEventBus(),
+            clock=clock,
+        )

@@ -20,7 +20,7 @@
   its inbox to a callback and the request ids (``"<worker>.<n>"``) that make a
   server-to-client request's id name its worker. (``WorkerRouter`` is its old
   name, kept for one release: "router" now means the HTTP request router only.)
-- ``RedisCoordinator``: the app's ``Coordinator`` (``stores/coordination.py``)
+- ``RedisCoordinator``: the app's ``Coordinator`` (``engine/stores.py``)
   over a ``WorkerMesh``: forwarded answers and cancellations, the standalone
   stream's holder, the dead-worker reaper and the end of streams a dead worker
   left. It owns the formats of what it writes (``StandaloneHolder``, the routed
@@ -61,8 +61,7 @@ from ..engine.jsonrpc import (
     encode_message,
     parse_message,
 )
-from ..engine.stores import EventLog, SessionStore, StoreUnavailable, TaskStore
-from .coordination import CoordinatedSession, SessionPeers
+from ..engine.stores import CoordinatedSession, EventLog, SessionPeers, SessionStore, StoreUnavailable, TaskStore
 from .redis import DEFAULT_PREFIX, WriteBehind, logger, milliseconds, redis_unavailable
 
 __all__ = [

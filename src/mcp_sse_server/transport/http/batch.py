@@ -26,7 +26,7 @@ import orjson
 
 from ...engine.batches import read_batch, refusal
 from ...engine.jsonrpc import INVALID_REQUEST, JsonRpcRequest, McpError, encode_message
-from ...stores.coordination import Coordinator, DuplicateRequest
+from ...engine.stores import Coordinator, DuplicateRequest
 from .asgi import Message, Send
 from .bearer import ScopeCheck
 from .directory import LiveSession

@@ -52,8 +52,7 @@ from ...engine.jsonrpc import JsonRpcMessage, RequestId
 from ...engine.records import RecordChange, SessionRecord
 from ...engine.server import McpServer
 from ...engine.session import ServerSession
-from ...engine.stores import EventLog, RecordFeed, SessionStore, StaleRecord, StoreUnavailable
-from ...stores.coordination import Coordinator
+from ...engine.stores import Coordinator, EventLog, RecordFeed, SessionStore, StaleRecord, StoreUnavailable
 from .errors import SERVER_BUSY, UNKNOWN_SESSION, HttpError
 from .limits import HttpLimits
 from .sessions import Clock, new_session_id

@@ -16,8 +16,7 @@ from typing import Final
 
 from ...engine.jsonrpc import HEADER_MISMATCH, JsonRpcRequest
 from ...engine.stateless_meta import has_envelope
-from ...engine.stores import STANDALONE_STREAM, stream_of
-from ...stores.coordination import Coordinator, DuplicateRequest
+from ...engine.stores import STANDALONE_STREAM, Coordinator, DuplicateRequest, stream_of
 from .asgi import Receive, Send
 from .batch import Batch
 from .bearer import ScopeCheck, request_principal

@@ -21,7 +21,7 @@ reply goes on it first; the usual reply goes out as one response with a
 Content-Length (``replies.py`` states the reply rules and the pure
 ``destination`` rule ``send`` follows; with ``json_response`` that reply is
 ``application/json``). What other workers serving the session need is asked
-of its ``SessionPeers`` (``stores/coordination.py``), given at construction.
+of its ``SessionPeers`` (``engine/stores.py``), given at construction.
 
 Resumable streams (sessions whose revision has them, 2025-11-25 on; SEP-1699):
 
@@ -67,9 +67,9 @@ from ...engine.jsonrpc import (
     encode_message,
 )
 from ...engine.records import SessionRecord
-from ...engine.stores import STANDALONE_STREAM, EventLog, stream_of
+from ...engine.stores import STANDALONE_STREAM, EventLog, SessionPeers, stream_of
 from ...engine.transport import Transport
-from ...stores.coordination import NO_PEERS, SessionPeers
+from ...stores.coordination import NO_PEERS
 from ...stores.memory import MemoryEventLog
 from .asgi import Receive, Scope, Send
 from .body import ClientDisconnected, read_body, read_json_rpc_post
