@@ -1,14 +1,17 @@
 """MCP over Streamable HTTP with Server-Sent Events.
 
-* ``McpHttpServer.bind(server, port=...)`` serves an endpoint on a
-  socket (uvicorn with httptools, in the caller's event loop).
+* ``McpHttpServer.bind(server, port=..., settings=..., backend=...)`` serves
+  an endpoint on a socket (uvicorn with httptools, in the caller's event loop).
 * ``McpHttpApp`` is the same endpoint as an ASGI app, to mount in Starlette,
   FastAPI or any ASGI server: ``Mount("/mcp", app=McpHttpApp(server))``.
+* ``HttpSettings`` is how an endpoint is served (path, limits, JSON replies,
+  the 2024-11-05 transport, authorization), one object both take; the stores
+  are the ``backend`` beside it (``stores.backend_from_url``).
 * ``SseTransport`` with ``read_json_rpc_post`` and ``write_json_rpc_error``
   is for routing MCP yourself; you then own what the app does around it
   (session lookup, the initialize-only gate, limits); wrap your app in
   ``OriginHostMiddleware`` for the Origin/Host checks.
-* ``HttpLimits`` documents every limit and security default.
+* ``HttpLimits`` (the settings' ``limits``) documents every limit and security default.
 
 The HTTP surface: one path; POST carries one JSON-RPC message (a request is
 answered with an SSE stream: related notifications and server requests, then
@@ -38,12 +41,15 @@ if TYPE_CHECKING:
     from .app import McpHttpApp as McpHttpApp
     from .errors import HttpError as HttpError
     from .errors import write_json_rpc_error as write_json_rpc_error
-    from .legacy_sse import LegacyPaths as LegacyPaths
     from .limits import DEFAULT_LIMITS as DEFAULT_LIMITS
     from .limits import HttpLimits as HttpLimits
     from .security import OriginHostMiddleware as OriginHostMiddleware
     from .security import OriginPolicy as OriginPolicy
     from .server import McpHttpServer as McpHttpServer
+    from .server import server_ssl_context as server_ssl_context
+    from .settings import DEFAULT_SETTINGS as DEFAULT_SETTINGS
+    from .settings import HttpSettings as HttpSettings
+    from .settings import LegacyPaths as LegacyPaths
     from .transport import (
         ClientDisconnected as ClientDisconnected,
     )

@@ -1,16 +1,18 @@
-"""The ASGI application that owns an MCP endpoint: its stack, its lifespan, its shutdown.
+"""The ASGI application that owns an MCP endpoint: its stack, its backend, its lifespan, its shutdown.
 
->>> app = McpHttpApp(server, path="/mcp")  # doctest: +SKIP
+>>> app = McpHttpApp(server, settings=HttpSettings(path="/mcp"))  # doctest: +SKIP
 >>> # uvicorn.run(app) or Starlette(routes=[Mount("/mcp", app=McpHttpApp(server))])
 
-The app is a stack, Starlette style, configured once in the constructor::
+The app is a stack, Starlette style, configured once in the constructor from
+two objects: the ``HttpSettings`` (plain configuration) and the ``Backend``
+(every store, and the coordination of workers: ``engine/stores.py``)::
 
     OriginHostMiddleware       Host and Origin (400/403)        security.py
      (BearerMiddleware         bearer tokens (401/403), RFC 9728 metadata: with auth=   bearer.py)
       McpRouter                path, method, version: route()   router.py
         HttpSessionEndpoint    POST/GET/DELETE on sessions      session_endpoint.py
           SessionDirectory     find/open/end/expire sessions    directory.py
-          Coordinator          other workers (none by default)  stores/coordination.py
+          Coordinator          other workers (none by default)  the backend's
           SseTransport         a session's streams              transport.py
         LegacySseEndpoint      2024-11-05 streams and POSTs     legacy_sse.py
           (the same SessionDirectory, Coordinator and SseTransport)
@@ -18,10 +20,11 @@ The app is a stack, Starlette style, configured once in the constructor::
           StatelessTransport   one request's stream             stateless_transport.py
 
 Every layer reads the request's headers from one ``McpRequest`` (request.py),
-made once. One ``McpServer`` serves every session, unless ``on_session``
-builds one per session; then the 2026-07-28 requests, which have no session,
-are all served by one more server it builds on the first of them
-(``stateless_endpoint.py`` says why).
+made once. One ``McpServer`` serves every session, unless the app is given a
+factory that builds one per session; then the 2026-07-28 requests, which have
+no session, are all served by one more server it builds on the first of them
+(``stateless_endpoint.py`` says why). The app owns its backend: it starts it
+(``start``, the ASGI lifespan's startup) and closes it at its shutdown.
 """
 
 from __future__ import annotations
@@ -29,27 +32,22 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TypeAlias
 from urllib.parse import urlsplit
 
-from ...auth.resource import ResourceServer
-from ...engine.memory_stores import MemoryTaskStore
 from ...engine.server import McpServer
-from ...engine.stores import EventLog, SessionStore
+from ...engine.stores import Backend
 from ...engine.tasks import TaskRuntime
-from ...stores.coordination import Coordinator, LocalCoordinator
-from ...stores.memory import MemoryEventLog, MemorySessionStore
+from ...stores.memory import MemoryBackend
 from .asgi import ASGIApp, Receive, Scope, Send
 from .bearer import BearerMiddleware, ScopeCheck
 from .directory import LiveSession, Serving, SessionDirectory, directory_for
-from .legacy_sse import LegacyPaths, LegacySseEndpoint
-from .limits import DEFAULT_LIMITS, HttpLimits
+from .legacy_sse import LegacySseEndpoint
 from .router import McpRouter
 from .security import OriginHostMiddleware, OriginPolicy
 from .session_endpoint import HttpSessionEndpoint
-from .sessions import Clock
+from .settings import DEFAULT_SETTINGS, HttpSettings
 from .stateless_endpoint import HttpStatelessEndpoint
 from .streams import KeepaliveTicker
 
@@ -64,69 +62,58 @@ SessionFactory: TypeAlias = Callable[[], McpServer | Awaitable[McpServer]]
 class McpHttpApp:
     """ASGI app serving MCP Streamable HTTP: ``server`` serves every session.
 
-    ``on_session`` (instead of ``server``) builds a server per session, for
+    ``server`` may instead be a factory (any callable that is not an ``McpServer``,
+    returning one or an awaitable of one): it builds a server per session, for
     servers that keep per-client state in the server object; it costs the
     registries and validators once per session. Requests of the stateless
-    revision (2026-07-28) have no session: one server ``on_session`` builds
-    on the first of them serves them all. ``path`` restricts the
-    endpoint to one path (None serves whatever path it is mounted at).
-    ``bind_host`` is the address the server listens on (its name is accepted
-    in Host). ``session_store`` and ``event_log`` keep session records and
-    stream events (in process by default). ``clock`` (seconds) drives session
-    expiry and is injectable for tests. ``coordinator`` is how this process
-    works with others serving the same sessions (``stores.RedisStores``
-    builds one; by default there are none). ``json_response`` answers a
-    request whose reply goes out whole with ``application/json`` instead of
-    one SSE event, and accepts clients whose Accept takes JSON only. ``auth``
-    makes the endpoint a protected resource (``auth.ResourceServer``): every
-    request needs a bearer token its verifier accepts, and the protected-resource
-    metadata is served beside the endpoint. ``legacy_sse`` serves the HTTP+SSE
-    transport of revision 2024-11-05 beside Streamable HTTP (``legacy_sse.py``):
-    its stream at ``/sse`` and on a session-less GET of the endpoint, its
-    messages at ``/messages/`` (a ``LegacyPaths`` moves them; False: not served,
-    and a session-less GET is 400).
+    revision (2026-07-28) have no session: one server the factory builds on the
+    first of them serves them all.
+
+    ``settings`` (an ``HttpSettings``) is how the endpoint is served: its path,
+    limits, JSON replies, the 2024-11-05 transport, authorization. ``backend``
+    keeps session records, stream events, tasks and the event bus, and
+    coordinates this process with others serving the same sessions (a
+    ``Backend``: ``stores.backend_from_url(url)`` builds one; by default every
+    store is in this process, ``stores.MemoryBackend``, sized by the settings'
+    limits). ``bind_host`` is the address the server listens on (its name is
+    accepted in Host).
     """
 
     def __init__(
         self,
-        server: McpServer | SessionFactory | None = None,
+        server: McpServer | SessionFactory,
         *,
-        on_session: SessionFactory | None = None,
-        path: str | None = None,
-        limits: HttpLimits = DEFAULT_LIMITS,
+        settings: HttpSettings = DEFAULT_SETTINGS,
+        backend: Backend | None = None,
         bind_host: str | None = None,
-        session_store: SessionStore | None = None,
-        event_log: EventLog | None = None,
-        clock: Clock = time.monotonic,
-        coordinator: Coordinator | None = None,
-        json_response: bool = False,
-        auth: ResourceServer | None = None,
-        legacy_sse: bool | LegacyPaths = True,
     ) -> None:
-        if server is not None and not isinstance(server, McpServer):
-            if on_session is not None or not callable(server):
-                raise TypeError("McpHttpApp takes an McpServer, or on_session=a function that builds one")
-            server, on_session = None, server  # the 0.1 spelling: McpHttpApp(factory)
-        if (server is None) == (on_session is None):
-            raise TypeError("McpHttpApp takes an McpServer or on_session=..., not both and not neither")
-        self.server = server
+        one: McpServer | None = None  # the server of every session, or None: on_session builds each
+        on_session: SessionFactory | None = None
+        if isinstance(server, McpServer):
+            one = server
+        elif callable(server):
+            on_session = server
+        else:
+            raise TypeError(f"McpHttpApp takes an McpServer or a function that builds one, not {type(server).__name__}")
+        if not isinstance(settings, HttpSettings):
+            raise TypeError(f"settings must be an HttpSettings, not {type(settings).__name__}")
+        if backend is None:
+            backend = MemoryBackend(settings.limits)
+        elif not isinstance(backend, Backend):
+            raise TypeError(f"backend must be a Backend, not {type(backend).__name__}")
+        limits, auth = settings.limits, settings.auth
+        self.server = one
         self.on_session = on_session
-        self.path = path
+        self.settings = settings
+        self.backend = backend
+        self.bind_host = bind_host
+        self.path = settings.path
         self.limits = limits
-        self.json_response = json_response
-        self.sessions: SessionStore = session_store if session_store is not None else MemorySessionStore()
-        self.events: EventLog = (
-            event_log
-            if event_log is not None
-            else MemoryEventLog(
-                limits.backlog_limit,
-                limits.replay_buffer_size,
-                ended_streams_kept=limits.ended_streams_kept,
-                clock=clock,
-            )
-        )
-        self.clock = clock
-        self.coordinator: Coordinator = coordinator if coordinator is not None else LocalCoordinator()
+        self.json_response = settings.json_response
+        self.sessions = backend.sessions
+        self.events = backend.events
+        self.clock = backend.clock
+        self.coordinator = backend.coordinator
         hosts = list(limits.allowed_hosts)
         if auth is not None:
             hosts.append(urlsplit(auth.resource).netloc)  # the public name clients use for the resource
@@ -134,17 +121,21 @@ class McpHttpApp:
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
         self._closing = False
         self._closed = False
-        self._tasks: TaskRuntime | None = None  # shared by the servers on_session makes
-        serving = Serving(self._server_for_session, self.coordinator, limits, self.keepalive, clock, json_response)
+        self._tasks: TaskRuntime | None = None  # over the backend's task store: see _share
+        if one is not None and backend.shared:
+            self._share(one)
+        serving = Serving(
+            self._server_for_session, self.coordinator, limits, self.keepalive, self.clock, settings.json_response
+        )
         self.directory: SessionDirectory = directory_for(self.sessions, self.events, serving)
         scopes = ScopeCheck(auth) if auth is not None else None
         self._stateless = HttpStatelessEndpoint(
-            server=server,
+            server=one,
             servers=self._server_for_session,
             limits=limits,
             keepalive=self.keepalive,
             closing=self._is_closing,
-            json_response=json_response,
+            json_response=settings.json_response,
             scopes=scopes,
         )
         session_endpoint = HttpSessionEndpoint(
@@ -152,12 +143,10 @@ class McpHttpApp:
             self.coordinator,
             limits=limits,
             closing=self._is_closing,
-            json_response=json_response,
+            json_response=settings.json_response,
             scopes=scopes,
         )
-        legacy_paths = LegacyPaths() if legacy_sse is True else legacy_sse or None
-        if legacy_paths is not None and path in (legacy_paths.stream, legacy_paths.messages):
-            raise ValueError(f"the endpoint's path {path!r} is one of the 2024-11-05 transport's paths")
+        legacy_paths = settings.legacy_paths
         self.legacy_sse: LegacySseEndpoint | None = (
             None
             if legacy_paths is None
@@ -170,10 +159,10 @@ class McpHttpApp:
                 scopes=scopes,
             )
         )
-        endpoint: ASGIApp = McpRouter(session_endpoint, self._stateless, path, self.legacy_sse)
+        endpoint: ASGIApp = McpRouter(session_endpoint, self._stateless, self.path, self.legacy_sse)
         if auth is not None:  # bearer tokens checked before anything else of the endpoint
             guarded = () if legacy_paths is None else (legacy_paths.stream, legacy_paths.messages)
-            endpoint = BearerMiddleware(endpoint, auth, path, also=guarded)
+            endpoint = BearerMiddleware(endpoint, auth, self.path, also=guarded)
         self.auth = auth
         self._stack: ASGIApp = OriginHostMiddleware(endpoint, self.policy)
 
@@ -190,6 +179,16 @@ class McpHttpApp:
     def _is_closing(self) -> bool:
         return self._closing
 
+    def _task_runtime(self) -> TaskRuntime:
+        """The task runtime over the backend's task store that the servers this app gives one share."""
+        if self._tasks is None:
+            self._tasks = TaskRuntime(self.backend.tasks, worker_id=self.backend.worker_id)
+        return self._tasks
+
+    def _share(self, server: McpServer) -> None:
+        """Give ``server`` the backend's event bus and task runtime (``Backend`` rule 3)."""
+        server.use_shared(event_bus=self.backend.bus, tasks=self._task_runtime())
+
     async def _server_for_session(self) -> McpServer:
         if self.server is not None:
             return self.server
@@ -198,13 +197,13 @@ class McpHttpApp:
         if inspect.isawaitable(server):
             server = await server
         if not isinstance(server, McpServer):
-            raise TypeError(f"on_session returned {type(server).__name__}, not an McpServer")
-        if not server.has_task_runtime:
+            raise TypeError(f"the session factory returned {type(server).__name__}, not an McpServer")
+        if self.backend.shared:
+            self._share(server)
+        elif not server.has_task_runtime:
             # The servers of the sessions and the stateless requests' one share a task runtime:
             # a task started through one is read, answered and cancelled through another.
-            if self._tasks is None:
-                self._tasks = TaskRuntime(MemoryTaskStore())
-            server.use_shared(tasks=self._tasks)
+            server.use_shared(tasks=self._task_runtime())
         return server
 
     # --- ASGI entry ----------------------------------------------------------------
@@ -222,6 +221,11 @@ class McpHttpApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                try:
+                    await self.start()
+                except Exception as error:  # (the ASGI server reports it and does not serve)
+                    await send({"type": "lifespan.startup.failed", "message": str(error)})
+                    return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 await self.shutdown()
@@ -231,9 +235,12 @@ class McpHttpApp:
     # --- what runs beside the requests ---------------------------------------------------
 
     async def start(self) -> None:
-        """Start what the coordinator runs beside the requests (``McpHttpServer.bind`` calls it;
-        without it, it starts with the first session this process serves)."""
+        """Start the backend (``StoreUnavailable`` when it cannot be reached), then what its
+        coordinator runs beside the requests. ``McpHttpServer.bind`` calls it, and so does the
+        ASGI lifespan's startup; without it, the coordinator starts with the first session this
+        process serves."""
         if not self._closing:
+            await self.backend.start()
             await self.coordinator.start(self.directory.find)
 
     async def reap_expired(self) -> int:
@@ -249,7 +256,8 @@ class McpHttpApp:
     async def shutdown(self, deadline: float | None = None) -> None:
         """Refuse new sessions and requests, let in-flight ones finish within
         ``deadline`` seconds (``shutdown_deadline`` by default), then end every
-        stream and session (with a shared store, hand them to the other workers)."""
+        stream and session (with a shared store, hand them to the other workers),
+        stop the coordinator and close the backend."""
         if self._closed:
             return
         self._closing = True
@@ -263,6 +271,9 @@ class McpHttpApp:
         tasks = self._tasks if self.server is None else (self.server.tasks if self.server.has_task_runtime else None)
         if tasks is not None:
             await tasks.aclose()  # the tasks running here end failed, not working forever (tasks.py rule 7)
-        await self.directory.shutdown()
-        self.keepalive.close()
-        await self.coordinator.stop()
+        try:
+            await self.directory.shutdown()
+            self.keepalive.close()
+            await self.coordinator.stop()
+        finally:
+            await self.backend.close()

@@ -42,7 +42,6 @@ the messages path (``/messages/``) takes the POSTs. The rules here:
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
@@ -50,7 +49,7 @@ from urllib.parse import parse_qs
 
 from ...engine.background import in_background
 from ...engine.jsonrpc import JsonRpcRequest
-from ...stores.coordination import Coordinator, DuplicateRequest
+from ...engine.stores import Coordinator, DuplicateRequest
 from .asgi import Message, Receive, Scope, Send
 from .bearer import ScopeCheck, request_principal
 from .body import UNSUPPORTED_MEDIA_TYPE, is_json_content_type, read_message
@@ -58,6 +57,7 @@ from .directory import LiveSession, SessionDirectory
 from .errors import INTERNAL_ERROR, UNKNOWN_SESSION, HttpError, error_body, in_flight_conflict, shutting_down
 from .limits import HttpLimits
 from .request import McpRequest
+from .settings import LegacyPaths
 from .sse import SSE_HEADERS
 from .streams import SseStream, send_accepted
 
@@ -66,21 +66,6 @@ __all__ = ["LegacyPaths", "LegacySseEndpoint", "LegacyStream", "relay"]
 logger = logging.getLogger("mcp_sse_server.http")
 
 _MESSAGE: Final = b"event: message\ndata: "
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class LegacyPaths:
-    """The paths of the 2024-11-05 transport: its ``stream`` (GET) and its ``messages`` (POST)."""
-
-    stream: str = "/sse"
-    messages: str = "/messages/"
-
-    def __post_init__(self) -> None:
-        for path in (self.stream, self.messages):
-            if not path.startswith("/"):
-                raise ValueError(f"a path must start with '/', not {path!r}")
-        if self.stream == self.messages:
-            raise ValueError("the 2024-11-05 stream and messages paths must differ")
 
 
 def relay(chunk: bytes, comments: bool) -> bytes:

@@ -42,9 +42,10 @@ from .accept import accepts_json_and_sse
 from .asgi import Receive, Scope, Send
 from .body import ClientDisconnected
 from .errors import INTERNAL_ERROR, SERVER_BUSY, HttpError
-from .legacy_sse import LegacyPaths, LegacySseEndpoint
+from .legacy_sse import LegacySseEndpoint
 from .request import McpRequest, below
 from .session_endpoint import HttpSessionEndpoint
+from .settings import LegacyPaths
 from .stateless_endpoint import HttpStatelessEndpoint
 
 __all__ = ["McpRouter", "Route", "route"]

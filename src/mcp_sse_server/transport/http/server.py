@@ -4,6 +4,12 @@
 >>> print(http.endpoint)  # http://127.0.0.1:8080/mcp  # doctest: +SKIP
 >>> await http.close()  # doctest: +SKIP
 
+``bind`` takes what is served (a server, or a factory of one per session), where
+(``host``, ``port``, ``ssl``), how (``settings``: an ``HttpSettings``) and with
+what (``backend``: every store, see ``engine/stores.py``); ``on_socket`` serves
+an ``McpHttpApp`` on a socket already listening (worker processes sharing the
+port their parent bound).
+
 uvicorn runs in the caller's event loop (use uvloop for the loop when you
 own it: ``uvloop.run(main())``) with the httptools parser, no access log, no
 Server/Date headers, no signal handlers of its own. The connection limits of
@@ -21,31 +27,29 @@ import logging
 import math
 import signal
 import socket
-import ssl
-import time
+import ssl as _ssl
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..loop import run_loop
 from .app import McpHttpApp, SessionFactory
-from .legacy_sse import LegacyPaths
-from .limits import DEFAULT_LIMITS, HttpLimits
+from .limits import HttpLimits
 from .listener import Listener
 from .security import is_loopback_host
-from .sessions import Clock
+from .settings import DEFAULT_SETTINGS, HttpSettings
 
 if TYPE_CHECKING:
     import uvicorn
 
-    from ...auth.resource import ResourceServer
     from ...engine.server import McpServer
-    from ...engine.stores import EventLog, SessionStore
-    from ...stores.coordination import Coordinator
-    from ...stores.redis_routing import WorkerMesh
+    from ...engine.stores import Backend
 
-__all__ = ["McpHttpServer", "serve"]
+__all__ = ["McpHttpServer", "serve", "server_ssl_context"]
 
 logger = logging.getLogger("mcp_sse_server.http")
+
+DEFAULT_PATH = "/mcp"
+"""Where ``bind`` serves the endpoint when the settings name no path."""
 
 
 def _protocol_options(limits: HttpLimits) -> dict[str, Any]:
@@ -78,6 +82,26 @@ def is_wildcard_host(host: str) -> bool:
     return host in ("", "0.0.0.0", "::", "[::]")
 
 
+def _check_exposure(host: str, settings: HttpSettings) -> None:
+    """ValueError when listening on ``host`` would expose an endpoint nothing guards beyond this machine."""
+    loopback = not is_wildcard_host(host) and is_loopback_host(host)
+    if not loopback and not settings.limits.allowed_origins and settings.auth is None:
+        raise ValueError(
+            f"Listening on {host or 'all interfaces'} exposes the server beyond this machine: pass auth= "
+            "(bearer tokens checked: auth.ResourceServer), or allowed_origins (the browser origins allowed "
+            "to connect) with authentication in front"
+        )
+
+
+def server_ssl_context(certfile: str, keyfile: str | None = None) -> _ssl.SSLContext:
+    """A server's TLS context from a PEM certificate chain and its key (in ``certfile`` when
+    ``keyfile`` is None), for ``bind(..., ssl=...)``. OSError or ``ssl.SSLError`` when they
+    cannot be loaded."""
+    context = _ssl.create_default_context(_ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(certfile, keyfile)
+    return context
+
+
 class McpHttpServer:
     """A running MCP endpoint. Make one with ``await McpHttpServer.bind(...)``."""
 
@@ -93,101 +117,72 @@ class McpHttpServer:
     @classmethod
     async def bind(
         cls,
-        server: McpServer | SessionFactory | None = None,
+        server: McpServer | SessionFactory,
         *,
-        on_session: SessionFactory | None = None,
         host: str = "127.0.0.1",
         port: int = 0,
-        path: str = "/mcp",
-        limits: HttpLimits = DEFAULT_LIMITS,
-        ssl_context: ssl.SSLContext | None = None,
-        certfile: str | None = None,
-        keyfile: str | None = None,
-        session_store: SessionStore | None = None,
-        event_log: EventLog | None = None,
-        clock: Clock = time.monotonic,
-        coordinator: Coordinator | None = None,
-        router: WorkerMesh | None = None,
-        json_response: bool = False,
-        auth: ResourceServer | None = None,
-        legacy_sse: bool | LegacyPaths = True,
-        sock: socket.socket | None = None,
-        **overrides: Any,
+        ssl: _ssl.SSLContext | None = None,
+        settings: HttpSettings = DEFAULT_SETTINGS,
+        backend: Backend | None = None,
     ) -> McpHttpServer:
-        """Listen on ``host:port`` (0 picks a free port) and serve MCP at ``path``.
+        """Listen on ``host:port`` (0 picks a free port) and serve MCP there.
 
-        ``server`` serves every session; ``on_session`` (instead) is called
-        once per initialize and returns the ``McpServer`` (or an awaitable of
-        one) for that session. ``limits`` (an ``HttpLimits``, which documents
-        each limit and its default) sets every limit; a field name given as a
-        keyword overrides that field, so ``bind(..., max_sessions=10)`` is
-        ``limits=limits.with_changes(max_sessions=10)``. An unknown keyword is
-        a TypeError.
+        ``server`` serves every session; a factory instead (any callable that
+        is not an ``McpServer``) is called once per initialize and returns the
+        ``McpServer`` (or an awaitable of one) for that session. ``ssl`` (an
+        ``ssl.SSLContext``: ``server_ssl_context(certfile, keyfile)`` loads one)
+        serves HTTPS. ``settings`` (an ``HttpSettings``) is how the endpoint is
+        served: its path (``/mcp`` unless it names one), every limit, JSON
+        replies, the 2024-11-05 transport, authorization. ``backend`` keeps the
+        sessions, stream events, tasks and event bus, in this process unless
+        given (``stores.backend_from_url("redis://...")``: several workers or
+        hosts sharing sessions); the endpoint owns it, starts it here and closes
+        it with ``close()``.
 
-        TLS: pass an ``ssl.SSLContext`` or ``certfile`` (and ``keyfile``).
-        Binding beyond loopback requires ``allowed_origins`` (ValueError).
-        Raises OSError when the address cannot be bound.
-
-        ``json_response`` answers a request whose reply goes out whole with
-        ``application/json`` instead of one SSE event, and ``auth`` (an
-        ``auth.ResourceServer``) makes the endpoint a protected resource
-        (``McpHttpApp``). ``legacy_sse`` also serves the HTTP+SSE transport of
-        revision 2024-11-05 (``/sse`` and ``/messages/`` unless a ``LegacyPaths``
-        says otherwise; False: not at all).
-
-        Several workers or hosts sharing sessions: pass ``session_store``,
-        ``event_log``, ``coordinator`` and ``clock`` from
-        ``stores.RedisStores.from_url(url).bind_options()`` (``router``, a
-        ``WorkerMesh``, is the older spelling of ``coordinator``). ``sock``: an
-        already listening socket to serve instead of binding ``host:port``
-        (worker processes sharing the socket their parent bound; ``host``
-        still decides the endpoint's URL and the Host check).
+        Binding beyond loopback requires ``settings.auth`` or
+        ``limits.allowed_origins`` (ValueError). Raises OSError when the
+        address cannot be bound, ``StoreUnavailable`` when the backend cannot
+        be reached.
         """
-        if overrides:
-            limits = _with_overrides(limits, overrides)
-        if not path.startswith("/"):
-            raise ValueError(f"path must start with '/', not {path!r}")
-        loopback = not is_wildcard_host(host) and is_loopback_host(host)
-        if not loopback and not limits.allowed_origins and auth is None:
-            raise ValueError(
-                f"Listening on {host or 'all interfaces'} exposes the server beyond this machine: pass auth= "
-                "(bearer tokens checked: auth.ResourceServer), or allowed_origins (the browser origins allowed "
-                "to connect) with authentication in front"
-            )
-        if ssl_context is not None and (certfile or keyfile):
-            raise ValueError("pass either ssl_context or certfile/keyfile, not both")
-        if keyfile and not certfile:
-            raise ValueError("keyfile needs certfile")
-        if certfile:
-            ssl_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            ssl_context.load_cert_chain(certfile, keyfile)
-
-        app = McpHttpApp(
-            server,
-            on_session=on_session,
-            path=path,
-            limits=limits,
-            bind_host=host,
-            session_store=session_store,
-            event_log=event_log,
-            clock=clock,
-            coordinator=_coordinator(coordinator, router, session_store, event_log, limits),
-            json_response=json_response,
-            auth=auth,
-            legacy_sse=legacy_sse,
-        )
-        # Imported here so embedders of the ASGI app or SseTransport never load uvicorn.
-        import uvicorn
-
-        if sock is None:
-            sock = _listen(host, port)
-        else:
-            sock.setblocking(False)
         try:
+            if not isinstance(settings, HttpSettings):
+                raise TypeError(f"settings must be an HttpSettings, not {type(settings).__name__}")
+            if settings.path is None:
+                settings = settings.with_changes(path=DEFAULT_PATH)
+            _check_exposure(host, settings)
+            app = McpHttpApp(server, settings=settings, backend=backend, bind_host=host)
+        except BaseException:
+            if backend is not None:
+                await backend.close()  # given to the endpoint, which never came to own it
+            raise
+        try:
+            sock = _listen(host, port)
+        except BaseException:
+            await app.shutdown(0)  # the backend is the app's: closed with it
+            raise
+        return await cls.on_socket(app, sock, ssl=ssl)
+
+    @classmethod
+    async def on_socket(
+        cls, app: McpHttpApp, sock: socket.socket, *, ssl: _ssl.SSLContext | None = None
+    ) -> McpHttpServer:
+        """Serve ``app`` on ``sock``, a socket already listening (worker processes serving the
+        socket their parent bound, or one each on its port: ``listening_socket``). The app's
+        ``bind_host`` (else the socket's address) decides the endpoint's URL; the socket is closed
+        with the server, or at once if this fails."""
+        try:
+            if ssl is not None and not isinstance(ssl, _ssl.SSLContext):
+                raise TypeError(f"ssl must be an ssl.SSLContext (server_ssl_context makes one), not {ssl!r}")
+            host = app.bind_host if app.bind_host is not None else sock.getsockname()[0]
+            _check_exposure(host, app.settings)
+            sock.setblocking(False)
+            # Imported here so embedders of the ASGI app or SseTransport never load uvicorn.
+            import uvicorn
+
             await app.start()
             config = uvicorn.Config(
                 app,
-                **_protocol_options(limits),
+                **_protocol_options(app.limits),
                 ws="none",
                 lifespan="off",
                 interface="asgi3",
@@ -196,11 +191,11 @@ class McpHttpServer:
                 proxy_headers=False,
                 server_header=False,
                 date_header=False,
-                timeout_graceful_shutdown=int(max(1.0, limits.shutdown_deadline)),
+                timeout_graceful_shutdown=int(max(1.0, app.limits.shutdown_deadline)),
             )
             config.load()
             # uvicorn builds its own context from files; ours (or the caller's) is used as is.
-            config.ssl = ssl_context
+            config.ssl = ssl
             uvicorn_server = uvicorn.Server(config)
             uvicorn_server.lifespan = config.lifespan_class(config)
             await uvicorn_server.startup(sockets=[])  # uvicorn listens on nothing: the Listener accepts
@@ -211,13 +206,13 @@ class McpHttpServer:
                     config=config, server_state=uvicorn_server.server_state, app_state=uvicorn_server.lifespan.state
                 )
 
-            listener = Listener(sock, protocol, ssl_context)
+            listener = Listener(sock, protocol, ssl)
         except BaseException:
             sock.close()
-            await app.shutdown(0)  # stop what the coordinator started: nothing was served
+            await app.shutdown(0)  # stop what the backend and its coordinator started: nothing was served
             raise
         bound_port = sock.getsockname()[1]
-        endpoint = endpoint_url(host, bound_port, path, tls=ssl_context is not None)
+        endpoint = endpoint_url(host, bound_port, app.path or DEFAULT_PATH, tls=ssl is not None)
         return cls(app, uvicorn_server, listener, endpoint, bound_port)
 
     async def close(self, deadline: float | None = None) -> None:
@@ -292,35 +287,6 @@ class McpHttpServer:
         return f"McpHttpServer({self.endpoint})"
 
 
-def _coordinator(
-    coordinator: Coordinator | None,
-    mesh: WorkerMesh | None,
-    sessions: SessionStore | None,
-    events: EventLog | None,
-    limits: HttpLimits,
-) -> Coordinator | None:
-    """The app's coordinator, also from the older ``router=`` (a ``WorkerMesh``) spelling."""
-    if mesh is None:
-        return coordinator
-    if coordinator is not None:
-        raise TypeError("pass coordinator= or router=, not both")
-    if sessions is None or events is None:
-        raise TypeError("router= needs the shared session_store and event_log it routes for")
-    return mesh.coordinator(events, sessions, stream_log_grace=limits.stream_log_grace)
-
-
-def _with_overrides(limits: HttpLimits, overrides: dict[str, Any]) -> HttpLimits:
-    """``limits`` with the keyword overrides of ``bind`` applied (validated again); TypeError for a stranger."""
-    known = HttpLimits.__dataclass_fields__
-    unknown = sorted(name for name in overrides if name not in known)
-    if unknown:
-        raise TypeError(
-            f"McpHttpServer.bind() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
-            f"the limits it takes are the fields of HttpLimits: {', '.join(known)}"
-        )
-    return limits.with_changes(**overrides)
-
-
 def _url_host(host: str) -> str:
     if is_wildcard_host(host):
         return "127.0.0.1" if host != "::" else "[::1]"
@@ -338,7 +304,7 @@ def endpoint_url(host: str, port: int, path: str, *, tls: bool = False) -> str:
 
 
 def listening_socket(host: str, port: int, *, reuse_port: bool = False) -> socket.socket:
-    """A listening socket on ``host:port`` (0: a free port) for ``bind(sock=...)``: bound once
+    """A listening socket on ``host:port`` (0: a free port) for ``McpHttpServer.on_socket``: bound once
     by a parent process, served by the worker processes that inherit it; or, ``reuse_port``
     (``SO_REUSEPORT``, Linux), one per worker on the same port, among which the kernel spreads
     new connections evenly. OSError as ``bind``."""
@@ -374,14 +340,15 @@ def _listen(host: str, port: int, *, reuse_port: bool = False, listen: bool = Tr
 
 
 def serve(
-    server: McpServer | SessionFactory | None = None,
+    server: McpServer | SessionFactory,
     *,
     on_listening: Callable[[McpHttpServer], Any] | None = None,
     on_stopping: Callable[[], Any] | None = None,
     **bind_options: Any,
 ) -> None:
     """Serve ``server`` over HTTP from a script, in one call: a new event loop (uvloop when it
-    is installed), ``McpHttpServer.bind(server, **bind_options)``, then ``serve_forever()``.
+    is installed), ``McpHttpServer.bind(server, **bind_options)`` (``host``, ``port``, ``ssl``,
+    ``settings``, ``backend``), then ``serve_forever()``.
 
     >>> serve(server, port=8080, on_listening=lambda http: print(http.endpoint))  # doctest: +SKIP
 
