@@ -23,7 +23,7 @@ def announce(label: str, endpoint: str, options: dict[str, Any]) -> None:
     if is_wildcard_host(host):
         port = urlsplit(endpoint).port
         click.echo(f"Listening on every interface ({host or '0.0.0.0'} port {port}), not only this machine's")
-    auth = options.get("auth")
+    auth = options["settings"].auth
     if auth is not None:
         click.echo(
             f"Protected resource {auth.resource}: bearer tokens from {', '.join(auth.authorization_servers)} "

@@ -18,10 +18,10 @@ import click
 
 from ..engine.skill_format import SkillFormatError
 from ..transport.http.limits import DEFAULT_LIMITS, HttpLimits
-from .announce import announce
+from ..transport.http.settings import HttpSettings
 from .auth import AuthSettings, auth_options
 from .builtin import DEMO, builtin_servers
-from .errors import EXIT_INTERRUPTED, BadUsage, Failure, describe_error
+from .errors import BadUsage, Failure, describe_error
 from .render import safe_stem
 from .values import DURATION, SIZE
 
@@ -124,24 +124,29 @@ def http_options(command: _F) -> _F:
             "(unmarked factories always are).",
         ),
         click.option(
+            "--backend",
             "--redis-url",
+            "backend",
             metavar="URL",
-            help="Share sessions, streams and events through this Redis (redis://HOST:PORT/DB), with the other "
-            "workers and hosts given the same URL. Needs the redis extra.",
+            default="memory:",
+            show_default=True,
+            help="Where sessions, streams, tasks and events are kept: memory: (this process), or "
+            "redis://HOST:PORT/DB (rediss:// with TLS, unix:///path.sock), shared with the other workers and "
+            "hosts given the same URL (needs the redis extra); a scheme a module registers "
+            "(stores.register_backend) works too. --redis-url is its older spelling.",
         ),
         click.option(
             "--workers",
             type=click.IntRange(1),
             default=1,
             show_default=True,
-            help="Worker processes serving the one port (above 1 needs --redis-url).",
+            help="Worker processes serving the one port (above 1 needs a shared --backend, such as Redis).",
         ),
         click.option(
             "--worker-ttl",
             type=DURATION,
-            default=10.0,
-            help="With --redis-url: how long after a worker's last heartbeat it counts as dead and another one "
-            "fails its requests in flight (10s).",
+            help="With a Redis --backend: how long after a worker's last heartbeat it counts as dead and another "
+            "one fails its requests in flight (10s).",
         ),
     ]
     for decorator in reversed(decorators):
@@ -177,9 +182,9 @@ def serve(
     skills: tuple[str, ...],
     log_level: str,
     server_per_session: bool,
-    redis_url: str | None,
+    backend: str,
     workers: int,
-    worker_ttl: float,
+    worker_ttl: float | None,
     **limits: Any,
 ) -> None:
     """Serve TARGET over Streamable HTTP and print its endpoint (or, with --stdio, over stdin/stdout).
@@ -207,8 +212,8 @@ def serve(
     --no-legacy-sse turns it off (as --workers above 1 does).
 
     \b
-    Several workers or hosts: --redis-url makes every `serve` given the same URL serve the
-    same sessions; --workers N runs N processes on this port. MCP_REQUEST_STATE_KEYS
+    Several workers or hosts: --backend redis://... makes every `serve` given the same URL
+    serve the same sessions; --workers N runs N processes on this port. MCP_REQUEST_STATE_KEYS
     (comma-separated secrets of 16 bytes or more, newest first) is the key ring sealing
     the requestState of 2026-07-28 requests: give every worker and host the same one.
 
@@ -218,7 +223,7 @@ def serve(
     """
     import logging
 
-    from .workers import check_redis, request_state_keys_set, serve_worker, serve_workers
+    from .workers import check_backend, request_state_keys_set, serve_worker, serve_workers
 
     if stdio:
         _refuse_http_options(ctx)
@@ -228,21 +233,13 @@ def serve(
         raise click.UsageError("--certfile and --keyfile go together")
     if not path.startswith("/"):
         raise click.BadParameter("must start with /", param_hint="--path")
-    if workers > 1 and redis_url is None:
-        raise click.UsageError(
-            "--workers above 1 needs --redis-url: each worker would know only the sessions it opened, "
-            "so a client's next request, reaching another worker, would be refused (404)"
-        )
     try:
         keys_set = request_state_keys_set()
     except ValueError as error:
         raise click.UsageError(f"MCP_REQUEST_STATE_KEYS: {error}") from error
-    if redis_url is not None:
-        check_redis(redis_url)
     from ..transport.http.server import endpoint_url, is_wildcard_host
 
-    settings = AuthSettings.take(limits)
-    auth = settings.resource_server(
+    auth = AuthSettings.take(limits).resource_server(
         endpoint_url(host, port, path, tls=certfile is not None),
         derivable=port != 0 and not is_wildcard_host(host),
     )
@@ -253,12 +250,9 @@ def serve(
         options = bind_options(host=host, port=port, path=path, **limits)
     except ValueError as error:
         raise click.UsageError(str(error)) from error
-    if auth is not None:
-        options["auth"] = auth  # built once here; every worker inherits it
-    if certfile is not None and keyfile is not None:
-        options["ssl_context"] = _ssl_context(certfile, keyfile)
-    if json_response:
-        options["json_response"] = True  # reaches McpHttpServer.bind in every worker, like the limits
+    # After the target is loaded: a module of the target's may register the backend's scheme.
+    backend_options = {} if worker_ttl is None else {"worker_ttl": worker_ttl}
+    shared = check_backend(backend, workers=workers, limits=options["settings"].limits, options=backend_options)
     if workers > 1 and not no_legacy_sse:
         # A 2024-11-05 stream is one connection to one worker, and the kernel spreads the POSTs
         # that follow it over every worker: most would be refused (404). Off, predictably.
@@ -268,21 +262,24 @@ def serve(
             err=True,
         )
         no_legacy_sse = True
-    if no_legacy_sse:
-        options["legacy_sse"] = False
-    if redis_url is None:
-        _serve_forever(label, served, options)
-        return
-    if not keys_set:
+    try:  # (built once here, with the auth settings and the TLS context: every worker inherits them)
+        options["settings"] = options["settings"].with_changes(
+            json_response=json_response, legacy_sse=not no_legacy_sse, auth=auth
+        )
+    except ValueError as error:
+        raise click.UsageError(str(error)) from error
+    if certfile is not None and keyfile is not None:
+        options["ssl"] = _ssl_context(certfile, keyfile)
+    if shared and not keys_set:
         click.echo(
             "Warning: MCP_REQUEST_STATE_KEYS is not set: each worker seals 2026-07-28 requestState with its own "
             "key, so a retry reaching another worker is refused.",
             err=True,
         )
     if workers == 1:
-        serve_worker(label, served, options, redis_url=redis_url, worker_ttl=worker_ttl)
+        serve_worker(label, served, options, backend=backend, backend_options=backend_options)
     else:
-        serve_workers(label, served, options, workers=workers, redis_url=redis_url, worker_ttl=worker_ttl)
+        serve_workers(label, served, options, workers=workers, backend=backend, backend_options=backend_options)
 
 
 # --- TARGET ---------------------------------------------------------------------------------------
@@ -498,12 +495,13 @@ def resolve_target(target: str | None) -> Target:
 
 
 def bind_options(*, host: str, port: int, path: str, **limits: Any) -> dict[str, Any]:
-    """The keyword arguments for ``McpHttpServer.bind``, with one ``HttpLimits``: limits given as None or
-    empty keep their defaults. ValueError for a limit ``HttpLimits`` refuses.
+    """The keyword arguments for ``McpHttpServer.bind``: ``host``, ``port`` and one ``HttpSettings``
+    with the ``path`` and one ``HttpLimits``, in which limits given as None or empty keep their
+    defaults. ValueError for a limit ``HttpLimits`` refuses.
 
     >>> options = bind_options(host="127.0.0.1", port=0, path="/mcp", max_sessions=None, allowed_origins=("https://a.b",))
-    >>> options["limits"] == DEFAULT_LIMITS.with_changes(allowed_origins={"https://a.b"}), sorted(options)
-    (True, ['host', 'limits', 'path', 'port'])
+    >>> options["settings"].limits == DEFAULT_LIMITS.with_changes(allowed_origins={"https://a.b"}), sorted(options)
+    (True, ['host', 'port', 'settings'])
     """
     given: dict[str, Any] = {}
     for name, value in limits.items():
@@ -512,53 +510,19 @@ def bind_options(*, host: str, port: int, path: str, **limits: Any) -> dict[str,
                 given[name] = value
         elif value is not None:
             given[name] = value
-    return {"host": host, "port": port, "path": path, "limits": DEFAULT_LIMITS.with_changes(**given)}
+    settings = HttpSettings(path=path, limits=DEFAULT_LIMITS.with_changes(**given))
+    return {"host": host, "port": port, "settings": settings}
 
 
 def _ssl_context(certfile: str, keyfile: str) -> Any:
     import ssl
 
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    from ..transport.http.server import server_ssl_context
+
     try:
-        context.load_cert_chain(certfile, keyfile)
+        return server_ssl_context(certfile, keyfile)
     except (ssl.SSLError, OSError) as error:
         raise Failure(f"cannot load the TLS certificate and key: {describe_error(error)}") from error
-    return context
-
-
-def _serve_forever(label: str, served: McpServer | Callable[[], McpServer], options: dict[str, Any]) -> None:
-    """Serve ``served`` (one server for every session, or a factory called per session) until a signal."""
-    import asyncio
-
-    from ..engine.server import McpServer
-
-    try:
-        from ..transport.http.server import serve
-    except ImportError as error:
-        raise Failure(f"the HTTP transport is not available: {error}") from error
-
-    def on_listening(http: Any) -> None:
-        announce(label, http.endpoint, options)
-        click.echo("Press Ctrl-C to stop.", err=True)
-
-    if isinstance(served, McpServer):
-        target: Any = served
-    else:
-        options = {**options, "on_session": served}
-        target = None
-    try:
-        serve(
-            target,
-            on_listening=on_listening,
-            on_stopping=lambda: click.echo("Shutting down...", err=True),
-            **options,
-        )
-    except OSError as error:
-        raise Failure(f"cannot listen on {options['host']}:{options['port']}: {describe_error(error)}") from error
-    except ValueError as error:
-        raise click.UsageError(str(error)) from error
-    except asyncio.CancelledError:
-        raise SystemExit(EXIT_INTERRUPTED) from None
 
 
 def _refuse_http_options(ctx: click.Context) -> None:

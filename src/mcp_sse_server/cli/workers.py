@@ -1,12 +1,16 @@
-"""``serve --redis-url``: serve through Redis-shared sessions, in one process or in ``--workers N``.
+"""``serve``'s processes: one worker serving the ``--backend`` URL names, or ``--workers N``.
+
+Every worker builds its own backend from the URL (``stores.backend_from_url``, the one place a
+scheme is chosen: ``memory:`` by default, ``redis://`` shared), after a fork, never before; the
+endpoint it binds owns the backend, starting it and closing it. N workers need a shared backend.
 
 With N workers on Linux the parent holds the port (bound, not listening) and
 forks N children that each listen on it with ``SO_REUSEPORT``: the kernel
 spreads new connections evenly among them (a shared accept queue lets the
 worker that wakes first take a burst of keep-alive connections, and serve
-them alone). Elsewhere the children inherit the parent's listening socket. Each child builds its
-own Redis client, stores, event bus and router (``RedisStores.from_url``), with
-the wall clock. The parent serves nothing: it prints the endpoint, replaces a
+them alone). Elsewhere the children inherit the parent's listening socket. With
+Redis, a worker's backend is its own Redis client, stores, event bus and worker
+mesh, on the wall clock. The parent serves nothing: it prints the endpoint, replaces a
 child that dies, and on SIGINT/SIGTERM sends SIGTERM to every child (their
 graceful shutdown), SIGKILL to those still running after the shutdown deadline
 (or at a second signal).
@@ -42,6 +46,7 @@ if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
     from ..engine.server import McpServer
+    from ..engine.stores import Backend
 
 logger = logging.getLogger("mcp_sse_server.cli")
 
@@ -65,41 +70,50 @@ def request_state_keys_set() -> bool:
     return ring_from(os.environ) is not None
 
 
-def share(
-    served: McpServer | Callable[[], McpServer],
-    *,
-    event_bus: Any = None,
-    tasks: Any = None,
-) -> McpServer | Callable[[], McpServer]:
-    """``served`` (a server, or a factory of one per session) using the deployment's event bus
-    and task runtime."""
-    from ..engine.server import McpServer
+def check_backend(url: str, *, workers: int, limits: Any, options: dict[str, Any]) -> bool:
+    """Fail in one line, before anything listens or forks, for a ``--backend`` that names no
+    backend, takes none of ``options``, cannot be reached (Redis: pinged) or that ``workers`` above
+    1 would not share; whether it is shared. A probe is built with ``limits`` and closed unused."""
+    import asyncio
 
-    if event_bus is None and tasks is None:
-        return served
-    if isinstance(served, McpServer):
-        served.use_shared(event_bus=event_bus, tasks=tasks)
-        return served
-    factory = served
+    from ..stores.backends import backend_from_url
 
-    def shared() -> McpServer:
-        server = factory()
-        server.use_shared(event_bus=event_bus, tasks=tasks)
-        return server
+    try:
+        probe = backend_from_url(url, limits=limits, **options)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--backend") from error
+    except TypeError as error:
+        given = " ".join(f"--{name.replace('_', '-')}" for name in options)
+        raise click.UsageError(f"{given} does not go with --backend {url}") from error
+    except ImportError as error:
+        raise Failure(f"--backend {url}: {error}") from error
+    asyncio.run(probe.close())
+    if workers > 1 and not probe.shared:
+        raise click.UsageError(
+            "--workers above 1 needs --redis-url or another shared --backend: each worker would know only the "
+            "sessions it opened, so a client's next request, reaching another worker, would be refused (404)"
+        )
+    if _is_redis(probe):
+        check_redis(url)
+    return probe.shared
 
-    return shared
+
+def _is_redis(backend: Backend) -> bool:
+    try:
+        from ..stores.redis_setup import RedisBackend
+    except ImportError:  # (without redis-py, no backend is a Redis one)
+        return False
+    return isinstance(backend, RedisBackend)
 
 
 def check_redis(url: str) -> None:
     """Fail in one line when Redis cannot be reached (before anything listens or forks)."""
-    try:
-        import redis
-    except ImportError as error:
-        raise Failure(f"--redis-url needs redis-py: pip install 'mcp-sse-server[redis]' ({error})") from error
+    import redis
+
     try:
         client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
     except ValueError as error:
-        raise click.BadParameter(str(error), param_hint="--redis-url") from error
+        raise click.BadParameter(str(error), param_hint="--backend") from error
     try:
         client.ping()
     except (redis.exceptions.RedisError, OSError) as error:
@@ -113,22 +127,41 @@ def serve_worker(
     served: McpServer | Callable[[], McpServer],
     options: dict[str, Any],
     *,
-    redis_url: str,
-    worker_ttl: float,
+    backend: str,
+    backend_options: dict[str, Any],
     sock: socket.socket | None = None,
     listen_on: tuple[str, int] | None = None,
     listening: Callable[[], None] | None = None,
     parent: int | None = None,
 ) -> None:
-    """One worker: its own Redis stores, serving until SIGTERM (and SIGINT unless it has a ``parent``)."""
+    """One worker: its own backend (from the URL ``backend``), serving until SIGTERM (and SIGINT
+    unless it has a ``parent``). ``options`` are ``McpHttpServer.bind``'s."""
     import asyncio
 
-    from ..engine.server import McpServer
     from ..engine.stores import StoreUnavailable
-    from ..engine.tasks import TaskRuntime
-    from ..stores.redis_setup import RedisStores
+    from ..stores.backends import backend_from_url
+    from ..transport.http.app import McpHttpApp
     from ..transport.http.server import McpHttpServer, listening_socket
     from ..transport.loop import run_loop
+
+    settings = options["settings"]
+
+    async def listen() -> McpHttpServer:
+        own = sock
+        if listen_on is not None:  # (a socket of this worker's own on the parent's port: SO_REUSEPORT)
+            own = listening_socket(*listen_on, reuse_port=True)
+        if listening is not None:
+            listening()  # connections queue up for this worker from now on
+        store = backend_from_url(backend, limits=settings.limits, **backend_options)
+        if own is None:
+            return await McpHttpServer.bind(served, **options, backend=store)
+        try:
+            app = McpHttpApp(served, settings=settings, backend=store, bind_host=options["host"])
+        except BaseException:
+            own.close()
+            await store.close()
+            raise
+        return await McpHttpServer.on_socket(app, own, ssl=options.get("ssl"))
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -139,31 +172,19 @@ def serve_worker(
             # the worker gracefully once it is up, instead of killing it half registered.
             loop.add_signal_handler(signal.SIGTERM, stopping.set)
             watch = loop.create_task(_watch_parent(parent, _parent_poll()))
-        stores = RedisStores.from_url(redis_url, limits=options["limits"], worker_ttl=worker_ttl)
         try:
             try:
-                await stores.start()
+                http = await listen()
             except StoreUnavailable as error:
-                raise Failure(f"cannot reach Redis at {redis_url}: {error}") from error
-            # Tasks in Redis: one started here is read, answered and cancelled on any worker.
-            tasks = TaskRuntime(stores.tasks, worker_id=stores.router.worker_id)
-            shared = share(served, event_bus=stores.bus, tasks=tasks)
-            own = sock
-            if listen_on is not None:  # (a socket of this worker's own on the parent's port: SO_REUSEPORT)
-                own = listening_socket(*listen_on, reuse_port=True)
-            if listening is not None:
-                listening()  # connections queue up for this worker from now on
-            bind: dict[str, Any] = {**options, **stores.bind_options(), "sock": own}
-            if isinstance(shared, McpServer):
-                http = await McpHttpServer.bind(shared, **bind)
-            else:
-                http = await McpHttpServer.bind(on_session=shared, **bind)
+                raise Failure(f"cannot reach {backend}: {error}") from error
+            except ValueError as error:  # (listening beyond loopback with nothing guarding the endpoint)
+                raise click.UsageError(str(error)) from error
             if parent is None:
                 announce(label, http.endpoint, options)
                 click.echo("Press Ctrl-C to stop.", err=True)
                 await http.serve_forever(on_stopping=lambda: click.echo("Shutting down...", err=True))
                 return
-            limit = options["limits"].shutdown_deadline + STOP_MARGIN
+            limit = settings.limits.shutdown_deadline + STOP_MARGIN
             if stopping.is_set():  # told to stop while starting
                 exit_after(limit)
                 await http.close()
@@ -172,7 +193,6 @@ def serve_worker(
         finally:
             if watch is not None:
                 watch.cancel()
-            await stores.close()
 
     try:
         run_loop(main())
@@ -259,8 +279,8 @@ def serve_workers(
     options: dict[str, Any],
     *,
     workers: int,
-    redis_url: str,
-    worker_ttl: float,
+    backend: str,
+    backend_options: dict[str, Any],
 ) -> None:
     """Bind, fork ``workers`` children serving the socket, and supervise them until a signal."""
     from ..transport.http.server import endpoint_url, listening_socket, reserved_socket
@@ -272,10 +292,11 @@ def serve_workers(
     except OSError as error:
         raise Failure(f"cannot listen on {host}:{port}: {describe_error(error)}") from error
     port = sock.getsockname()[1]
-    endpoint = endpoint_url(host, port, options["path"], tls=options.get("ssl_context") is not None)
+    settings = options["settings"]
+    endpoint = endpoint_url(host, port, settings.path, tls=options.get("ssl") is not None)
     context = multiprocessing.get_context("fork")
     parent = os.getpid()
-    kwargs: dict[str, Any] = {"redis_url": redis_url, "worker_ttl": worker_ttl, "parent": parent}
+    kwargs: dict[str, Any] = {"backend": backend, "backend_options": backend_options, "parent": parent}
     if each_listens:
         kwargs["listen_on"] = (host, port)
     else:
@@ -302,7 +323,7 @@ def serve_workers(
         for ready in readiness:
             ready.wait(max(0.0, until - time.monotonic()))
     announce(label, endpoint, options)
-    click.echo(f"{workers} worker processes, sharing sessions through Redis. Press Ctrl-C to stop.", err=True)
+    click.echo(f"{workers} worker processes, sharing sessions through the backend. Press Ctrl-C to stop.", err=True)
     status = 0
     try:
         while not signals:
@@ -319,7 +340,7 @@ def serve_workers(
             if all(started == float("inf") for _, started in children):
                 raise Failure("every worker exited at startup")
         click.echo("Shutting down...", err=True)
-        deadline = options["limits"].shutdown_deadline + 2 * STOP_MARGIN
+        deadline = settings.limits.shutdown_deadline + 2 * STOP_MARGIN
         status = _stop([process for process, _ in children], deadline, signals)
     finally:
         sock.close()
