@@ -75,7 +75,7 @@ def serve() -> None:
     import logging
 
     from mcp_sse_server import CallToolResult, McpServer, Tool
-    from mcp_sse_server.transport.http import HttpLimits, McpHttpServer
+    from mcp_sse_server.transport.http import HttpLimits, HttpSettings, McpHttpServer
     from mcp_sse_server.transport.http.connections import effective_max_connections
     from mcp_sse_server.transport.loop import run_loop
 
@@ -108,7 +108,7 @@ def serve() -> None:
     limits = HttpLimits(keepalive_interval=1.0, max_sessions=100_000)
 
     async def main() -> None:
-        http = await McpHttpServer.bind(server, port=0, limits=limits)
+        http = await McpHttpServer.bind(server, settings=HttpSettings(limits=limits))
         cap = effective_max_connections(limits)
         print(f"port {http.port} cap {cap} nofile {soft}/{hard}", flush=True)
         await http.serve_forever()

@@ -8,8 +8,9 @@ with the machine's load, to compare code versions where the timed points are too
 local RS256 key), every call with `Authorization: Bearer` and the one token, verified before the
 counted calls (a VerifiedTokens hit): what a token verified before adds to a call (run.py's ours-jwt).
 
---factory: the app builds its servers with a factory (`on_session=`, as `serve FILE:factory`
-does) instead of serving one instance: a stateless call should cost what an instance's does.
+--factory: the app builds its servers with a factory (`McpHttpApp(factory)`, as `serve
+FILE:factory` does) instead of serving one instance: a stateless call should cost what an
+instance's does.
 
 The app is called in process with a minimal ASGI driver (no socket, no uvicorn: their work is
 the same for every version); `sys.settrace` counts every opcode of every Python frame during
@@ -29,7 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from ours import jwt_options, make_factory, shared_server
+from ours import app_arguments, jwt_options, make_factory, shared_server
 
 CALLS = 300
 HERE = str(Path(__file__).resolve())
@@ -54,13 +55,14 @@ def make_app(jwt: bool = False, factory_target: bool = False) -> tuple[Any, list
     except ImportError:
         shared = False
     factory = make_factory()
+    served = factory() if shared else factory
     if not jwt:
-        return McpHttpApp(factory() if shared else factory, path="/mcp"), []
+        return McpHttpApp(served, **app_arguments(McpHttpApp, {"path": "/mcp"})), []
     with tempfile.TemporaryDirectory() as home:
         token = Path(home, "token")
         options = jwt_options(8000, str(token))  # resource http://127.0.0.1:8000/mcp: HOST's
         bearer = [(b"authorization", b"Bearer " + token.read_bytes().strip())]
-    return McpHttpApp(factory() if shared else factory, path="/mcp", **options), bearer
+    return McpHttpApp(served, **app_arguments(McpHttpApp, {"path": "/mcp", **options})), bearer
 
 
 async def call(app: Any, headers: list[tuple[bytes, bytes]], body: bytes) -> list[dict[str, Any]]:

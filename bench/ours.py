@@ -31,11 +31,15 @@ is built once) or `on_session` (before the one-server refactor, up to
                                    (`Authorization: Bearer <token>`)
     python bench/ours.py PORT --redis URL
                                    the same with only the session store and event log in Redis:
-                                   bind(session_store=RedisSessionStore, event_log=RedisEventLog,
-                                   clock=time.time), no router, no event bus (the stores' own cost)
+                                   a Backend of RedisSessionStore, RedisEventLog and clock=time.time
+                                   (older code: bind's keywords of those names), no coordinator, no
+                                   shared event bus or tasks (the stores' own cost)
     mcp-sse-server serve bench/ours.py:build_server ...
                                    the same server through the CLI (run.py's Redis points:
                                    `--redis-url URL --workers N`, and the in-process store beside them)
+
+Where bind() takes `settings=` (an HttpSettings) and `backend=`, the options above go into them
+(`app_arguments`); older code takes them as keywords.
 
 BENCH_GC in the environment (for investigations, not used by run.py): `freeze`
 (gc.freeze() once bound: what start-up allocated is never scanned again),
@@ -90,11 +94,40 @@ def load_http() -> Any:
     return McpHttpServer
 
 
+def takes_settings(call: Callable[..., Any]) -> bool:
+    """Whether `call` (bind() or McpHttpApp) takes its configuration as one HttpSettings and its
+    stores as one Backend (`settings=`, `backend=`), rather than as keywords of its own."""
+    return "settings" in inspect.signature(call).parameters
+
+
+def app_arguments(call: Callable[..., Any], options: dict[str, Any]) -> dict[str, Any]:
+    """`call`'s keyword arguments for `options`, given as the keyword-era names (max_sessions,
+    path, json_response, auth, and session_store, event_log and clock from redis_options): as
+    they are, or as one HttpSettings (and a Backend over those stores) where `call` takes them."""
+    if not takes_settings(call):
+        return options
+    from mcp_sse_server.engine.memory_stores import MemoryEventBus, MemoryTaskStore
+    from mcp_sse_server.engine.stores import Backend
+    from mcp_sse_server.stores.coordination import LocalCoordinator
+    from mcp_sse_server.transport.http import HttpLimits, HttpSettings
+
+    options = dict(options)
+    arguments = {name: options.pop(name) for name in ("host", "port") if name in options}
+    stores = {name: options.pop(name) for name in ("session_store", "event_log", "clock") if name in options}
+    limits = {name: options.pop(name) for name in list(options) if name in HttpLimits.__dataclass_fields__}
+    arguments["settings"] = HttpSettings(limits=HttpLimits(**limits), **options)
+    if stores:  # the stores alone: no coordinator, no event bus or tasks shared
+        arguments["backend"] = Backend(sessions=stores["session_store"], events=stores["event_log"],
+                                       coordinator=LocalCoordinator(), tasks=MemoryTaskStore(),
+                                       bus=MemoryEventBus(), clock=stores["clock"])
+    return arguments
+
+
 def json_support(bind: Callable[..., Any]) -> str:
-    """'' when bind() takes json_response (a parameter, or a field of HttpLimits, which bind
-    takes as keywords), else why not."""
+    """'' when bind() takes json_response (a parameter, a field of the HttpSettings it takes, or
+    a field of HttpLimits, which bind took as keywords), else why not."""
     params = inspect.signature(bind).parameters
-    if "json_response" in params:
+    if "json_response" in params or "settings" in params:
         return ""
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         try:
@@ -109,7 +142,7 @@ def json_support(bind: Callable[..., Any]) -> str:
 def auth_support(bind: Callable[..., Any]) -> str:
     """'' when --jwt can run on this code (bind() takes auth=, mcp_sse_server.auth has JwtVerifier
     and ResourceServer, PyJWT and cryptography import), else why not."""
-    if "auth" not in inspect.signature(bind).parameters:
+    if "auth" not in inspect.signature(bind).parameters and not takes_settings(bind):
         return "McpHttpServer.bind takes no auth in this code"
     try:
         import cryptography  # noqa: F401
@@ -215,7 +248,7 @@ def bind_options(bind: Callable[..., Any], port: int) -> dict[str, Any]:
     options: dict[str, Any] = {"host": "127.0.0.1", "port": port}
     params = inspect.signature(bind).parameters
     open_kwargs = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    if "max_sessions" in params or open_kwargs:
+    if "max_sessions" in params or open_kwargs or "settings" in params:
         options["max_sessions"] = 200_000
     return options
 
@@ -294,7 +327,8 @@ async def serve(port: int, redis_url: str | None = None, decorated: bool = False
             raise SystemExit(f"--jwt: {why}")
         options.update(jwt_options(port, jwt_token))
     watch = GcWatch()
-    http = await McpHttpServer.bind(served, **bind_options(McpHttpServer.bind, port), **options)
+    bind = McpHttpServer.bind
+    http = await bind(served, **app_arguments(bind, {**bind_options(bind, port), **options}))
     watch.bound()
     print(f"listening on {http.endpoint}", flush=True)
     stop = asyncio.Event()

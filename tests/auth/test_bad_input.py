@@ -24,7 +24,7 @@ from fixtures.messages import initialize_message, notification, request
 from mcp_sse_server import McpServer, RequestContext
 from mcp_sse_server.auth import JwtVerifier, ResourceServer
 from mcp_sse_server.auth.backoff import MAX_DELAY
-from mcp_sse_server.transport.http import McpHttpServer
+from mcp_sse_server.transport.http import HttpSettings, McpHttpServer
 
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
@@ -59,7 +59,7 @@ async def protected(key: SigningKey) -> AsyncIterator[Protected]:
         return context.auth.subject if context.auth is not None else "nobody"
 
     auth = ResourceServer(RESOURCE, [ISSUER], verifier=verifier, required_scopes={"mcp:tools"})
-    http = await McpHttpServer.bind(server, auth=auth)
+    http = await McpHttpServer.bind(server, settings=HttpSettings(auth=auth))
     try:
         async with httpx.AsyncClient(timeout=30) as client:
             yield Protected(http, key_set, client, timer)

@@ -1,4 +1,4 @@
-"""The endpoint as a protected resource (``McpHttpApp(auth=ResourceServer(...))``): the metadata,
+"""The endpoint as a protected resource (``HttpSettings(auth=ResourceServer(...))``): the metadata,
 every refusal's status and challenge, and a token's way to the handler, with real signed tokens."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from fixtures.messages import initialize_message, notification, request
 from mcp_sse_server import McpServer, RequestContext, Tool
 from mcp_sse_server.auth import JwtVerifier
 from mcp_sse_server.auth.resource import ResourceServer
-from mcp_sse_server.transport.http import McpHttpApp, McpHttpServer
+from mcp_sse_server.transport.http import HttpSettings, McpHttpApp, McpHttpServer
 
 METADATA_PATH = "/.well-known/oauth-protected-resource/mcp"
 
@@ -47,7 +47,7 @@ def resource(key: SigningKey, **settings: Any) -> ResourceServer:
 
 @pytest.fixture
 def app(key: SigningKey) -> McpHttpApp:
-    return McpHttpApp(whoami_server(), path="/mcp", auth=resource(key))
+    return McpHttpApp(whoami_server(), settings=HttpSettings(path="/mcp", auth=resource(key)))
 
 
 def challenge(reply: AsgiCall) -> str:
@@ -133,7 +133,7 @@ def down_key_set(key: SigningKey) -> Iterator[KeySetServer]:
 
 async def test_a_verifier_that_cannot_decide_is_503_not_a_pass(down_key_set: KeySetServer, key: SigningKey) -> None:
     verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks_uri=down_key_set.url, timeout=1.0)
-    app = McpHttpApp(whoami_server(), auth=ResourceServer(RESOURCE, [ISSUER], verifier=verifier))
+    app = McpHttpApp(whoami_server(), settings=HttpSettings(auth=ResourceServer(RESOURCE, [ISSUER], verifier=verifier)))
     try:
         for _ in range(3):  # the first fetch failed: every token is 503 until the set comes, never 401
             reply = await call(app, body=initialize_message(), headers={"authorization": f"Bearer {key.sign()}"})
@@ -146,9 +146,8 @@ async def test_a_verifier_that_cannot_decide_is_503_not_a_pass(down_key_set: Key
 async def served(key: SigningKey) -> AsyncIterator[McpHttpServer]:
     key_set = KeySetServer([key])
     verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, jwks_uri=key_set.url)
-    http = await McpHttpServer.bind(
-        whoami_server(), auth=ResourceServer(RESOURCE, [ISSUER], verifier=verifier, required_scopes={"mcp:tools"})
-    )
+    auth = ResourceServer(RESOURCE, [ISSUER], verifier=verifier, required_scopes={"mcp:tools"})
+    http = await McpHttpServer.bind(whoami_server(), settings=HttpSettings(auth=auth))
     try:
         yield http
     finally:
@@ -191,7 +190,7 @@ async def test_with_tokens_checked_a_client_without_origin_is_served_and_a_forei
 
     limits = HttpLimits(allowed_origins=("https://app.example.test",))
     bearer = {"authorization": f"Bearer {key.sign()}"}
-    guarded = McpHttpApp(whoami_server(), path="/mcp", limits=limits, auth=resource(key))
+    guarded = McpHttpApp(whoami_server(), settings=HttpSettings(path="/mcp", limits=limits, auth=resource(key)))
     assert (await call(guarded, body=initialize_message(), headers=bearer)).status == 200  # no Origin: not a browser
     foreign = await call(guarded, body=initialize_message(), headers={**bearer, "origin": "https://evil.example"})
     assert foreign.status == 403
@@ -201,7 +200,7 @@ async def test_with_tokens_checked_a_client_without_origin_is_served_and_a_forei
     public = await call(guarded, body=initialize_message(), headers={**bearer, "host": "mcp.example.test"})
     assert public.status == 200
     # Without tokens checked, the browser rule stays: an allowlist requires an Origin.
-    strict = McpHttpApp(whoami_server(), path="/mcp", limits=limits)
+    strict = McpHttpApp(whoami_server(), settings=HttpSettings(path="/mcp", limits=limits))
     refused = await call(strict, body=initialize_message())
     assert refused.status == 403 and "bearer tokens" in refused.json["error"]["message"]
 
@@ -209,7 +208,7 @@ async def test_with_tokens_checked_a_client_without_origin_is_served_and_a_forei
 async def test_binding_beyond_loopback_needs_auth_or_an_origin_allowlist(key: SigningKey) -> None:
     with pytest.raises(ValueError, match="auth="):
         await McpHttpServer.bind(whoami_server(), host="0.0.0.0")
-    http = await McpHttpServer.bind(whoami_server(), host="0.0.0.0", auth=resource(key))
+    http = await McpHttpServer.bind(whoami_server(), host="0.0.0.0", settings=HttpSettings(auth=resource(key)))
     await http.close()
 
 
@@ -217,7 +216,8 @@ async def test_the_metadata_is_also_at_the_root_form_and_cacheable(app: McpHttpA
     root = await call(app, "GET", path="/.well-known/oauth-protected-resource")
     assert root.status == 200 and orjson.loads(root.body)["resource"] == RESOURCE
     assert root.headers["cache-control"] == "public, max-age=3600"
-    only_path = McpHttpApp(whoami_server(), path="/mcp", auth=resource(key, root_metadata=False, resource_name="Who"))
+    unlisted = resource(key, root_metadata=False, resource_name="Who")
+    only_path = McpHttpApp(whoami_server(), settings=HttpSettings(path="/mcp", auth=unlisted))
     assert (await call(only_path, "GET", path="/.well-known/oauth-protected-resource")).status == 404
     named = await call(only_path, "GET", path=METADATA_PATH)
     assert orjson.loads(named.body)["resource_name"] == "Who"

@@ -20,7 +20,7 @@ from fixtures.verdicts import reason, unavailable
 from mcp_sse_server import McpServer
 from mcp_sse_server.auth import IntrospectionVerifier, ResourceServer, VerifierUnavailable
 from mcp_sse_server.auth.backoff import MAX_DELAY
-from mcp_sse_server.transport.http import McpHttpApp
+from mcp_sse_server.transport.http import HttpSettings, McpHttpApp
 
 RESOURCE = "https://mcp.example.test/mcp"
 
@@ -246,7 +246,7 @@ async def test_a_protected_endpoint_with_introspection(issuer: AuthorizationServ
 
     verifier = verifier_for(issuer)
     auth = ResourceServer(RESOURCE, [issuer.issuer], verifier=verifier, required_scopes={"mcp:tools"})
-    app = McpHttpApp(McpServer("introspected"), path="/mcp", auth=auth)
+    app = McpHttpApp(McpServer("introspected"), settings=HttpSettings(path="/mcp", auth=auth))
     try:
         token = issuer.issue(audience=RESOURCE)
         reply = await call(app, body=initialize_message(), headers={"authorization": f"Bearer {token}"})

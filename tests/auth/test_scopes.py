@@ -14,7 +14,7 @@ from mcp_sse_server import McpServer, Prompt, RequestContext, Resource, Resource
 from mcp_sse_server.auth import JwtVerifier
 from mcp_sse_server.auth.resource import ResourceServer
 from mcp_sse_server.client import InMemoryClient
-from mcp_sse_server.transport.http import McpHttpApp
+from mcp_sse_server.transport.http import HttpSettings, McpHttpApp
 
 STATELESS = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": STATELESS, "io.modelcontextprotocol/clientCapabilities": {}}
@@ -61,7 +61,7 @@ def app(key: SigningKey) -> McpHttpApp:
         required_scopes={"mcp:tools"},
         scopes_supported={"mcp:tools", "ops:write"},
     )
-    return McpHttpApp(scoped_server(), path="/mcp", auth=auth)
+    return McpHttpApp(scoped_server(), settings=HttpSettings(path="/mcp", auth=auth))
 
 
 async def open_session(app: McpHttpApp, token: str) -> dict[str, str]:
@@ -207,7 +207,7 @@ async def test_a_broader_scope_counts_for_the_narrower_ones_it_implies(key: Sign
         required_scopes={"mcp:tools"},
         implies={"mcp:admin": ["mcp:tools", "ops:write"]},
     )
-    app = McpHttpApp(scoped_server(), path="/mcp", auth=auth)
+    app = McpHttpApp(scoped_server(), settings=HttpSettings(path="/mcp", auth=auth))
     session = await open_session(app, key.sign(scope="mcp:admin"))  # no mcp:tools, but implied
     body = request(2, "tools/call", {"name": "deploy", "arguments": {"service": "db"}})
     reply = await call(app, body=body, headers=session)

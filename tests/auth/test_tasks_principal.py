@@ -12,7 +12,7 @@ from fixtures.tasks import Client, build
 from mcp_sse_server.auth import JwtVerifier
 from mcp_sse_server.auth.resource import ResourceServer
 from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS
-from mcp_sse_server.transport.http import McpHttpApp
+from mcp_sse_server.transport.http import HttpSettings, McpHttpApp
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +31,7 @@ async def test_a_task_is_seen_only_by_the_principal_that_made_it(key: SigningKey
     verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, keys={"keys": [key.jwk()]})
     server = build()
     auth = ResourceServer(RESOURCE, [ISSUER], verifier=verifier, required_scopes={"mcp:tools"})
-    client = Client(McpHttpApp(server, path="/mcp", auth=auth))
+    client = Client(McpHttpApp(server, settings=HttpSettings(path="/mcp", auth=auth)))
     alice, bob = key.sign(sub="alice"), key.sign(sub="bob")
     created = await answer(client, alice, "tools/call", {"name": "slow", "arguments": {"wait": True}})
     task_id = created["result"]["taskId"]

@@ -1,4 +1,5 @@
-"""How ``serve``'s options become ``McpHttpServer.bind`` arguments, and that its help tells the real defaults."""
+"""How ``serve``'s options become ``McpHttpServer.bind`` arguments (one ``HttpSettings``), and that its help
+tells the real defaults."""
 
 from __future__ import annotations
 
@@ -12,14 +13,14 @@ import pytest
 from fixtures.commands import COMMAND_TIMEOUT, Cli
 from mcp_sse_server.cli import bind_options, cli
 from mcp_sse_server.transport.http.limits import DEFAULT_LIMITS, HttpLimits
+from mcp_sse_server.transport.http.settings import HttpSettings
 
 
 def test_limits_left_out_keep_binds_defaults() -> None:
     assert bind_options(host="127.0.0.1", port=0, path="/mcp", max_sessions=None, allowed_origins=()) == {
         "host": "127.0.0.1",
         "port": 0,
-        "path": "/mcp",
-        "limits": DEFAULT_LIMITS,
+        "settings": HttpSettings(path="/mcp", limits=DEFAULT_LIMITS),
     }
 
 
@@ -53,8 +54,7 @@ def test_every_limit_is_an_option_and_reaches_bind_as_one_limits_object() -> Non
     assert bind_options(host="::1", port=9, path="/x", **options) == {
         "host": "::1",
         "port": 9,
-        "path": "/x",
-        "limits": HttpLimits(**options),  # type: ignore[arg-type]
+        "settings": HttpSettings(path="/x", limits=HttpLimits(**options)),  # type: ignore[arg-type]
     }
     # ...and each is an option of the command, so nothing above is dead code
     serve = cli.commands["serve"]

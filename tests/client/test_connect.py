@@ -264,9 +264,7 @@ def test_the_real_client_classes_accept_what_is_passed(module: str, name: str, c
 async def test_streamable_http_round_trip_against_our_http_server() -> None:
     transport = pytest.importorskip("mcp_sse_server.transport.http")
     client_module = pytest.importorskip("mcp_sse_server.client.http")
-    http = await transport.McpHttpServer.bind(
-        on_session=lambda: MemoryServerFactory.create_memory_server("math"), port=0
-    )
+    http = await transport.McpHttpServer.bind(lambda: MemoryServerFactory.create_memory_server("math"), port=0)
     try:
         endpoint = http.endpoint
         assert endpoint.startswith("http://127.0.0.1:")

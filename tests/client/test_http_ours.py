@@ -66,7 +66,7 @@ class Sessions:
 @pytest.fixture
 async def ours() -> AsyncIterator[tuple[Sessions, McpHttpServer]]:
     sessions = Sessions()
-    http = await McpHttpServer.bind(on_session=sessions, port=0)
+    http = await McpHttpServer.bind(sessions, port=0)
     try:
         yield sessions, http
     finally:
@@ -155,7 +155,7 @@ async def test_the_server_closing_mid_call_fails_the_call(ours: tuple[Sessions, 
 
 async def test_a_restarted_server_gets_a_new_session_transparently() -> None:
     first = Sessions()
-    http = await McpHttpServer.bind(on_session=first, port=0)
+    http = await McpHttpServer.bind(first, port=0)
     port = http.port
     client = StreamableHttpClient(http.endpoint, reconnect_delay=0.01, mode="session")
     try:
@@ -163,7 +163,7 @@ async def test_a_restarted_server_gets_a_new_session_transparently() -> None:
         old = client.session_id
         await http.close(deadline=0)
         second = Sessions()
-        http = await McpHttpServer.bind(on_session=second, port=port)  # same address, no sessions
+        http = await McpHttpServer.bind(second, port=port)  # same address, no sessions
         assert (await client.call_tool("chatty")).content[0].text == "logged"  # type: ignore[union-attr]
         assert client.session_id not in (None, old)
         assert len(second.servers) == 1

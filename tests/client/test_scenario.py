@@ -70,7 +70,7 @@ async def test_sse_client_against_the_sdk_legacy_server(sdk_sse: Peer) -> None:
 
 
 async def test_streamable_http_client_against_our_http_server() -> None:
-    http = await McpHttpServer.bind(on_session=lambda: MemoryServerFactory.create_memory_server("math"), port=0)
+    http = await McpHttpServer.bind(lambda: MemoryServerFactory.create_memory_server("math"), port=0)
     try:
         assert await run_scenario(StreamableHttpClient(http.endpoint)) == await reference()
     finally:

@@ -29,6 +29,7 @@ import pytest
 
 from fixtures.http_app import Clock, Gate, build_server, http_app
 from mcp_sse_server import McpServer
+from mcp_sse_server.engine.stores import Backend
 from mcp_sse_server.transport.http import HttpLimits, McpHttpApp, McpHttpServer
 
 DEPLOYMENTS = ("local", "redis")
@@ -74,11 +75,12 @@ def clock() -> Clock:
 
 @contextlib.asynccontextmanager
 async def _deployed(
-    deployment: str, request: pytest.FixtureRequest
-) -> AsyncIterator[tuple[Callable[[HttpLimits], Any], Callable[[McpHttpApp, float], Awaitable[None]]]]:
-    """The app options of ``deployment``, per app (a function of the app's limits), and how to shut an app down."""
+    deployment: str, request: pytest.FixtureRequest, clock: Clock
+) -> AsyncIterator[tuple[Callable[[HttpLimits], Backend | None], Callable[[McpHttpApp, float], Awaitable[None]]]]:
+    """The backend of ``deployment``, per app (a function of the app's limits; None: the in-process
+    one), and how to shut an app down."""
     if deployment == "local":
-        yield (lambda limits: {}), (lambda app, deadline: app.shutdown(deadline=deadline))
+        yield (lambda limits: None), (lambda app, deadline: app.shutdown(deadline=deadline))
         return
     from fixtures.redis_server import client_for, redis_deployment, shut_down
 
@@ -86,12 +88,12 @@ async def _deployed(
     async with client_for(request.getfixturevalue("redis_server"), prefix) as client:
         made = itertools.count(1)
 
-        def options(limits: HttpLimits) -> dict[str, Any]:
+        def backend(limits: HttpLimits) -> Backend:
             # Apps of one test are as apart as in process: the first on the test's prefix, the others under it.
             n = next(made)
-            return redis_deployment(client, prefix if n == 1 else f"{prefix}:{n}", limits, f"w{n}")
+            return redis_deployment(client, prefix if n == 1 else f"{prefix}:{n}", limits, f"w{n}", clock=clock)
 
-        yield options, shut_down
+        yield backend, shut_down
 
 
 @pytest.fixture
@@ -100,11 +102,11 @@ async def make_app(
 ) -> AsyncIterator[Callable[..., McpHttpApp]]:
     """Build apps with test limits on the test's deployment; every app is shut down after the test."""
     apps: list[McpHttpApp] = []
-    async with _deployed(deployment, request) as (options, shut_down):
+    async with _deployed(deployment, request, clock) as (backend, shut_down):
 
         def make(factory: McpServer | Callable[[], Any] | None = None, **limits: Any) -> McpHttpApp:
             built = HttpLimits(**limits)
-            app = http_app(factory, gate, clock, limits=built, **options(built))
+            app = http_app(factory, gate, clock, built, backend(built))
             apps.append(app)
             return app
 

@@ -12,7 +12,7 @@ from fixtures.asgi import AsgiCall, call, open_session
 from fixtures.http_app import Gate, build_server
 from fixtures.messages import initialize_message, notification, request
 from mcp_sse_server.engine.jsonrpc import INVALID_REQUEST, PARSE_ERROR
-from mcp_sse_server.stores import MemorySessionStore
+from mcp_sse_server.stores import MemoryBackend, MemorySessionStore
 from mcp_sse_server.transport.http import McpHttpApp
 
 pytestmark = pytest.mark.deployments("local", "redis")
@@ -406,7 +406,9 @@ async def test_an_unexpected_failure_is_a_json_rpc_500_without_details(
         async def get(self, session_id: str) -> Any:
             raise RuntimeError("redis at 10.0.0.7 refused")
 
-    app = McpHttpApp(lambda: build_server(gate), session_store=BrokenStore())
+    backend = MemoryBackend()
+    backend.sessions = BrokenStore()
+    app = McpHttpApp(lambda: build_server(gate), backend=backend)
     reply = await call(app, "POST", request(1, "ping"), {"mcp-session-id": "abc"})
     error = assert_error(reply, 500, "internal error")
     assert error["code"] == -32603

@@ -25,19 +25,19 @@ from fixtures.asgi import WAIT
 from fixtures.http_app import Gate, build_server
 from fixtures.messages import ACCEPT_BOTH, initialize_message, notification, request
 from mcp_sse_server import McpServer
-from mcp_sse_server.transport.http import HttpLimits, McpHttpServer
+from mcp_sse_server.transport.http import HttpLimits, HttpSettings, McpHttpServer
 
 HEADERS = {"accept": ACCEPT_BOTH}
 SHORT = 0.3  # a timeout under test
 
 
 @asynccontextmanager
-async def serving(server: McpServer | None = None, /, **overrides: Any) -> AsyncIterator[McpHttpServer]:
+async def serving(
+    server: McpServer | None = None, /, *, ssl: ssl.SSLContext | None = None, **limits: Any
+) -> AsyncIterator[McpHttpServer]:
     """``server`` for every session (a test holding its ``Gate``), else a new ``build_server()`` per session."""
-    if server is None:
-        http = await McpHttpServer.bind(on_session=build_server, port=0, **overrides)
-    else:
-        http = await McpHttpServer.bind(server, port=0, **overrides)
+    settings = HttpSettings(limits=HttpLimits(**limits))
+    http = await McpHttpServer.bind(server if server is not None else build_server, ssl=ssl, settings=settings)
     try:
         yield http
     finally:
@@ -474,7 +474,7 @@ async def test_silent_tls_connections_are_shed_too() -> None:
     authority.issue_cert("127.0.0.1").configure_cert(server_context)
     client_context = ssl.create_default_context()
     authority.configure_trust(client_context)
-    async with serving(max_connections=4, connection_idle_timeout=60.0, ssl_context=server_context) as http:
+    async with serving(max_connections=4, connection_idle_timeout=60.0, ssl=server_context) as http:
         # Each completes its handshake (the server counts a TLS connection from then on), then sends nothing.
         silent = [await asyncio.open_connection("127.0.0.1", http.port, ssl=client_context) for _ in range(4)]
         try:

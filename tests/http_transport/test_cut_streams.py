@@ -15,7 +15,7 @@ from mcp import Client
 
 from mcp_sse_server import CallToolResult, McpServer, StreamableHttpClient, Tool
 from mcp_sse_server.engine.context import RequestContext
-from mcp_sse_server.transport.http import McpHttpServer
+from mcp_sse_server.transport.http import HttpLimits, HttpSettings, McpHttpServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -84,7 +84,7 @@ async def steps(arguments: dict[str, Any], context: RequestContext) -> CallToolR
 async def proxied() -> AsyncIterator[tuple[str, CuttingProxy]]:
     server = McpServer("cut", "1.0.0")
     server.add_tool(Tool("steps", {"type": "object"}, steps))
-    http = await McpHttpServer.bind(server, port=0, retry_interval=0.1)
+    http = await McpHttpServer.bind(server, settings=HttpSettings(limits=HttpLimits(retry_interval=0.1)))
     proxy = await CuttingProxy(http.port).start()
     try:
         yield f"http://127.0.0.1:{proxy.port}/mcp", proxy

@@ -24,7 +24,7 @@ async def test_256_levels_of_nesting_over_http(caplog: pytest.LogCaptureFixture)
     value: Any = 0
     for _ in range(256):
         value = {"a": value}
-    http = await McpHttpServer.bind(on_session=build)
+    http = await McpHttpServer.bind(build)
     try:
         async with StreamableHttpClient(http.endpoint) as client:
             for _ in range(2):  # every request, not only the first

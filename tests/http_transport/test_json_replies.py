@@ -25,7 +25,7 @@ from mcp_sse_server import McpServer, Tool
 from mcp_sse_server.client import StreamableHttpClient
 from mcp_sse_server.engine.context import RequestContext
 from mcp_sse_server.stores.memory import MemoryEventLog
-from mcp_sse_server.transport.http import HttpLimits, McpHttpApp, McpHttpServer
+from mcp_sse_server.transport.http import HttpLimits, HttpSettings, McpHttpApp, McpHttpServer
 
 JSON_ONLY = "application/json"
 MODERN = "2026-07-28"
@@ -72,7 +72,7 @@ async def make_app(gate: Gate, clock: Clock) -> AsyncIterator[Callable[..., McpH
     apps: list[McpHttpApp] = []
 
     def make(server: McpServer | None = None, *, json_response: bool = True, **limits: Any) -> McpHttpApp:
-        app = http_app(server, gate, clock, limits=HttpLimits(**limits), json_response=json_response)
+        app = http_app(server, gate, clock, HttpLimits(**limits), json_response=json_response)
         apps.append(app)
         return app
 
@@ -510,7 +510,7 @@ class ContentTypes:
 
 @pytest.fixture
 async def bound_json(gate: Gate) -> AsyncIterator[McpHttpServer]:
-    http = await McpHttpServer.bind(build_server(gate), port=0, json_response=True)
+    http = await McpHttpServer.bind(build_server(gate), settings=HttpSettings(json_response=True))
     try:
         yield http
     finally:

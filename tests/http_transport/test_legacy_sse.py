@@ -24,7 +24,8 @@ from fixtures.asgi import AsgiCall, until
 from fixtures.http_app import Clock, Gate, build_server
 from mcp_sse_server.client import SseClient
 from mcp_sse_server.servers.demo import build_demo_server
-from mcp_sse_server.transport.http import LegacyPaths, McpHttpApp, McpHttpServer
+from mcp_sse_server.stores import MemoryBackend
+from mcp_sse_server.transport.http import HttpLimits, HttpSettings, LegacyPaths, McpHttpApp, McpHttpServer
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -222,7 +223,10 @@ async def test_origin_and_host_are_checked(bound: McpHttpServer) -> None:
 
 
 async def test_session_limits_hold(gate: Gate, clock: Clock) -> None:
-    http = await McpHttpServer.bind(build_server(gate), port=0, max_sessions=1, keepalive_interval=0.05, clock=clock)
+    limits = HttpLimits(max_sessions=1, keepalive_interval=0.05)
+    http = await McpHttpServer.bind(
+        build_server(gate), settings=HttpSettings(limits=limits), backend=MemoryBackend(limits, clock=clock)
+    )
     try:
         async with httpx.AsyncClient(timeout=5) as client, opened(client, stream_url(http)) as (events, messages):
             full = await client.get(stream_url(http), headers={"accept": "text/event-stream"})
@@ -241,7 +245,7 @@ async def test_session_limits_hold(gate: Gate, clock: Clock) -> None:
 
 
 async def test_it_can_be_turned_off(gate: Gate) -> None:
-    http = await McpHttpServer.bind(build_server(gate), port=0, legacy_sse=False)
+    http = await McpHttpServer.bind(build_server(gate), settings=HttpSettings(legacy_sse=False))
     try:
         async with httpx.AsyncClient(timeout=5) as client:
             sse = {"accept": "text/event-stream"}
@@ -255,7 +259,8 @@ async def test_it_can_be_turned_off(gate: Gate) -> None:
 
 
 async def test_paths_can_move(gate: Gate) -> None:
-    http = await McpHttpServer.bind(build_server(gate), port=0, legacy_sse=LegacyPaths("/old/sse", "/old/messages"))
+    moved = HttpSettings(legacy_sse=LegacyPaths("/old/sse", "/old/messages"))
+    http = await McpHttpServer.bind(build_server(gate), settings=moved)
     try:
         async with httpx.AsyncClient(timeout=5) as client:
             async with client.stream("GET", stream_url(http, "/old/sse"), headers={"accept": "text/event-stream"}) as r:
@@ -267,7 +272,7 @@ async def test_paths_can_move(gate: Gate) -> None:
     finally:
         await http.close(deadline=0.5)
     with pytest.raises(ValueError, match="2024-11-05"):
-        await McpHttpServer.bind(build_server(gate), port=0, path="/sse")
+        await McpHttpServer.bind(build_server(gate), settings=HttpSettings(path="/sse"))
 
 
 async def test_mounted_its_paths_are_below_the_mount_point(gate: Gate) -> None:

@@ -25,7 +25,7 @@ async def bound(request: pytest.FixtureRequest, gate: Gate) -> AsyncIterator[Mcp
     if request.param == "instance":
         http = await McpHttpServer.bind(build_server(gate), port=0)
     else:
-        http = await McpHttpServer.bind(on_session=lambda: build_server(gate), port=0)
+        http = await McpHttpServer.bind(lambda: build_server(gate), port=0)
     try:
         yield http
     finally:

@@ -14,7 +14,7 @@ import trustme
 
 from fixtures.http_app import Gate, build_server
 from fixtures.messages import ACCEPT_BOTH, initialize_message, notification, parse_sse, request
-from mcp_sse_server.transport.http import HttpLimits, McpHttpServer
+from mcp_sse_server.transport.http import HttpLimits, HttpSettings, McpHttpServer, server_ssl_context
 
 HEADERS = {"accept": ACCEPT_BOTH}
 
@@ -62,29 +62,27 @@ async def test_the_host_header_is_checked_on_the_wire(bound: McpHttpServer) -> N
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.10", ""])
 async def test_binding_beyond_loopback_needs_allowed_origins(host: str) -> None:
     with pytest.raises(ValueError, match="allowed_origins"):
-        await McpHttpServer.bind(on_session=build_server, host=host)
+        await McpHttpServer.bind(build_server, host=host)
 
 
 async def test_bad_arguments_are_value_errors(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="path"):
-        await McpHttpServer.bind(on_session=build_server, path="mcp")
+        await McpHttpServer.bind(build_server, settings=HttpSettings(path="mcp"))
     with pytest.raises(ValueError):
-        await McpHttpServer.bind(on_session=build_server, max_sessions=0)
-    with pytest.raises(ValueError, match="either"):
-        await McpHttpServer.bind(
-            on_session=build_server, ssl_context=ssl.create_default_context(), certfile=str(tmp_path / "c.pem")
-        )
+        await McpHttpServer.bind(build_server, settings=HttpSettings(limits=HttpLimits(max_sessions=0)))
+    with pytest.raises(TypeError, match="SSLContext"):
+        await McpHttpServer.bind(build_server, ssl=str(tmp_path / "c.pem"))  # type: ignore[arg-type]
 
 
-async def test_bind_takes_one_limits_object_and_field_overrides() -> None:
+async def test_bind_takes_one_settings_object_with_its_limits() -> None:
     limits = HttpLimits(max_sessions=7, max_request_streams=3)
-    http = await McpHttpServer.bind(on_session=build_server, limits=limits, max_sessions=5)
+    http = await McpHttpServer.bind(build_server, settings=HttpSettings(limits=limits.with_changes(max_sessions=5)))
     try:
         assert http.app.limits == limits.with_changes(max_sessions=5)
     finally:
         await http.close()
-    with pytest.raises(TypeError, match=r"'max_sesions'.*fields of HttpLimits"):
-        await McpHttpServer.bind(on_session=build_server, max_sesions=5)
+    with pytest.raises(TypeError, match=r"'max_sesions'"):
+        HttpSettings(max_sesions=5)  # type: ignore[call-arg]
 
 
 async def test_a_taken_port_is_an_oserror() -> None:
@@ -92,13 +90,13 @@ async def test_a_taken_port_is_an_oserror() -> None:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         with pytest.raises(OSError):
-            await McpHttpServer.bind(on_session=build_server, port=taken.getsockname()[1])
+            await McpHttpServer.bind(build_server, port=taken.getsockname()[1])
 
 
 @pytest.mark.parametrize(("host", "prefix"), [("localhost", "http://localhost:"), ("::1", "http://[::1]:")])
 async def test_other_loopback_names(host: str, prefix: str) -> None:
     try:
-        http = await McpHttpServer.bind(on_session=build_server, host=host)
+        http = await McpHttpServer.bind(build_server, host=host)
     except OSError:
         pytest.skip(f"cannot listen on {host} here")
     try:
@@ -131,7 +129,7 @@ async def _tls_round_trip(http: McpHttpServer, ca: trustme.CA) -> None:
 async def test_tls_with_an_ssl_context(certificate_authority: trustme.CA) -> None:
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     certificate_authority.issue_cert("127.0.0.1", "localhost").configure_cert(context)
-    http = await McpHttpServer.bind(on_session=build_server, ssl_context=context)
+    http = await McpHttpServer.bind(build_server, ssl=context)
     try:
         await _tls_round_trip(http, certificate_authority)
     finally:
@@ -143,7 +141,7 @@ async def test_tls_with_certificate_files(certificate_authority: trustme.CA, tmp
     certfile, keyfile = tmp_path / "cert.pem", tmp_path / "key.pem"
     cert.cert_chain_pems[0].write_to_path(str(certfile))
     cert.private_key_pem.write_to_path(str(keyfile))
-    http = await McpHttpServer.bind(on_session=build_server, certfile=str(certfile), keyfile=str(keyfile))
+    http = await McpHttpServer.bind(build_server, ssl=server_ssl_context(str(certfile), str(keyfile)))
     try:
         await _tls_round_trip(http, certificate_authority)
     finally:
@@ -151,7 +149,9 @@ async def test_tls_with_certificate_files(certificate_authority: trustme.CA, tmp
 
 
 async def test_close_lets_the_call_in_flight_finish_then_ends_everything(gate: Gate) -> None:
-    http = await McpHttpServer.bind(on_session=lambda: build_server(gate), shutdown_deadline=5)
+    http = await McpHttpServer.bind(
+        lambda: build_server(gate), settings=HttpSettings(limits=HttpLimits(shutdown_deadline=5))
+    )
     async with httpx.AsyncClient(timeout=5) as client:
         headers = await open_session(client, http.endpoint)
         standalone_done = asyncio.Event()
@@ -186,7 +186,7 @@ async def test_close_lets_the_call_in_flight_finish_then_ends_everything(gate: G
 
 
 async def test_close_gives_up_on_calls_past_the_deadline(gate: Gate) -> None:
-    http = await McpHttpServer.bind(on_session=lambda: build_server(gate))
+    http = await McpHttpServer.bind(lambda: build_server(gate))
     async with httpx.AsyncClient(timeout=5) as client:
         headers = await open_session(client, http.endpoint)
         call: asyncio.Task[Any] = asyncio.create_task(

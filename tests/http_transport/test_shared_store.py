@@ -8,8 +8,8 @@ from typing import Any
 from fixtures.asgi import AsgiCall, Session, call
 from fixtures.http_app import Clock, Gate, build_server
 from fixtures.messages import initialize_message, notification
-from mcp_sse_server.stores import MemoryEventLog, MemorySessionStore
-from mcp_sse_server.transport.http import HttpLimits, McpHttpApp
+from mcp_sse_server.stores import MemoryBackend, MemoryEventLog, MemorySessionStore
+from mcp_sse_server.transport.http import HttpSettings, McpHttpApp
 
 
 class SharedMemoryStore(MemorySessionStore):
@@ -23,7 +23,9 @@ def workers(gate: Gate, clock: Clock) -> tuple[McpHttpApp, McpHttpApp]:
     server = build_server(gate)
 
     def worker() -> McpHttpApp:
-        return McpHttpApp(server, path="/mcp", limits=HttpLimits(), session_store=store, event_log=log, clock=clock)
+        backend = MemoryBackend(clock=clock)  # (one per worker, each over the shared store and log)
+        backend.sessions, backend.events = store, log
+        return McpHttpApp(server, settings=HttpSettings(path="/mcp"), backend=backend)
 
     return worker(), worker()
 

@@ -185,7 +185,7 @@ async def test_servers_made_per_session_share_one_task_runtime() -> None:
         made.append(build())
         return made[-1]
 
-    client = Client(McpHttpApp(on_session=factory))
+    client = Client(McpHttpApp(factory))
     task_id = (await client.call("slow"))["taskId"]
     assert (await client.until(task_id, "completed"))["result"]["content"][0]["text"] == "slow 0"
     await open_session(client.app)  # a server of its own, beside the stateless requests' one

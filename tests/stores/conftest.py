@@ -72,10 +72,16 @@ async def workers(
 
         def worker(name: str | None = None, *, heartbeat_ttl: float = 10.0) -> McpHttpApp:
             limits = HttpLimits()
-            options = redis_deployment(
-                client, redis_prefix, limits, name, heartbeat_ttl=heartbeat_ttl, coordinated=name is not None
+            backend = redis_deployment(
+                client,
+                redis_prefix,
+                limits,
+                name,
+                clock=clock,
+                heartbeat_ttl=heartbeat_ttl,
+                coordinated=name is not None,
             )
-            app = http_app(None, gate, clock, limits=limits, **options)
+            app = http_app(None, gate, clock, limits, backend)
             apps.append(app)
             return app
 

@@ -3,7 +3,7 @@ and what another version or a stray write left in Redis decodes to nothing, with
 
 The routing of answers and cancellations between two workers is in test_routed_answers.py;
 here, only that a worker's inbox reader goes on routing past entries it cannot read, and
-that the app takes the coordinator the way ``RedisStores.bind_options()`` passes it.
+that the app takes the coordinator of the ``RedisBackend`` it is given.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from mcp_sse_server.stores.redis_routing import (
     decode_routed,
     encode_routed,
 )
-from mcp_sse_server.stores.redis_setup import RedisStores
+from mcp_sse_server.stores.redis_setup import RedisBackend
 from mcp_sse_server.transport.http import McpHttpApp
 
 WAIT = 5.0
@@ -151,10 +151,10 @@ async def test_entries_a_worker_cannot_read_do_not_stop_its_routing(
 # --- how the app gets its coordinator ---------------------------------------------------------------
 
 
-async def test_the_app_takes_what_bind_options_gives() -> None:
-    stores = RedisStores.from_url("redis://127.0.0.1:1/0")  # (no connection is made)
+async def test_the_app_takes_the_coordinator_of_its_redis_backend() -> None:
+    backend = RedisBackend.from_url("redis://127.0.0.1:1/0")  # (no connection is made)
     try:
-        app = McpHttpApp(build_server(), **stores.bind_options())
-        assert isinstance(app.coordinator, RedisCoordinator) and app.coordinator.mesh is stores.router
+        app = McpHttpApp(build_server(), backend=backend)
+        assert isinstance(app.coordinator, RedisCoordinator) and app.coordinator.mesh is backend.mesh
     finally:
-        await stores.redis.aclose()
+        await backend.redis.aclose()

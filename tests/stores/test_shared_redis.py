@@ -13,8 +13,9 @@ from fixtures.http_app import Clock, Gate, build_server
 from fixtures.messages import initialize_message, request
 from fixtures.redis_server import NEW, RedisServer, Workers, client_for, open_on
 from mcp_sse_server.engine.stores import stream_of
+from mcp_sse_server.stores import MemoryBackend
 from mcp_sse_server.stores.redis import RedisEventLog, RedisSessionStore
-from mcp_sse_server.transport.http import McpHttpApp
+from mcp_sse_server.transport.http import HttpSettings, McpHttpApp
 
 WAIT = 10.0  # bounded: a worker that has not noticed Redis gone by then never will
 
@@ -172,9 +173,9 @@ async def test_a_stream_resumed_on_another_worker_gets_the_rest_live(workers: Wo
 
 async def test_redis_down_is_a_503_with_a_json_rpc_error(own_redis_server: RedisServer) -> None:
     async with client_for(own_redis_server, "mcp") as client:
-        app = McpHttpApp(
-            build_server(Gate()), path="/mcp", session_store=RedisSessionStore(client), event_log=RedisEventLog(client)
-        )
+        backend = MemoryBackend()  # with the Redis store and log alone: what is measured is their failure
+        backend.sessions, backend.events = RedisSessionStore(client), RedisEventLog(client)
+        app = McpHttpApp(build_server(Gate()), settings=HttpSettings(path="/mcp"), backend=backend)
         try:
             session_id = await open_on(app)
             assert (await Session(app, session_id, NEW).request("tools/list")).status == 200  # a copy here now

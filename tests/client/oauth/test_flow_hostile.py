@@ -30,7 +30,7 @@ from mcp_sse_server.auth.resource import ResourceServer
 from mcp_sse_server.client import McpConnectionError, StreamableHttpClient
 from mcp_sse_server.client.oauth import CallbackUserAgent, HeadlessUserAgent, OAuth, OAuthError, OAuthSettings
 from mcp_sse_server.engine.jsonrpc import McpError
-from mcp_sse_server.transport.http import McpHttpServer
+from mcp_sse_server.transport.http import HttpSettings, McpHttpApp, McpHttpServer
 from mcp_sse_server.transport.http.server import listening_socket
 
 from ..asgi_server import serve
@@ -500,7 +500,8 @@ async def test_our_servers_origin_refusal_reaches_the_caller_and_starts_no_oauth
         resource = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
         verifier = JwtVerifier(issuer=auth_server.issuer, audience=resource, jwks_uri=auth_server.jwks_uri)
         protection = ResourceServer(resource, [auth_server.issuer], verifier=verifier, required_scopes={"mcp:tools"})
-        http = await McpHttpServer.bind(whoami_server(), host="127.0.0.1", path="/mcp", auth=protection, sock=sock)
+        app = McpHttpApp(whoami_server(), settings=HttpSettings(path="/mcp", auth=protection), bind_host="127.0.0.1")
+        http = await McpHttpServer.on_socket(app, sock)
         try:
             auth = OAuth(OAuthSettings(), user_agent=HeadlessUserAgent(REDIRECT))
             client = StreamableHttpClient(resource, {"origin": EVIL}, auth=auth)
