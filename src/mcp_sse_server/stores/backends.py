@@ -84,6 +84,6 @@ def register_backend(scheme: str, factory: BackendFactory) -> None:
     if not _SCHEME.fullmatch(scheme):
         raise ValueError(f"a scheme is lowercase letters, digits, '+', '-' and '.', not {scheme!r}")
     taken = _FACTORIES.get(scheme)
-    if taken is not None and taken is not factory:
+    if taken is not None and taken != factory:  # (== : a bound method is made anew at each access)
         raise ValueError(f"the {scheme}: scheme has a backend already")
     _FACTORIES[scheme] = factory
