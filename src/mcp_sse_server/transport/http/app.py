@@ -30,15 +30,12 @@ no session, are all served by one more server it builds on the first of them
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
-from typing import TypeAlias
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from ...engine.server import McpServer
 from ...engine.stores import Backend
-from ...engine.tasks import TaskRuntime
 from ...stores.memory import MemoryBackend
 from .asgi import ASGIApp, Receive, Scope, Send
 from .bearer import BearerMiddleware, ScopeCheck
@@ -46,6 +43,7 @@ from .directory import LiveSession, Serving, SessionDirectory, directory_for
 from .legacy_sse import LegacySseEndpoint
 from .router import McpRouter
 from .security import OriginHostMiddleware, OriginPolicy
+from .servers import Servers, SessionFactory
 from .session_endpoint import HttpSessionEndpoint
 from .settings import DEFAULT_SETTINGS, HttpSettings
 from .stateless_endpoint import HttpStatelessEndpoint
@@ -54,9 +52,6 @@ from .streams import KeepaliveTicker
 __all__ = ["LiveSession", "McpHttpApp", "SessionFactory"]
 
 logger = logging.getLogger("mcp_sse_server.http")
-
-SessionFactory: TypeAlias = Callable[[], McpServer | Awaitable[McpServer]]
-"""Returns a fresh McpServer (or an awaitable of one) for each initialize."""
 
 
 class McpHttpApp:
@@ -75,8 +70,8 @@ class McpHttpApp:
     coordinates this process with others serving the same sessions (a
     ``Backend``: ``stores.backend_from_url(url)`` builds one; by default every
     store is in this process, ``stores.MemoryBackend``, sized by the settings'
-    limits). ``bind_host`` is the address the server listens on (its name is
-    accepted in Host).
+    limits; ``servers.py`` says what of it the servers take). ``bind_host`` is
+    the address the server listens on (its name is accepted in Host).
     """
 
     def __init__(
@@ -87,14 +82,6 @@ class McpHttpApp:
         backend: Backend | None = None,
         bind_host: str | None = None,
     ) -> None:
-        one: McpServer | None = None  # the server of every session, or None: on_session builds each
-        on_session: SessionFactory | None = None
-        if isinstance(server, McpServer):
-            one = server
-        elif callable(server):
-            on_session = server
-        else:
-            raise TypeError(f"McpHttpApp takes an McpServer or a function that builds one, not {type(server).__name__}")
         if not isinstance(settings, HttpSettings):
             raise TypeError(f"settings must be an HttpSettings, not {type(settings).__name__}")
         if backend is None:
@@ -102,8 +89,9 @@ class McpHttpApp:
         elif not isinstance(backend, Backend):
             raise TypeError(f"backend must be a Backend, not {type(backend).__name__}")
         limits, auth = settings.limits, settings.auth
-        self.server = one
-        self.on_session = on_session
+        self.servers = Servers(server, backend)
+        self.server = self.servers.one  # (None: the factory builds each session's)
+        self.on_session = self.servers.factory
         self.settings = settings
         self.backend = backend
         self.bind_host = bind_host
@@ -121,17 +109,12 @@ class McpHttpApp:
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
         self._closing = False
         self._closed = False
-        self._tasks: TaskRuntime | None = None  # over the backend's task store: see _share
-        if one is not None and backend.shared:
-            self._share(one)
-        serving = Serving(
-            self._server_for_session, self.coordinator, limits, self.keepalive, self.clock, settings.json_response
-        )
+        serving = Serving(self.servers, self.coordinator, limits, self.keepalive, self.clock, settings.json_response)
         self.directory: SessionDirectory = directory_for(self.sessions, self.events, serving)
         scopes = ScopeCheck(auth) if auth is not None else None
         self._stateless = HttpStatelessEndpoint(
-            server=one,
-            servers=self._server_for_session,
+            server=self.server,
+            servers=self.servers,
             limits=limits,
             keepalive=self.keepalive,
             closing=self._is_closing,
@@ -178,33 +161,6 @@ class McpHttpApp:
 
     def _is_closing(self) -> bool:
         return self._closing
-
-    def _task_runtime(self) -> TaskRuntime:
-        """The task runtime over the backend's task store that the servers this app gives one share."""
-        if self._tasks is None:
-            self._tasks = TaskRuntime(self.backend.tasks, worker_id=self.backend.worker_id)
-        return self._tasks
-
-    def _share(self, server: McpServer) -> None:
-        """Give ``server`` the backend's event bus and task runtime (``Backend`` rule 3)."""
-        server.use_shared(event_bus=self.backend.bus, tasks=self._task_runtime())
-
-    async def _server_for_session(self) -> McpServer:
-        if self.server is not None:
-            return self.server
-        assert self.on_session is not None
-        server = self.on_session()
-        if inspect.isawaitable(server):
-            server = await server
-        if not isinstance(server, McpServer):
-            raise TypeError(f"the session factory returned {type(server).__name__}, not an McpServer")
-        if self.backend.shared:
-            self._share(server)
-        elif not server.has_task_runtime:
-            # The servers of the sessions and the stateless requests' one share a task runtime:
-            # a task started through one is read, answered and cancelled through another.
-            server.use_shared(tasks=self._task_runtime())
-        return server
 
     # --- ASGI entry ----------------------------------------------------------------
 
@@ -268,9 +224,7 @@ class McpHttpApp:
         while self.inflight and loop.time() < until:  # noqa: ASYNC110
             await asyncio.sleep(0.005)
         self._closed = True
-        tasks = self._tasks if self.server is None else (self.server.tasks if self.server.has_task_runtime else None)
-        if tasks is not None:
-            await tasks.aclose()  # the tasks running here end failed, not working forever (tasks.py rule 7)
+        await self.servers.aclose()
         try:
             await self.directory.shutdown()
             self.keepalive.close()
