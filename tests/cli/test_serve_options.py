@@ -101,3 +101,21 @@ def test_help_states_binds_real_defaults(cli: Cli) -> None:
         start = shown.index(option)
         following = shown[start : shown.find(" --", start + len(option))]
         assert default in following, f"{option} help should say {default}: {following!r}"
+
+
+def test_a_backend_url_nobody_registered_is_a_usage_error(cli: Cli) -> None:
+    done = cli("serve", "math", "--port", "0", "--backend", "nowhere://x")
+    assert done.returncode == 2
+    assert "no backend for nowhere:" in done.stderr and "memory:" in done.stderr
+
+
+def test_an_option_the_backend_does_not_take_is_a_usage_error(cli: Cli) -> None:
+    done = cli("serve", "math", "--port", "0", "--worker-ttl", "1s")  # (memory: by default)
+    assert done.returncode == 2
+    assert "--worker-ttl does not go with --backend memory:" in done.stderr
+
+
+def test_backend_and_its_older_spelling_are_one_option(cli: Cli) -> None:
+    done = cli("serve", "math", "--port", "0", "--backend", "memory:", "--redis-url", "redis://127.0.0.1:1/0")
+    assert done.returncode == 2
+    assert "--redis-url is the older spelling of --backend" in done.stderr

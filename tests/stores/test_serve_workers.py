@@ -76,7 +76,7 @@ def test_two_workers_serve_a_session_whose_requests_open_new_connections(redis_u
 
 
 def test_two_serve_processes_on_one_redis_serve_the_same_sessions(redis_url: str, tmp_path: Path) -> None:
-    args = ["--port", "0", "--redis-url", redis_url]
+    args = ["--port", "0", "--backend", redis_url]  # (--redis-url, its older spelling, in the other tests)
     with serving(args, tmp_path) as a, serving(args, tmp_path) as b:
         session = RawSession(a.url)
         try:

@@ -125,16 +125,13 @@ def http_options(command: _F) -> _F:
         ),
         click.option(
             "--backend",
-            "--redis-url",
-            "backend",
             metavar="URL",
-            default="memory:",
-            show_default=True,
-            help="Where sessions, streams, tasks and events are kept: memory: (this process), or "
+            help="Where sessions, streams, tasks and events are kept: memory: (this process, the default), or "
             "redis://HOST:PORT/DB (rediss:// with TLS, unix:///path.sock), shared with the other workers and "
             "hosts given the same URL (needs the redis extra); a scheme a module registers "
-            "(stores.register_backend) works too. --redis-url is its older spelling.",
+            "(stores.register_backend) works too.",
         ),
+        click.option("--redis-url", metavar="URL", help="The older spelling of --backend, for a Redis URL."),
         click.option(
             "--workers",
             type=click.IntRange(1),
@@ -182,7 +179,8 @@ def serve(
     skills: tuple[str, ...],
     log_level: str,
     server_per_session: bool,
-    backend: str,
+    backend: str | None,
+    redis_url: str | None,
     workers: int,
     worker_ttl: float | None,
     **limits: Any,
@@ -233,6 +231,9 @@ def serve(
         raise click.UsageError("--certfile and --keyfile go together")
     if not path.startswith("/"):
         raise click.BadParameter("must start with /", param_hint="--path")
+    if backend is not None and redis_url is not None:
+        raise click.UsageError("--redis-url is the older spelling of --backend: give one of them")
+    backend = backend or redis_url or "memory:"
     try:
         keys_set = request_state_keys_set()
     except ValueError as error:
