@@ -247,7 +247,7 @@ async def test_two_backends_of_one_url_share_its_stores() -> None:
 
 
 def test_a_scheme_nobody_registered_is_a_value_error_naming_the_known_ones() -> None:
-    with pytest.raises(ValueError, match=r"no backend for nowhere: \(known: counting:, memory:, redis:"):
+    with pytest.raises(ValueError, match=r"no backend for nowhere: \(known: .*counting:, memory:.*, redis:"):
         backend_from_url("nowhere://x")
     with pytest.raises(ValueError, match="starts with its scheme"):
         backend_from_url("no scheme here")
