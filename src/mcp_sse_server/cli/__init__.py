@@ -25,7 +25,7 @@ Exit status: 0 on success, 1 for a failure (an unreachable server, an
 server), 130 when interrupted.
 
 Modules: ``app`` (the group, global options, :func:`main`), ``serve`` (and what
-TARGET names), ``dev``, ``workers`` (``serve --redis-url``), ``registry``
+TARGET names), ``dev``, ``workers`` (``serve``'s processes and backends), ``registry``
 (``servers``), ``reach`` (the client commands' TARGET and connection options),
 ``call`` (``tools`` and ``call``), ``browse`` (``resources``, ``prompts``,
 ``inspect``), ``arguments`` (tool arguments and signatures from the input

@@ -911,7 +911,7 @@ class RedisEventLog(EventLog):
     and writes them behind (``writes``, a ``WriteBehind``: several logs may
     share one); every other method first waits for those writes to land. Its
     streams name ``writer_id`` as their writer (``writer``) until they end: the
-    worker's id (``RedisStores`` gives the mesh's), random when not given.
+    worker's id (``RedisBackend`` gives the mesh's), random when not given.
     """
 
     __slots__ = (

@@ -413,7 +413,7 @@ class WorkerMesh:
         stream_log_grace: float = 30.0,
         tasks: TaskStore | None = None,
     ) -> RedisCoordinator:
-        """The app's ``Coordinator`` over this mesh (``McpHttpApp(coordinator=...)``); with ``tasks``,
+        """The app's ``Coordinator`` over this mesh (a ``Backend``'s ``coordinator``); with ``tasks``,
         a dead worker's unfinished tasks end failed when it is reaped."""
         return RedisCoordinator(self, events, sessions, stream_log_grace=stream_log_grace, tasks=tasks)
 
@@ -593,7 +593,7 @@ class RedisCoordinator:
     shared event log and session store (the reaper writes terminal errors into
     the streams of dead workers, for sessions that still exist);
     ``stream_log_grace`` is how long such a stream stays resumable. Build it with
-    ``RedisStores.from_url(url)`` (its ``bind_options()`` pass it to the app), or
+    ``RedisBackend.from_url(url)`` (the app takes it from the backend), or
     ``mesh.coordinator(events, sessions)``.
     """
 
