@@ -174,6 +174,9 @@ if TYPE_CHECKING:
         HttpLimits as HttpLimits,
     )
     from .transport.http import (
+        HttpSettings as HttpSettings,
+    )
+    from .transport.http import (
         McpHttpApp as McpHttpApp,
     )
     from .transport.http import (
