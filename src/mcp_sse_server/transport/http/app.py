@@ -109,24 +109,22 @@ class McpHttpApp:
         self.keepalive = KeepaliveTicker(limits.keepalive_interval)
         self._closing = False
         self._closed = False
-        serving = Serving(self.servers, self.coordinator, limits, self.keepalive, self.clock, settings.json_response)
+        serving = Serving(self.servers, self.coordinator, settings, self.keepalive, self.clock)
         self.directory: SessionDirectory = directory_for(self.sessions, self.events, serving)
         scopes = ScopeCheck(auth) if auth is not None else None
         self._stateless = HttpStatelessEndpoint(
             server=self.server,
             servers=self.servers,
-            limits=limits,
+            settings=settings,
             keepalive=self.keepalive,
             closing=self._is_closing,
-            json_response=settings.json_response,
             scopes=scopes,
         )
         session_endpoint = HttpSessionEndpoint(
             self.directory,
             self.coordinator,
-            limits=limits,
+            settings=settings,
             closing=self._is_closing,
-            json_response=settings.json_response,
             scopes=scopes,
         )
         legacy_paths = settings.legacy_paths

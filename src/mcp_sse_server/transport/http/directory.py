@@ -54,8 +54,8 @@ from ...engine.server import McpServer
 from ...engine.session import ServerSession
 from ...engine.stores import Coordinator, EventLog, RecordFeed, SessionStore, StaleRecord, StoreUnavailable
 from .errors import SERVER_BUSY, UNKNOWN_SESSION, HttpError
-from .limits import HttpLimits
 from .sessions import Clock, new_session_id
+from .settings import HttpSettings
 from .streams import KeepaliveTicker
 from .transport import SseTransport
 
@@ -123,10 +123,9 @@ class Serving:
 
     servers: ServerSource  # the McpServer of a new session
     coordinator: Coordinator  # the other workers serving these sessions (LocalCoordinator: none)
-    limits: HttpLimits
+    settings: HttpSettings  # the limits, and JSON replies (replies that go out whole are application/json)
     keepalive: KeepaliveTicker
     clock: Clock  # seconds, for expiry
-    json_response: bool = False  # replies that go out whole are application/json
 
 
 class SessionDirectory:
@@ -139,10 +138,10 @@ class SessionDirectory:
         self.events = events
         self.servers = serving.servers
         self.coordinator = serving.coordinator
-        self.limits = serving.limits
+        self.limits = serving.settings.limits
         self.keepalive = serving.keepalive
         self.clock = serving.clock
-        self.json_response = serving.json_response
+        self.json_response = serving.settings.json_response
         self.closing = False
         self.touch_interval = self._touch_interval(self.limits.session_idle_timeout)
         self.idle_timeout = self.limits.session_idle_timeout + (self.touch_interval if self.shared else 0.0)

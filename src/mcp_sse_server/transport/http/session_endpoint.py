@@ -23,8 +23,8 @@ from .bearer import ScopeCheck, request_principal
 from .body import read_message, read_session_post
 from .directory import SessionDirectory
 from .errors import HttpError, in_flight_conflict, shutting_down
-from .limits import HttpLimits
 from .request import McpRequest
+from .settings import HttpSettings
 from .sse import parse_event_id
 from .streams import send_accepted
 
@@ -36,8 +36,9 @@ _MISSING_SESSION: Final = "Bad request: missing Mcp-Session-Id header; only an i
 class HttpSessionEndpoint:
     """Serves the requests of sessions over HTTP (checks in the module docstring).
 
-    ``closing`` says whether the app is shutting down; ``json_response`` answers a
-    reply that goes out whole with ``application/json``; ``scopes`` (with
+    ``closing`` says whether the app is shutting down; the ``settings`` are its
+    limits and JSON replies (``json_response``: a reply that goes out whole is
+    ``application/json``); ``scopes`` (with
     authorization: None without) checks the scopes of what a request names before
     it is served, and with it sessions are bound to the token's principal.
     """
@@ -49,18 +50,17 @@ class HttpSessionEndpoint:
         directory: SessionDirectory,
         coordinator: Coordinator,
         *,
-        limits: HttpLimits,
+        settings: HttpSettings,
         closing: Callable[[], bool],
-        json_response: bool = False,
         scopes: ScopeCheck | None = None,
     ) -> None:
         self.directory = directory
         self.coordinator = coordinator
-        self.limits = limits
+        self.limits = settings.limits
         self.closing = closing
-        self.json_response = json_response
+        self.json_response = settings.json_response
         self.scopes = scopes
-        self.batches = Batch(limits, coordinator, closing, scopes)
+        self.batches = Batch(settings.limits, coordinator, closing, scopes)
 
     async def post(self, request: McpRequest, receive: Receive, send: Send) -> None:
         sse = request.check_post(self.json_response)

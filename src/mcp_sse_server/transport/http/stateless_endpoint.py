@@ -34,8 +34,8 @@ from .bearer import ScopeCheck
 from .body import read_message
 from .directory import ServerSource
 from .errors import HttpError, shutting_down
-from .limits import HttpLimits
 from .request import McpRequest
+from .settings import HttpSettings
 from .stateless import check_routing_headers, refuse_non_request
 from .stateless_transport import StatelessTransport
 from .streams import KeepaliveTicker, SseStream, send_accepted
@@ -85,19 +85,18 @@ class HttpStatelessEndpoint:
         *,
         server: McpServer | None,
         servers: ServerSource,
-        limits: HttpLimits,
+        settings: HttpSettings,
         keepalive: KeepaliveTicker,
         closing: Callable[[], bool],
-        json_response: bool = False,
         scopes: ScopeCheck | None = None,
     ) -> None:
         self._server = server
         self._engine = StatelessEndpoint(server) if server is not None else None
         self.servers = servers
-        self.limits = limits
+        self.limits = settings.limits
         self.keepalive = keepalive
         self.closing = closing
-        self.json_response = json_response
+        self.json_response = settings.json_response
         self.scopes = scopes
         self._in_flight = _InFlight()
         self._versions = frozenset(revision.name for revision in versions.STATELESS)
