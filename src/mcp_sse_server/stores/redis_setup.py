@@ -17,6 +17,7 @@ HTTP transport and import none of it.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from redis.asyncio import Redis
 
@@ -90,19 +91,11 @@ class RedisBackend(Backend):
         self._started = False
 
     @classmethod
-    def from_url(
-        cls,
-        url: str,
-        *,
-        limits: StoreSizes = DEFAULT_SIZES,
-        prefix: str = DEFAULT_PREFIX,
-        worker_ttl: float = 10.0,
-        worker_id: str | None = None,
-    ) -> RedisBackend:
+    def from_url(cls, url: str, **options: Any) -> RedisBackend:
         """The backend of one worker on the Redis at ``url`` (``redis://``, ``rediss://``,
-        ``unix://``); the other arguments are the constructor's. No connection is made before
-        ``start``."""
-        return cls(Redis.from_url(url), limits=limits, prefix=prefix, worker_ttl=worker_ttl, worker_id=worker_id)
+        ``unix://``); ``options`` are the constructor's keywords (``limits``, ``prefix``,
+        ``worker_ttl``, ``worker_id``). No connection is made before ``start``."""
+        return cls(Redis.from_url(url), **options)
 
     async def start(self, timeout: float = 5.0) -> None:
         """Check Redis answers and open the event bus (``StoreUnavailable`` when it cannot); once."""
