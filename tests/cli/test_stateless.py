@@ -61,6 +61,6 @@ def test_tools_verbose_on_a_built_in_server(cli: Cli) -> None:
     assert result.stderr.startswith("Protocol revision 2026-07-28 (stateless)")
     session = cli("tools", "--verbose", "--mode", "session", "math")
     assert session.returncode == 0 and "(session)" in session.stderr
-    # "legacy", the old name of "session", is kept for one release.
+    # "legacy", the old name of "session", is gone.
     legacy = cli("tools", "--verbose", "--mode", "legacy", "math")
-    assert legacy.returncode == 0 and "(session)" in legacy.stderr
+    assert legacy.returncode == 2 and "'legacy' is not one of" in legacy.stderr

@@ -92,7 +92,7 @@ async def test_our_client(served_by: str, tmp_path: Path, caplog: pytest.LogCapt
         async with asyncio.timeout(COMMAND_TIMEOUT), client:
             await exercise(call)
     assert not [record.message for record in caplog.records if "not JSON-RPC" in record.message]
-    assert client.starts == 1  # the probe was answered: nothing broke the first exchange
+    assert client.transport.starts == 1  # the probe was answered: nothing broke the first exchange
     said = "\n".join(stderr)
     for text in ON_STDERR:
         assert text in said, (text, said)

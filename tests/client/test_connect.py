@@ -14,11 +14,31 @@ from mcp_sse_server import McpServer, MemoryTransport
 from mcp_sse_server.client import InMemoryClient, McpClient
 from mcp_sse_server.client.config import ConfigError, ServerConfig
 from mcp_sse_server.client.connect import ServerStartError, create_client, initialize_mcp_server
+from mcp_sse_server.client.transport import ClientTransport
 from mcp_sse_server.engine import transports
 from mcp_sse_server.engine.transport import Transport
 from mcp_sse_server.servers import MemoryServerFactory
 
 MATH = {"name": "Math", "type": "inmemory", "command": "math", "env": {}, "args": []}
+
+
+class FakeTransport(ClientTransport):
+    """Stands in for a network transport: reaches a math server in memory, or fails or hangs as
+    its client's class says."""
+
+    def __init__(self, client: FakeRemote) -> None:
+        self.client = client
+        self.server = MemoryServerFactory.create_memory_server("math")
+
+    async def connect(self) -> Transport:
+        if self.client.fail_on == "open":
+            raise ConnectionRefusedError("connection refused by 127.0.0.1:9")
+        if self.client.hang is not None:
+            self.client.hang.set()
+            await asyncio.Event().wait()
+        server_side, client_side = MemoryTransport.pair()
+        await self.server.connect(server_side)
+        return client_side
 
 
 class FakeRemote(McpClient):
@@ -30,21 +50,10 @@ class FakeRemote(McpClient):
 
     def __init__(self, target: str, **options: Any) -> None:
         self.transport_args = {key: options.pop(key) for key in ("args", "env", "headers") if key in options}
-        super().__init__(**options)
+        super().__init__(FakeTransport(self), **options)
         self.target = target
         self.closed = False
-        self.server = MemoryServerFactory.create_memory_server("math")
         FakeRemote.made.append(self)
-
-    async def _open(self) -> Transport:
-        if self.fail_on == "open":
-            raise ConnectionRefusedError("connection refused by 127.0.0.1:9")
-        if self.hang is not None:
-            self.hang.set()
-            await asyncio.Event().wait()
-        server_side, client_side = MemoryTransport.pair()
-        await self.server.connect(server_side)
-        return client_side
 
     async def list_tools(self) -> Any:
         if self.fail_on == "list_tools":
@@ -98,8 +107,8 @@ async def test_client_options_reach_the_client() -> None:
     try:
         assert isinstance(client, InMemoryClient)
         assert client.request_timeout == 12.0
-        assert client.server.client_info is not None  # recorded by the handshake
-        assert client.server.client_info["name"] == "my-app"
+        assert client.transport.server.client_info is not None  # recorded by the handshake
+        assert client.transport.server.client_info["name"] == "my-app"
     finally:
         await client.close()
 

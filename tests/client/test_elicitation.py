@@ -12,6 +12,7 @@ from fixtures.peers import PYTHON, SDK_PEER
 from mcp_sse_server.client import StdioClient
 from mcp_sse_server.client.base import McpClient
 from mcp_sse_server.client.elicitation import UrlElicitationRequiredError, fill_defaults
+from mcp_sse_server.client.transport import ClientTransport
 from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS, JsonRpcNotification, JsonRpcRequest, McpError
 from mcp_sse_server.engine.transport import Transport
 
@@ -33,11 +34,16 @@ SCHEMA: dict[str, Any] = {
 }
 
 
+class Unreachable(ClientTransport):
+    async def connect(self) -> Transport:
+        raise AssertionError("not used")
+
+
 class Offline(McpClient):
     """A client whose handlers are called directly; it never connects."""
 
-    async def _open(self) -> Transport:
-        raise AssertionError("not used")
+    def __init__(self, **options: Any) -> None:
+        super().__init__(Unreachable(), **options)
 
 
 async def ask(client: McpClient, params: dict[str, Any]) -> dict[str, Any]:

@@ -76,7 +76,7 @@ async def test_a_fallback_that_fails_keeps_the_hint_and_says_why() -> None:
     assert "legacy HTTP+SSE endpoint (protocol 2024-11-05): a POST got HTTP 405" in message
     assert "the fallback to that transport failed" in message and "HTTP 405" in message  # POST /messages: none
     assert failed.value.data == {"status": 405, "transport": "sse"}
-    assert not client.legacy
+    assert not client.transport.legacy
 
 
 async def test_the_hint_reaches_initialize_mcp_server() -> None:
@@ -109,7 +109,7 @@ def without_version(record: dict[str, object]) -> dict[str, object]:
 async def test_the_official_sdk_legacy_server_is_spoken_to_over_its_transport(sdk_sse: Peer) -> None:
     client = StreamableHttpClient(f"{sdk_sse.base}/sse", request_timeout=10)
     record = await run_scenario(client)
-    assert client.legacy and client.transport is None and client.legacy_transport is not None
+    assert client.transport.legacy and client.transport.connection.legacy is not None  # type: ignore[union-attr]
     assert without_version(record) == without_version(await reference())
     assert record["protocolVersion"] in versions.CLIENT_ACCEPTED
 

@@ -121,12 +121,12 @@ async def test_cancellation_reaches_the_handler(ours: tuple[Sessions, McpHttpSer
 async def test_a_deleted_session_is_reinitialized(ours: tuple[Sessions, McpHttpServer]) -> None:
     sessions, http = ours
     async with StreamableHttpClient(http.endpoint, mode="session") as client:
-        old = client.session_id
+        old = client.transport.session_id
         async with httpx.AsyncClient() as raw:
             response = await raw.delete(http.endpoint, headers={"mcp-session-id": old or ""})
             assert response.status_code in (200, 204)
         assert (await client.call_tool("chatty")).content[0].text == "logged"  # type: ignore[union-attr]
-        assert client.session_id not in (None, old)
+        assert client.transport.session_id not in (None, old)
     assert len(sessions.servers) == 2
 
 
@@ -160,12 +160,12 @@ async def test_a_restarted_server_gets_a_new_session_transparently() -> None:
     client = StreamableHttpClient(http.endpoint, reconnect_delay=0.01, mode="session")
     try:
         await client.initialize()
-        old = client.session_id
+        old = client.transport.session_id
         await http.close(deadline=0)
         second = Sessions()
         http = await McpHttpServer.bind(second, port=port)  # same address, no sessions
         assert (await client.call_tool("chatty")).content[0].text == "logged"  # type: ignore[union-attr]
-        assert client.session_id not in (None, old)
+        assert client.transport.session_id not in (None, old)
         assert len(second.servers) == 1
     finally:
         await client.close()

@@ -83,7 +83,7 @@ async def test_a_mounted_app_is_reached_through_its_307(mode: str) -> None:
         async with client:
             assert (await client.call_tool("add", {"a": 2, "b": 3})).content[0].text == "5"  # type: ignore[union-attr]
             assert [tool.name for tool in await client.list_tools()] == ["add"]
-            assert client.transport is not None and client.transport.url == f"{base}/mcp/"
+            assert client.transport.connection is not None and client.transport.connection.url == f"{base}/mcp/"
             if mode == "session":  # a session: its standalone GET stream goes to the new URL too
                 await asyncio.wait_for(recorder.request("GET"), WAIT)
         if mode == "session":
@@ -116,7 +116,7 @@ async def test_a_relative_308_location_is_resolved_against_the_request_url() -> 
         client = StreamableHttpClient(f"{base}/old/mcp", mode="session")
         async with client:
             assert (await client.call_tool("add", {"a": 4, "b": 5})).content[0].text == "9"  # type: ignore[union-attr]
-            assert client.transport is not None and client.transport.url == f"{base}/v2/mcp"
+            assert client.transport.connection is not None and client.transport.connection.url == f"{base}/v2/mcp"
     assert recorder.seen[0] == ("POST", "/old/mcp", 308)
     assert {path for _, path, _ in recorder.seen[1:]} == {"/v2/mcp"}
 
@@ -213,9 +213,9 @@ async def test_the_legacy_sse_client_follows_same_origin_redirects() -> None:
         client = SseClient(f"{base}/sse", request_timeout=5)
         async with client:
             await client.ping()
-            assert client.transport is not None
-            assert str(client.transport.url) == f"{base}/sse/"
-            assert str(client.transport.endpoint) == f"{base}/inbox"
+            assert client.transport.connection is not None
+            assert str(client.transport.connection.url) == f"{base}/sse/"
+            assert str(client.transport.connection.endpoint) == f"{base}/inbox"
     posts = [(path, status) for method, path, status in recorder.seen if method == "POST"]
     assert posts[0] == ("/sse/messages", 308)
     assert {path for path, _ in posts[1:]} == {"/inbox"}  # initialized and ping went straight there

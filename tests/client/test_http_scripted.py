@@ -267,11 +267,11 @@ async def test_error_statuses_carry_the_json_rpc_error_or_the_status(scripted: t
 async def test_an_expired_session_is_reinitialized_once_for_concurrent_calls(scripted: tuple[Scripted, str]) -> None:
     server, url = scripted
     async with fast_client(url) as client:
-        assert client.session_id == "s1"
+        assert client.transport.session_id == "s1"
         server.live.clear()  # the server forgets every session (a restart, say)
         results = await asyncio.gather(*(client.call_tool("t", timeout=WAIT) for _ in range(3)))
         assert len(results) == 3
-        assert client.session_id == "s2"
+        assert client.transport.session_id == "s2"
     assert len(server.posted("initialize")) == 2
     assert [headers.get("mcp-session-id") for headers, _ in server.posted("notifications/initialized")] == ["s1", "s2"]
 
@@ -284,7 +284,7 @@ async def test_a_log_handler_sets_the_level_on_every_session_of_a_server_with_lo
     async with fast_client(url, on_log=lambda params: None) as client:
         server.live.clear()  # a new session must be asked again
         await client.ping()
-        assert client.session_id == "s2"
+        assert client.transport.session_id == "s2"
     levels = [(headers["mcp-session-id"], body["params"]) for headers, body in server.posted("logging/setLevel")]
     assert levels == [("s1", {"level": "info"}), ("s2", {"level": "info"})]
     # Right after the handshake (the probe for 2026-07-28 came first), before any request of the caller's.
@@ -360,7 +360,7 @@ async def test_the_standalone_stream_retries_a_bounded_number_of_times(scripted:
 
     server.get = unavailable
     async with fast_client(url) as client:
-        listener = client.transport._listener  # type: ignore[union-attr]
+        listener = client.transport.connection._listener  # type: ignore[union-attr]
         assert listener is not None
         await asyncio.wait_for(listener, WAIT)  # it gives up rather than looping forever
     assert sum(1 for verb, _, _ in server.log if verb == "GET") == 3  # the first try and 2 reconnects
@@ -379,7 +379,7 @@ async def test_a_404_on_the_standalone_stream_leads_to_a_new_session(scripted: t
         await asyncio.wait_for(refused.wait(), WAIT)
         server.get = server._no_stream
         await client.ping()
-        assert client.session_id == "s2"
+        assert client.transport.session_id == "s2"
 
 
 @pytest.mark.parametrize("revision", ["2025-11-25", "2025-03-26"])
@@ -435,7 +435,7 @@ async def test_priming_events_are_cursors_and_a_graceful_close_is_resumed_after_
     with caplog.at_level("WARNING", logger="mcp_sse_server.client"):
         async with client:
             answer = await client.call_tool("t", on_progress=lambda p, total, text: seen.append(p), timeout=WAIT)
-            assert client.transport is not None and client.transport.retry == 20
+            assert client.transport.connection is not None and client.transport.connection.retry == 20
     assert answer.content[0].text == "after the cut"  # type: ignore[union-attr]
     assert seen == [1]
     resumes = [

@@ -30,9 +30,9 @@ async def test_sse_replies_session_progress_logs_and_delete_on_close(sdk_http: P
     logs: list[dict[str, Any]] = []
     client = client_for(sdk_http, on_log=logs.append)
     async with client:
-        session = client.session_id
+        session = client.transport.session_id
         assert session
-        assert client.transport is not None and client.transport.protocol_version == "2025-11-25"
+        assert client.transport.connection is not None and client.transport.connection.protocol_version == "2025-11-25"
         assert {"add", "divide", "slow"} <= {tool.name for tool in await client.list_tools()}
         assert (await client.call_tool("add", {"a": 2, "b": 3})).structured_content == {"result": 5}
         progress: list[Any] = []
@@ -53,7 +53,7 @@ async def test_sse_replies_session_progress_logs_and_delete_on_close(sdk_http: P
 
 async def test_json_replies(sdk_http_json: Peer) -> None:
     async with client_for(sdk_http_json) as client:
-        assert client.session_id
+        assert client.transport.session_id
         assert (await client.call_tool("divide", {"a": 7, "b": 2})).structured_content == {"result": 3.5}
         assert (await client.call_tool("divide", {"a": 1, "b": 0})).is_error
 
@@ -74,7 +74,7 @@ async def test_sampling_and_elicitation_are_answered_over_http(sdk_http: Peer) -
 
 async def test_a_deleted_session_is_reinitialized_transparently(sdk_http: Peer) -> None:
     async with client_for(sdk_http) as client:
-        old = client.session_id
+        old = client.transport.session_id
         assert old
         async with httpx.AsyncClient() as raw:  # end the session behind the client's back
             response = await raw.delete(
@@ -83,7 +83,7 @@ async def test_a_deleted_session_is_reinitialized_transparently(sdk_http: Peer) 
             assert response.status_code == 200
         result = await client.call_tool("add", {"a": 1, "b": 2})
         assert result.structured_content == {"result": 3}
-        assert client.session_id not in (None, old)
+        assert client.transport.session_id not in (None, old)
 
 
 async def test_cancelling_a_call_reaches_the_server(sdk_http: Peer) -> None:
@@ -139,10 +139,10 @@ async def test_a_call_survives_the_server_closing_its_stream(sdk_http_resumable:
     carrying Last-Event-ID, and the call completes with every progress notification."""
     progress: list[Any] = []
     async with StreamableHttpClient(f"{sdk_http_resumable.base}/mcp", reconnect_delay=5.0, mode="session") as client:
-        assert client.transport is not None and client.transport.protocol_version == "2025-11-25"
+        assert client.transport.connection is not None and client.transport.connection.protocol_version == "2025-11-25"
         result = await client.call_tool("interrupted", {"steps": 4}, on_progress=lambda *p: progress.append(p))
         assert result.content[0].text == "survived 4"  # type: ignore[union-attr]
-        assert client.transport.retry == 100  # the server's retry, not our 5 s default, set the wait
+        assert client.transport.connection.retry == 100  # the server's retry, not our 5 s default, set the wait
     assert [step for step, _, _ in progress] == [1, 2, 3, 4]
     await wait_for_stderr(sdk_http_resumable, "STREAM-CLOSED")
     await wait_for_stderr(sdk_http_resumable, "REPLAY-AFTER ")

@@ -111,7 +111,7 @@ async def test_a_handshake_session_of_our_server_records_the_level() -> None:
     server = chatty_server()
     client = InMemoryClient(server, on_log=Logs(), mode="session")
     async with client:
-        assert client.session is not None and client.session.log_level == "info"
+        assert client.transport.session is not None and client.transport.session.log_level == "info"
     client = InMemoryClient(server, mode="session")
     async with client:  # no handler: nothing is asked
-        assert client.session is not None and client.session.log_level is None
+        assert client.transport.session is not None and client.transport.session.log_level is None

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from mcp_sse_server.client import McpConnectionError, StdioClient, StreamableHttpClient
+from mcp_sse_server.client import McpClient, McpConnectionError, StdioClient, StreamableHttpClient
 from mcp_sse_server.client.era_memo import (
     MEMO_SESSION,
     clear_era_memo,
@@ -30,7 +30,7 @@ from mcp_sse_server.client.era_memo import (
     remember_era,
     stdio_identity,
 )
-from mcp_sse_server.client.stdio import StdioClientTransport, probe_recovery
+from mcp_sse_server.client.stdio import StdioClientTransport, StdioConnection, probe_recovery
 from mcp_sse_server.engine.transport import Transport
 
 from .probe_refusing_http_server import serving
@@ -69,7 +69,7 @@ async def test_the_sdk_1_2_1_server_is_started_again_and_remembered(caplog: pyte
     first = Stderr()
     with caplog.at_level(logging.DEBUG, logger="mcp_sse_server.client"):
         async with old_sdk_client(on_stderr=first) as client:
-            assert (client.era, client.protocol_version, client.starts) == ("session", "2024-11-05", 2)
+            assert (client.era, client.protocol_version, client.transport.starts) == ("session", "2024-11-05", 2)
             assert {tool.name for tool in await client.list_tools()} == {"add", "echo"}
             result = await client.call_tool("add", {"a": 2, "b": 3})
             assert result.content[0].text == "5"  # type: ignore[union-attr]
@@ -83,27 +83,28 @@ async def test_the_sdk_1_2_1_server_is_started_again_and_remembered(caplog: pyte
     second = Stderr()
     with caplog.at_level(logging.DEBUG, logger="mcp_sse_server.client"):
         async with old_sdk_client(on_stderr=second) as client:
-            assert (client.era, client.starts) == ("session", 1)
+            assert (client.era, client.transport.starts) == ("session", 1)
             assert (await client.call_tool("echo", {"text": "hi"})).content[0].text == "hi"  # type: ignore[union-attr]
     assert second.count("OLD-SDK-PEER-START") == 1 and second.count("validation errors") == 0
     assert any("skipping server/discover" in record.getMessage() for record in caplog.records)
 
 
-class Recording(StdioClient):
-    """A StdioClient that keeps every transport it opened."""
+class Recording(StdioClientTransport):
+    """A stdio transport that keeps every connection it opened."""
 
-    opened: list[StdioClientTransport]
+    opened: list[StdioConnection]
 
-    async def _open(self) -> Transport:
-        transport = await super()._open()
-        self.opened = [*getattr(self, "opened", []), self.transport]  # type: ignore[list-item]
-        return transport
+    async def connect(self) -> Transport:
+        connection = await super().connect()
+        self.opened = [*getattr(self, "opened", []), connection]  # type: ignore[list-item]
+        return connection
 
 
 async def test_the_dead_process_and_its_stderr_reader_are_released() -> None:
-    async with Recording(old_sdk_python(), [OLD_PEER, "stdio"], on_stderr=lambda line: None) as client:
+    recording = Recording(old_sdk_python(), [OLD_PEER, "stdio"], on_stderr=lambda line: None)
+    async with McpClient(recording) as client:
         await client.list_tools()
-        dead, live = client.opened
+        dead, live = recording.opened
         # The first process was reaped (exit code known) and its stdout and stderr readers ended.
         assert dead.process is not None and dead.process.returncode == 1
         assert dead._tasks and all(task.done() for task in dead._tasks)
@@ -113,7 +114,7 @@ async def test_the_dead_process_and_its_stderr_reader_are_released() -> None:
 
 async def test_no_memo_with_remember_era_off() -> None:
     async with old_sdk_client(on_stderr=lambda line: None, remember_era=False) as client:
-        assert client.starts == 2
+        assert client.transport.starts == 2
     assert recall_era(stdio_identity(old_sdk_python(), [OLD_PEER, "stdio"], None, {})) is None
 
 
@@ -124,7 +125,8 @@ async def test_mode_2026_07_28_says_what_the_sdk_1_2_1_server_did() -> None:
     message = refused.value.message
     assert "exited with code 1 when asked server/discover" in message
     assert "does not speak 2026-07-28" in message
-    assert client.starts == 1 and client.process is not None and client.process.returncode is not None
+    process = client.transport.process
+    assert client.transport.starts == 1 and process is not None and process.returncode is not None
 
 
 @pytest.mark.parametrize("mode", ["garbage", "malformed", "notify", "exit"])
@@ -132,7 +134,7 @@ async def test_a_server_the_probe_confuses_is_started_again(mode: str) -> None:
     stderr = Stderr()
     client = StdioClient(sys.executable, [BREAKING, mode], on_stderr=stderr, probe_timeout=1.5)
     async with client:
-        assert (client.era, client.protocol_version, client.starts) == ("session", "2025-06-18", 2)
+        assert (client.era, client.protocol_version, client.transport.starts) == ("session", "2025-06-18", 2)
         assert (await client.call_tool("echo", {"text": mode})).content[0].text == mode  # type: ignore[union-attr]
     # What the first process wrote is held back (logged at debug); the second got initialize only.
     assert stderr.count("PROBE-SERVER-START") == 1 and stderr.count("METHOD server/discover") == 0
@@ -153,12 +155,12 @@ async def test_mode_2026_07_28_refuses_a_confused_server(mode: str, said: str) -
     with pytest.raises(McpConnectionError, match="does not speak 2026-07-28") as refused:
         await client.initialize()
     assert said in refused.value.message
-    assert client.starts == 1
+    assert client.transport.starts == 1
 
 
 async def test_a_banner_on_stdout_before_a_late_answer_is_no_broken_server() -> None:
     async with StdioClient(sys.executable, [BREAKING, "banner"], on_stderr=lambda line: None) as client:
-        assert (client.era, client.starts) == ("stateless", 1)
+        assert (client.era, client.transport.starts) == ("stateless", 1)
 
 
 async def test_a_remembered_session_server_that_turned_stateless_is_probed_again() -> None:
@@ -177,7 +179,7 @@ async def test_a_remembered_stateless_server_that_now_breaks_is_remembered_as_a_
     identity = stdio_identity(sys.executable, [BREAKING, "garbage"], None, {})
     remember_era(identity, "2026-07-28")
     async with StdioClient(sys.executable, [BREAKING, "garbage"], on_stderr=lambda line: None) as client:
-        assert (client.era, client.starts) == ("session", 2)
+        assert (client.era, client.transport.starts) == ("session", 2)
     assert recall_era(identity) == MEMO_SESSION
 
 

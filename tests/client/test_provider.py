@@ -397,7 +397,8 @@ async def test_stop_and_restart(path: Path) -> None:
     provider = McpServerProvider(path, client_options={"client_name": "provider-test", "mode": "session"})
     client = await provider.start("Math")
     assert isinstance(client, InMemoryClient)
-    assert client.server.client_info is not None and client.server.client_info["name"] == "provider-test"
+    info = client.transport.server.client_info
+    assert info is not None and info["name"] == "provider-test"
     assert await provider.stop("Math") is True
     assert await provider.stop("Math") is False
     with pytest.raises(KeyError, match="not started"):

@@ -27,9 +27,9 @@ async def test_initializing_an_initialized_stdio_client_again_keeps_the_process(
     client = StdioClient(PYTHON, [MATH_STDIO], env=python_env())
     await client.initialize()
     try:
-        process = client.process
+        process = client.transport.process
         await client.initialize()
-        assert client.process is process and process is not None and process.returncode is None
+        assert client.transport.process is process and process is not None and process.returncode is None
         assert (await client.call_tool("add", {"a": 1, "b": 1})).structured_content == {"result": 2}
     finally:
         await client.close()

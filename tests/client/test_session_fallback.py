@@ -64,7 +64,7 @@ async def test_sampling_asked_directly_is_repeated_on_one_session_that_later_cal
         first = await ours.call_tool("ask_model", {"question": "Capital of France?"})
         assert not first.is_error and first.content[0].text == "model said: Paris"  # type: ignore[union-attr]
         session = ours.fallback_session
-        assert session is not None and session.protocol_version != MODERN and session.session_id  # type: ignore[attr-defined]
+        assert session is not None and session.protocol_version != MODERN and session.transport.session_id  # type: ignore[attr-defined]
         second = await ours.call_tool("ask_model", {"question": "Again?"})
         assert second.content[0].text == "model said: Paris"  # type: ignore[union-attr]
         assert ours.fallback_session is session and sessions_opened(fresh_sdk_http) == 1

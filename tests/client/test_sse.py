@@ -26,7 +26,7 @@ async def test_a_session_with_the_sdk_legacy_server(sdk_sse: Peer) -> None:
 
     logs: list[dict[str, Any]] = []
     async with SseClient(f"{sdk_sse.base}/sse", sampling_handler=sample, on_log=logs.append) as client:
-        transport = client.transport
+        transport = client.transport.connection
         assert transport is not None and transport.endpoint is not None
         # The SDK names a relative endpoint; it was resolved against the stream URL.
         assert str(transport.endpoint).startswith(f"{sdk_sse.base}/messages/?session_id=")
@@ -115,7 +115,7 @@ async def test_the_endpoint_is_resolved_against_the_stream_url() -> None:
     app = stream_app(b"event: endpoint\ndata: messages?session=1\n\n")
     async with serve(app) as base:
         client = SseClient(f"{base}/sse")
-        transport = await client._open()
+        transport = await client.transport.connect()
         try:
             assert str(transport.endpoint) == f"{base}/messages?session=1"  # type: ignore[attr-defined]
             await transport.send(JsonRpcNotification("hello"))

@@ -26,19 +26,17 @@ async def test_auto_mode_speaks_2026_07_28_with_our_server() -> None:
         assert (client.era, client.protocol_version) == ("session", versions.CLIENT_OFFERS)
 
 
-async def test_the_names_before_stateless_and_session_still_work() -> None:
-    """mode="legacy", ``modern`` and ``modern_capabilities``: kept for one release."""
+async def test_the_mode_names_and_the_stateless_capabilities() -> None:
     server = MemoryServerFactory.create_memory_server("math")
-    async with InMemoryClient(server, mode="legacy") as client:
-        assert client.mode == "session"
-        assert client.era == "session"
-        assert (client.stateless, client.modern) == (False, False)
+    async with InMemoryClient(server, mode="session") as client:
+        assert (client.mode, client.era, client.stateless) == ("session", "session", False)
     async with InMemoryClient(server, roots=[Root("file:///tmp")]) as client:
-        assert client.era == "stateless"
-        assert (client.stateless, client.modern) == (True, True)
-        assert client.modern_capabilities == client.stateless_capabilities == {"roots": {}}
-    with pytest.raises(ValueError, match="mode must be one of auto, session, legacy, 2026-07-28"):
-        InMemoryClient(server, mode="modern")
+        assert (client.era, client.stateless) == ("stateless", True)
+        assert client.stateless_capabilities == {"roots": {}}
+    for gone in ("modern", "legacy"):  # the names before "stateless" and "session" are gone
+        with pytest.raises(ValueError, match="mode must be one of auto, session, 2026-07-28"):
+            InMemoryClient(server, mode=gone)
+    assert not hasattr(client, "modern") and not hasattr(client, "modern_capabilities")
 
 
 async def test_forcing_2026_07_28_asks_no_handshake() -> None:
@@ -66,4 +64,5 @@ async def test_listen_on_a_session_subscribes_and_filters() -> None:
         assert (first.method, first.params) == ("notifications/resources/updated", {"uri": "memo://a"})
         assert second.method == "notifications/tools/list_changed"
         # The block's end unsubscribed: a later update is not sent to this session.
-        assert client.session is not None and not client.session.is_subscribed("memo://a")
+        session = client.transport.session
+        assert session is not None and not session.is_subscribed("memo://a")

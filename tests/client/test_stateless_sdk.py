@@ -76,7 +76,7 @@ async def exercise(client: McpClient) -> None:
 async def test_http_auto_mode_speaks_2026_07_28_to_the_sdk_server(sdk_http: Peer) -> None:
     client = StreamableHttpClient(f"{sdk_http.base}/mcp", **OPTIONS)
     await exercise(client)
-    assert client.session_id is None
+    assert client.transport.session_id is None
 
 
 async def test_http_json_replies_at_2026_07_28(sdk_http_json: Peer) -> None:

@@ -47,7 +47,7 @@ def text(result: Any) -> str:
 
 async def test_auto_mode_speaks_2026_07_28_with_the_typescript_v2_server(ts_stateless: str) -> None:
     async with client_for(ts_stateless) as client:
-        assert (client.era, client.protocol_version, client.session_id) == ("stateless", MODERN, None)
+        assert (client.era, client.protocol_version, client.transport.session_id) == ("stateless", MODERN, None)
         assert client.server_info == {"name": "ts-stateless-peer", "version": "2.4.0"}
         assert {"add", "confirm", "headed"} <= {tool.name for tool in await client.list_tools()}
         added = await client.call_tool("add", {"a": 2, "b": 3})

@@ -46,7 +46,7 @@ async def test_sdk_server_tools_progress_and_logs() -> None:
             ("info", "first", "peer"),
             ("warning", {"n": 2}, "peer"),
         ]
-        process = client.process
+        process = client.transport.process
     assert process is not None and process.returncode is not None  # ended on close
 
 
@@ -133,7 +133,7 @@ async def test_a_missing_working_directory_is_named() -> None:
 async def test_close_kills_a_server_that_ignores_eof_and_sigterm() -> None:
     client = StdioClient(PYTHON, [TOY, "stubborn"], shutdown_timeout=0.2, on_stderr=lambda line: None)
     await client.initialize()
-    process = client.process
+    process = client.transport.process
     assert process is not None
     await client.close()
     assert process.returncode == -9

@@ -96,7 +96,7 @@ async def proxied() -> AsyncIterator[tuple[str, CuttingProxy]]:
 async def test_our_client_completes_a_call_whose_stream_was_cut(proxied: tuple[str, CuttingProxy]) -> None:
     url, proxy = proxied
     progress: list[float] = []
-    async with StreamableHttpClient(url, mode="legacy") as client:  # 2025-11-25: resumable streams
+    async with StreamableHttpClient(url, mode="session") as client:  # 2025-11-25: resumable streams
         assert client.protocol_version == "2025-11-25"
         result = await client.call_tool("steps", on_progress=lambda p, total, message: progress.append(p))
     assert proxy.cuts == 1

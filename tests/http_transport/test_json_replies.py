@@ -517,7 +517,7 @@ async def bound_json(gate: Gate) -> AsyncIterator[McpHttpServer]:
         await http.close(deadline=0.5)
 
 
-@pytest.mark.parametrize("mode", ["legacy", "auto"])
+@pytest.mark.parametrize("mode", ["session", "auto"])
 async def test_our_client_reads_json_and_streamed_replies(bound_json: McpHttpServer, mode: str) -> None:
     types = ContentTypes()
     progress: list[tuple[float, float | None, str | None]] = []
@@ -532,7 +532,7 @@ async def test_our_client_reads_json_and_streamed_replies(bound_json: McpHttpSer
     assert progress == [(1, 2, "half"), (2, 2, "done")]
     calls = [seen for seen in types.seen if seen[0].startswith("tools/call")]
     assert calls == [("tools/call add", "application/json"), ("tools/call chatty", "text/event-stream")]
-    if mode == "legacy":
+    if mode == "session":
         assert types.seen[0] == ("initialize", "application/json")
 
 

@@ -109,7 +109,7 @@ async def test_our_client_completes_a_session_alternating_between_two_processes(
         return {"action": "accept", "content": {"name": "Ada"}}
 
     client = StreamableHttpClient(
-        endpoint(proxy), headers={"connection": "close"}, elicitation_handler=elicit, mode="legacy"
+        endpoint(proxy), headers={"connection": "close"}, elicitation_handler=elicit, mode="session"
     )
     async with client:
         assert {"add", "chatty", "elicit"} <= {tool.name for tool in await client.list_tools()}

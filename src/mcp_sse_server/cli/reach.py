@@ -235,13 +235,10 @@ _CONNECTION_OPTIONS: Final[list[Callable[[Callable[..., Any]], Callable[..., Any
     click.option("--sse", is_flag=True, help="The URL speaks the legacy HTTP+SSE transport (2024-11-05)."),
     click.option(
         "--mode",
-        type=click.Choice(["auto", "session", "2026-07-28", "legacy"]),
+        type=click.Choice(["auto", "session", "2026-07-28"]),
         default="auto",
         show_default=True,
-        help=(
-            "Protocol revisions: try the stateless 2026-07-28 and fall back to a session, or only one "
-            "of them (legacy: the old name of session, kept for one release)."
-        ),
+        help="Protocol revisions: try the stateless 2026-07-28 and fall back to a session, or only one of them.",
     ),
 ]
 

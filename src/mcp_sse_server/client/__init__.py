@@ -1,5 +1,6 @@
-"""Clients: one McpClient interface over in-memory, Streamable HTTP, stdio and legacy SSE transports,
-speaking the stateless revision 2026-07-28 where the server does and the session revisions otherwise.
+"""Clients: one McpClient over the transport it is given (in-memory, Streamable HTTP, stdio, legacy
+SSE, or a ``ClientTransport`` of one's own), speaking the stateless revision 2026-07-28 where the
+server does and the session revisions otherwise.
 
 Each client's module (and so httpx) is imported only when that client is used.
 """
@@ -27,7 +28,9 @@ if TYPE_CHECKING:
         initialize_mcp_server as initialize_mcp_server,
     )
     from .http import StreamableHttpClient as StreamableHttpClient
+    from .http import StreamableHttpClientTransport as StreamableHttpClientTransport
     from .memory import InMemoryClient as InMemoryClient
+    from .memory import InMemoryClientTransport as InMemoryClientTransport
     from .provider import (
         ConfigFileError as ConfigFileError,
     )
@@ -58,6 +61,7 @@ if TYPE_CHECKING:
         SkillVerificationError as SkillVerificationError,
     )
     from .sse import SseClient as SseClient
+    from .sse import SseClientTransport as SseClientTransport
     from .stateless import (
         InputRoundsExceededError as InputRoundsExceededError,
     )
@@ -65,9 +69,11 @@ if TYPE_CHECKING:
         UnsupportedProtocolVersionError as UnsupportedProtocolVersionError,
     )
     from .stdio import StdioClient as StdioClient
+    from .stdio import StdioClientTransport as StdioClientTransport
     from .subscription import Subscription as Subscription
     from .tasks import TaskCancelledError as TaskCancelledError
     from .tasks import TaskHandle as TaskHandle
+    from .transport import ClientTransport as ClientTransport
 
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -1,10 +1,8 @@
-"""What the remote clients share: their error types, the bookkeeping that
-fails an outstanding request with a precise error, and a base class that
-releases the transport when the handshake fails."""
+"""What the client transports' connections share: their error types, and the bookkeeping that
+fails an outstanding request with a precise error (``ClientConnection``)."""
 
 from __future__ import annotations
 
-import contextlib
 from abc import abstractmethod
 from typing import Any
 
@@ -18,9 +16,9 @@ from ..engine.jsonrpc import (
     RequestId,
 )
 from ..engine.transport import Transport
-from .base import McpClient, SessionExpiredError
+from .core import SessionExpiredError
 
-__all__ = ["ClientTransport", "McpConnectionError", "RemoteClient", "SessionExpiredMcpError"]
+__all__ = ["ClientConnection", "McpConnectionError", "SessionExpiredMcpError"]
 
 
 class McpConnectionError(McpError, ConnectionError):
@@ -55,10 +53,10 @@ class _Failure(JsonRpcError):
         return self.error
 
 
-class ClientTransport(Transport):
-    """A client-side transport that remembers which of its requests are unanswered,
-    so a failure (a dead process, a dropped stream) reaches each caller with a
-    message that says what happened instead of a bare "connection closed".
+class ClientConnection(Transport):
+    """One connection a ``ClientTransport`` opened: an engine ``Transport`` that remembers which
+    of its requests are unanswered, so a failure (a dead process, a dropped stream) reaches each
+    caller with a message that says what happened instead of a bare "connection closed".
 
     ``close()`` is idempotent: subclasses say what to release in ``_release``.
     """
@@ -115,16 +113,3 @@ class ClientTransport(Transport):
     @abstractmethod
     async def _release(self) -> None:
         """Stop this transport's tasks and free what it holds; runs once, from the first ``close()``."""
-
-
-class RemoteClient(McpClient):
-    """An McpClient whose transport holds OS resources (sockets, a process):
-    a failed handshake releases them, so ``async with`` never leaks on error."""
-
-    async def _handshake(self) -> dict[str, Any]:
-        try:
-            return await super()._handshake()
-        except BaseException:
-            with contextlib.suppress(Exception):
-                await self.close()
-            raise

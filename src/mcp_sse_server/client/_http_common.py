@@ -1,4 +1,4 @@
-"""What the two HTTP client transports (Streamable HTTP and the legacy
+"""What the connections of the two HTTP client transports (Streamable HTTP and the legacy
 HTTP+SSE) share: their options, the URL check, the httpx client they may own,
 the same-origin rule for redirects, and the one-line texts their errors are made of."""
 
@@ -12,12 +12,12 @@ from typing import Final
 
 import httpx
 
-from ._common import ClientTransport, McpConnectionError
+from ._common import ClientConnection, McpConnectionError
 
 __all__ = [
     "EVENT_STREAM",
     "MAX_REDIRECTS",
-    "HttpClientTransport",
+    "HttpConnection",
     "HttpOptions",
     "first_line",
     "http_url",
@@ -94,13 +94,14 @@ def reason(error: BaseException) -> str:
     return first_line(str(error)) or type(error).__name__
 
 
-class HttpClientTransport(ClientTransport):
-    """A client transport over httpx: ``headers`` go on every request, and the
+class HttpConnection(ClientConnection):
+    """A client connection over httpx: ``headers`` go on every request, and the
     ``httpx.AsyncClient`` is created (and closed by ``close()``) unless ``options`` gives one."""
 
     def __init__(self, headers: Mapping[str, str] | None, options: HttpOptions) -> None:
         super().__init__()
         self.headers = dict(headers or {})
+        self.options = options
         self.connect_timeout = connect = options.connect_timeout
         self.post_timeout = post = options.post_timeout
         self._owns_client = options.http_client is None

@@ -1,4 +1,5 @@
-"""StreamableHttpClient: MCP over Streamable HTTP (revisions 2025-03-26 to 2026-07-28).
+"""The Streamable HTTP transport (revisions 2025-03-26 to 2026-07-28): ``StreamableHttpClientTransport``
+opens a ``StreamableHttpConnection``; ``StreamableHttpClient`` is an McpClient over it.
 
 The stateless revision (2026-07-28), which the client probes for first (see
 ``McpClient``'s ``mode``): every request is a POST of its own with
@@ -40,9 +41,12 @@ server that cannot be reached at all fails the probe. The era found is remembere
 origin and path for this process (``client/era_memo.py``).
 
 A URL that answers the ``initialize`` POST with 400, 404 or 405 but opens an
-event stream on GET is a legacy HTTP+SSE (2024-11-05) endpoint: the client
-falls back to that transport (``SseClientTransport``), as the 2025-11-25
-transport specification says, unless ``fallback_to_sse=False``.
+event stream on GET is a legacy HTTP+SSE (2024-11-05) endpoint: the connection
+falls back to that transport, as the 2025-11-25 transport specification says,
+unless ``fallback_to_sse=False``: it opens an ``SseConnection``, sends the
+``initialize`` there, and carries every later message over it (``legacy``). A
+fallback that fails fails the ``initialize`` with ``LegacySseEndpointError``
+saying why. Later connections of the same transport go straight to HTTP+SSE.
 
 Redirects: a 307 or 308 answer is followed with the same method, body and
 headers (at most ``MAX_REDIRECTS``, 5, in a row), to the same scheme, host and
@@ -62,7 +66,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -82,11 +86,11 @@ from ..engine.jsonrpc import (
     message_from_dict,
     parse_message,
 )
-from ..engine.transport import Transport
-from ._common import McpConnectionError, RemoteClient, SessionExpiredMcpError
+from ..engine.transport import Reply, Transport
+from ._common import McpConnectionError, SessionExpiredMcpError
 from ._http_common import (
     EVENT_STREAM,
-    HttpClientTransport,
+    HttpConnection,
     HttpOptions,
     first_line,
     http_url,
@@ -95,12 +99,19 @@ from ._http_common import (
     redirect_error,
 )
 from ._sse import SseParser
-from .base import MODE_SESSION
-from .era_memo import Identity, http_identity
-from .sse import SseClientTransport
+from .base import McpClient
+from .era_memo import http_identity
+from .sse import SseConnection
 from .stateless import PROTOCOL_VERSION_KEY, StreamLostError, param_headers, routing_headers
+from .transport import ClientTransport, ToolSchema
 
-__all__ = ["LegacySseEndpointError", "StreamableHttpClient", "StreamableHttpOptions", "StreamableHttpTransport"]
+__all__ = [
+    "LegacySseEndpointError",
+    "StreamableHttpClient",
+    "StreamableHttpClientTransport",
+    "StreamableHttpConnection",
+    "StreamableHttpOptions",
+]
 
 logger = logging.getLogger("mcp_sse_server.client")
 
@@ -113,7 +124,7 @@ _LEGACY_STATUSES: Final = frozenset({400, 404, 405})
 class LegacySseEndpointError(McpError):
     """The URL is a legacy HTTP+SSE endpoint (protocol 2024-11-05), not Streamable HTTP.
 
-    ``StreamableHttpClient`` falls back to that transport on it; it reaches the
+    The Streamable HTTP transport falls back to that transport on it; it reaches the
     caller when the fallback is off or fails. ``data`` is ``{"status": <the
     initialize POST's status>, "transport": "sse"}``.
     """
@@ -186,22 +197,30 @@ class StreamableHttpOptions(HttpOptions):
             raise ValueError("reconnect_delay must be positive and max_reconnect_attempts not negative")
 
 
-class StreamableHttpTransport(HttpClientTransport):
-    """The client side of one Streamable HTTP connection (used by StreamableHttpClient).
+class StreamableHttpConnection(HttpConnection):
+    """The client side of one Streamable HTTP connection (what ``StreamableHttpClientTransport`` opens).
 
     ``session_id`` and ``protocol_version`` are learnt from the initialize
     exchange; ``expired`` is set when the server answers 404 for the session
     and cleared by the next successful initialize. ``url`` is the endpoint:
-    the one given, or where a same-origin 307/308 led.
+    the one given, or where a same-origin 307/308 led. ``legacy`` is the
+    HTTP+SSE connection it fell back to (``fallback_to_sse``), None until then.
     """
 
     def __init__(
-        self, url: str, headers: Mapping[str, str] | None = None, options: StreamableHttpOptions | None = None
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        options: StreamableHttpOptions | None = None,
+        *,
+        fallback_to_sse: bool = False,
     ) -> None:
         http_url(url)  # ValueError unless an http(s) URL, before anything is opened
         options = options or StreamableHttpOptions()
         super().__init__(headers, options)
         self.url = url
+        self.fallback_to_sse = fallback_to_sse
+        self.legacy: SseConnection | None = None
         self.session_id: str | None = None
         self.protocol_version: str | None = None
         self.expired = False
@@ -213,7 +232,7 @@ class StreamableHttpTransport(HttpClientTransport):
         # The last ``retry`` any stream of this connection sent, for streams that send none.
         self.retry: int | None = None
         # A tool's inputSchema by name, for the Mcp-Param-* headers of the stateless revision.
-        self.tool_schema: Callable[[str], dict[str, Any] | None] | None = None
+        self.tool_schema: ToolSchema | None = None
         self._stateless_requests: set[RequestId] = set()
 
     # --- headers and errors ---------------------------------------------------------
@@ -328,6 +347,9 @@ class StreamableHttpTransport(HttpClientTransport):
     async def send(self, message: JsonRpcMessage, related_request_id: RequestId | None = None) -> None:
         if self._closed:
             raise McpConnectionError(f"The connection to MCP server at {self.url} is closed")
+        if self.legacy is not None:
+            await self.legacy.send(message, related_request_id)
+            return
         if isinstance(message, JsonRpcRequest) and message.method == "initialize":
             self._forget_session()  # an initialize always opens a new session
         elif self.expired:
@@ -409,6 +431,12 @@ class StreamableHttpTransport(HttpClientTransport):
                 "POST", self._headers(_POST_ACCEPT, body=True, request=request), content=encode_message(request)
             ) as response:
                 await self._read_post_response(request, response, stream, session)
+        except LegacySseEndpointError as found:
+            if self.fallback_to_sse:
+                await self._fall_back(request, found.status)
+            else:
+                self._fail(request.id, found)
+            return
         except McpError as error:
             self._fail(request.id, error)
             return
@@ -540,6 +568,25 @@ class StreamableHttpTransport(HttpClientTransport):
                 self._fail(request.id, error)
                 return
 
+    async def _fall_back(self, initialize: JsonRpcRequest, status: int) -> None:
+        """Speak the legacy HTTP+SSE transport from now on, starting with ``initialize``."""
+        logger.info("MCP server at %s speaks the legacy HTTP+SSE transport; falling back to it", self.url)
+        legacy = SseConnection(self.url, self.headers, self.options)
+        legacy.attach(_Relay(self))
+        try:
+            await legacy.start()
+            self.legacy = legacy
+            await legacy.send(initialize)
+        except BaseException as error:
+            self.legacy = None
+            await legacy.close()
+            if not isinstance(error, Exception):
+                raise
+            detail = error.message if isinstance(error, McpError) else str(error) or type(error).__name__
+            self._fail(initialize.id, LegacySseEndpointError(self.url, status, detail))
+            return
+        self._untrack(initialize)  # its answer comes over the legacy stream, through _Relay
+
     # --- the standalone GET stream ---------------------------------------------------
 
     def _start_listener(self) -> None:
@@ -608,6 +655,8 @@ class StreamableHttpTransport(HttpClientTransport):
             except (httpx.HTTPError, McpError) as error:
                 logger.debug("DELETE of the session at %s failed: %s", self.url, reason(error))
             self.session_id = None
+        if self.legacy is not None:
+            await self.legacy.close()
         await super()._release()
 
     def _deliver(self, message: JsonRpcMessage) -> None:
@@ -619,20 +668,129 @@ class StreamableHttpTransport(HttpClientTransport):
         super()._deliver(message)
 
 
-class StreamableHttpClient(RemoteClient):
-    """An MCP client over Streamable HTTP.
+class _Relay:
+    """The dispatcher of the HTTP+SSE connection a Streamable HTTP connection fell back to: what
+    it receives, and its end, go on through the Streamable HTTP connection to the client."""
 
-    ``headers`` go on every request. ``auth`` authenticates them: an
-    ``httpx.Auth``, such as ``client.oauth.OAuth()`` for a server behind OAuth.
-    ``http_client`` lets you bring a configured ``httpx.AsyncClient`` (TLS,
-    proxies); it is then yours to close. Reconnection of dropped streams waits the server's ``retry``
-    (else ``reconnect_delay`` seconds), doubling up to ``max_reconnect_delay``
-    after reconnects that brought nothing new, at most ``max_reconnect_attempts``
-    such times in a row. With ``fallback_to_sse`` (the default) a legacy
-    HTTP+SSE endpoint is spoken to with that transport (``legacy`` is then
-    True and ``transport`` None); otherwise it raises ``LegacySseEndpointError``.
-    Other keyword options are McpClient's.
+    def __init__(self, outer: StreamableHttpConnection) -> None:
+        self.outer = outer
+
+    def on_message(self, message: JsonRpcMessage) -> None:
+        self.outer._deliver(message)
+
+    async def dispatch(self, request: JsonRpcRequest) -> Reply | None:
+        self.outer._deliver(request)  # an SSE stream delivers everything through on_message
+        return None
+
+    def on_close(self) -> None:
+        if self.outer.legacy is not None and not self.outer._closed:  # the server ended the stream
+            self.outer._finish()
+
+
+class StreamableHttpClientTransport(ClientTransport):
+    """A client's way to a server over Streamable HTTP at ``url``.
+
+    ``headers`` go on every request. ``auth`` authenticates them: an ``httpx.Auth``, such as
+    ``client.oauth.OAuth()`` for a server behind OAuth. ``http_client`` lets you bring a
+    configured ``httpx.AsyncClient`` (TLS, proxies); it is then yours to close. Reconnection of
+    dropped streams waits the server's ``retry`` (else ``reconnect_delay`` seconds), doubling up
+    to ``max_reconnect_delay`` after reconnects that brought nothing new, at most
+    ``max_reconnect_attempts`` such times in a row. With ``fallback_to_sse`` (the default) a
+    legacy HTTP+SSE endpoint is spoken to with that transport (``legacy`` is then True);
+    otherwise initializing raises ``LegacySseEndpointError``. ``connection`` is the connection
+    opened last, ``session_id`` its session.
     """
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        auth: httpx.Auth | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        connect_timeout: float = 10.0,
+        post_timeout: float = 30.0,
+        reconnect_delay: float = 1.0,
+        max_reconnect_delay: float = 30.0,
+        max_reconnect_attempts: int = 5,
+        fallback_to_sse: bool = True,
+    ) -> None:
+        httpx.URL(url)  # a malformed URL fails here, not at the first call
+        self.url = url
+        self.headers = dict(headers or {})
+        self.fallback_to_sse = fallback_to_sse
+        self.options = StreamableHttpOptions(
+            http_client=http_client,
+            connect_timeout=connect_timeout,
+            post_timeout=post_timeout,
+            reconnect_delay=reconnect_delay,
+            max_reconnect_delay=max_reconnect_delay,
+            max_reconnect_attempts=max_reconnect_attempts,
+            auth=auth,
+        )
+        self.identity = http_identity(url)
+        self.connection: StreamableHttpConnection | SseConnection | None = None
+
+    @property
+    def legacy(self) -> bool:
+        """True once the URL turned out to be a legacy HTTP+SSE endpoint."""
+        connection = self.connection
+        return isinstance(connection, SseConnection) or (
+            isinstance(connection, StreamableHttpConnection) and connection.legacy is not None
+        )
+
+    @property
+    def session_id(self) -> str | None:
+        """The session id the server gave the connection opened last (None without one)."""
+        return self.connection.session_id if isinstance(self.connection, StreamableHttpConnection) else None
+
+    @property
+    def can_be_stateless(self) -> bool:
+        return not self.legacy  # HTTP+SSE (2024-11-05) predates the stateless revision
+
+    @property
+    def holds_session(self) -> bool:
+        return self.legacy or self.session_id is not None
+
+    async def connect(self) -> Transport:
+        if self.legacy:
+            legacy = SseConnection(self.url, self.headers, self.options)
+            await legacy.start()
+            self.connection = legacy
+            return legacy
+        connection = StreamableHttpConnection(
+            self.url, self.headers, self.options, fallback_to_sse=self.fallback_to_sse
+        )
+        connection.tool_schema = self.tool_schema
+        self.connection = connection
+        return connection
+
+    def sibling(self) -> StreamableHttpClientTransport:
+        """This URL, headers, auth and HTTP options, without the fallback to HTTP+SSE."""
+        options = self.options
+        return StreamableHttpClientTransport(
+            self.url,
+            self.headers,
+            auth=options.auth,
+            http_client=options.http_client,
+            connect_timeout=options.connect_timeout,
+            post_timeout=options.post_timeout,
+            reconnect_delay=options.reconnect_delay,
+            max_reconnect_delay=options.max_reconnect_delay,
+            max_reconnect_attempts=options.max_reconnect_attempts,
+            fallback_to_sse=False,
+        )
+
+
+class StreamableHttpClient(McpClient):
+    """``McpClient(StreamableHttpClientTransport(url, headers, ...), **options)``: an MCP client
+    over Streamable HTTP. The transport's options are ``auth``, ``http_client``,
+    ``connect_timeout``, ``post_timeout``, ``reconnect_delay``, ``max_reconnect_delay``,
+    ``max_reconnect_attempts`` and ``fallback_to_sse`` (``StreamableHttpClientTransport`` says
+    what each does); other keyword options are McpClient's.
+    """
+
+    transport: StreamableHttpClientTransport
 
     def __init__(
         self,
@@ -649,86 +807,16 @@ class StreamableHttpClient(RemoteClient):
         fallback_to_sse: bool = True,
         **options: Any,
     ) -> None:
-        super().__init__(**options)
-        self.url = url
-        self.headers = dict(headers or {})
-        self.fallback_to_sse = fallback_to_sse
-        self.legacy = False  # True once the URL turned out to be a legacy HTTP+SSE endpoint
-        self._transport_options = StreamableHttpOptions(
+        transport = StreamableHttpClientTransport(
+            url,
+            headers,
+            auth=auth,
             http_client=http_client,
             connect_timeout=connect_timeout,
             post_timeout=post_timeout,
             reconnect_delay=reconnect_delay,
             max_reconnect_delay=max_reconnect_delay,
             max_reconnect_attempts=max_reconnect_attempts,
-            auth=auth,
+            fallback_to_sse=fallback_to_sse,
         )
-        httpx.URL(url)  # a malformed URL fails here, not at the first call
-        self.transport: StreamableHttpTransport | None = None
-        self.legacy_transport: SseClientTransport | None = None
-        self._reinitializing = asyncio.Lock()
-
-    @property
-    def session_id(self) -> str | None:
-        return self.transport.session_id if self.transport is not None else None
-
-    async def _open(self) -> Transport:
-        if self.legacy:
-            legacy = SseClientTransport(self.url, self.headers, self._transport_options)
-            await legacy.start()
-            self.legacy_transport = legacy
-            return legacy
-        self.transport = StreamableHttpTransport(self.url, self.headers, self._transport_options)
-        self.transport.tool_schema = self.tool_schema
-        return self.transport
-
-    def _may_probe(self) -> bool:
-        return not self.legacy and super()._may_probe()
-
-    def _era_identity(self) -> Identity:
-        return http_identity(self.url)
-
-    def _holds_session(self) -> bool:
-        return self.session_id is not None
-
-    def _session_client(self) -> StreamableHttpClient:
-        """The session fallback's client: this URL, headers, auth and HTTP options, in session mode."""
-        options = self._transport_options
-        return StreamableHttpClient(
-            self.url,
-            self.headers,
-            auth=options.auth,
-            http_client=options.http_client,
-            connect_timeout=options.connect_timeout,
-            post_timeout=options.post_timeout,
-            reconnect_delay=options.reconnect_delay,
-            max_reconnect_delay=options.max_reconnect_delay,
-            max_reconnect_attempts=options.max_reconnect_attempts,
-            fallback_to_sse=False,
-            mode=MODE_SESSION,
-            **self._handler_options(),
-        )
-
-    async def _handshake(self) -> dict[str, Any]:
-        try:
-            return await super()._handshake()
-        except LegacySseEndpointError as legacy:
-            if not self.fallback_to_sse:
-                raise
-            status = legacy.status
-        # RemoteClient closed the Streamable HTTP transport; open the legacy one.
-        logger.info("MCP server at %s speaks the legacy HTTP+SSE transport; falling back to it", self.url)
-        self.legacy, self.transport = True, None
-        try:
-            return await super()._handshake()
-        except Exception as error:
-            self.legacy = False
-            detail = error.message if isinstance(error, McpError) else str(error) or type(error).__name__
-            raise LegacySseEndpointError(self.url, status, detail) from error
-
-    async def _reinitialize(self) -> None:
-        # Concurrent calls that all met the 404 share one new session.
-        async with self._reinitializing:
-            if self.transport is not None and not self.transport.expired and self.transport.session_id is not None:
-                return
-            await self._handshake()
+        super().__init__(transport, **options)

@@ -1,5 +1,5 @@
-"""SseClient: the legacy HTTP+SSE transport (revision 2024-11-05), for servers
-that still speak it.
+"""The legacy HTTP+SSE transport (revision 2024-11-05), for servers that still speak it
+(``SseClientTransport``; ``SseClient`` is an McpClient over it).
 
 The client GETs an event stream; the server's first event, ``endpoint``,
 names the URL to POST messages to (resolved against the stream URL and
@@ -34,10 +34,10 @@ from ..engine.jsonrpc import (
     parse_message,
 )
 from ..engine.transport import Transport
-from ._common import McpConnectionError, RemoteClient
+from ._common import McpConnectionError
 from ._http_common import (
     EVENT_STREAM,
-    HttpClientTransport,
+    HttpConnection,
     HttpOptions,
     first_line,
     http_url,
@@ -47,15 +47,18 @@ from ._http_common import (
     redirect_error,
 )
 from ._sse import SseParser
-from .base import MODE_AUTO, MODE_SESSION
+from .base import McpClient
+from .core import MODE_AUTO, MODE_SESSION
+from .transport import ClientTransport
 
-__all__ = ["SseClient", "SseClientTransport"]
+__all__ = ["SseClient", "SseClientTransport", "SseConnection"]
 
 logger = logging.getLogger("mcp_sse_server.client")
 
 
-class SseClientTransport(HttpClientTransport):
-    """The client side of one legacy HTTP+SSE session (used by SseClient)."""
+class SseConnection(HttpConnection):
+    """The client side of one legacy HTTP+SSE session (what ``SseClientTransport`` opens, and
+    what ``StreamableHttpClientTransport`` falls back to)."""
 
     def __init__(self, url: str, headers: Mapping[str, str] | None = None, options: HttpOptions | None = None) -> None:
         parsed = http_url(url)
@@ -184,12 +187,51 @@ class SseClientTransport(HttpClientTransport):
         await super()._release()
 
 
-class SseClient(RemoteClient):
-    """An MCP client for servers on the legacy HTTP+SSE transport (2024-11-05).
+class SseClientTransport(ClientTransport):
+    """A client's way to a server on the legacy HTTP+SSE transport (2024-11-05) at ``url``.
 
     ``headers`` go on the stream and on every POST; ``auth`` (an ``httpx.Auth``, such as
-    ``client.oauth.OAuth()``) authenticates them. Other keyword options are McpClient's.
+    ``client.oauth.OAuth()``) authenticates them; ``http_client`` is an ``httpx.AsyncClient`` of
+    your own (then yours to close); the timeouts are in seconds. ``connection`` is the one
+    opened last.
     """
+
+    def __init__(
+        self,
+        url: str,
+        headers: Mapping[str, str] | None = None,
+        *,
+        auth: httpx.Auth | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        connect_timeout: float = 10.0,
+        post_timeout: float = 30.0,
+    ) -> None:
+        httpx.URL(url)  # a malformed URL fails here, not at the first call
+        self.url = url
+        self.headers = dict(headers or {})
+        self.options = HttpOptions(
+            http_client=http_client, connect_timeout=connect_timeout, post_timeout=post_timeout, auth=auth
+        )
+        self.connection: SseConnection | None = None
+
+    @property
+    def can_be_stateless(self) -> bool:
+        return False  # HTTP+SSE (2024-11-05) predates the stateless revision
+
+    async def connect(self) -> Transport:
+        connection = SseConnection(self.url, self.headers, self.options)
+        await connection.start()
+        self.connection = connection
+        return connection
+
+
+class SseClient(McpClient):
+    """``McpClient(SseClientTransport(url, headers, ...), **options)``: an MCP client for servers
+    on the legacy HTTP+SSE transport (2024-11-05), which speak the session revisions only. The
+    transport's options are ``auth``, ``http_client``, ``connect_timeout`` and ``post_timeout``;
+    other keyword options are McpClient's."""
+
+    transport: SseClientTransport
 
     def __init__(
         self,
@@ -202,22 +244,9 @@ class SseClient(RemoteClient):
         post_timeout: float = 30.0,
         **options: Any,
     ) -> None:
-        super().__init__(**options)
+        transport = SseClientTransport(
+            url, headers, auth=auth, http_client=http_client, connect_timeout=connect_timeout, post_timeout=post_timeout
+        )
+        super().__init__(transport, **options)
         if self.mode not in (MODE_AUTO, MODE_SESSION):
             raise ValueError("the legacy HTTP+SSE transport only speaks the session revisions")
-        httpx.URL(url)
-        self.url = url
-        self.headers = dict(headers or {})
-        self._transport_options = HttpOptions(
-            http_client=http_client, connect_timeout=connect_timeout, post_timeout=post_timeout, auth=auth
-        )
-        self.transport: SseClientTransport | None = None
-
-    async def _open(self) -> Transport:
-        transport = SseClientTransport(self.url, self.headers, self._transport_options)
-        await transport.start()
-        self.transport = transport
-        return transport
-
-    def _may_probe(self) -> bool:
-        return False  # HTTP+SSE (2024-11-05) predates the stateless revision

@@ -1,5 +1,6 @@
-"""StdioClient: run an MCP server as a child process and talk to it over its
-stdin and stdout, one JSON-RPC message per line.
+"""The stdio transport: run an MCP server as a child process and talk to it over its
+stdin and stdout, one JSON-RPC message per line (``StdioClientTransport``; ``StdioClient``
+is an McpClient over it).
 
 The child's stderr is passed through line by line (to our stderr, or to
 ``on_stderr``). A child that exits while calls are pending fails them with an
@@ -38,13 +39,14 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Literal
 
 from ..engine.jsonrpc import JsonRpcMessage, McpError, RequestId, encode_message, parse_message
-from ..engine.protocol import Connection
 from ..engine.transport import Transport
-from ._common import ClientTransport, McpConnectionError, RemoteClient
-from .base import MODE_AUTO
-from .era_memo import Identity, stdio_identity
+from ._common import ClientConnection, McpConnectionError
+from .base import McpClient
+from .core import MODE_AUTO
+from .era_memo import stdio_identity
+from .transport import ClientTransport, ProbeAnswer
 
-__all__ = ["PROBE_NUDGE", "STRAY_GRACE", "StdioClient", "StdioClientTransport", "probe_recovery"]
+__all__ = ["PROBE_NUDGE", "STRAY_GRACE", "StdioClient", "StdioClientTransport", "StdioConnection", "probe_recovery"]
 
 logger = logging.getLogger("mcp_sse_server.client")
 
@@ -87,8 +89,8 @@ def _describe_exit(code: int | None) -> str:
     return f"exited with code {code}"
 
 
-class StdioClientTransport(ClientTransport):
-    """One child process speaking newline-delimited JSON-RPC (used by StdioClient)."""
+class StdioConnection(ClientConnection):
+    """One child process speaking newline-delimited JSON-RPC (what ``StdioClientTransport`` opens)."""
 
     def __init__(
         self,
@@ -305,15 +307,135 @@ class StdioClientTransport(ClientTransport):
             await asyncio.gather(*pending, return_exceptions=True)
 
 
-class StdioClient(RemoteClient):
-    """An MCP client for a server that runs as a child process over stdio.
+class StdioClientTransport(ClientTransport):
+    """A client's way to a server it runs as a child process: ``command`` with ``args``.
 
-    ``env`` is added to this process's environment (or replaces it with
-    ``inherit_env=False``). ``on_stderr(line)`` receives the server's stderr
-    lines; without it they go to our stderr. Other keyword options are
-    McpClient's. ``starts`` counts the processes this client started (a server that the
-    probe broke is started twice; see the module).
+    ``env`` is added to this process's environment (or replaces it with ``inherit_env=False``);
+    ``cwd`` is the child's working directory. ``on_stderr(line)`` receives the server's stderr
+    lines; without it they go to our stderr. ``close()`` closes the child's stdin, waits
+    ``shutdown_timeout`` seconds, then terminates and finally kills it. ``starts`` counts the
+    processes started (a server that the probe broke is started twice; see the module),
+    ``connection`` is the one opened last and ``process`` its child.
     """
+
+    def __init__(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        inherit_env: bool = True,
+        on_stderr: Callable[[str], Any] | None = None,
+        shutdown_timeout: float = 2.0,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    ) -> None:
+        if not command:
+            raise ValueError("command must be a non-empty string")
+        self.command = command
+        self.args = list(args)
+        self.env = dict(env or {})
+        self.cwd = cwd
+        self.inherit_env = inherit_env
+        self.on_stderr = on_stderr
+        self.shutdown_timeout = shutdown_timeout
+        self.max_line_bytes = max_line_bytes
+        self.identity = stdio_identity(command, self.args, cwd, self.env)
+        self.connection: StdioConnection | None = None
+        self.starts = 0
+
+    @property
+    def process(self) -> asyncio.subprocess.Process | None:
+        """The child process of the connection opened last (None before the first)."""
+        return self.connection.process if self.connection is not None else None
+
+    async def connect(self) -> Transport:
+        connection = StdioConnection(
+            self.command,
+            self.args,
+            env=self.env,
+            inherit_env=self.inherit_env,
+            cwd=self.cwd,
+            on_stderr=self.on_stderr,
+            shutdown_timeout=self.shutdown_timeout,
+            max_line_bytes=self.max_line_bytes,
+        )
+        await connection.start()
+        self.starts += 1
+        self.connection = connection
+        return connection
+
+    async def probe(self, ask: ProbeAnswer, *, mode: str, timeout: float) -> dict[str, Any] | None:
+        """The probe, which also fails when the server prints a line that is not JSON-RPC and
+        sends no answer within ``STRAY_GRACE`` seconds after it; a server it broke is ended (None)
+        or reported, as ``probe_recovery`` says."""
+        connection = self.connection
+        if connection is None:
+            return await ask()
+        stray = connection.watch_stray()
+        connection.hold_stderr()  # what a server the probe breaks says about it is not shown
+        probe = asyncio.ensure_future(ask())
+        try:
+            either: list[asyncio.Future[Any]] = [probe, stray]
+            done, _ = await asyncio.wait(either, timeout=PROBE_NUDGE, return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                await connection.nudge()
+                await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+            if not probe.done():
+                await asyncio.wait({probe}, timeout=STRAY_GRACE)
+            if probe.done():
+                failure = probe.exception()
+                if not isinstance(failure, TimeoutError | ConnectionError):
+                    connection.release_stderr()  # an answer: the server is well
+                    return probe.result()
+            else:
+                line = stray.result().decode("utf-8", "replace")
+                failure = _StrayProbeOutput(
+                    f"MCP server {connection.display} answered server/discover with a line that is not JSON-RPC: "
+                    f"{line:.120}"
+                )
+        except asyncio.CancelledError:
+            connection.release_stderr()
+            raise
+        finally:
+            connection.unwatch_stray()
+            if not probe.done():
+                probe.cancel()
+            await asyncio.gather(probe, return_exceptions=True)
+        assert isinstance(failure, Exception)
+        return await self._broken_by_probe(connection, failure, mode, timeout)
+
+    async def _broken_by_probe(
+        self, connection: StdioConnection, failure: Exception, mode: str, timeout: float
+    ) -> dict[str, Any] | None:
+        """The probe failed by timeout or connection error: end the server and say so (None), or
+        raise what a forced ``mode`` reports."""
+        action = probe_recovery(mode, failure)
+        if action != "restart":
+            connection.release_stderr()
+        if isinstance(failure, McpError):
+            what = f"{failure.message} when asked server/discover"
+        else:
+            what = f"MCP server {connection.display} sent no answer to server/discover within {timeout:g} s"
+        if action == "refuse":
+            raise McpConnectionError(
+                f"{what}: it does not speak {mode} (mode 'auto' would start it again and use initialize)"
+            ) from failure
+        logger.info("%s; starting it again to speak initialize", what)
+        await connection.close()  # ends the process (reaping it) and its readers
+        said = connection.discard_stderr()
+        if said:
+            logger.debug("what it wrote on stderr (not shown): %s", "\n".join(said))
+        return None
+
+
+class StdioClient(McpClient):
+    """``McpClient(StdioClientTransport(command, args, env, cwd, ...), **options)``: an MCP
+    client for a server that runs as a child process over stdio. The transport's options are
+    ``inherit_env``, ``on_stderr``, ``shutdown_timeout`` and ``max_line_bytes``; other keyword
+    options are McpClient's."""
+
+    transport: StdioClientTransport
 
     def __init__(
         self,
@@ -328,93 +450,14 @@ class StdioClient(RemoteClient):
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         **options: Any,
     ) -> None:
-        super().__init__(**options)
-        if not command:
-            raise ValueError("command must be a non-empty string")
-        self.command = command
-        self.args = list(args)
-        self.env = dict(env or {})
-        self.cwd = cwd
-        self._transport_options: dict[str, Any] = {
-            "inherit_env": inherit_env,
-            "on_stderr": on_stderr,
-            "shutdown_timeout": shutdown_timeout,
-            "max_line_bytes": max_line_bytes,
-        }
-        self.transport: StdioClientTransport | None = None
-        self.starts = 0
-
-    async def _open(self) -> Transport:
-        transport = StdioClientTransport(self.command, self.args, env=self.env, cwd=self.cwd, **self._transport_options)
-        await transport.start()
-        self.starts += 1
-        self.transport = transport
-        return transport
-
-    def _era_identity(self) -> Identity:
-        return stdio_identity(self.command, self.args, self.cwd, self.env)
-
-    async def _send_probe(self, params: dict[str, Any]) -> dict[str, Any]:
-        """The probe, which also fails when the server prints a line that is not JSON-RPC and
-        sends no answer within ``STRAY_GRACE`` seconds after it."""
-        transport = self.transport
-        if transport is None:
-            return await super()._send_probe(params)
-        stray = transport.watch_stray()
-        transport.hold_stderr()  # what a server the probe breaks says about it is not shown
-        probe = asyncio.ensure_future(super()._send_probe(params))
-        try:
-            either: list[asyncio.Future[Any]] = [probe, stray]
-            done, _ = await asyncio.wait(either, timeout=PROBE_NUDGE, return_when=asyncio.FIRST_COMPLETED)
-            if not done:
-                await transport.nudge()
-                await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
-            if not probe.done():
-                await asyncio.wait({probe}, timeout=STRAY_GRACE)
-            if probe.done():
-                if not isinstance(probe.exception(), TimeoutError | ConnectionError):
-                    transport.release_stderr()  # an answer: the server is well (else _recover_from_probe decides)
-                return probe.result()
-            line = stray.result().decode("utf-8", "replace")
-            raise _StrayProbeOutput(
-                f"MCP server {transport.display} answered server/discover with a line that is not JSON-RPC: {line:.120}"
-            )
-        except asyncio.CancelledError:
-            transport.release_stderr()
-            raise
-        finally:
-            transport.unwatch_stray()
-            if not probe.done():
-                probe.cancel()
-            await asyncio.gather(probe, return_exceptions=True)
-
-    async def _recover_from_probe(self, failure: Exception) -> bool:
-        action = probe_recovery(self.mode, failure)
-        if self.transport is None:
-            return False
-        if action != "restart":
-            self.transport.release_stderr()
-        if action is None:
-            return False
-        display = self.transport.display
-        if isinstance(failure, McpError):
-            what = f"{failure.message} when asked server/discover"
-        else:
-            what = f"MCP server {display} sent no answer to server/discover within {self.probe_timeout:g} s"
-        if action == "refuse":
-            raise McpConnectionError(
-                f"{what}: it does not speak {self.mode} (mode 'auto' would start it again and use initialize)"
-            ) from failure
-        logger.info("%s; starting it again to speak initialize", what)
-        await self.transport.close()  # ends the process (reaping it) and its readers
-        said = self.transport.discard_stderr()
-        if said:
-            logger.debug("what it wrote on stderr (not shown): %s", "\n".join(said))
-        if self.connection is not None:
-            await self.connection.close()
-        self.connection = Connection(await self._open(), self)
-        return True
-
-    @property
-    def process(self) -> asyncio.subprocess.Process | None:
-        return self.transport.process if self.transport is not None else None
+        transport = StdioClientTransport(
+            command,
+            args,
+            env,
+            cwd,
+            inherit_env=inherit_env,
+            on_stderr=on_stderr,
+            shutdown_timeout=shutdown_timeout,
+            max_line_bytes=max_line_bytes,
+        )
+        super().__init__(transport, **options)

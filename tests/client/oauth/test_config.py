@@ -78,6 +78,6 @@ def test_the_settings_each_key_becomes(tmp_path: Path) -> None:
 
 def test_a_client_made_from_an_entry_with_auth_runs_oauth() -> None:
     client = create_client({"url": "https://mcp.example/mcp", "auth": "oauth"})
-    assert isinstance(client._transport_options.auth, OAuth)  # type: ignore[attr-defined]
+    assert isinstance(client.transport.options.auth, OAuth)  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match=r"auth\.client_secret_env: the environment variable"):
         create_client({"name": "x", "url": "https://mcp.example/mcp", "auth": {"client_secret_env": "MCP_TEST_NONE"}})
