@@ -15,7 +15,10 @@ Modules, lowest first:
 * ``user_agent.py``: how the user authorizes (a browser and a loopback redirect, or a
   callback; a headless one for tests).
 * ``assertions.py``: client assertions (``private_key_jwt``) and DPoP proofs.
-* ``flow.py``: ``OAuth``, the ``httpx.Auth`` that runs it all, and its ``OAuthSettings``.
+* ``grants.py``: the ``OAuthSettings``, and how tokens are got (the grants, the token
+  endpoint, refreshing, the client's identity).
+* ``flow.py``: ``OAuth``, the ``httpx.Auth`` that runs it all: when to discover, to get a
+  token, to ask for more scope.
 """
 
 from typing import TYPE_CHECKING
@@ -24,9 +27,9 @@ from ...engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .errors import OAuthError as OAuthError
-    from .flow import EnterpriseIdentity as EnterpriseIdentity
     from .flow import OAuth as OAuth
-    from .flow import OAuthSettings as OAuthSettings
+    from .grants import EnterpriseIdentity as EnterpriseIdentity
+    from .grants import OAuthSettings as OAuthSettings
     from .storage import (
         ClientRegistration as ClientRegistration,
     )
