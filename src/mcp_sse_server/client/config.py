@@ -231,11 +231,12 @@ class ServerConfig:
     def describe(self) -> str:
         """A short human description, e.g. ``stdio: npx -y server`` (no headers or env: they may hold secrets)."""
         kind = self.transport
-        if kind in ("streamable", "sse"):
+        address = _address(kind)
+        if address == "url":
             return f"{kind} {self.endpoint}"
-        if kind == "inmemory":
-            return f"inmemory {self.command}"
-        return "stdio " + " ".join([self.command or "", *self.args])
+        if address == "server":
+            return f"{kind} {self.command}"
+        return f"{kind} " + " ".join([self.command or "", *self.args])
 
     @classmethod
     def from_dict(cls, data: Any, name: str | None = None, *, location: Location | None = None) -> ServerConfig:
