@@ -65,12 +65,14 @@ LAYERS: Final[dict[str, int]] = {
     # L1: what a handler gets, and what a transport is
     "engine.context": 1,
     "engine.transport": 1,
+    "engine.handlers": 1,
     "engine.transports": 0,
     # L2: wire and registration data
     "engine.types": 2,
     "engine.stateless_meta": 2,
     "engine.typed": 2,
     "engine.skills": 2,
+    "engine.registry": 2,
     # L3: the JSON-RPC engine
     "engine.protocol": 3,
     # L4: the store interfaces and the in-process event bus and task store
@@ -82,6 +84,12 @@ LAYERS: Final[dict[str, int]] = {
     "engine.tasks": 6,
     "engine.server": 7,
     "engine.files": 7,
+    "engine.tools": 7,
+    "engine.resources": 7,
+    "engine.prompts": 7,
+    "engine.completion": 7,
+    "engine.lifecycle": 7,
+    "engine.decorators": 7,
     # L8: what the engine's interfaces are implemented and guarded with: stores, auth
     "stores": 8,
     "stores.*": 8,

@@ -239,44 +239,21 @@ async def test_ping_is_allowed_before_initialized(server: McpServer, connect: Co
 
 async def test_requests_need_a_connection() -> None:
     server = McpServer("s", "1")
-    with pytest.raises(RuntimeError, match="not connected"), pytest.warns(DeprecationWarning):
-        await server.ping()
-    with pytest.raises(RuntimeError, match="not connected"), pytest.warns(DeprecationWarning):
-        await server.list_roots()
+    assert server.sessions == ()  # no session to send a request on
+    with pytest.raises(RuntimeError, match="not connected"):
+        _ = server.client_info
+    with pytest.raises(RuntimeError, match="not connected"):
+        _ = server.client_capabilities
 
 
 async def test_requests_after_close_raise(server: McpServer, connect: Connect) -> None:
     await connect(server, capabilities=ALL_CAPABILITIES)
+    session = server.sessions[0]
     await server.close()
-    with pytest.raises(RuntimeError, match="not connected"), pytest.warns(DeprecationWarning):
-        await server.list_roots()
-
-
-async def test_the_servers_session_calls_are_deprecated_and_still_reach_the_session(
-    server: McpServer, connect: Connect
-) -> None:
-    client = await connect(server, capabilities={**ALL_CAPABILITIES, "elicitation": {"form": {}, "url": {}}})
-    calls = {
-        "create_message": ("sampling/createMessage", lambda: server.create_message(_sampling_request())),
-        "list_roots": ("roots/list", lambda: server.list_roots()),
-        "elicit": ("elicitation/create", lambda: server.elicit("Which environment?", FLAT_SCHEMA)),
-        "elicit_url": ("elicitation/create", lambda: server.elicit_url("Open", "https://example.com/x", "e-1")),
-        "ping": ("ping", lambda: server.ping()),
-    }
-    answers = {
-        "sampling/createMessage": {"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "m"},
-        "roots/list": {"roots": []},
-        "elicitation/create": {"action": "decline"},
-        "ping": {},
-    }
-    for name, (method, call) in calls.items():
-        with pytest.warns(DeprecationWarning, match=rf"McpServer\.{name}\(\) is deprecated: call context\.session"):
-            task = asyncio.create_task(call())
-        request = await client.server_request(method)
-        await client.send(JsonRpcResponse(request.id, answers[method]))
-        await task
-    assert McpServer.elicit.__qualname__ == "McpServer.elicit"
-    assert inspect.signature(McpServer.elicit) == inspect.signature(ServerSession.elicit)
+    with pytest.raises(RuntimeError, match="the session is closed"):
+        await session.list_roots()
+    with pytest.raises(RuntimeError, match="not connected"):
+        _ = server.client_capabilities
 
 
 # --- elicitation schema ----------------------------------------------------------------
@@ -320,9 +297,9 @@ async def test_a_nested_object_names_the_property(server: McpServer, connect: Co
 
 
 def test_default_timeouts() -> None:
-    for method in (McpServer.create_message, McpServer.list_roots, McpServer.elicit):
+    for method in (ServerSession.create_message, ServerSession.list_roots, ServerSession.elicit):
         assert inspect.signature(method).parameters["timeout"].default == 300.0
-    assert inspect.signature(McpServer.ping).parameters["timeout"].default == 30.0
+    assert inspect.signature(ServerSession.ping).parameters["timeout"].default == 30.0
 
 
 @pytest.mark.parametrize(

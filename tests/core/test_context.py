@@ -401,8 +401,8 @@ async def test_a_server_that_served_several_sessions_logs_outside_a_request_only
     await alice.result("tools/call", _call("report", who="alice"))
     with pytest.raises(RuntimeError, match="has served 2 sessions: outside a request, name the session"):
         await server.log("info", "a background job")
-    with pytest.raises(RuntimeError, match="has served 2 sessions"), pytest.warns(DeprecationWarning):
-        await server.ping()  # deprecated, and under the same rule
+    with pytest.raises(RuntimeError, match="has served 2 sessions"):
+        _ = server.client_capabilities  # under the same rule
     await server.broadcast_log("info", "to everyone, on purpose")
     await alice.sync()
     await bob.sync()

@@ -18,11 +18,12 @@ from mcp_sse_server.engine.schema import SchemaValidator
 
 
 async def test_overridden_handlers_serve_every_session(connect: Connect) -> None:
-    class Custom(McpServer):
-        async def _ping(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
-            return {"served_by": self.name, "session": context.session.record.client_info["name"]}
+    custom = McpServer("custom", "1")
 
-    custom = Custom("custom", "1")
+    @custom.handlers.register("ping")
+    async def ping(params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        return {"served_by": context.server.name, "session": context.session.record.client_info["name"]}
+
     for name in ("a", "b"):
         client = await connect(custom, initialize=False)
         await client.initialize(client_info={"name": name, "version": "1"})

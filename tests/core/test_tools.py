@@ -206,16 +206,16 @@ def test_invalid_schemas_are_refused_at_registration() -> None:
 
 
 def test_schemas_are_compiled_once_at_registration(monkeypatch: pytest.MonkeyPatch) -> None:
-    import mcp_sse_server.engine.server as server_module
+    import mcp_sse_server.engine.tools as tools_module
 
     compiled: list[Any] = []
-    original = server_module.SchemaValidator
+    original = tools_module.SchemaValidator
 
     def counting(schema: dict[str, Any]) -> Any:
         compiled.append(schema)
         return original(schema)
 
-    monkeypatch.setattr(server_module, "SchemaValidator", counting)
+    monkeypatch.setattr(tools_module, "SchemaValidator", counting)
     server = McpServer("s", "1")
     server.add_tool(Tool("add", ADD_SCHEMA, add, output_schema={"type": "object"}))
     assert len(compiled) == 2
@@ -224,7 +224,7 @@ def test_schemas_are_compiled_once_at_registration(monkeypatch: pytest.MonkeyPat
 async def test_schemas_are_not_recompiled_per_call(
     server: McpServer, connect: Connect, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import mcp_sse_server.engine.server as server_module
+    import mcp_sse_server.engine.tools as tools_module
 
     server.add_tool(Tool("add", ADD_SCHEMA, add))
     client = await connect(server)
@@ -232,7 +232,7 @@ async def test_schemas_are_not_recompiled_per_call(
     def refuse(schema: dict[str, Any]) -> Any:
         raise AssertionError("a schema was compiled during a call")
 
-    monkeypatch.setattr(server_module, "SchemaValidator", refuse)
+    monkeypatch.setattr(tools_module, "SchemaValidator", refuse)
     for _ in range(3):
         assert text_of(await client.result("tools/call", {"name": "add", "arguments": {"a": 1, "b": 1}})) == "2"
 

@@ -160,8 +160,7 @@ class RequestContext:
         a client, whose session is itself).
 
         Reach the client of this request through ``context.session`` (``create_message``,
-        ``elicit``, ``list_roots``, ``ping``, ``client_capabilities``, ...); the server's
-        per-session methods of those names are deprecated.
+        ``elicit``, ``list_roots``, ``ping``, ``client_capabilities``, ...).
         """
         # Read by name, not by type: this module sits below the session and imports none of it.
         session = self.session

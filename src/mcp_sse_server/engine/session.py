@@ -30,7 +30,8 @@ Lifecycle rules:
    stateless endpoint, so this module knows of one era only.
 
 The session knows its server as a ``SessionHost`` (the four members it
-uses), so this module imports nothing of ``server.py``.
+uses), so this module imports nothing of ``server.py``. The methods it serves are
+the server's ``handlers`` (``handlers.py``): the table of the negotiated revision.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, Protocol, TypeV
 from . import versions
 from .context import RequestContext, current_context, log_rank
 from .elicitation_schema import check_elicitation_schema
+from .handlers import Handler, HandlerRegistry
 from .jsonrpc import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -132,9 +134,6 @@ class ElicitationContentError(McpError):
         self.content = content
 
 
-Handler = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
-"""A method handler: ``handler(params, context)`` to the result object."""
-
 BeforeInitialize = Callable[[JsonRpcRequest], ConnectionOwner | None]
 """The hook of rule 5: given a request that came before ``initialize``, the owner that takes the
 connection over from it on, or None to let the session serve it."""
@@ -151,8 +150,10 @@ class SessionHost(Protocol):
     def on_roots_list_changed(self) -> Callable[[], Any] | None:
         """Called when a client says its roots changed."""
 
-    def handlers_for(self, revision: Revision | None) -> Mapping[str, Handler]:
-        """The method table of ``revision`` (None: every method, before initialize)."""
+    @property
+    def handlers(self) -> HandlerRegistry:
+        """The server's methods; ``handlers.table(revision)`` is what a session of ``revision`` is
+        served (None: every method, before initialize)."""
 
     def session_ended(self, session: ServerSession) -> None:
         """Called once, when the session's connection closed."""
@@ -300,7 +301,7 @@ class ServerSession:
             return taker.handle_request(request, context)
         if method not in _BEFORE_INITIALIZE:
             raise McpError(INVALID_REQUEST, f"Received {method} before initialize: initialize the session first")
-        return self.server.handlers_for(None)[method](request.params or {}, context)
+        return self.server.handlers.table(None)[method](request.params or {}, context)
 
     def handle_notification(self, notification: JsonRpcNotification) -> None:
         if self._taken_by is not None:  # rule 5: the owner that took the connection decides
@@ -327,7 +328,7 @@ class ServerSession:
         record.client_info = client_info
         record.client_capabilities = capabilities
         self.ready = False
-        self._handlers = self.server.handlers_for(revision)
+        self._handlers = self.server.handlers.table(revision)
 
     def resume(self) -> None:
         """Serve a session whose ``initialize`` another worker answered, from its record alone.
@@ -340,7 +341,7 @@ class ServerSession:
         if revision is None or not revision.handshake:
             raise ValueError(f"a session record with revision {record.revision!r} cannot be resumed")
         self._protocol = revision
-        self._handlers = self.server.handlers_for(revision)
+        self._handlers = self.server.handlers.table(revision)
         self._log_rank = log_rank(record.log_level) if record.log_level is not None else 0
         self.ready = True
 

@@ -21,6 +21,9 @@ Rules, kept here and nowhere else:
    on disk change nothing until the skills are loaded again.
 4. Skills, files and directory children are ordered by URI. A skill breaking a
    limit of rule 4 of ``skill_format.py`` is refused, not published.
+5. The extension's methods (``SkillRegistry``) are -32601 on a server without
+   skills; ``skills/get`` and ``resources/directory/read`` name a skill's
+   ``SKILL.md`` and one of its directories (-32602 for any other URI).
 """
 
 from __future__ import annotations
@@ -38,6 +41,10 @@ from types import MappingProxyType
 from typing import Any, Final
 from urllib.parse import quote, unquote
 
+from .context import RequestContext
+from .handlers import HandlerRegistry
+from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
+from .registry import Pager, params_str
 from .skill_format import (
     DIRECTORY_MIME_TYPE,
     MAX_SKILL_BYTES,
@@ -52,7 +59,7 @@ from .skill_format import (
 )
 from .types import BlobResourceContents, ResourceContents, TextResourceContents
 
-__all__ = ["Skill", "SkillCatalog", "SkillFile", "load_skills"]
+__all__ = ["NO_SKILLS", "Skill", "SkillCatalog", "SkillFile", "SkillRegistry", "load_skills"]
 
 SCHEME: Final = "skill://"
 # A path segment above a skill's own (an organisational prefix): URI-safe as it is, and
@@ -155,6 +162,58 @@ class SkillCatalog:
 
 # The catalog of a server without skills: one for every server (a server built per session stays small).
 NO_SKILLS: Final = SkillCatalog()
+
+
+class SkillRegistry:
+    """The skills a server serves (``McpServer.add_skills``), and the skills extension's methods:
+    ``skills/list``, ``skills/get`` and ``resources/directory/read`` (rule 5)."""
+
+    __slots__ = ("catalog", "pager")
+
+    def __init__(self, pager: Pager | None = None) -> None:
+        self.catalog = NO_SKILLS
+        self.pager = pager if pager is not None else Pager()
+
+    def add(self, catalog: SkillCatalog) -> SkillCatalog:
+        """Serve ``catalog``'s skills too; the merged catalog (SkillFormatError on a URI served twice)."""
+        self.catalog = self.catalog.merged(catalog)
+        return self.catalog
+
+    def __bool__(self) -> bool:
+        return bool(self.catalog)
+
+    def install(self, handlers: HandlerRegistry) -> None:
+        """Serve the extension's methods from this registry."""
+        handlers.register("skills/list", self.handle_list)
+        handlers.register("skills/get", self.handle_get)
+        handlers.register("resources/directory/read", self.handle_read_directory)
+
+    def _require(self) -> SkillCatalog:
+        if not self.catalog:
+            raise McpError(METHOD_NOT_FOUND, "This server does not offer skills")
+        return self.catalog
+
+    async def handle_list(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``skills/list``: every skill's entry, paged."""
+        return self.pager.page("skills", "skills", self._require().entries(), params)
+
+    async def handle_get(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``skills/get``: the entry of the skill whose ``SKILL.md`` is ``uri`` (-32602 otherwise)."""
+        catalog = self._require()
+        uri = params_str(params, "uri")
+        skill = catalog.skill(uri)
+        if skill is None:
+            raise McpError(INVALID_PARAMS, f"Not the SKILL.md of a skill served here: {uri}", {"uri": uri})
+        return {"skill": skill.entry}
+
+    async def handle_read_directory(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``resources/directory/read``: a skill directory's children, paged (-32602 for another URI)."""
+        catalog = self._require()
+        uri = params_str(params, "uri")
+        children = catalog.directories.get(uri)
+        if children is None:
+            raise McpError(INVALID_PARAMS, f"Not a directory of a skill served here: {uri}", {"uri": uri})
+        return self.pager.page("directory", "resources", list(children), params)
 
 
 def load_skills(path: str | os.PathLike[str], *, prefix: str | None = None) -> SkillCatalog:

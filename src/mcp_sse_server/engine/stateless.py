@@ -44,6 +44,7 @@ from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, cast
 
 from . import versions
 from .context import LOG_LEVELS, RequestContext, current_context
+from .handlers import Handler
 from .jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -58,7 +59,7 @@ from .jsonrpc import (
 )
 from .protocol import Connection
 from .records import SessionRecord
-from .session import Handler, ServerSession, SessionHost
+from .session import ServerSession, SessionHost
 from .stateless_meta import (
     CLIENT_CAPABILITIES,
     CLIENT_INFO,
@@ -300,7 +301,7 @@ class StatelessEndpoint:
         envelope = read_envelope(params)
         tables = self._tables
         if tables is None:
-            tables = self._tables = {r.name: (r, self.server.handlers_for(r)) for r in versions.STATELESS}
+            tables = self._tables = {r.name: (r, self.server.handlers.table(r)) for r in versions.STATELESS}
         found = tables.get(envelope.protocol_version)
         if found is None:
             raise unsupported_version(envelope.protocol_version)

@@ -82,24 +82,36 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
 import orjson
 
 from .context import RequestContext
-from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, INVALID_REQUEST, MISSING_CLIENT_CAPABILITY, McpError
+from .handlers import HandlerRegistry
+from .jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    McpError,
+)
 from .records import TASK_INTERRUPTED, TaskRecord
+from .stateless import RequestSession
 from .stateless_meta import RELATED_TASK, TASKS_EXTENSION
 from .stores import StoreUnavailable, TaskStore
-from .types import TaskStarts
+from .types import TaskStarts, TaskSupport
 
 __all__ = [
     "RELATED_TASK",
     "TASKS_EXTENSION",
     "RunningTask",
+    "TaskHost",
+    "TaskMethods",
     "TaskRuntime",
     "declares_tasks",
     "missing_tasks_extension",
+    "task_call",
 ]
 
 logger = logging.getLogger("mcp_sse_server")
@@ -129,6 +141,48 @@ def missing_tasks_extension(what: str) -> McpError:
         f"{what} needs the client capability extensions[{TASKS_EXTENSION!r}], not declared on this request",
         {"requiredCapabilities": {"extensions": {TASKS_EXTENSION: {}}}},
     )
+
+
+def task_call(
+    tool: str,
+    support: TaskSupport | None,
+    params: dict[str, Any],
+    context: RequestContext,
+    declared: Callable[[], bool],
+) -> dict[str, Any] | None:
+    """Whether a ``tools/call`` runs as a task (rule 1): None when inline, else the core call's
+    ``params.task`` (an empty one for the extension); the errors the rule names. ``support`` is
+    the tool's ``task_support`` (None for "forbidden"), ``declared`` whether the server declares
+    tasks (asked only for a 2025-11-25 session)."""
+    if context.tool_task is not None:  # (the task's own run of the call)
+        return None
+    session = context.session
+    if type(session) is RequestSession:
+        if support is None:
+            return None  # (a "task" member is not part of this revision: ignored)
+        if declares_tasks(session.record.client_capabilities):
+            return {}
+        if support == "required":
+            raise missing_tasks_extension(f"Tool {tool}")
+        return None
+    protocol = session.protocol
+    if protocol is not None and protocol.core_tasks and declared():
+        requested = params.get("task")
+        if requested is not None:
+            if support is None:
+                raise McpError(METHOD_NOT_FOUND, f'Tool {tool} does not run as a task: call it without "task"')
+            if type(requested) is not dict:
+                raise McpError(INVALID_PARAMS, 'Invalid "task": expected an object (with an optional "ttl")')
+            return requested
+        if support == "required":
+            raise McpError(METHOD_NOT_FOUND, f'Tool {tool} runs only as a task: call it with "task"')
+        return None
+    if support == "required":
+        raise McpError(
+            METHOD_NOT_FOUND,
+            f"Tool {tool} runs only as a task, which a {session.record.revision} session cannot start",
+        )
+    return None
 
 
 def _iso(seconds: float) -> str:
@@ -712,3 +766,64 @@ class RunningTask:
             if answer is not None:
                 return answer
             await store.wait(self.task_id, record.version, _ANSWER_POLL)
+
+
+class TaskHost(Protocol):
+    """What the tasks' methods ask of the server they serve (``McpServer`` is one)."""
+
+    @property
+    def tasks(self) -> TaskRuntime:
+        """The server's task runtime (made on first use)."""
+
+    @property
+    def tasks_declared(self) -> bool:
+        """True when some tool of the server may run as a task."""
+
+
+class TaskMethods:
+    """The ``tasks/*`` methods of a server: the core ones for a 2025-11-25 session, the
+    extension's for a 2026-07-28 request (which revision lists which: ``versions.py``)."""
+
+    __slots__ = ("host",)
+
+    def __init__(self, host: TaskHost) -> None:
+        self.host = host
+
+    def install(self, handlers: HandlerRegistry) -> None:
+        """Serve ``tasks/get``, ``tasks/result``, ``tasks/list``, ``tasks/update`` and ``tasks/cancel``."""
+        handlers.register("tasks/get", self.get_task)
+        handlers.register("tasks/result", self.task_result)
+        handlers.register("tasks/list", self.list_tasks)
+        handlers.register("tasks/update", self.update_task)
+        handlers.register("tasks/cancel", self.cancel_task)
+
+    def _runtime(self, context: RequestContext) -> TaskRuntime:
+        """The task runtime, for a request that may reach it (-32601 on a session of a server
+        that declared no tasks: the methods are not there for it)."""
+        if type(context.session) is not RequestSession and not self.host.tasks_declared:
+            raise McpError(METHOD_NOT_FOUND, "This server runs no tool as a task: tasks/* are not served")
+        return self.host.tasks
+
+    async def get_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``tasks/get``, of either generation."""
+        tasks = self._runtime(context)
+        core = type(context.session) is not RequestSession
+        return await (tasks.core_get if core else tasks.get)(params, context)
+
+    async def task_result(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``tasks/result`` (core only)."""
+        return await self._runtime(context).core_result(params, context)
+
+    async def list_tasks(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``tasks/list`` (core only)."""
+        return await self._runtime(context).core_list(params, context)
+
+    async def update_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``tasks/update`` (the extension only)."""
+        return await self.host.tasks.update(params, context)
+
+    async def cancel_task(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``tasks/cancel``, of either generation."""
+        tasks = self._runtime(context)
+        core = type(context.session) is not RequestSession
+        return await (tasks.core_cancel if core else tasks.cancel)(params, context)

@@ -89,18 +89,15 @@ _BASE_METHODS: Final = frozenset(
     }
 )
 
-# Requests of extensions a server may declare, served at every revision (the server answers
-# -32601 when it declares none): the skills extension's (SEP-2640).
-_EXTENSION_METHODS: Final = frozenset({"skills/list", "skills/get", "resources/directory/read"})
-
 
 @dataclass(frozen=True, slots=True)
 class Revision:
     """One protocol revision as this package serves it.
 
-    ``methods`` are the client-to-server requests a session of this revision
-    may call; ``handshake`` is True for the revisions that open a session
-    with ``initialize``.
+    ``methods`` are the client-to-server requests of the protocol a session of
+    this revision may call (an extension's are served at every revision:
+    ``handlers.py``); ``handshake`` is True for the revisions that open a
+    session with ``initialize``.
     """
 
     name: str
@@ -178,12 +175,12 @@ class Revision:
 
 # 2024-11-05 (the HTTP+SSE transport's) and 2025-03-26 (Streamable HTTP's first) have the same
 # requests as 2025-06-18; what their sessions see differs (the properties above).
-REVISION_2024_11_05: Final = Revision("2024-11-05", _BASE_METHODS | _EXTENSION_METHODS)
-REVISION_2025_03_26: Final = Revision(_MARCH_2025, _BASE_METHODS | _EXTENSION_METHODS)
-REVISION_2025_06_18: Final = Revision(_JUNE_2025, _BASE_METHODS | _EXTENSION_METHODS)
+REVISION_2024_11_05: Final = Revision("2024-11-05", _BASE_METHODS)
+REVISION_2025_03_26: Final = Revision(_MARCH_2025, _BASE_METHODS)
+REVISION_2025_06_18: Final = Revision(_JUNE_2025, _BASE_METHODS)
 # 2025-11-25 adds the core tasks' requests (served by a server with task tools; -32601 otherwise).
 REVISION_2025_11_25: Final = Revision(
-    _NOVEMBER_2025, _BASE_METHODS | _EXTENSION_METHODS | {"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"}
+    _NOVEMBER_2025, _BASE_METHODS | {"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"}
 )
 
 # 2026-07-28, the stateless revision: no handshake and no session; every request carries its
@@ -194,7 +191,6 @@ REVISION_2025_11_25: Final = Revision(
 REVISION_2026_07_28: Final = Revision(
     "2026-07-28",
     (_BASE_METHODS - {"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
-    | _EXTENSION_METHODS
     | {"server/discover", "subscriptions/listen", "tasks/get", "tasks/update", "tasks/cancel"},
     handshake=False,
 )

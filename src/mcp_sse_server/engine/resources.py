@@ -1,0 +1,258 @@
+"""ResourceRegistry: a server's resources and resource templates, and the ``resources/*`` methods.
+
+>>> resources = ResourceRegistry()
+>>> resources.add(Resource.text("config://app", "app-config", "{}"))
+>>> resources.add_template(ResourceTemplate("users://{id}", "user", lambda uri, variables, ctx: variables["id"]))
+>>> [resource.uri for resource in resources], [t.uri_template for t in resources.templates]
+(['config://app'], ['users://{id}'])
+
+Rules, kept here and nowhere else (the shared ones are ``registry.py``'s):
+
+1. A fixed resource has a reader or fixed contents (ValueError otherwise); a template's URI
+   template is RFC 6570 ``{var}``/``{+var}`` only (ValueError otherwise).
+2. ``resources/read`` looks a URI up in this order: the fixed resource at it, then the files
+   served unlisted (``serve_files``: the skills' files), then the templates in registration
+   order, the first that matches reading it; nothing found is -32002 naming the URI.
+3. ``resources/list`` lists the fixed resources, then what each template's ``lister`` lists;
+   a lister that fails is logged and left out, and the result's ``_meta`` says
+   ``degraded`` with the failed templates' names.
+4. A reader returns a ``ReadResourceResult``, contents, ``str`` (text) or ``bytes`` (a blob).
+5. ``resources/subscribe`` and ``unsubscribe`` record the URI on the session (any URI: a
+   resource may appear later); both are -32601 on a server with no resources.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection, Iterator, Mapping, Sequence
+from typing import Any, Final, Protocol
+
+from . import downlevel
+from .context import RequestContext
+from .handlers import HandlerRegistry
+from .jsonrpc import RESOURCE_NOT_FOUND, McpError
+from .registry import OnChange, Pager, Registry, Scoped, call, is_async, params_str, visible
+from .types import (
+    BlobResourceContents,
+    ReadResourceResult,
+    Resource,
+    ResourceContents,
+    ResourceTemplate,
+    TextResourceContents,
+)
+from .uri_template import UriTemplate
+from .versions import Revision
+
+__all__ = ["ResourceRegistry", "ServedFile"]
+
+logger = logging.getLogger("mcp_sse_server")
+
+_LIST_CHANGED: Final = "notifications/resources/list_changed"
+
+
+class ServedFile(Protocol):
+    """A file served unlisted (rule 2): ``skills.SkillFile`` is one."""
+
+    def contents(self) -> ResourceContents:
+        """The file as ``resources/read`` returns it."""
+
+
+class ResourceRegistry(Registry):
+    """The resources and resource templates of a server (the module's rules): fixed resources by
+    URI (iteration gives them in registration order), ``templates`` by URI template, and the
+    handlers of ``resources/list``, ``resources/templates/list``, ``resources/read``,
+    ``resources/subscribe`` and ``resources/unsubscribe``.
+    """
+
+    __slots__ = ("_files", "_resources", "_templates")
+
+    capability = "resources"
+
+    def __init__(
+        self, pager: Pager | None = None, on_change: OnChange | None = None, scoped: Scoped | None = None
+    ) -> None:
+        super().__init__(pager, on_change, scoped)
+        self._resources: dict[str, Resource] = {}
+        self._templates: dict[str, tuple[UriTemplate, ResourceTemplate]] = {}
+        self._files: Mapping[str, ServedFile] = {}
+
+    # --- the registry ---------------------------------------------------------------------
+
+    def add(self, resource: Resource) -> None:
+        """Register (or replace) a fixed resource (rule 1)."""
+        if resource.reader is None and resource.contents is None:
+            raise ValueError(f"Resource {resource.uri!r} needs a reader or fixed contents")
+        self._mark_scoped("resource", resource.uri, resource.scopes, f"Resource {resource.uri!r}")
+        self._resources[resource.uri] = resource
+        self._changed("resources", _LIST_CHANGED)
+
+    def remove(self, uri: str) -> bool:
+        """Remove the fixed resource at ``uri``; True when it existed."""
+        removed = self._resources.pop(uri, None) is not None
+        self._scoped.discard(("resource", uri))
+        if removed:
+            self._changed("resources", _LIST_CHANGED)
+        return removed
+
+    def add_template(self, template: ResourceTemplate) -> None:
+        """Register (or replace) a resource template (rule 1)."""
+        what = f"Resource template {template.uri_template!r}"
+        self._mark_scoped("template", template.uri_template, template.scopes, what)
+        self._templates[template.uri_template] = (UriTemplate(template.uri_template), template)
+        self._changed("resourceTemplates", _LIST_CHANGED)
+
+    def remove_template(self, uri_template: str) -> bool:
+        """Remove a resource template; True when it existed."""
+        removed = self._templates.pop(uri_template, None) is not None
+        self._scoped.discard(("template", uri_template))
+        if removed:
+            self._changed("resourceTemplates", _LIST_CHANGED)
+        return removed
+
+    def serve_files(self, files: Mapping[str, ServedFile]) -> None:
+        """Serve ``files`` (URI -> file) to ``resources/read``, unlisted (rule 2), in place of the
+        ones served before."""
+        self._files = files
+
+    def get(self, uri: str) -> Resource | None:
+        """The fixed resource at ``uri``, or None."""
+        return self._resources.get(uri)
+
+    def template(self, uri_template: str) -> ResourceTemplate | None:
+        """The template registered as ``uri_template``, or None."""
+        found = self._templates.get(uri_template)
+        return found[1] if found is not None else None
+
+    @property
+    def templates(self) -> list[ResourceTemplate]:
+        """The templates, in registration order."""
+        return [template for _, template in self._templates.values()]
+
+    def __iter__(self) -> Iterator[Resource]:
+        return iter(self._resources.values())
+
+    def __len__(self) -> int:
+        return len(self._resources)
+
+    def __contains__(self, uri: object) -> bool:
+        return uri in self._resources
+
+    def __bool__(self) -> bool:
+        """True when there is a fixed resource or a template: the server offers resources."""
+        return bool(self._resources or self._templates)
+
+    @property
+    def has_completers(self) -> bool:
+        """True when a template completes its variables."""
+        return any(template.completer for _, template in self._templates.values())
+
+    def scopes_of(self, uri: str) -> Collection[str]:
+        """The scopes a read of ``uri`` needs: those of what would read it (rule 2's order)."""
+        resource = self._resources.get(uri)
+        if resource is not None:
+            return resource.scopes
+        for matcher, template in self._templates.values():
+            if matcher.match(uri) is not None:
+                return template.scopes
+        return ()
+
+    def template_scopes(self, uri_template: str) -> Collection[str]:
+        """The scopes of the template registered as ``uri_template`` (none for an unknown one)."""
+        found = self._templates.get(uri_template)
+        return found[1].scopes if found is not None else ()
+
+    def _entries(self, collection: str, revision: Revision) -> list[dict[str, Any]]:
+        icons = revision.icons
+        if collection == "resources":
+            return [resource.info().to_dict(icons) for resource in self._resources.values()]
+        return [template.to_dict(icons) for _, template in self._templates.values()]
+
+    # --- the methods ------------------------------------------------------------------------
+
+    def install(self, handlers: HandlerRegistry) -> None:
+        """Serve the ``resources/*`` methods from this registry."""
+        handlers.register("resources/list", self.handle_list)
+        handlers.register("resources/templates/list", self.handle_list_templates)
+        handlers.register("resources/read", self.handle_read)
+        handlers.register("resources/subscribe", self.handle_subscribe)
+        handlers.register("resources/unsubscribe", self.handle_unsubscribe)
+
+    async def handle_list(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``resources/list`` (rule 3): the fixed resources and the templates' listed ones, paged."""
+        self._require(bool(self))
+        protocol = context.session.protocol
+        items = visible(self._listing("resources", protocol), "uri", self.scopes_of, context)
+        listers = [template for _, template in self._templates.values() if template.lister is not None]
+        token = context.auth
+        if token is not None:  # a template's listed resources need its scopes
+            listers = [template for template in listers if token.scopes.issuperset(template.scopes)]
+        if listers:
+            items = list(items)  # listed entries are added to a copy: the cached fixed entries stay as they are
+        icons = protocol is None or protocol.icons
+        failed: list[str] = []
+        for template in listers:
+            assert template.lister is not None
+            try:
+                listed = await call(template.lister, is_async(template.lister))
+                items.extend(downlevel.listed(info.to_dict(icons), protocol) for info in listed)
+            except Exception:
+                logger.exception("lister of resource template %s failed", template.name)
+                failed.append(template.name)
+        result = self.pager.page("resources", "resources", items, params)
+        if failed:
+            result["_meta"] = {"degraded": True, "failedListers": failed}
+        return result
+
+    async def handle_list_templates(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``resources/templates/list``: the templates the request may see, paged."""
+        self._require(bool(self))
+        listing = self._listing("resourceTemplates", context.session.protocol)
+        items = visible(listing, "uriTemplate", self.template_scopes, context)
+        return self.pager.page("resourceTemplates", "resourceTemplates", items, params)
+
+    async def handle_read(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``resources/read`` (rules 2 and 4)."""
+        uri = params_str(params, "uri")
+        resource = self._resources.get(uri)
+        if resource is not None:
+            if resource.reader is None:
+                assert resource.contents is not None
+                return {"contents": [resource.contents.to_dict()]}
+            value = await call(resource.reader, is_async(resource.reader), uri, context)
+            return _as_read_result(uri, value, resource.mime_type).to_dict()
+        served = self._files.get(uri)
+        if served is not None:
+            return {"contents": [served.contents().to_dict()]}
+        for matcher, template in self._templates.values():
+            variables = matcher.match(uri)
+            if variables is not None:
+                value = await call(template.reader, is_async(template.reader), uri, variables, context)
+                return _as_read_result(uri, value, template.mime_type).to_dict()
+        raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+
+    async def handle_subscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``resources/subscribe`` (rule 5)."""
+        self._require(bool(self))
+        context.session.subscribe(params_str(params, "uri"))
+        return {}
+
+    async def handle_unsubscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``resources/unsubscribe`` (rule 5)."""
+        self._require(bool(self))
+        context.session.unsubscribe(params_str(params, "uri"))
+        return {}
+
+
+def _as_read_result(uri: str, value: Any, mime_type: str | None) -> ReadResourceResult:
+    if isinstance(value, ReadResourceResult):
+        return value
+    if isinstance(value, str):
+        return ReadResourceResult([TextResourceContents(uri, value, mime_type)])
+    if isinstance(value, bytes | bytearray):
+        return ReadResourceResult([BlobResourceContents.from_bytes(uri, bytes(value), mime_type)])
+    if isinstance(value, Sequence):
+        contents: list[ResourceContents] = list(value)
+        return ReadResourceResult(contents)
+    raise TypeError(
+        f"a resource reader must return ReadResourceResult, contents, str or bytes, not {type(value).__name__}"
+    )
