@@ -118,16 +118,6 @@ def test_the_redis_stores_default_to_the_http_limits_sizes() -> None:
     assert [getattr(DEFAULT_SIZES, name) for name in names] == [getattr(DEFAULT_LIMITS, name) for name in names]
 
 
-def test_every_moved_name_still_imports_from_its_old_home() -> None:
-    from mcp_sse_server import SessionRecord
-    from mcp_sse_server.engine import elicitation_schema, records, session
-    from mcp_sse_server.engine import versions as v
-
-    assert session.SessionRecord is records.SessionRecord is SessionRecord
-    assert session.check_elicitation_schema is elicitation_schema.check_elicitation_schema
-    assert (v.MODERN, v.HANDSHAKE, v.CLIENT_MODERN) == (v.STATELESS, v.SESSION, v.CLIENT_STATELESS)
-
-
 async def test_the_session_serves_the_stateless_era_only_through_its_hook() -> None:
     from mcp_sse_server import McpServer, MemoryTransport, ServerSession
     from mcp_sse_server.engine.jsonrpc import JsonRpcError, JsonRpcRequest, JsonRpcResponse

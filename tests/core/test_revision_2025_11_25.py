@@ -28,8 +28,9 @@ from mcp_sse_server import (
     Tool,
 )
 from mcp_sse_server.engine import versions
+from mcp_sse_server.engine.elicitation_schema import check_elicitation_schema
 from mcp_sse_server.engine.jsonrpc import JsonRpcError, JsonRpcResponse
-from mcp_sse_server.engine.session import URL_ELICITATION_REQUIRED, UrlElicitationRequired, check_elicitation_schema
+from mcp_sse_server.engine.session import URL_ELICITATION_REQUIRED, UrlElicitationRequired
 from mcp_sse_server.engine.types import Icon, ToolResultContent, ToolUseContent
 
 NEW = "2025-11-25"

@@ -15,8 +15,7 @@ from typing import Any
 import pytest
 
 from fixtures.redis_server import client_for
-from mcp_sse_server.engine.records import TaskRecord
-from mcp_sse_server.engine.session import SessionRecord
+from mcp_sse_server.engine.records import SessionRecord, TaskRecord
 from mcp_sse_server.engine.stores import STANDALONE_STREAM, EventBus, EventLog, SessionStore, StaleRecord, TaskStore
 from mcp_sse_server.stores import MemoryEventBus, MemoryEventLog, MemorySessionStore, MemoryTaskStore
 

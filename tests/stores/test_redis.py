@@ -12,7 +12,7 @@ from redis.asyncio import Redis
 from redis.crc import key_slot
 
 from fixtures.redis_server import RedisServer, client_for
-from mcp_sse_server.engine.session import SessionRecord
+from mcp_sse_server.engine.records import SessionRecord
 from mcp_sse_server.engine.stores import STANDALONE_STREAM, StoreError, StoreUnavailable, StreamWriter
 from mcp_sse_server.stores.redis import (
     RedisEventBus,

@@ -68,13 +68,10 @@ __all__ = [
     "URL_ELICITATION_REQUIRED",
     "BeforeInitialize",
     "ElicitationContentError",
-    "Handler",
     "ServerSession",
     "SessionHost",
-    "SessionRecord",
     "TypedElicitResult",
     "UrlElicitationRequired",
-    "check_elicitation_schema",
 ]
 
 DEFAULT_CLIENT_TIMEOUT: Final = 300.0

@@ -36,14 +36,11 @@ from typing import Final
 
 __all__ = [
     "CLIENT_ACCEPTED",
-    "CLIENT_MODERN",
     "CLIENT_OFFERS",
     "CLIENT_STATELESS",
-    "HANDSHAKE",
     "HEADER_DEFAULT",
     "KNOWN_REVISIONS",
     "LATEST",
-    "MODERN",
     "PROTOCOL_VERSION",
     "REVISION_2024_11_05",
     "REVISION_2025_03_26",
@@ -185,7 +182,7 @@ REVISION_2025_11_25: Final = Revision(
 
 # 2026-07-28, the stateless revision: no handshake and no session; every request carries its
 # protocol version and client capabilities in params._meta. The package calls the two eras
-# "stateless" and "session" (older names, kept as aliases: "modern" and "legacy"/"handshake").
+# "stateless" and "session".
 # server/discover and subscriptions/listen are new, and the Tasks extension's tasks/get, update
 # and cancel; initialize, ping, logging/setLevel and resources/(un)subscribe are gone.
 REVISION_2026_07_28: Final = Revision(
@@ -207,10 +204,6 @@ SERVED: Final[tuple[Revision, ...]] = (
 SESSION: Final = tuple(revision for revision in SERVED if revision.handshake)
 STATELESS: Final = tuple(revision for revision in SERVED if not revision.handshake)
 LATEST: Final = SESSION[-1]
-# The names of SESSION and STATELESS before the package settled on "session" and "stateless";
-# kept for one release.
-HANDSHAKE: Final = SESSION
-MODERN: Final = STATELESS
 
 # The latest revision this package serves (what a server built here answers by default).
 # Clients offer ``CLIENT_OFFERS``.
@@ -243,7 +236,6 @@ CLIENT_ACCEPTED: Final = tuple(name for name in KNOWN_REVISIONS if name <= CLIEN
 # The stateless revisions a client of this package speaks (it stamps every request with one),
 # preferred last. A client probes for them first and falls back to the handshake (CLIENT_OFFERS).
 CLIENT_STATELESS: Final = (REVISION_2026_07_28.name,)
-CLIENT_MODERN: Final = CLIENT_STATELESS  # its name before "stateless"; kept for one release
 
 
 def client_accepts(name: str) -> bool:
