@@ -7,6 +7,7 @@ it. The subprocess checks confirm that what the scan says holds when Python impo
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import subprocess
 import sys
@@ -17,6 +18,10 @@ from typing import Any
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "src" / "mcp_sse_server"
+
+# Design review 2026-12-02 (issue 36): no class of the package is longer than this.
+MAX_CLASS_LINES = 500
 
 # The modules below the transports; the layers they sit in are the scan's LAYERS.
 CORE_TOP = 7
@@ -116,6 +121,31 @@ def test_the_redis_stores_default_to_the_http_limits_sizes() -> None:
         "ended_streams_kept",
     )
     assert [getattr(DEFAULT_SIZES, name) for name in names] == [getattr(DEFAULT_LIMITS, name) for name in names]
+
+
+def _class_sizes(root: Path) -> list[tuple[str, int]]:
+    """Every class under ``root`` as ``path:line Name`` and its length in lines (decorators to last line)."""
+    sizes = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.ClassDef):
+                assert node.end_lineno is not None
+                where = f"{path.relative_to(root.parent).as_posix()}:{node.lineno} {node.name}"
+                sizes.append((where, node.end_lineno - node.lineno + 1))
+    return sizes
+
+
+def test_no_class_over_500_lines() -> None:
+    offenders = [f"{where} ({lines} lines)" for where, lines in _class_sizes(SOURCE) if lines > MAX_CLASS_LINES]
+    assert offenders == []
+
+
+def test_the_class_size_check_sees_a_long_class(tmp_path: Path) -> None:
+    package = tmp_path / "package"
+    package.mkdir()
+    body = "".join(f"    x{n} = {n}\n" for n in range(MAX_CLASS_LINES))
+    (package / "big.py").write_text(f"class Small:\n    pass\n\n\nclass Big:\n{body}")
+    assert _class_sizes(package) == [("package/big.py:1 Small", 2), ("package/big.py:5 Big", MAX_CLASS_LINES + 1)]
 
 
 async def test_the_session_serves_the_stateless_era_only_through_its_hook() -> None:
