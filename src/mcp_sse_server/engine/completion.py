@@ -21,7 +21,7 @@ from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from .prompts import PromptRegistry
 from .registry import call, is_async, params_str
 from .resources import ResourceRegistry
-from .types import CompleteRequest, CompleteResult
+from .types import CompleteRequest, CompleteResult, Prompt, ResourceTemplate
 
 __all__ = ["Completion"]
 
@@ -57,21 +57,18 @@ class Completion:
         if not isinstance(argument_name, str) or not isinstance(argument_value, str):
             raise McpError(INVALID_PARAMS, '"argument" needs a string "name" and "value"')
         ref_type = ref.get("type")
-        completer: Any
+        found: Prompt | ResourceTemplate | None
         if ref_type == "ref/prompt":
-            target = params_str(ref, "name")
-            prompt = self.prompts.get(target)
-            if prompt is None:
-                raise McpError(INVALID_PARAMS, f"Unknown prompt: {target}")
-            completer = prompt.completer
+            target, what = params_str(ref, "name"), "prompt"
+            found = self.prompts.get(target)
         elif ref_type == "ref/resource":
-            target = params_str(ref, "uri")
-            template = self.resources.template(target)
-            if template is None:
-                raise McpError(INVALID_PARAMS, f"Unknown resource template: {target}")
-            completer = template.completer
+            target, what = params_str(ref, "uri"), "resource template"
+            found = self.resources.template(target)
         else:
             raise McpError(INVALID_PARAMS, 'Invalid "ref.type": expected "ref/prompt" or "ref/resource"')
+        if found is None:
+            raise McpError(INVALID_PARAMS, f"Unknown {what}: {target}")
+        completer = found.completer
         if completer is None:
             return CompleteResult([]).to_dict()
         extra = params.get("context")
