@@ -532,7 +532,8 @@ class Backend:
     2. The app that receives a backend owns it: ``start()`` runs before the app serves
        (``McpHttpServer.bind``, the ASGI lifespan's startup, or ``McpHttpApp.start``) and may
        raise ``StoreUnavailable``; ``close()`` runs once, at the app's shutdown, after its
-       coordinator stopped. Neither is called by anyone else.
+       coordinator stopped. Whoever gave it leaves both to the app (a backend built and never
+       given, a probe, is closed by its builder).
     3. ``shared``: other workers see the bus and the task store. The app then gives every
        server it serves this bus and a task runtime over this store (``McpServer.use_shared``),
        in place of the server's own: an event or a task kept in one process would not reach
