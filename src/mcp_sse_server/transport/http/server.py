@@ -87,9 +87,9 @@ def _check_exposure(host: str, settings: HttpSettings) -> None:
     loopback = not is_wildcard_host(host) and is_loopback_host(host)
     if not loopback and not settings.limits.allowed_origins and settings.auth is None:
         raise ValueError(
-            f"Listening on {host or 'all interfaces'} exposes the server beyond this machine: pass auth= "
-            "(bearer tokens checked: auth.ResourceServer), or allowed_origins (the browser origins allowed "
-            "to connect) with authentication in front"
+            f"Listening on {host or 'all interfaces'} exposes the server beyond this machine: give "
+            "HttpSettings(auth=...) (bearer tokens checked: auth.ResourceServer), or "
+            "HttpLimits(allowed_origins=...) (the browser origins allowed to connect) with authentication in front"
         )
 
 
