@@ -55,7 +55,7 @@ async def timed(call: Callable[[], Awaitable[None]], calls: int) -> list[int]:
 
 
 async def memory_transport(calls: int) -> dict[str, Any]:
-    from mcp_sse_server.engine.jsonrpc import JsonRpcNotification, JsonRpcRequest, JsonRpcResponse
+    from mcp_sse_server import JsonRpcNotification, JsonRpcRequest, JsonRpcResponse
     from mcp_sse_server.transport.memory import MemoryTransport
 
     server = make_factory()()

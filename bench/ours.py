@@ -76,8 +76,8 @@ ADD_SCHEMA = {
 
 def load_core() -> tuple[Any, Any, Any]:
     """(McpServer, Tool, CallToolResult); ImportError while the core is missing."""
-    from mcp_sse_server.engine.server import McpServer
-    from mcp_sse_server.engine.types import CallToolResult, Tool
+    # The package root's names: the same in every layout the baselines have (engine/ or flat).
+    from mcp_sse_server import CallToolResult, McpServer, Tool
 
     return McpServer, Tool, CallToolResult
 
@@ -202,7 +202,7 @@ def make_factory(decorated: bool = False) -> Callable[[], Any]:
     the same tool, wire for wire, written as a typed function with `@server.tool`."""
     McpServer, Tool, CallToolResult = load_core()
     if decorated:
-        from mcp_sse_server.engine.context import RequestContext
+        from mcp_sse_server import RequestContext
 
         def decorated_factory() -> Any:
             server = McpServer("bench-add", "1.0.0")
