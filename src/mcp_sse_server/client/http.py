@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
@@ -767,19 +768,9 @@ class StreamableHttpClientTransport(ClientTransport):
 
     def sibling(self) -> StreamableHttpClientTransport:
         """This URL, headers, auth and HTTP options, without the fallback to HTTP+SSE."""
-        options = self.options
-        return StreamableHttpClientTransport(
-            self.url,
-            self.headers,
-            auth=options.auth,
-            http_client=options.http_client,
-            connect_timeout=options.connect_timeout,
-            post_timeout=options.post_timeout,
-            reconnect_delay=options.reconnect_delay,
-            max_reconnect_delay=options.max_reconnect_delay,
-            max_reconnect_attempts=options.max_reconnect_attempts,
-            fallback_to_sse=False,
-        )
+        twin = copy.copy(self)
+        twin.fallback_to_sse, twin.connection, twin.tool_schema = False, None, None
+        return twin
 
 
 class StreamableHttpClient(McpClient):

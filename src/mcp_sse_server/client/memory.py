@@ -35,6 +35,7 @@ class InMemoryClientTransport(ClientTransport):
     def __init__(self, server: McpServer) -> None:
         self.server = server
         self.session: ServerSession | None = None
+        self._end: MemoryTransport | None = None  # the client's end of the connection opened last
 
     @property
     def can_be_stateless(self) -> bool:
@@ -43,6 +44,7 @@ class InMemoryClientTransport(ClientTransport):
     async def connect(self) -> Transport:
         server_side, client_side = MemoryTransport.pair()
         self.session = await self.server.connect(server_side)
+        self._end = client_side
         return client_side
 
     async def request(
@@ -54,8 +56,8 @@ class InMemoryClientTransport(ClientTransport):
         on_progress: ProgressCallback | None,
     ) -> dict[str, Any]:
         """The direct path: the server serves the request in the caller's task."""
-        transport = connection.transport
-        if connection.closed or not isinstance(transport, MemoryTransport):
+        transport = self._end  # connection.transport: the client speaks over the connection opened last
+        if transport is None or connection.closed:
             raise McpError(CONNECTION_CLOSED, "Connection closed")
         request_id = connection.next_request_id()
         if on_progress is not None:

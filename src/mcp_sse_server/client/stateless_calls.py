@@ -63,8 +63,9 @@ class StatelessCalls(ClientCore):
         retried_version = retried_headers = reissued = False
         while True:
             try:
-                stamped = self._stamp(params, tasks=tasks)
-                result = await self.transport.request(self._live(), method, stamped, timeout, on_progress)
+                result = await self.transport.request(
+                    self._live(), method, self._stamp(params, tasks=tasks), timeout, on_progress
+                )
                 return await self._complete(method, params, result, timeout, on_progress, tasks=tasks)
             except StreamLostError:
                 # The stream broke before the answer and nothing resumes it: send the request

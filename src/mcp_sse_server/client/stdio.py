@@ -92,56 +92,37 @@ def _describe_exit(code: int | None) -> str:
 class StdioConnection(ClientConnection):
     """One child process speaking newline-delimited JSON-RPC (what ``StdioClientTransport`` opens)."""
 
-    def __init__(
-        self,
-        command: str,
-        args: Sequence[str] = (),
-        *,
-        env: Mapping[str, str] | None = None,
-        inherit_env: bool = True,
-        cwd: str | os.PathLike[str] | None = None,
-        on_stderr: Callable[[str], Any] | None = None,
-        shutdown_timeout: float = 2.0,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
-    ) -> None:
+    def __init__(self, spec: StdioClientTransport) -> None:
         super().__init__()
-        self.command = command
-        self.args = list(args)
-        self.env = dict(env or {})
-        self.inherit_env = inherit_env
-        self.cwd = cwd
-        self.on_stderr = on_stderr
-        self.shutdown_timeout = shutdown_timeout
-        self.max_line_bytes = max_line_bytes
+        self.spec = spec  # what to run, and how
+        self.display = spec.display
         self.process: asyncio.subprocess.Process | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self._failure: McpConnectionError | None = None
         self._stray: asyncio.Future[bytes] | None = None  # watch_stray(): the next stray line
         self._held: list[str] | None = None  # hold_stderr(): stderr lines kept back
-        shown = shlex.join([command, *self.args])
-        self.display = shown if len(shown) <= 120 else shown[:117] + "..."
 
     async def start(self) -> None:
         """Spawn the process; McpConnectionError when it cannot be started."""
-        env = {**os.environ, **self.env} if self.inherit_env else dict(self.env)
+        env = {**os.environ, **self.spec.env} if self.spec.inherit_env else dict(self.spec.env)
         try:
             self.process = await asyncio.create_subprocess_exec(
-                self.command,
-                *self.args,
+                self.spec.command,
+                *self.spec.args,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 # The child is given 0, 1 and 2 alone (pipes of its own; stderr never read as protocol).
                 close_fds=True,
                 env=env,
-                cwd=self.cwd,
-                limit=self.max_line_bytes,
+                cwd=self.spec.cwd,
+                limit=self.spec.max_line_bytes,
             )
         except FileNotFoundError as error:
-            if self.cwd is not None and not os.path.isdir(self.cwd):  # noqa: ASYNC240 - only on failure
-                reason = f"working directory {os.fspath(self.cwd)!r} does not exist"
+            if self.spec.cwd is not None and not os.path.isdir(self.spec.cwd):  # noqa: ASYNC240 - only on failure
+                reason = f"working directory {os.fspath(self.spec.cwd)!r} does not exist"
             else:
-                reason = f"command {self.command!r} not found"
+                reason = f"command {self.spec.command!r} not found"
             raise McpConnectionError(f"Cannot start MCP server {self.display}: {reason}") from error
         except OSError as error:
             raise McpConnectionError(f"Cannot start MCP server {self.display}: {error.strerror or error}") from error
@@ -197,7 +178,7 @@ class StdioConnection(ClientConnection):
             try:
                 line = await stdout.readline()
             except ValueError:  # the line outgrew max_line_bytes
-                problem = f"sent a message longer than {self.max_line_bytes} bytes"
+                problem = f"sent a message longer than {self.spec.max_line_bytes} bytes"
                 break
             except (ConnectionError, OSError) as error:
                 problem = f"stdout failed: {error}"
@@ -231,7 +212,7 @@ class StdioConnection(ClientConnection):
     async def _exit_code(self) -> int | None:
         assert self.process is not None
         try:
-            return await asyncio.wait_for(self.process.wait(), self.shutdown_timeout)
+            return await asyncio.wait_for(self.process.wait(), self.spec.shutdown_timeout)
         except TimeoutError:
             return None
 
@@ -242,7 +223,7 @@ class StdioConnection(ClientConnection):
             try:
                 line = await stderr.readline()
             except ValueError:  # an endless line: pass through what fits
-                line = await stderr.read(self.max_line_bytes)
+                line = await stderr.read(self.spec.max_line_bytes)
             except (ConnectionError, OSError):
                 return
             if not line:
@@ -254,9 +235,9 @@ class StdioConnection(ClientConnection):
                 self._pass_stderr(text)
 
     def _pass_stderr(self, text: str) -> None:
-        if self.on_stderr is not None:
+        if self.spec.on_stderr is not None:
             try:
-                self.on_stderr(text)
+                self.spec.on_stderr(text)
             except Exception:
                 logger.exception("on_stderr callback failed")
         else:
@@ -296,7 +277,7 @@ class StdioConnection(ClientConnection):
                     with contextlib.suppress(ProcessLookupError):
                         stop()
                 try:
-                    await asyncio.wait_for(process.wait(), self.shutdown_timeout)
+                    await asyncio.wait_for(process.wait(), self.spec.shutdown_timeout)
                     break
                 except TimeoutError:
                     continue
@@ -341,6 +322,8 @@ class StdioClientTransport(ClientTransport):
         self.shutdown_timeout = shutdown_timeout
         self.max_line_bytes = max_line_bytes
         self.identity = stdio_identity(command, self.args, cwd, self.env)
+        shown = shlex.join([command, *self.args])
+        self.display = shown if len(shown) <= 120 else shown[:117] + "..."
         self.connection: StdioConnection | None = None
         self.starts = 0
 
@@ -350,16 +333,7 @@ class StdioClientTransport(ClientTransport):
         return self.connection.process if self.connection is not None else None
 
     async def connect(self) -> Transport:
-        connection = StdioConnection(
-            self.command,
-            self.args,
-            env=self.env,
-            inherit_env=self.inherit_env,
-            cwd=self.cwd,
-            on_stderr=self.on_stderr,
-            shutdown_timeout=self.shutdown_timeout,
-            max_line_bytes=self.max_line_bytes,
-        )
+        connection = StdioConnection(self)
         await connection.start()
         self.starts += 1
         self.connection = connection
