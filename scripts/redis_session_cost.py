@@ -25,7 +25,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from mcp_sse_server.engine.session import SessionRecord
+from mcp_sse_server.engine.records import SessionRecord
 from mcp_sse_server.stores.redis import RedisSessionStore
 
 
