@@ -12,10 +12,8 @@ uvicorn or httpx before anything needs them, and a new public name is one import
 
 from __future__ import annotations
 
-import ast
 import importlib
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 __all__ = ["lazy_exports", "type_checking_exports"]
@@ -24,6 +22,8 @@ __all__ = ["lazy_exports", "type_checking_exports"]
 def type_checking_exports(source: str) -> dict[str, str]:
     """The names a package's source imports under ``if TYPE_CHECKING:``, each to its module as
     written there (``".engine.types"``, relative to the package)."""
+    import ast  # (here: ``import mcp_sse_server`` would pay for the parser before any name is asked for)
+
     exports: dict[str, str] = {}
     for node in ast.parse(source).body:
         if isinstance(node, ast.If) and isinstance(node.test, ast.Name) and node.test.id == "TYPE_CHECKING":
@@ -41,7 +41,8 @@ def lazy_exports(package: str, init_file: str) -> tuple[Callable[[str], Any], Ca
 
     def exports() -> dict[str, str]:
         if not table:
-            table.update(type_checking_exports(Path(init_file).read_text(encoding="utf-8")))
+            with open(init_file, encoding="utf-8") as source:
+                table.update(type_checking_exports(source.read()))
         return table
 
     def __getattr__(name: str) -> Any:
