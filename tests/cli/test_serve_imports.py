@@ -28,3 +28,18 @@ def test_serving_a_plain_factory_does_not_load_pydantic(tmp_path: Path) -> None:
         [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True, timeout=60
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_serving_on_the_memory_backend_does_not_load_redis_py(tmp_path: Path) -> None:
+    """serve checks its --backend before it listens; for memory: that loads no Redis client (70 ms)."""
+    code = (
+        "import sys\n"
+        "from mcp_sse_server.cli.workers import check_backend\n"
+        "from mcp_sse_server.transport.http import HttpLimits\n"
+        "assert check_backend('memory:', workers=1, limits=HttpLimits(), options={}) is False\n"
+        "print(sorted(name for name in ('redis', 'mcp_sse_server.stores.redis_setup') if name in sys.modules))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    assert out.strip() == "[]"
