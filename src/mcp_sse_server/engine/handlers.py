@@ -32,6 +32,10 @@ Rules, kept here and nowhere else:
    ``tools/call`` and ``prompts/get`` pass through ``downlevel``'s shaping whichever handler
    serves them: a handler always returns the latest wire form. The table of the latest
    revisions holds the handler itself: its request path pays for nothing here.
+6. With ``layer`` set (the server's middleware, ``middleware.py``), every table holds each
+   handler as ``layer(method, handler)`` returns it, applied before rule 5's shaping; the
+   table before ``initialize`` is then a built table too. ``layer`` is set before any table
+   is built.
 """
 
 from __future__ import annotations
@@ -73,7 +77,7 @@ class HandlerRegistry(Mapping[str, Handler]):
     ``register`` adds or replaces, ``remove`` removes.
     """
 
-    __slots__ = ("_handlers", "_tables")
+    __slots__ = ("_handlers", "_layer", "_tables")
 
     def __init__(self) -> None:
         # Every method's handler: also the table before initialize (rule 4; a server built per
@@ -81,6 +85,19 @@ class HandlerRegistry(Mapping[str, Handler]):
         self._handlers: dict[str, Handler] = {}
         # Revision name -> the table of that revision (rule 4).
         self._tables: dict[str, dict[str, Handler]] = {}
+        self._layer: Callable[[str, Handler], Handler] | None = None  # rule 6
+
+    def set_layer(self, layer: Callable[[str, Handler], Handler]) -> None:
+        """Serve each handler as ``layer(method, handler)`` returns it (rule 6); RuntimeError once
+        a table is built."""
+        if self._tables:
+            raise RuntimeError("the handler tables are already built: set the layer before the server serves")
+        self._layer = layer
+
+    @property
+    def built(self) -> bool:
+        """True once some revision's table is built (with a layer: also the one before initialize)."""
+        return bool(self._tables)
 
     @overload
     def register(self, method: str, handler: _H, /) -> _H: ...
@@ -106,7 +123,7 @@ class HandlerRegistry(Mapping[str, Handler]):
         for name, table in self._tables.items():
             revision = versions.served(name)
             if served_at(method, revision):
-                table[method] = _shaped(method, handler, revision)
+                table[method] = self._served(method, handler, revision)
         return handler
 
     def remove(self, method: str) -> bool:
@@ -120,16 +137,21 @@ class HandlerRegistry(Mapping[str, Handler]):
     def table(self, revision: Revision | None) -> Mapping[str, Handler]:
         """The methods a request of ``revision`` is served, each with its handler (None: every
         method, for a session before ``initialize``); built once (rule 4)."""
-        if revision is None:
+        if revision is None and self._layer is None:
             return self._handlers
-        table = self._tables.get(revision.name)
+        name = "" if revision is None else revision.name  # ("": before initialize, rule 6)
+        table = self._tables.get(name)
         if table is None:
-            table = self._tables[revision.name] = {
-                method: _shaped(method, handler, revision)
+            table = self._tables[name] = {
+                method: self._served(method, handler, revision)
                 for method, handler in self._handlers.items()
                 if served_at(method, revision)
             }
         return table
+
+    def _served(self, method: str, handler: Handler, revision: Revision | None) -> Handler:
+        layer = self._layer
+        return _shaped(method, handler if layer is None else layer(method, handler), revision)
 
     def __getitem__(self, method: str) -> Handler:
         return self._handlers[method]

@@ -32,6 +32,7 @@ import asyncio
 import logging
 import os
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from . import transports
@@ -43,6 +44,9 @@ from .handlers import HandlerRegistry
 from .jsonrpc import INTERNAL_ERROR, McpError
 from .lifecycle import Lifecycle
 from .memory_stores import MemoryEventBus, MemoryTaskStore
+from .middleware import Middleware, tool_runner
+from .middleware import check as middleware_check
+from .middleware import wrap as wrap_handler
 from .prompts import PromptRegistry
 from .records import SessionRecord
 from .registry import Pager, Scoped
@@ -109,7 +113,8 @@ class McpServer(Decorators):
     ``InMemoryClient``. Capabilities are advertised from what is registered;
     logging is always advertised. With ``page_size`` set, list results are
     paged with opaque cursors. ``handlers`` serves each JSON-RPC method: add a
-    method or replace a handler there.
+    method or replace a handler there. ``middleware`` (and ``add_middleware``)
+    wraps the handlers and tool functions (``middleware.py``).
 
     Per-session calls (``log``, ``client_capabilities``, ...) act on the
     session of the request being served. Outside a request (a background task,
@@ -139,6 +144,7 @@ class McpServer(Decorators):
         cache: CachePolicy = CachePolicy(),
         tasks: TaskRuntime | None = None,
         skills: Sequence[str | os.PathLike[str] | SkillCatalog] = (),
+        middleware: Sequence[Middleware] = (),
     ) -> None:
         pager = Pager(page_size)
         self.name = name
@@ -191,6 +197,22 @@ class McpServer(Decorators):
         self.skill_registry.install(self.handlers)
         for path in skills:
             self.add_skills(path)
+        self._middleware: list[Middleware] = []  # outermost first (middleware.py)
+        for each in middleware:
+            self.add_middleware(each)
+
+    def add_middleware(self, middleware: Middleware) -> None:
+        """Add ``middleware`` inside those added before it (the first is the outermost).
+        TypeError when it is not a ``Middleware`` instance overriding some hook; RuntimeError
+        once the server has served (sessions keep the tables built without it)."""
+        checked = middleware_check(middleware)
+        if self._loop is not None or self.handlers.built:
+            raise RuntimeError("add_middleware() must come before the server serves a session or a request")
+        chain = self._middleware
+        if not chain:  # (the chain is read when tables are built: after this, never changed)
+            self.handlers.set_layer(partial(wrap_handler, chain))
+        chain.append(checked)
+        self.tool_registry.runner = tool_runner(chain)
 
     @property
     def page_size(self) -> int | None:

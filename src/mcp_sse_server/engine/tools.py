@@ -20,6 +20,9 @@ Rules, kept here and nowhere else (the shared ones are ``registry.py``'s):
    structured content that breaks the output schema is -32603.
 4. A tool that may run as a task (``task_support``) is handed to the task runtime when
    ``tasks.task_call`` says the call is a task; every other call runs inline.
+5. With a ``runner`` (the server's tier-2 middleware, ``middleware.py``) the handler runs
+   inside it, inline and in a task job alike; what it returns or raises is then converted as
+   rule 3 says. Without one the handler is called directly.
 """
 
 from __future__ import annotations
@@ -29,12 +32,14 @@ import inspect
 import logging
 import re
 from collections.abc import Awaitable, Callable, Collection, Iterator, Mapping
+from functools import partial
 from typing import Any, Final, Protocol, TypeAlias
 
 from .context import RequestContext
 from .handlers import HandlerRegistry
 from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, McpError
 from .memory_stores import MemoryTaskStore
+from .middleware import ToolRunner
 from .registry import OnChange, Pager, Registry, Scoped, call, drop_link_icons, has_link_icons, is_async, visible
 from .schema import SchemaValidator
 from .stateless_meta import MirroredHeader, mirrored_headers
@@ -73,7 +78,7 @@ class _Entry:
     with icons (the same object when the tool has none).
     """
 
-    __slots__ = ("headers", "in_thread", "input", "is_async", "output", "tasks", "tool", "wire", "wire_icons")
+    __slots__ = ("direct", "headers", "in_thread", "input", "is_async", "output", "tasks", "tool", "wire", "wire_icons")
 
     def __init__(self, tool: Tool) -> None:
         if tool.input_schema.get("type") != "object":
@@ -85,6 +90,8 @@ class _Entry:
             raise ValueError(f"Tool {tool.name!r}: {error}") from None
         self.tool = tool
         handler = tool.handler
+        # What tools/call calls itself: None when the fallback or a runner does (rules 2 and 5).
+        self.direct = handler
         self.is_async = handler is not None and is_async(handler)
         # A sync handler declared cheap (run_in_thread=False) is called on the loop, like an async one.
         self.in_thread = handler is not None and not self.is_async and tool.run_in_thread
@@ -123,7 +130,7 @@ class ToolRegistry(Registry):
     task runtime of ``tasks`` (the server; without it, one in process, made when first needed).
     """
 
-    __slots__ = ("_host", "_tools", "fallback", "strict_names")
+    __slots__ = ("_host", "_runner", "_tools", "fallback", "strict_names")
 
     capability = "tools"
 
@@ -140,10 +147,22 @@ class ToolRegistry(Registry):
         super().__init__(pager, on_change, scoped)
         self.strict_names = strict_names
         self.fallback = fallback
+        self._runner: ToolRunner | None = None  # rule 5
         self._host = tasks
         self._tools: dict[str, _Entry] = {}
 
     # --- the registry ---------------------------------------------------------------------
+
+    @property
+    def runner(self) -> ToolRunner | None:
+        """The tier-2 middleware every tool's handler runs inside (rule 5); None: called directly."""
+        return self._runner
+
+    @runner.setter
+    def runner(self, runner: ToolRunner | None) -> None:
+        self._runner = runner
+        for entry in self._tools.values():
+            entry.direct = entry.tool.handler if runner is None else None
 
     def add(self, tool: Tool) -> None:
         """Register (or replace) ``tool``; ValueError when it is invalid (rule 1)."""
@@ -153,6 +172,8 @@ class ToolRegistry(Registry):
                 raise ValueError(f"Tool {tool.name!r}: {problem}")
             logger.warning("%s: clients may refuse or rename it", problem)
         entry = _Entry(tool)  # the schemas first: their errors say the most
+        if self._runner is not None:
+            entry.direct = None
         self._mark_scoped("tool", tool.name, tool.scopes, f"Tool {tool.name!r}")
         if tool.handler is None:
             if self.fallback is None:
@@ -254,12 +275,16 @@ class ToolRegistry(Registry):
                     name, entry.tool.task_starts, context, lambda: self.handle_call(params, context), task
                 )
         # The handler is awaited right here (no helper coroutines): this is every tool call's path.
-        handler = entry.tool.handler
+        handler = entry.direct
         value: Any
         try:
             if handler is None:
-                assert self.fallback is not None  # (rule 2: checked at add)
-                value = await self.fallback(name, arguments, context)
+                runner = self._runner
+                if runner is not None:
+                    value = await runner(context, entry.tool, arguments, partial(self._run, entry, context))
+                else:
+                    assert self.fallback is not None  # (rule 2: checked at add)
+                    value = await self.fallback(name, arguments, context)
             elif entry.is_async:
                 value = await handler(arguments, context)  # type: ignore[misc]
             elif entry.in_thread:
@@ -280,6 +305,17 @@ class ToolRegistry(Registry):
         if has_link_icons(result.content):
             drop_link_icons(out["content"], context)
         return out
+
+    async def _run(self, entry: _Entry, context: RequestContext, arguments: dict[str, Any]) -> Any:
+        """The tool's raw value, as the innermost step of ``runner`` (rule 5)."""
+        handler = entry.tool.handler
+        if handler is None:
+            assert self.fallback is not None  # (rule 2: checked at add)
+            return await self.fallback(entry.tool.name, arguments, context)
+        if entry.is_async or entry.in_thread:
+            return await call(handler, entry.is_async, arguments, context)
+        value = handler(arguments, context)
+        return await value if inspect.isawaitable(value) else value
 
 
 def _check_output(entry: _Entry, result: CallToolResult) -> CallToolResult:
