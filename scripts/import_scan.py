@@ -73,6 +73,7 @@ LAYERS: Final[dict[str, int]] = {
     "engine.typed": 2,
     "engine.skills": 2,
     "engine.registry": 2,
+    "engine.middleware": 2,
     # L3: the JSON-RPC engine
     "engine.protocol": 3,
     # L4: the store interfaces and the in-process event bus and task store
