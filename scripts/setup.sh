@@ -27,7 +27,7 @@ make_env() {
     return 0
   fi
   check_python
-  echo "== setting up $dir from $lock"
+  echo "== setting up $dir from $lock (once per lock change, about 30 s; pip's log: $dir.log)"
   rm -rf "$dir"
   mkdir -p "$(dirname "$dir")"
   python3 -m venv "$dir"
@@ -54,6 +54,7 @@ setup_python() {
   make_env .venv "$lock" || return 1
   if [ ! -f .venv/.project ] || [ "$(cat .venv/.project)" != "$project" ]; then
     # In place, with the build backend from the lock (no isolated build fetching its own).
+    echo "== installing this checkout into .venv (editable)"
     if ! .venv/bin/python -m pip install --disable-pip-version-check --no-input --no-deps --no-build-isolation \
       -e . >.venv.log 2>&1; then
       cat .venv.log >&2
