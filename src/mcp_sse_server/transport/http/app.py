@@ -1,7 +1,7 @@
 """The ASGI application that owns an MCP endpoint: its stack, its backend, its lifespan, its shutdown.
 
 >>> app = McpHttpApp(server, settings=HttpSettings(path="/mcp"))  # doctest: +SKIP
->>> # uvicorn.run(app) or Starlette(routes=[Mount("/mcp", app=McpHttpApp(server))])
+>>> # uvicorn.run(app), or mounted: Starlette(routes=[Mount("/mcp", app=app)], lifespan=app.lifespan)
 
 The app is a stack, Starlette style, configured once in the constructor from
 two objects: the ``HttpSettings`` (plain configuration) and the ``Backend``
@@ -25,13 +25,20 @@ factory that builds one per session; then the 2026-07-28 requests, which have
 no session, are all served by one more server it builds on the first of them
 (``stateless_endpoint.py`` says why). The app owns its backend: it starts it
 (``start``, the ASGI lifespan's startup) and closes it at its shutdown.
+
+Mounted in another app, the app gets no lifespan events: Starlette and FastAPI
+send them to their own lifespan only. ``app.lifespan`` is one: the parent's
+``lifespan=app.lifespan`` runs ``start`` and ``shutdown`` with the parent's; a
+parent with a lifespan of its own enters ``async with app:`` inside it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from types import TracebackType
 from urllib.parse import urlsplit
 
 from ...engine.server import McpServer
@@ -185,6 +192,24 @@ class McpHttpApp:
                 await self.shutdown()
                 await send({"type": "lifespan.shutdown.complete"})
                 return
+
+    # --- mounted in another app: its lifespan runs ours -------------------------------
+
+    async def __aenter__(self) -> McpHttpApp:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        await self.shutdown()
+
+    @asynccontextmanager
+    async def lifespan(self, parent: object = None) -> AsyncIterator[None]:
+        """``start`` on entry, ``shutdown`` on exit: the ``lifespan=`` of a Starlette or FastAPI
+        app this one is mounted in (``parent``, which they pass, is not used)."""
+        async with self:
+            yield
 
     # --- what runs beside the requests ---------------------------------------------------
 
