@@ -23,7 +23,7 @@ import asyncio
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Final, Literal, Self, TypeAlias
 
@@ -40,8 +40,8 @@ from ..engine.jsonrpc import (
 )
 from ..engine.protocol import Connection, ProgressCallback
 from ..engine.stateless_meta import TASKS_EXTENSION
-from ..engine.types import Root, Tool
-from .elicitation import URL_ELICITATION_REQUIRED, UrlElicitationRequiredError, check_mode, complete_answer
+from ..engine.types import Tool
+from .elicitation import URL_ELICITATION_REQUIRED, UrlElicitationRequiredError, check_mode
 from .stateless import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -53,6 +53,14 @@ from .stateless import (
 )
 from .subscription import Subscription
 from .transport import ClientTransport
+from .typed_handlers import (
+    ElicitationHandler,
+    RootsSource,
+    SamplingHandler,
+    answer_elicitation,
+    answer_sampling,
+    list_roots,
+)
 
 __all__ = [
     "DEFAULT_LOG_LEVEL",
@@ -82,8 +90,6 @@ _LIST_CHANGED: Final = {
     "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
 }
 
-SamplingHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
-ElicitationHandler = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 LogHandler = Callable[[dict[str, Any]], Any]
 ElicitationCompleteHandler = Callable[[dict[str, Any]], Any]
 NotificationHandler = Callable[[JsonRpcNotification], Any]
@@ -112,7 +118,7 @@ class ClientCore(ABC):
         client_version: str = "0.1.0",
         sampling_handler: SamplingHandler | None = None,
         elicitation_handler: ElicitationHandler | None = None,
-        roots: Sequence[Root] | None = None,
+        roots: RootsSource | None = None,
         on_log: LogHandler | None = None,
         on_notification: NotificationHandler | None = None,
         request_timeout: float | None = DEFAULT_REQUEST_TIMEOUT,
@@ -143,7 +149,7 @@ class ClientCore(ABC):
         self.client_info = {"name": client_name, "version": client_version}
         self.sampling_handler = sampling_handler
         self.elicitation_handler = elicitation_handler
-        self.roots = list(roots) if roots is not None else None
+        self.roots = roots if roots is None or callable(roots) else list(roots)  # a function: asked each time
         self.on_log = on_log
         self.on_notification = on_notification
         self.request_timeout = request_timeout
@@ -384,13 +390,14 @@ class ClientCore(ABC):
             return {}
         if self._owner is not None:  # a session fallback: its owner's handlers answer (roots as they are now)
             return await self._owner._serve(method, params)
+        # Handlers get typed requests and may answer typed values (typed_handlers.py).
         if method == "sampling/createMessage" and self.sampling_handler is not None:
-            return await self.sampling_handler(params)
+            return await answer_sampling(self.sampling_handler, params)
         if method == "elicitation/create" and self.elicitation_handler is not None:
             mode = check_mode(params, self.elicitation_modes)
-            return complete_answer(params, mode, await self.elicitation_handler(params))
+            return await answer_elicitation(self.elicitation_handler, params, mode)
         if method == "roots/list" and self.roots is not None:
-            return {"roots": [{"uri": r.uri, **({"name": r.name} if r.name else {})} for r in self.roots]}
+            return await list_roots(self.roots)
         raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def handle_notification(self, notification: JsonRpcNotification) -> None:

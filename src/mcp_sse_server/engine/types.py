@@ -42,12 +42,14 @@ __all__ = [
     "Prompt",
     "PromptArgument",
     "PromptMessage",
+    "PromptRef",
     "ReadResourceResult",
     "Resource",
     "ResourceContents",
     "ResourceInfo",
     "ResourceLink",
     "ResourceTemplate",
+    "ResourceTemplateRef",
     "Root",
     "SamplingMessage",
     "TaskStarts",
@@ -60,6 +62,8 @@ __all__ = [
     "ToolResultContent",
     "ToolUseContent",
     "UrlElicitation",
+    "create_message_request_from_dict",
+    "sampling_message_from_dict",
 ]
 
 Role: TypeAlias = Literal["user", "assistant"]
@@ -662,6 +666,26 @@ class CompleteRequest:
     context_arguments: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class PromptRef:
+    """What ``complete`` completes an argument of: the prompt ``name``."""
+
+    name: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "ref/prompt", "name": self.name}
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceTemplateRef:
+    """What ``complete`` completes a variable of: the resource template ``uri_template``."""
+
+    uri_template: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": "ref/resource", "uri": self.uri_template}
+
+
 @dataclass(slots=True)
 class CompleteResult:
     """Completion values; more than 100 are cut to 100 with ``has_more`` set."""
@@ -854,6 +878,29 @@ class CreateMessageResult:
         ]
 
     @classmethod
+    def reply(
+        cls,
+        content: str | SamplingContent | list[SamplingContent],
+        model: str,
+        *,
+        stop_reason: str | None = "endTurn",
+    ) -> CreateMessageResult:
+        """The assistant's answer: a text, a content block or a list of them (2025-11-25)."""
+        blocks: dict[str, Any] | list[dict[str, Any]]
+        if isinstance(content, str):
+            blocks = TextContent(content).to_dict()
+        elif isinstance(content, list):
+            blocks = [block.to_dict() for block in content]
+        else:
+            blocks = content.to_dict()
+        return cls("assistant", blocks, model, stop_reason)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role, "content": self.content, "model": self.model}
+        _put(out, "stopReason", self.stop_reason)
+        return out
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CreateMessageResult:
         content = data.get("content")
         role = data.get("role")
@@ -907,6 +954,11 @@ class ElicitResult:
     def accepted(self) -> bool:
         return self.action == "accept"
 
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"action": self.action}
+        _put(out, "content", self.content)
+        return out
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ElicitResult:
         action = data.get("action")
@@ -922,6 +974,12 @@ class ElicitResult:
 class Root:
     uri: str
     name: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"uri": self.uri}
+        if self.name:
+            out["name"] = self.name
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Root:
@@ -1059,3 +1117,81 @@ def complete_result_from_dict(data: Mapping[str, Any]) -> CompleteResult:
     if not isinstance(completion, dict) or not isinstance(completion.get("values"), list):
         raise ValueError("malformed completion/complete result")
     return CompleteResult(list(completion["values"]), completion.get("total"), completion.get("hasMore"))
+
+
+def _sampling_content_from_dict(data: Any) -> SamplingContent:
+    if not isinstance(data, dict):
+        raise ValueError("malformed sampling message: a content block must be an object")
+    kind = data.get("type")
+    if kind == "tool_use":
+        if not (isinstance(data.get("id"), str) and isinstance(data.get("name"), str)):
+            raise ValueError("malformed sampling message: a tool_use needs id, name and input")
+        given = data.get("input")
+        return ToolUseContent(data["id"], data["name"], given if isinstance(given, dict) else {}, data.get("_meta"))
+    if kind == "tool_result":
+        blocks = data.get("content")
+        if not isinstance(data.get("toolUseId"), str) or not isinstance(blocks, list):
+            raise ValueError("malformed sampling message: a tool_result needs toolUseId and content")
+        structured = data.get("structuredContent")
+        return ToolResultContent(
+            data["toolUseId"],
+            [content_from_dict(block) for block in blocks],
+            structured if isinstance(structured, dict) else None,
+            data.get("isError"),
+            data.get("_meta"),
+        )
+    block = content_from_dict(data)
+    if not isinstance(block, TextContent | ImageContent | AudioContent):
+        raise ValueError(f"malformed sampling message: a {kind!r} block cannot be sampled")
+    return block
+
+
+def sampling_message_from_dict(data: Mapping[str, Any]) -> SamplingMessage:
+    """One message of a sampling/createMessage request; ValueError when malformed."""
+    role = data.get("role")
+    if role not in ("user", "assistant"):
+        raise ValueError("malformed sampling message: role must be user or assistant")
+    content = data.get("content")
+    if isinstance(content, list):
+        return SamplingMessage(role, [_sampling_content_from_dict(block) for block in content])
+    return SamplingMessage(role, _sampling_content_from_dict(content))
+
+
+def _model_preferences_from(data: Any) -> ModelPreferences | None:
+    if not isinstance(data, dict):
+        return None
+    hints = data.get("hints")
+    return ModelPreferences(
+        [ModelHint(h["name"]) for h in hints if isinstance(h, dict) and isinstance(h.get("name"), str)]
+        if isinstance(hints, list)
+        else [],
+        data.get("costPriority"),
+        data.get("speedPriority"),
+        data.get("intelligencePriority"),
+    )
+
+
+def create_message_request_from_dict(data: Mapping[str, Any]) -> CreateMessageRequest:
+    """The params of sampling/createMessage as the server sent them; ValueError when malformed."""
+    messages = data.get("messages")
+    max_tokens = data.get("maxTokens")
+    if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+        raise ValueError("malformed sampling/createMessage request: messages must be a list of objects")
+    if type(max_tokens) is not int:
+        raise ValueError("malformed sampling/createMessage request: maxTokens must be an integer")
+    tools = data.get("tools")
+    choice = data.get("toolChoice")
+    mode = choice.get("mode") if isinstance(choice, dict) else None
+    stops = data.get("stopSequences")
+    return CreateMessageRequest(
+        [sampling_message_from_dict(message) for message in messages],
+        max_tokens,
+        data.get("systemPrompt"),
+        _model_preferences_from(data.get("modelPreferences")),
+        data.get("includeContext"),
+        data.get("temperature"),
+        [stop for stop in stops if isinstance(stop, str)] if isinstance(stops, list) else None,
+        data.get("metadata"),
+        [tool_from_dict(tool) for tool in tools if isinstance(tool, dict)] if isinstance(tools, list) else None,
+        mode if mode in ("auto", "required", "none") else None,
+    )
