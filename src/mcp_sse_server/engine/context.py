@@ -11,10 +11,10 @@ import asyncio
 import contextvars
 import logging
 from collections.abc import Callable
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, cast
 
 from . import downlevel
-from .jsonrpc import INVALID_PARAMS, JsonRpcRequest, McpError, RequestId
+from .jsonrpc import INVALID_PARAMS, JsonRpcNotification, JsonRpcRequest, McpError, RequestId
 from .tokens import AccessToken, current_access_token
 
 __all__ = ["LOG_LEVELS", "Peer", "RequestContext", "ToolTask", "current_context"]
@@ -100,7 +100,9 @@ class RequestContext:
         "_callbacks",
         "_last_progress",
         "_make_session",
+        "_rounds",
         "_session",
+        "_state",
         "cancel_reason",
         "cancelled",
         "connection",
@@ -111,6 +113,9 @@ class RequestContext:
         "task",
         "tool_task",
     )
+
+    _state: dict[str, Any]  # (both unset until first used: see ``state`` and ``rounds``)
+    _rounds: int
 
     def __init__(self, connection: Peer, request: JsonRpcRequest) -> None:
         self.connection = connection
@@ -134,6 +139,37 @@ class RequestContext:
         self.tool_task: ToolTask | None = None  # the task this tool call runs as (tasks.py), if it may be one
         self._session: Any = None  # a stateless request's own session, once made (bind_session)
         self._make_session: Callable[[], Any] | None = None
+
+    # ``state`` and ``rounds`` live in slots left unset until used: most requests never ask,
+    # and every request builds a context.
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """A dict of this request's own, made on first use: what middleware and the handler share."""
+        try:
+            return self._state
+        except AttributeError:
+            state: dict[str, Any] = {}
+            self._state = state
+            return state
+
+    @property
+    def rounds(self) -> int:
+        """How many rounds of this call came before this one: 0 but on a stateless (2026-07-28)
+        retry that answers ``input_required`` questions, where it is 1 for the first retry, and on."""
+        try:
+            return self._rounds
+        except AttributeError:
+            return 0
+
+    @rounds.setter
+    def rounds(self, value: int) -> None:
+        self._rounds = value
+
+    @classmethod
+    def of_notification(cls, connection: Peer, notification: JsonRpcNotification) -> RequestContext:
+        """The context a notification's middleware is given: its ``method``, no ``request_id`` (None)."""
+        return cls(connection, JsonRpcRequest(cast(RequestId, None), notification.method, notification.params))
 
     @property
     def session(self) -> Any:

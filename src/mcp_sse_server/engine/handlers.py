@@ -36,6 +36,10 @@ Rules, kept here and nowhere else:
    handler as ``layer(method, handler)`` returns it, applied before rule 5's shaping; the
    table before ``initialize`` is then a built table too. ``layer`` is set before any table
    is built.
+7. ``notified`` (None unless the server's middleware has ``on_notification`` hooks) is handed
+   each notification a session is sent, with what the session itself does with it, and runs
+   the hooks around that in a task (``middleware.py`` rule 7). A stateless connection acts on
+   no notification (cancellation is the engine's) and hands none on.
 """
 
 from __future__ import annotations
@@ -47,10 +51,19 @@ from . import downlevel, versions
 from .context import RequestContext
 from .versions import Revision
 
-__all__ = ["Handler", "HandlerRegistry"]
+__all__ = ["Handler", "HandlerRegistry", "NotificationLayer", "Notified", "NotifyNext"]
 
 Handler: TypeAlias = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
 """A method handler: ``await handler(params, context)`` is the request's result object."""
+
+NotifyNext: TypeAlias = Callable[[dict[str, Any]], Awaitable[None]]
+"""``await call_next(params)``: the rest of a notification's hooks and the receiver's own handling."""
+
+Notified: TypeAlias = Callable[[RequestContext, dict[str, Any], NotifyNext], Awaitable[None]]
+"""``await notified(context, params, call_next)``: the notification hooks folded into one."""
+
+NotificationLayer: TypeAlias = Callable[[RequestContext, dict[str, Any], NotifyNext], None]
+"""``notified(context, params, own)``: starts the hooks around ``own`` and returns (rule 7)."""
 
 _H = TypeVar("_H", bound=Handler)
 
@@ -77,7 +90,7 @@ class HandlerRegistry(Mapping[str, Handler]):
     ``register`` adds or replaces, ``remove`` removes.
     """
 
-    __slots__ = ("_handlers", "_layer", "_tables")
+    __slots__ = ("_handlers", "_layer", "_tables", "notified")
 
     def __init__(self) -> None:
         # Every method's handler: also the table before initialize (rule 4; a server built per
@@ -86,6 +99,7 @@ class HandlerRegistry(Mapping[str, Handler]):
         # Revision name -> the table of that revision (rule 4).
         self._tables: dict[str, dict[str, Handler]] = {}
         self._layer: Callable[[str, Handler], Handler] | None = None  # rule 6
+        self.notified: NotificationLayer | None = None  # rule 7
 
     def set_layer(self, layer: Callable[[str, Handler], Handler]) -> None:
         """Serve each handler as ``layer(method, handler)`` returns it (rule 6); RuntimeError once

@@ -28,18 +28,50 @@ Rules, kept here and nowhere else:
    wherever ``ToolRegistry`` runs it (inline, in a task job), after lookup and input
    validation; it sees the raw return value and raw exceptions, before their conversion to a
    ``CallToolResult``.
+6. Lists: with any middleware, the four list methods (``_LISTS``) are paged by the table, not
+   by their handlers: a hook sees the params as sent (``cursor`` included) and the full,
+   revision-shaped list of what the request may see; the page the cursor asks for is cut from
+   what the outermost hook returns. A hook that returns a result without the list is sent as
+   it returned it.
+7. ``on_notification(context, params, call_next)`` sees each notification the client sends
+   (``notifications/initialized``, ``cancelled``, ``progress``, ``roots/list_changed``, ...),
+   in a task of its own; ``await call_next(params)`` is the session's own handling and returns
+   None; a hook that does not call it drops the notification. Cancellation is applied by the
+   engine before any hook runs: no hook can keep a request from being cancelled. The context
+   of a notification has no request id; what a hook raises is logged.
+8. ``initialize``: a hook may change the requested ``protocolVersion`` (the handler negotiates
+   from what it is passed), but the result must name the revision the session started at: the
+   session is already served that revision's table. A result naming another one is refused:
+   -32603 "Internal error", logged, nothing of it sent.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, Final, TypeAlias
 
 from .context import RequestContext
-from .handlers import Handler
+from .handlers import Handler, NotificationLayer, Notified, NotifyNext
+from .jsonrpc import INTERNAL_ERROR, McpError
+from .registry import Pager
 from .types import Tool
 
-__all__ = ["CallNext", "Middleware", "RunNext", "ToolRunner", "check", "tool_runner", "wrap"]
+__all__ = [
+    "CallNext",
+    "Middleware",
+    "NotifyNext",
+    "RunNext",
+    "ToolRunner",
+    "check",
+    "notification_runner",
+    "tool_runner",
+    "wrap",
+]
+
+logger = logging.getLogger("mcp_sse_server")
 
 CallNext: TypeAlias = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 """``await call_next(params)``: the rest of a tier-1 chain, returning the result dict."""
@@ -100,6 +132,10 @@ class Middleware:
         """Every ``tasks/*`` method (the call that starts a task is ``tools/call``)."""
         return await call_next(params)
 
+    async def on_notification(self, context: RequestContext, params: dict[str, Any], call_next: NotifyNext) -> None:
+        """Every notification the client sends (rule 7)."""
+        await call_next(params)
+
     async def on_tool_run(
         self, context: RequestContext, tool: Tool, arguments: dict[str, Any], call_next: RunNext
     ) -> Any:
@@ -119,7 +155,15 @@ _METHOD_HOOKS: Final[dict[str, str]] = {
     "resources/list": "on_list",
     "resources/templates/list": "on_list",
 }
-_HOOKS: Final = ("on_request", *dict.fromkeys(_METHOD_HOOKS.values()), "on_task", "on_tool_run")
+_HOOKS: Final = ("on_request", *dict.fromkeys(_METHOD_HOOKS.values()), "on_task", "on_notification", "on_tool_run")
+
+# Rule 6: each list method's pager collection and result key (the ones its handler pages with).
+_LISTS: Final[dict[str, str]] = {
+    "tools/list": "tools",
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+}
 
 
 def _overrides(middleware: Middleware, hook: str) -> bool:
@@ -157,12 +201,97 @@ def _link(hook: _Hook, inner: Handler) -> Handler:
     return linked
 
 
-def wrap(chain: Sequence[Middleware], method: str, handler: Handler) -> Handler:
+def wrap(chain: Sequence[Middleware], pager: Pager, method: str, handler: Handler) -> Handler:
     """``handler`` of ``method`` inside the tier-1 hooks of ``chain`` (rules 2-4); ``handler``
-    itself when none of them hooks ``method``."""
-    for hook in reversed(_hooks_for(method, chain)):
+    itself when none of them hooks ``method``. A list method's handler must not page (its
+    registry's pager has no page size): ``pager`` pages outside the hooks (rule 6)."""
+    hooks = _hooks_for(method, chain)
+    key = _LISTS.get(method)
+    if key is not None:
+        handler = _without_cursor(handler)
+    for hook in reversed(hooks):
         handler = _link(hook, handler)
+    if key is not None:
+        return _paged(pager, key, handler)
+    if method == "initialize" and hooks:
+        return _same_revision(handler)
     return handler
+
+
+def _without_cursor(handler: Handler) -> Handler:
+    # Rule 6: the handler lists everything; the cursor is for the pager outside the hooks.
+    def unpaged(params: dict[str, Any], context: RequestContext) -> Awaitable[dict[str, Any]]:
+        if "cursor" in params:
+            params = {name: value for name, value in params.items() if name != "cursor"}
+        return handler(params, context)
+
+    return unpaged
+
+
+def _paged(pager: Pager, key: str, handler: Handler) -> Handler:
+    async def paged(params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        result = await handler(params, context)
+        items = result.get(key)
+        if type(items) is not list:  # a hook answered with something else: sent as it is
+            return result
+        return {**result, **pager.page(key, key, items, params)}
+
+    return paged
+
+
+def _same_revision(handler: Handler) -> Handler:
+    # Rule 8: the session already serves the revision the handler negotiated.
+    async def initialize(params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        result = await handler(params, context)
+        started = context.session.revision
+        if result.get("protocolVersion") != started:
+            logger.error(
+                "middleware changed initialize's protocolVersion to %r; the session started at %r",
+                result.get("protocolVersion"),
+                started,
+            )
+            raise McpError(INTERNAL_ERROR, "Internal error")
+        return result
+
+    return initialize
+
+
+def notification_runner(chain: Sequence[Middleware]) -> NotificationLayer | None:
+    """The ``on_notification`` hooks of ``chain`` folded into one, outermost first, as
+    ``HandlerRegistry.notified`` runs them; None without any (rule 7)."""
+    runner: Notified | None = None
+    for middleware in reversed(chain):
+        if _overrides(middleware, "on_notification"):
+            runner = _link_notified(middleware.on_notification, runner)
+    return None if runner is None else partial(_start_notified, runner)
+
+
+def _link_notified(hook: Notified, inner: Notified | None) -> Notified:
+    if inner is None:
+        return hook
+    deeper = inner
+
+    def linked(context: RequestContext, params: dict[str, Any], call_next: NotifyNext) -> Awaitable[None]:
+        return hook(context, params, lambda next_params: deeper(context, next_params, call_next))
+
+    return linked
+
+
+_running: set[asyncio.Task[None]] = set()  # the notification hooks under way (a task needs a reference)
+
+
+def _start_notified(runner: Notified, context: RequestContext, params: dict[str, Any], own: NotifyNext) -> None:
+    # Rule 7: the hooks around ``own`` (the session's own handling), in a task of their own.
+    task = asyncio.get_running_loop().create_task(_notified(runner, context, params, own))
+    _running.add(task)
+    task.add_done_callback(_running.discard)
+
+
+async def _notified(runner: Notified, context: RequestContext, params: dict[str, Any], own: NotifyNext) -> None:
+    try:
+        await runner(context, params, own)
+    except Exception:
+        logger.exception("middleware failed on %s", context.method)
 
 
 def tool_runner(chain: Sequence[Middleware]) -> ToolRunner | None:

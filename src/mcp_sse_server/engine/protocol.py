@@ -109,7 +109,7 @@ class Connection:
                 if context.task is not None:
                     # A task cancelled before its first step never runs dispatch's clean-up.
                     context.task.add_done_callback(lambda _task: self._forget(context))
-            return
+            # (then the owner, as every notification: a server's middleware sees it, applied)
         if method == "notifications/progress":
             token = params.get("progressToken")
             callback = self._progress.get(token) if isinstance(token, str | int) else None

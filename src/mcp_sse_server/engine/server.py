@@ -44,7 +44,7 @@ from .handlers import HandlerRegistry
 from .jsonrpc import INTERNAL_ERROR, McpError
 from .lifecycle import Lifecycle
 from .memory_stores import MemoryEventBus, MemoryTaskStore
-from .middleware import Middleware, tool_runner
+from .middleware import Middleware, notification_runner, tool_runner
 from .middleware import check as middleware_check
 from .middleware import wrap as wrap_handler
 from .prompts import PromptRegistry
@@ -210,14 +210,18 @@ class McpServer(Decorators):
             raise RuntimeError("add_middleware() must come before the server serves a session or a request")
         chain = self._middleware
         if not chain:  # (the chain is read when tables are built: after this, never changed)
-            self.handlers.set_layer(partial(wrap_handler, chain))
+            # The list handlers stop paging: the table pages outside the hooks (middleware.py rule 6).
+            pager, unpaged = self.skill_registry.pager, Pager()
+            self.tool_registry.pager = self.resource_registry.pager = self.prompt_registry.pager = unpaged
+            self.handlers.set_layer(partial(wrap_handler, chain, pager))
         chain.append(checked)
         self.tool_registry.runner = tool_runner(chain)
+        self.handlers.notified = notification_runner(chain)
 
     @property
     def page_size(self) -> int | None:
         """Entries per page of a list result (None: lists are not paged)."""
-        return self.tool_registry.pager.page_size
+        return self.skill_registry.pager.page_size  # (the one pager never swapped: add_middleware)
 
     @property
     def strict_tool_names(self) -> bool:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Generic, NoReturn, Protocol, TypeVar, overload
 
 from . import versions
@@ -57,6 +58,7 @@ from .protocol import Connection, ConnectionOwner
 from .records import RecordChange, SessionRecord
 from .types import CreateMessageRequest, CreateMessageResult, ElicitResult, Root, UrlElicitation
 from .versions import Revision
+from .visibility import SessionVisibility
 
 if TYPE_CHECKING:
     from .transport import Transport
@@ -226,6 +228,8 @@ class ServerSession:
         # change as a function: a shared store writes the record back (and, its copy found stale,
         # makes the change again on the newer record).
         self.on_record_change: Callable[[SessionRecord, RecordChange], Any] | None = None
+        if record.visibility:  # rules made on another worker: this server checks from now on
+            getattr(server, "visibility", None)
 
     # --- state ---------------------------------------------------------------------
 
@@ -304,10 +308,21 @@ class ServerSession:
         if self._taken_by is not None:  # rule 5: the owner that took the connection decides
             self._taken_by.handle_notification(notification)
             return
-        if notification.method == "notifications/initialized":
+        notified = self.server.handlers.notified
+        if notified is not None:  # the server's middleware, around what follows (handlers.py rule 7)
+            context = RequestContext.of_notification(self.connection, notification)
+            notified(context, notification.params or {}, partial(self._notified, notification.method))
+            return
+        self._on_notification(notification.method)
+
+    async def _notified(self, method: str, params: dict[str, Any]) -> None:
+        self._on_notification(method)
+
+    def _on_notification(self, method: str) -> None:
+        if method == "notifications/initialized":
             if self.initialized:
                 self.ready = True
-        elif notification.method == "notifications/roots/list_changed":
+        elif method == "notifications/roots/list_changed":
             callback = self.server.on_roots_list_changed
             if callback is not None:
                 callback()
@@ -346,6 +361,8 @@ class ServerSession:
         """The record changed elsewhere (another worker wrote it): send by its log level from now on."""
         level = self.record.log_level
         self._log_rank = log_rank(level) if level is not None else 0
+        if self.record.visibility:  # (as in _setup)
+            getattr(self.server, "visibility", None)
 
     def set_log_level(self, level: str) -> None:
         self._log_rank = log_rank(level)
@@ -358,6 +375,11 @@ class ServerSession:
     def unsubscribe(self, uri: str) -> None:
         if uri in self.record.subscriptions:
             self._change(_Unsubscribe(uri))
+
+    @property
+    def visibility(self) -> SessionVisibility:
+        """This client's own visibility rules (``visibility.py``): ``disable``, ``enable``, ``reset``."""
+        return SessionVisibility(self, self._change)
 
     def _change(self, change: RecordChange) -> None:
         change(self.record)

@@ -321,7 +321,7 @@ class StatelessEndpoint:
         target = params.get("name") if method != "resources/read" else params.get("uri")
         arguments = params.get("arguments")
         if "inputResponses" in params or "requestState" in params:
-            self._resume(context.session, method, target, arguments, params)
+            context.rounds = self._resume(context.session, method, target, arguments, params)
         try:
             result = await self._run(handler, params, context)
         except InputRequired:
@@ -330,7 +330,7 @@ class StatelessEndpoint:
                 raise McpError(INTERNAL_ERROR, "Internal error") from None
             sealer = self.server.request_state
             state = sealer.seal(
-                {"answers": session.answers},
+                {"answers": session.answers, "round": context.rounds},
                 method=method,
                 target=target if isinstance(target, str) else None,
                 arguments=arguments,
@@ -351,10 +351,9 @@ class StatelessEndpoint:
                 raise McpError(INVALID_PARAMS, error.message, error.data) from None
             raise
 
-    def _resume(
-        self, session: RequestSession, method: str, target: Any, arguments: Any, params: dict[str, Any]
-    ) -> None:
-        """Load the answers of earlier rounds (from the sealed state) and of this retry."""
+    def _resume(self, session: RequestSession, method: str, target: Any, arguments: Any, params: dict[str, Any]) -> int:
+        """Load the answers of earlier rounds (from the sealed state) and of this retry; the
+        number of this round (``RequestContext.rounds``)."""
         responses = params.get("inputResponses")
         if responses is not None:
             if type(responses) is not dict:
@@ -362,7 +361,7 @@ class StatelessEndpoint:
             session.responses = responses  # a question takes its answer from here when asked; others are ignored
         state = params.get("requestState")
         if state is None:
-            return
+            return 0
         # Only here, and only then, does cryptography load (request_state imports it).
         from .request_state import InvalidRequestState
 
@@ -379,6 +378,8 @@ class StatelessEndpoint:
         if not isinstance(answers, dict):
             raise McpError(INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"})
         session.answers.update(answers)
+        earlier = payload.get("round")
+        return earlier + 1 if type(earlier) is int and earlier >= 0 else 1
 
     def _stamp(self, method: str, result: dict[str, Any], *, cacheable: bool = True) -> dict[str, Any]:
         """The result with ``resultType``, the server's identity and (when cacheable) caching hints."""
