@@ -243,6 +243,14 @@ class ClientCore(ABC):
         """The handshake on the current connection, connecting first when there is none (``handshake.py``)."""
 
     @abstractmethod
+    async def _connected(self) -> Connection:
+        """The connection, opened (again) when there is none or it has closed (``handshake.py``)."""
+
+    @abstractmethod
+    async def _initialize(self) -> dict[str, Any]:
+        """The ``initialize`` handshake on the current connection, whatever the era (``handshake.py``)."""
+
+    @abstractmethod
     async def _stateless_or_session(
         self, method: str, params: dict[str, Any] | None, timeout: float | None, on_progress: ProgressCallback | None
     ) -> dict[str, Any]:

@@ -15,6 +15,14 @@ Rules:
 3. A server that refuses the handshake, or opens no session (``ClientTransport.holds_session``),
    gets no second try: the original failure is returned. The repeated call runs the tool again
    from its start; ``session_fallback=False`` keeps the failure instead.
+4. A server that serves this client alone (``ClientTransport.owns_server``: a child process over
+   stdio) gets no second connection: the client itself moves onto a session of it, by
+   ``initialize`` on the same process when the server takes it (within ``probe_timeout``), else
+   by starting the process again and speaking ``initialize`` to the new one; the call is repeated
+   there and every later request goes there too (``era`` becomes ``"session"``). A ``mode="auto"``
+   client with ``remember_era`` records the server as a session server in the era memo
+   (``client/era_memo.py``), so later clients of the same command skip 2026-07-28 and never run
+   the tool twice. Calls in flight on a process that is ended fail with its connection error.
 """
 
 from __future__ import annotations
@@ -27,7 +35,8 @@ from typing import Any
 
 from ..engine.jsonrpc import INTERNAL_ERROR, McpError
 from ..engine.protocol import ProgressCallback
-from .core import MODE_SESSION, ClientCore
+from .core import MODE_AUTO, MODE_SESSION, ClientCore
+from .era_memo import MEMO_SESSION, remember_era
 from .stateless import missing_back_channel
 from .stateless_calls import StatelessCalls
 from .transport import ClientTransport
@@ -74,8 +83,11 @@ class SessionFallback(StatelessCalls):
     async def _fallback_for(self, failure: McpError | dict[str, Any], method: str) -> ClientCore | None:
         """The session to repeat ``method`` on after ``failure``, or None: not a failure to reach
         back (``missing_back_channel``), or one the fallback does not take (``_may_fall_back``)."""
-        if not self._may_fall_back(missing_back_channel(failure)):
+        wanted = missing_back_channel(failure)
+        if not self._may_fall_back(wanted):
             return None
+        if self.transport.owns_server:
+            return self if await self._move_to_session(method, str(wanted)) else None
         return await self._fallback_session(method)
 
     def _may_fall_back(self, wanted: str | None) -> bool:
@@ -122,6 +134,58 @@ class SessionFallback(StatelessCalls):
             )
             self._fallback = client
             return client
+
+    async def _move_to_session(self, method: str, wanted: str) -> bool:
+        """Move this client onto a session of the server it alone is served by (rule 4): True once
+        it speaks one, False when the server would not open one (then not asked again until
+        ``close()``, and the client goes on at 2026-07-28)."""
+        if self._fallback_opening is None:
+            self._fallback_opening = asyncio.Lock()
+        async with self._fallback_opening:
+            if not self.stateless:
+                return True  # a concurrent call moved it already
+            if self._fallback_refused:
+                return False
+            era, version = self.era, self.protocol_version
+            self.era = None  # request() now takes the session revisions' path, initialize included
+            try:
+                where = await self._session_here()
+            except Exception as error:  # any refusal: the original failure stands
+                logger.info("%s needs a session, but the server did not open one: %s", method, error)
+                self._fallback_refused = True
+                self.era, self.protocol_version = era, version
+                with contextlib.suppress(Exception):
+                    await self._connected()
+                return False
+            self._handshakes += 1
+            identity = self.transport.identity
+            remembered = self.mode == MODE_AUTO and self.remember_era and identity is not None
+            if remembered and identity is not None:
+                remember_era(identity, MEMO_SESSION)
+            logger.info(
+                "%s: the server could not send %s at %s; this client now speaks %s with it (initialize %s)%s",
+                method,
+                wanted,
+                version,
+                self.protocol_version,
+                where,
+                "; remembered for this server" if remembered else "",
+            )
+            return True
+
+    async def _session_here(self) -> str:
+        """``initialize`` on the current process, else on a new one (rule 4); where it was accepted."""
+        try:
+            async with asyncio.timeout(self.probe_timeout):
+                await self._initialize()
+            return "on the same process"
+        except Exception as refusal:
+            logger.debug("the server refused initialize on the same process (%s); starting it again", refusal)
+        if self.connection is not None:
+            await self.connection.close()
+        await self._connected()
+        await self._initialize()
+        return "on a new process"
 
     def _handler_options(self) -> dict[str, Any]:
         """This client's handlers and options as keyword arguments, for the fallback's client, which

@@ -21,6 +21,12 @@ same command once more (same arguments, environment and working directory) and s
 ``McpConnectionError`` saying what the server did instead. The era memo
 (``client/era_memo.py``) then remembers the command as a session server for this process.
 
+The session fallback (``client/fallback.py``): the child serves this client alone
+(``owns_server``), so a server that speaks 2026-07-28 but can only ask the client over a session
+gets the client itself moved onto a session: ``initialize`` on the same process, else the process
+is started again and spoken to with ``initialize``; the era memo remembers the command as a
+session server.
+
 >>> async def demo() -> None:  # doctest: +SKIP
 ...     async with StdioClient("python", ["-m", "my_server"]) as client:
 ...         print([tool.name for tool in await client.list_tools()])
@@ -331,6 +337,10 @@ class StdioClientTransport(ClientTransport):
     def process(self) -> asyncio.subprocess.Process | None:
         """The child process of the connection opened last (None before the first)."""
         return self.connection.process if self.connection is not None else None
+
+    @property
+    def owns_server(self) -> bool:
+        return True  # the child serves this client alone: the session fallback restarts it (client/fallback.py)
 
     async def connect(self) -> Transport:
         connection = StdioConnection(self)

@@ -21,7 +21,9 @@ Rules:
      server that has no identity outside its client (in memory).
    - ``holds_session`` and ``sibling()``: for the session fallback (``client/fallback.py``),
      whether the server keeps a session for this connection, and a second transport to the
-     same server (None where there is no second way to reach it).
+     same server (None where there is no second way to reach it); ``owns_server``: the server
+     serves this client alone (a child process over stdio), so the fallback moves this client
+     itself onto a session of it instead.
    - ``tool_schema``: set by the client, the ``inputSchema`` of a tool by name from its last
      ``tools/list``, for transports that route by a call's arguments (Streamable HTTP's
      ``Mcp-Param-*`` headers).
@@ -97,6 +99,13 @@ class ClientTransport(ABC):
         """True when the server keeps a session for the current connection, so that it can ask
         the client something while serving a request (False only where it can tell it does not)."""
         return True
+
+    @property
+    def owns_server(self) -> bool:
+        """True when the server behind this transport serves this client alone (a child process):
+        the session fallback then moves the client onto a session of that server (re-initializing
+        it, or starting it again) rather than opening a second connection beside this one."""
+        return False
 
     def sibling(self) -> ClientTransport | None:
         """A new transport to the same server with the same settings, for a second connection
