@@ -62,6 +62,8 @@ LAYERS: Final[dict[str, int]] = {
     "engine.skill_format": 0,
     "engine.downlevel": 0,
     "engine.batches": 0,
+    "engine.not_found": 0,
+    "engine.visibility": 0,
     # L1: what a handler gets, and what a transport is
     "engine.context": 1,
     "engine.transport": 1,

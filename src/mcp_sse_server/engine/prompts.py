@@ -10,8 +10,12 @@ Rules, kept here and nowhere else (the shared ones are ``registry.py``'s):
 1. ``prompts/get``: an unknown prompt is -32602; ``arguments`` must be an object of strings,
    and every required argument must be there (-32602 naming the first missing one), before
    the handler runs.
+   A handler that raises ``NotFound`` is -32602 naming the prompt and carrying its message
+   (``not_found.py`` rule 2).
 2. A handler returns a ``GetPromptResult``, a ``str`` (one user message) or a list of
    messages; a result without a description gets the prompt's.
+3. A prompt the request's visibility rules hide is unknown, and left out of ``prompts/list``
+   (``visibility.py``).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from typing import Any, Final
 from .context import RequestContext
 from .handlers import HandlerRegistry
 from .jsonrpc import INVALID_PARAMS, McpError
+from .not_found import NotFound
 from .registry import (
     OnChange,
     Pager,
@@ -32,6 +37,8 @@ from .registry import (
     has_link_icons,
     is_async,
     params_str,
+    rules_of,
+    shown_items,
     visible,
 )
 from .types import GetPromptResult, Prompt, PromptMessage
@@ -110,13 +117,21 @@ class PromptRegistry(Registry):
         """``prompts/list``: the prompts the request may see, paged."""
         self._require(bool(self._prompts))
         items = visible(self._listing("prompts", context.session.protocol), "name", self.scopes_of, context)
+        if self.visibility is not None:  # (rule 3)
+            items = shown_items(items, rules_of(self, context), "prompt", self._describe)
         return self.pager.page("prompts", "prompts", items, params)
+
+    def _describe(self, item: dict[str, Any]) -> tuple[tuple[str], Collection[str]]:
+        name = item["name"]
+        return (name,), self._prompts[name].tags
 
     async def handle_get(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         """``prompts/get`` (rules 1 and 2)."""
         name = params_str(params, "name")
         prompt = self._prompts.get(name)
-        if prompt is None:
+        if prompt is None or (
+            self.visibility is not None and not self.visibility.shows(context, "prompt", (name,), prompt.tags)
+        ):  # a hidden prompt is an unknown one (rule 3)
             raise McpError(INVALID_PARAMS, f"Unknown prompt: {name}")
         arguments = params.get("arguments")
         if arguments is None:
@@ -126,7 +141,11 @@ class PromptRegistry(Registry):
         for argument in prompt.arguments:
             if argument.required and argument.name not in arguments:
                 raise McpError(INVALID_PARAMS, f"Missing required argument {argument.name!r} for prompt {name}")
-        value = await call(prompt.handler, is_async(prompt.handler), arguments, context)
+        try:
+            value = await call(prompt.handler, is_async(prompt.handler), arguments, context)
+        except NotFound as error:  # the arguments name nothing there (rule 1)
+            message = f"Prompt {name}: {error.message}" if error.given else f"Prompt {name}: not found"
+            raise McpError(INVALID_PARAMS, message) from None
         if isinstance(value, GetPromptResult):
             result = value
         elif isinstance(value, str):

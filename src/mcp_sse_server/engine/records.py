@@ -25,7 +25,9 @@ class SessionRecord:
     the session on a server that checks bearer tokens (issuer, subject, client
     id): only requests with a token of the same principal may use it.
     ``version`` counts the writes a shared store took (it refuses a write of a
-    copy older than its record: ``StaleRecord``).
+    copy older than its record: ``StaleRecord``). ``visibility`` is the
+    session's own visibility rules, as plain dicts (``visibility.py``), None
+    until it has some.
     """
 
     id: str = ""
@@ -37,6 +39,7 @@ class SessionRecord:
     log_level: str | None = None
     subscriptions: list[str] = field(default_factory=list)
     principal: list[str | None] | None = None
+    visibility: list[dict[str, Any]] | None = None
     version: int = 0
 
     def expired(self, now: float, idle_timeout: float, max_lifetime: float) -> bool:

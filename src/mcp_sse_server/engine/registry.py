@@ -17,6 +17,9 @@ Rules, kept here and nowhere else:
    list is -32602, and so is any cursor when lists are not paged.
 5. A user callback (a tool's handler, a resource's reader, a lister, a completer) runs on the
    event loop when it is a coroutine function, else in a worker thread (``call``).
+6. With ``visibility`` (a ``ServerVisibility``, set by the server with its first rule) a
+   listing leaves out, and a lookup does not find, what the request's rules hide
+   (``visibility.py``); without it nothing is checked.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from .scopes import check_scopes
 from .types import ResourceLink
 from .versions import Revision
+from .visibility import Rule, ServerVisibility, shown
 
 __all__ = [
     "OnChange",
@@ -47,6 +51,8 @@ __all__ = [
     "has_link_icons",
     "is_async",
     "params_str",
+    "rules_of",
+    "shown_items",
     "visible",
 ]
 
@@ -133,7 +139,7 @@ class Registry:
     each change; ``capability`` names what it offers, for the -32601 of a server without it.
     """
 
-    __slots__ = ("_lists", "_scoped", "on_change", "pager")
+    __slots__ = ("_lists", "_scoped", "on_change", "pager", "visibility")
 
     capability: str = ""
 
@@ -145,6 +151,7 @@ class Registry:
         # (collection, revision name) -> the wire list of that collection for that revision
         self._lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._scoped = scoped if scoped is not None else set()
+        self.visibility: ServerVisibility | None = None  # rule 6
 
     @property
     def scoped(self) -> bool:
@@ -200,6 +207,25 @@ def visible(
         return items
     granted = token.scopes
     return [item for item in items if granted.issuperset(scopes_of(item[key]))]
+
+
+def rules_of(registry: Registry, context: RequestContext) -> Sequence[Rule]:
+    """The visibility rules of the request (rule 6): empty when there are none to apply."""
+    visibility = registry.visibility
+    return visibility.rules_for(context) if visibility is not None else ()
+
+
+def shown_items(
+    items: list[dict[str, Any]],
+    rules: Sequence[Rule],
+    kind: str,
+    describe: Callable[[dict[str, Any]], tuple[Sequence[str], Collection[str]]],
+) -> list[dict[str, Any]]:
+    """``items`` without the entries ``rules`` hide (rule 6), as a new list; ``describe`` gives
+    an entry's names and tags."""
+    if not rules:
+        return items
+    return [item for item in items if shown(rules, kind, *describe(item))]
 
 
 def has_link_icons(blocks: Sequence[Any]) -> bool:

@@ -16,9 +16,14 @@ Rules, kept here and nowhere else (the shared ones are ``registry.py``'s):
 3. ``resources/list`` lists the fixed resources, then what each template's ``lister`` lists;
    a lister that fails is logged and left out, and the result's ``_meta`` says
    ``degraded`` with the failed templates' names.
-4. A reader returns a ``ReadResourceResult``, contents, ``str`` (text) or ``bytes`` (a blob).
+4. A reader returns a ``ReadResourceResult``, contents, ``str`` (text) or ``bytes`` (a blob);
+   None, or raising ``NotFound``, is the resource-not-found error of rule 2 (with the
+   ``NotFound`` message when it has one; ``not_found.py``).
 5. ``resources/subscribe`` and ``unsubscribe`` record the URI on the session (any URI: a
    resource may appear later); both are -32601 on a server with no resources.
+6. A resource or template the request's visibility rules hide (``visibility.py``) is left out
+   of its list, with what a hidden template lists, and a read passes it by as if it were not
+   registered.
 """
 
 from __future__ import annotations
@@ -31,7 +36,8 @@ from . import downlevel
 from .context import RequestContext
 from .handlers import HandlerRegistry
 from .jsonrpc import RESOURCE_NOT_FOUND, McpError
-from .registry import OnChange, Pager, Registry, Scoped, call, is_async, params_str, visible
+from .not_found import NotFound
+from .registry import OnChange, Pager, Registry, Scoped, call, is_async, params_str, rules_of, shown_items, visible
 from .types import (
     BlobResourceContents,
     ReadResourceResult,
@@ -42,6 +48,7 @@ from .types import (
 )
 from .uri_template import UriTemplate
 from .versions import Revision
+from .visibility import shown
 
 __all__ = ["ResourceRegistry", "ServedFile"]
 
@@ -183,6 +190,10 @@ class ResourceRegistry(Registry):
         protocol = context.session.protocol
         items = visible(self._listing("resources", protocol), "uri", self.scopes_of, context)
         listers = [template for _, template in self._templates.values() if template.lister is not None]
+        rules = rules_of(self, context)
+        if rules:  # (rule 6: a hidden template's listed resources are hidden with it)
+            items = shown_items(items, rules, "resource", self._describe)
+            listers = [t for t in listers if shown(rules, "template", (t.uri_template, t.name), t.tags)]
         token = context.auth
         if token is not None:  # a template's listed resources need its scopes
             listers = [template for template in listers if token.scopes.issuperset(template.scopes)]
@@ -208,17 +219,31 @@ class ResourceRegistry(Registry):
         self._require(bool(self))
         listing = self._listing("resourceTemplates", context.session.protocol)
         items = visible(listing, "uriTemplate", self.template_scopes, context)
+        if self.visibility is not None:  # (rule 6)
+            items = shown_items(items, rules_of(self, context), "template", self._describe_template)
         return self.pager.page("resourceTemplates", "resourceTemplates", items, params)
+
+    def _describe(self, item: dict[str, Any]) -> tuple[tuple[str, str], Collection[str]]:
+        resource = self._resources[item["uri"]]
+        return (resource.uri, resource.name), resource.tags
+
+    def _describe_template(self, item: dict[str, Any]) -> tuple[tuple[str, str], Collection[str]]:
+        template = self._templates[item["uriTemplate"]][1]
+        return (template.uri_template, template.name), template.tags
 
     async def handle_read(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         """``resources/read`` (rules 2 and 4)."""
         uri = params_str(params, "uri")
+        rules = rules_of(self, context)
         resource = self._resources.get(uri)
-        if resource is not None:
+        if resource is not None and (not rules or shown(rules, "resource", (uri, resource.name), resource.tags)):
             if resource.reader is None:
                 assert resource.contents is not None
                 return {"contents": [resource.contents.to_dict()]}
-            value = await call(resource.reader, is_async(resource.reader), uri, context)
+            try:
+                value = await call(resource.reader, is_async(resource.reader), uri, context)
+            except NotFound as error:
+                raise _not_found(uri, error) from None
             return _as_read_result(uri, value, resource.mime_type).to_dict()
         served = self._files.get(uri)
         if served is not None:
@@ -226,9 +251,14 @@ class ResourceRegistry(Registry):
         for matcher, template in self._templates.values():
             variables = matcher.match(uri)
             if variables is not None:
-                value = await call(template.reader, is_async(template.reader), uri, variables, context)
+                if rules and not shown(rules, "template", (template.uri_template, template.name), template.tags):
+                    continue  # hidden: as if it were not registered (rule 6)
+                try:
+                    value = await call(template.reader, is_async(template.reader), uri, variables, context)
+                except NotFound as error:
+                    raise _not_found(uri, error) from None
                 return _as_read_result(uri, value, template.mime_type).to_dict()
-        raise McpError(RESOURCE_NOT_FOUND, f"Resource not found: {uri}", {"uri": uri})
+        raise _not_found(uri)
 
     async def handle_subscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         """``resources/subscribe`` (rule 5)."""
@@ -243,7 +273,16 @@ class ResourceRegistry(Registry):
         return {}
 
 
+def _not_found(uri: str, error: NotFound | None = None) -> McpError:
+    """The resource-not-found error for ``uri`` (-32002; 2026-07-28 makes it -32602), with the
+    reader's message when it gave one (rule 4)."""
+    message = error.message if error is not None and error.given else f"Resource not found: {uri}"
+    return McpError(RESOURCE_NOT_FOUND, message, {"uri": uri})
+
+
 def _as_read_result(uri: str, value: Any, mime_type: str | None) -> ReadResourceResult:
+    if value is None:  # the reader has nothing at this URI (rule 4)
+        raise _not_found(uri)
     if isinstance(value, ReadResourceResult):
         return value
     if isinstance(value, str):

@@ -58,6 +58,7 @@ from .protocol import Connection, ConnectionOwner
 from .records import RecordChange, SessionRecord
 from .types import CreateMessageRequest, CreateMessageResult, ElicitResult, Root, UrlElicitation
 from .versions import Revision
+from .visibility import SessionVisibility
 
 if TYPE_CHECKING:
     from .transport import Transport
@@ -227,6 +228,8 @@ class ServerSession:
         # change as a function: a shared store writes the record back (and, its copy found stale,
         # makes the change again on the newer record).
         self.on_record_change: Callable[[SessionRecord, RecordChange], Any] | None = None
+        if record.visibility:  # rules made on another worker: this server checks from now on
+            getattr(server, "visibility", None)
 
     # --- state ---------------------------------------------------------------------
 
@@ -358,6 +361,8 @@ class ServerSession:
         """The record changed elsewhere (another worker wrote it): send by its log level from now on."""
         level = self.record.log_level
         self._log_rank = log_rank(level) if level is not None else 0
+        if self.record.visibility:  # (as in _setup)
+            getattr(self.server, "visibility", None)
 
     def set_log_level(self, level: str) -> None:
         self._log_rank = log_rank(level)
@@ -370,6 +375,11 @@ class ServerSession:
     def unsubscribe(self, uri: str) -> None:
         if uri in self.record.subscriptions:
             self._change(_Unsubscribe(uri))
+
+    @property
+    def visibility(self) -> SessionVisibility:
+        """This client's own visibility rules (``visibility.py``): ``disable``, ``enable``, ``reset``."""
+        return SessionVisibility(self, self._change)
 
     def _change(self, change: RecordChange) -> None:
         change(self.record)

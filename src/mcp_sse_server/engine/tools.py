@@ -17,7 +17,9 @@ Rules, kept here and nowhere else (the shared ones are ``registry.py``'s):
 3. ``tools/call``: an unknown tool is -32602; arguments that break the input schema are a
    tool error result (``isError``) naming the first problem, and the handler does not run; a
    handler's exception other than ``McpError`` is logged and answered as a tool error;
-   structured content that breaks the output schema is -32603.
+   ``NotFound`` is a tool error carrying its message (``not_found.py`` rule 3); structured
+   content that breaks the output schema is -32603. A tool the request's visibility rules
+   hide is unknown, and left out of ``tools/list`` (``visibility.py``).
 4. A tool that may run as a task (``task_support``) is handed to the task runtime when
    ``tasks.task_call`` says the call is a task; every other call runs inline.
 5. With a ``runner`` (the server's tier-2 middleware, ``middleware.py``) the handler runs
@@ -40,7 +42,20 @@ from .handlers import HandlerRegistry
 from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, McpError
 from .memory_stores import MemoryTaskStore
 from .middleware import ToolRunner
-from .registry import OnChange, Pager, Registry, Scoped, call, drop_link_icons, has_link_icons, is_async, visible
+from .not_found import NotFound
+from .registry import (
+    OnChange,
+    Pager,
+    Registry,
+    Scoped,
+    call,
+    drop_link_icons,
+    has_link_icons,
+    is_async,
+    rules_of,
+    shown_items,
+    visible,
+)
 from .schema import SchemaValidator
 from .stateless_meta import MirroredHeader, mirrored_headers
 from .tasks import TaskRuntime, task_call
@@ -247,7 +262,13 @@ class ToolRegistry(Registry):
         """``tools/list``: the tools the request may see, paged."""
         self._require(bool(self._tools))
         items = visible(self._listing("tools", context.session.protocol), "name", self.scopes_of, context)
+        if self.visibility is not None:  # (rule 6)
+            items = shown_items(items, rules_of(self, context), "tool", self._describe)
         return self.pager.page("tools", "tools", items, params)
+
+    def _describe(self, item: dict[str, Any]) -> tuple[tuple[str], Collection[str]]:
+        name = item["name"]
+        return (name,), self._tools[name].tool.tags
 
     async def handle_call(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         """``tools/call`` (rules 3 and 4)."""
@@ -255,7 +276,9 @@ class ToolRegistry(Registry):
         if not isinstance(name, str):
             raise McpError(INVALID_PARAMS, 'Missing or invalid "name": expected the tool name as a string')
         entry = self._tools.get(name)
-        if entry is None:
+        if entry is None or (
+            self.visibility is not None and not self.visibility.shows(context, "tool", (name,), entry.tool.tags)
+        ):  # a hidden tool is an unknown one (rule 6)
             raise McpError(INVALID_PARAMS, f"Unknown tool: {name}")
         arguments = params.get("arguments")
         if arguments is None:
@@ -293,6 +316,8 @@ class ToolRegistry(Registry):
                 value = handler(arguments, context)
                 if inspect.isawaitable(value):
                     value = await value
+        except NotFound as error:  # what the call asked for is not there: the model reads it (rule 3)
+            value = CallToolResult.error(error.message if error.given else f"Tool {name}: not found")
         except (McpError, asyncio.CancelledError):
             raise
         except Exception:

@@ -379,7 +379,8 @@ class Tool:
     (without authorization there is no token, and they are not checked).
     ``task_support``: whether a 2026-07-28 call that declares the Tasks
     extension runs as a task (``"optional"``, ``"required"``; ``tasks.py``),
-    and ``task_starts`` when it becomes one.
+    and ``task_starts`` when it becomes one. ``tags``: labels the visibility
+    rules match (``visibility.py``), kept on the server, never sent.
 
     >>> Tool("echo", {"type": "object", "properties": {"s": {"type": "string"}}},
     ...      lambda args, ctx: args["s"], description="Echoes s.")  # doctest: +ELLIPSIS
@@ -399,6 +400,7 @@ class Tool:
     scopes: Collection[str] = ()
     task_support: TaskSupport = "forbidden"
     task_starts: TaskStarts = "at_call"
+    tags: Collection[str] = ()  # server-side only, never on the wire: what visibility rules match
 
     def __post_init__(self) -> None:
         if self.task_support not in ("forbidden", "optional", "required"):
@@ -467,6 +469,7 @@ class _FixedDetails(TypedDict, total=False):
     annotations: Annotations | None
     icons: list[Icon] | None
     scopes: Collection[str]
+    tags: Collection[str]
 
 
 @dataclass(slots=True)
@@ -493,6 +496,7 @@ class Resource:
     contents: ResourceContents | None = None
     icons: list[Icon] | None = None
     scopes: Collection[str] = ()
+    tags: Collection[str] = ()  # as Tool's
 
     @classmethod
     def text(
@@ -561,6 +565,7 @@ class ResourceTemplate:
     meta: dict[str, Any] | None = None
     icons: list[Icon] | None = None
     scopes: Collection[str] = ()
+    tags: Collection[str] = ()  # as Tool's
 
     def to_dict(self, icons: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {"uriTemplate": self.uri_template, "name": self.name}
@@ -636,6 +641,7 @@ class Prompt:
     meta: dict[str, Any] | None = None
     icons: list[Icon] | None = None
     scopes: Collection[str] = ()
+    tags: Collection[str] = ()  # as Tool's
 
     def to_dict(self, icons: bool = True) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name}
