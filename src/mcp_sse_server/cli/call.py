@@ -7,7 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .answers import parse_answers
 from .arguments import ArgumentError, convert_arguments, tool_signature
+from .elicit import Answerer, answering, explain_refusal, terminal
 from .errors import EXIT_FAILURE, BadUsage, Failure, describe_error
 from .reach import TARGET_HELP, ServerSpec, connected, describe_revision, listed, run, unknown_name, with_target
 from .render import OutputDir, ProgressReporter, description_lines, pretty_json, render_result, safe_stem
@@ -78,6 +80,18 @@ def tools(spec: ServerSpec, as_json: bool, long: bool, verbose: bool) -> None:
     type=click.Choice(["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]),
     help="Ask the server to send only log messages at this level or above.",
 )
+@click.option(
+    "--answer",
+    "answers",
+    multiple=True,
+    metavar="FIELD=VALUE",
+    help="Answer a field of a form the tool asks (elicitation); read as the form types it, "
+    "several choices as a,b. Fields not given are asked on a terminal, else take their defaults.",
+)
+@click.option("--accept", is_flag=True, help="Accept the tool's forms with the --answer values and defaults.")
+@click.option("--decline", is_flag=True, help="Decline every question the tool asks.")
+@click.option("--cancel", is_flag=True, help="Cancel every question the tool asks.")
+@click.option("--accept-url", is_flag=True, help="Accept a request to open a web page (URL elicitation) unasked.")
 @click.pass_context
 def call(
     ctx: click.Context,
@@ -92,6 +106,11 @@ def call(
     as_task: bool,
     detach: bool,
     log_level: str | None,
+    answers: tuple[str, ...],
+    accept: bool,
+    decline: bool,
+    cancel: bool,
+    accept_url: bool,
 ) -> None:
     """Call TOOL on TARGET with KEY=VALUE arguments.
 
@@ -107,8 +126,30 @@ def call(
       mcp-sse-server call my_server.py:build search query=cats
       mcp-sse-server call http://127.0.0.1:8080/mcp get_artifact_instructions type=svg
       mcp-sse-server call --detach http://127.0.0.1:8080/mcp render scene=cat
+      mcp-sse-server call app.py ask_color --answer color=red
+
+    When the tool asks a question (elicitation), a terminal is asked its fields; without one,
+    --answer, --accept, --decline or --cancel answer it, and a question they leave open is
+    cancelled and the command fails naming the fields. A web page to open (URL elicitation) is
+    shown, and accepted by Enter on a terminal or --accept-url, else declined. A tool asking for
+    a model (sampling) fails: this command runs none.
     """
+    chosen = [name for name, on in (("accept", accept), ("decline", decline), ("cancel", cancel)) if on]
+    if len(chosen) > 1 or (answers and chosen and chosen[0] != "accept"):
+        given = [f"--{name}" for name in chosen] + (["--answer"] if answers else [])
+        raise BadUsage(f"{' and '.join(given)} contradict each other: give one answer to the tool's questions")
     reporter = ProgressReporter(sys.stderr)
+    read, write = terminal()
+    answerer = Answerer(
+        tool,
+        given=parse_answers(answers),
+        action=chosen[0] if chosen else None,
+        accept_url=accept_url,
+        read=read,
+        write=write,
+        before_asking=reporter.finish,
+    )
+    spec = answering(spec, answerer)
     detached: list[str] = []
 
     async def invoke() -> CallToolResult | None:
@@ -132,11 +173,20 @@ def call(
             except (Failure, BadUsage):
                 raise
             except Exception as error:
-                raise Failure(f"{tool} on {spec.label}: {describe_error(error)}") from error
+                raise Failure(f"{tool} on {spec.label}: {explain_refusal(error) or describe_error(error)}") from error
             finally:
                 reporter.finish()
 
-    result = run(invoke())
+    try:
+        result = run(invoke())
+    except Failure:
+        if answerer.problem is None:
+            raise
+        result = None  # (what the tool made of a cancelled question matters less than why it was)
+    if answerer.problem is not None:
+        raise BadUsage(answerer.problem)
+    if answerer.unused():
+        click.echo(f"note: no form asked for --answer {', '.join(answerer.unused())}", err=True)
     if result is None:  # detached: the task id is the output
         click.echo(detached[0])
         return
