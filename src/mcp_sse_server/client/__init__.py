@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from ..engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from ..engine.types import PromptRef as PromptRef
+    from ..engine.types import ResourceTemplateRef as ResourceTemplateRef
     from ._common import McpConnectionError as McpConnectionError
     from .base import McpClient as McpClient
     from .base import SessionExpiredError as SessionExpiredError
@@ -74,6 +76,12 @@ if TYPE_CHECKING:
     from .tasks import TaskCancelledError as TaskCancelledError
     from .tasks import TaskHandle as TaskHandle
     from .transport import ClientTransport as ClientTransport
+    from .typed_handlers import Accept as Accept
+    from .typed_handlers import Cancel as Cancel
+    from .typed_handlers import Decline as Decline
+    from .typed_handlers import ElicitationAnswerError as ElicitationAnswerError
+    from .typed_handlers import ElicitRequest as ElicitRequest
+    from .typed_handlers import SamplingRequest as SamplingRequest
 
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -20,6 +20,7 @@ Rules:
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any, Final, Literal, overload
 
 from ..engine.jsonrpc import INTERNAL_ERROR, METHOD_NOT_FOUND, McpError
@@ -28,8 +29,10 @@ from ..engine.types import (
     CallToolResult,
     CompleteResult,
     GetPromptResult,
+    PromptRef,
     ReadResourceResult,
     ResourceInfo,
+    ResourceTemplateRef,
     Tool,
     call_tool_result_from_dict,
     complete_result_from_dict,
@@ -262,39 +265,44 @@ class ServerMethods(StatelessCalls):
     @overload
     async def complete(
         self,
-        ref: dict[str, Any],
-        argument_name: str,
-        argument_value: str,
-        context_arguments: dict[str, str] | None = None,
+        ref: PromptRef | ResourceTemplateRef | dict[str, Any],
+        argument: str,
+        value: str,
+        context: Mapping[str, str] | None = None,
         *,
         raw: Literal[False] = False,
     ) -> CompleteResult: ...
     @overload
     async def complete(
         self,
-        ref: dict[str, Any],
-        argument_name: str,
-        argument_value: str,
-        context_arguments: dict[str, str] | None = None,
+        ref: PromptRef | ResourceTemplateRef | dict[str, Any],
+        argument: str,
+        value: str,
+        context: Mapping[str, str] | None = None,
         *,
         raw: Literal[True],
     ) -> dict[str, Any]: ...
 
     async def complete(
         self,
-        ref: dict[str, Any],
-        argument_name: str,
-        argument_value: str,
-        context_arguments: dict[str, str] | None = None,
+        ref: PromptRef | ResourceTemplateRef | dict[str, Any],
+        argument: str,
+        value: str,
+        context: Mapping[str, str] | None = None,
         *,
         raw: bool = False,
     ) -> CompleteResult | dict[str, Any]:
-        """completion/complete; ``ref`` is ``{"type": "ref/prompt", "name": ...}`` or
-        ``{"type": "ref/resource", "uri": ...}``. ``raw=True``: the CompleteResult as sent
-        (``{"completion": {"values", "total"?, "hasMore"?}}``)."""
-        params: dict[str, Any] = {"ref": ref, "argument": {"name": argument_name, "value": argument_value}}
-        if context_arguments:
-            params["context"] = {"arguments": context_arguments}
+        """completion/complete: values for ``argument`` of the prompt or resource template ``ref``
+        (``PromptRef(name)``, ``ResourceTemplateRef(uri_template)``, or the wire dict) starting
+        with ``value``; ``context``: the arguments already chosen. A ``CompleteResult`` (``values``,
+        ``total``, ``has_more``); ``raw=True``: the wire form (``{"completion": {...}}``)."""
+        if isinstance(ref, PromptRef | ResourceTemplateRef):
+            ref = ref.to_dict()
+        elif not isinstance(ref, dict):
+            raise TypeError(f"ref must be a PromptRef, a ResourceTemplateRef or a dict, not {type(ref).__name__}")
+        params: dict[str, Any] = {"ref": ref, "argument": {"name": argument, "value": value}}
+        if context:
+            params["context"] = {"arguments": dict(context)}
         result = await self.request("completion/complete", params)
         return result if raw else complete_result_from_dict(result)
 
