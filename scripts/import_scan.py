@@ -106,6 +106,8 @@ LAYERS: Final[dict[str, int]] = {
     "client.*": 10,
     "servers": 10,
     "servers.*": 10,
+    "middleware": 10,
+    "middleware.*": 10,
     # L11: the command line and the package root
     "cli": 11,
     "cli.*": 11,
