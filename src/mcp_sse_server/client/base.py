@@ -47,9 +47,14 @@ class McpClient(Handshake, SessionFallback, ServerMethods, Listening):
     context manager or call ``initialize()`` and ``close()`` yourself.
 
     Handlers for what the server may ask:
-    - ``sampling_handler(params) -> result`` answers sampling/createMessage;
-    - ``elicitation_handler(params) -> result`` answers elicitation/create;
-    - ``roots`` (a list of ``Root``) answers roots/list;
+    - ``sampling_handler(request) -> result`` answers sampling/createMessage: ``request`` is a
+      ``SamplingRequest`` (the params dict, with typed ``messages``, ``max_tokens``, ...), the
+      result a ``CreateMessageResult`` (``CreateMessageResult.reply(text, model)``) or its dict;
+    - ``elicitation_handler(request) -> answer`` answers elicitation/create: ``request`` is an
+      ``ElicitRequest`` (the params dict, with ``message``, ``mode``, ``requested_schema``,
+      ``url``), the answer a pydantic model or dataclass instance, ``Accept(...)``,
+      ``Decline()``, ``Cancel()`` or the dict (``client/typed_handlers.py``);
+    - ``roots`` (a list of ``Root``, or a function returning one, asked each time) answers roots/list;
     - ``on_log(params)`` receives notifications/message, from ``log_level`` up
       (``"info"`` when not given; see below);
     - ``on_elicitation_complete(params)`` receives notifications/elicitation/complete
