@@ -166,3 +166,12 @@ def test_the_demo_over_http_reads_as_it_does_in_process(cli: Cli, tmp_path: Path
         assert read.stdout.strip()
     finally:
         server.kill()
+
+
+def test_tools_and_inspect_write_optional_arguments_one_way(cli: Cli, shop: Path) -> None:
+    # Before, `tools` printed add(a: integer, [b: number]) and `inspect` add(a: integer, b?: number).
+    listed = [line for line in cli("tools", "shop.py:build").stdout.splitlines() if not line.startswith(" ")]
+    inspected = cli("inspect", "shop.py:build").stdout.splitlines()
+    assert "add(a: integer, b?: number)" in listed
+    for signature in listed:
+        assert any(line == "  " + signature or line.startswith(f"  {signature} -> ") for line in inspected), signature

@@ -111,7 +111,7 @@ def test_tools_lists_signatures_and_descriptions(cli: Cli) -> None:
     lines = done.stdout.splitlines()
     assert lines[0] == "add(a: number, b: number)"
     assert lines[1].startswith("    Add two numbers")
-    assert "log(x: number, [base: number])" in lines
+    assert "log(x: number, base?: number)" in lines
     assert "factorial(n: integer)" in lines
 
 

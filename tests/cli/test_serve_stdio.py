@@ -48,7 +48,7 @@ def test_the_cli_through_serve_stdio(cli: Cli, shop: Path) -> None:
     command = shlex.join([*SERVE_STDIO, "shop.py:build", "--stdio"])
     done = cli("tools", command)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[0] == "add(a: integer, [b: number])"
+    assert done.stdout.splitlines()[0] == "add(a: integer, b?: number)"
     done = cli("call", shlex.join([*SERVE_STDIO, "shop:instance", "--stdio"]), "builds")
     assert (done.returncode, done.stdout) == (0, "0\n"), done.stderr  # the McpServer itself
     done = cli("inspect", shlex.join([*SERVE_STDIO, "--stdio"]), "--mode", "session")  # the demo, by default

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -16,7 +17,7 @@ def test_tools_of_a_file_factory(cli: Cli, shop: Path) -> None:
     done = cli("tools", "shop.py:build")
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
-        "add(a: integer, [b: number])",
+        "add(a: integer, b?: number)",
         "    Add two numbers, rounding down.",
         "shout(text: string)",
         "    Shout TEXT.",
@@ -76,4 +77,125 @@ def test_usage_errors_about_targets(main: Main, args: list[str], message: str) -
 
 def test_the_unknown_server_message_names_every_kind_of_target(main: Main) -> None:
     _, _, err = main("tools", "nowhere")
-    assert "not a URL, not module:attr or path/to/file.py:attr, and not a command on PATH" in err
+    assert "not a URL, not path/to/file.py[:attr] or module:attr, and not a command on PATH" in err
+
+
+# --- one grammar: a bare file.py, and every form for two commands ---------------------------------
+
+APP = """\
+from mcp_sse_server import McpServer
+
+mcp = McpServer("app", "1.0.0")
+
+
+@mcp.tool
+def long_job(seconds: float = 1.0) -> str:
+    \"\"\"Pretend to work.\"\"\"
+    return f"worked {seconds:g}s"
+"""
+
+
+@pytest.fixture
+def app(tmp_path: Path) -> Path:
+    """``app.py``: an McpServer named ``mcp``, no factory."""
+    path = tmp_path / "app.py"
+    path.write_text(APP)
+    return path
+
+
+def test_a_bare_file_serves_its_mcp_and_says_so(cli: Cli, app: Path) -> None:
+    done = cli("tools", "app.py")
+    assert (done.returncode, done.stdout) == (0, "long_job(seconds?: number)\n    Pretend to work.\n"), done.stderr
+    assert "Using app.py:mcp (the McpServer named mcp)\n" in done.stderr
+    done = cli("call", "app.py", "long_job", "seconds=2")
+    assert (done.returncode, done.stdout) == (0, "worked 2s\n"), done.stderr
+
+
+@pytest.mark.parametrize(
+    ("source", "chosen"),
+    [
+        # `server` comes before `mcp`; a factory counts as well as a server
+        (APP + "\n\ndef server():\n    return mcp\n", "Using app.py:server (the factory named server)"),
+        # no default name: the one McpServer, however many names it has
+        (APP + "\nweather = mcp\ndel mcp\nalias = weather\n", "Using app.py:weather (the only McpServer it defines)"),
+    ],
+)
+def test_which_attribute_a_bare_file_serves(cli: Cli, tmp_path: Path, source: str, chosen: str) -> None:
+    (tmp_path / "app.py").write_text(source)
+    done = cli("inspect", "app.py")
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("Using")] == [chosen]
+
+
+@pytest.mark.parametrize(
+    ("source", "message"),
+    [
+        (
+            "x = 1\n",
+            "Error: empty.py defines no McpServer: none named server, mcp, app, and no other at module level; "
+            "name a factory, as empty.py:build\n",
+        ),
+        (
+            "from mcp_sse_server import McpServer\na = McpServer('a')\nb = McpServer('b')\n",
+            "Error: empty.py defines several McpServers (a, b): name one, as empty.py:a\n",
+        ),
+    ],
+)
+def test_a_bare_file_with_none_or_several_servers_names_them(
+    main: Main, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, source: str, message: str
+) -> None:
+    (tmp_path / "empty.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    for command in ("tools", "inspect"):
+        assert main(command, "empty.py") == (2, "", message)
+
+
+def test_a_missing_file_is_no_such_file_not_a_command(main: Main) -> None:
+    # Before, `tools x.py` ran x.py as a command: "command 'x.py' not found".
+    assert main("tools", "no_such_file_here.py") == (2, "", "Error: no such file: no_such_file_here.py\n")
+
+
+def test_every_form_of_target_for_two_commands(cli: Cli, app: Path, tmp_path: Path, serve: Any) -> None:
+    import sys
+
+    stdio = f"{sys.executable} -m mcp_sse_server serve --stdio app.py:mcp"
+    added = cli(
+        "servers",
+        "add",
+        "configured",
+        "--command",
+        sys.executable,
+        "--arg",
+        "-m",
+        "--arg",
+        "mcp_sse_server",
+        "--arg",
+        "serve",
+        "--arg",
+        str(app) + ":mcp",
+        "--arg",
+        "--stdio",
+    )
+    assert added.returncode == 0, added.stderr
+    served = serve(["app.py:mcp", "--port", "0"])
+    url = served.url
+    for target in ("app.py", "app.py:mcp", f"{app}:mcp", "app:mcp", stdio, "configured", url):
+        listed = cli("tools", target)
+        assert (listed.returncode, listed.stdout.splitlines()[:1]) == (0, ["long_job(seconds?: number)"]), (
+            target,
+            listed.stderr,
+        )
+        inspected = cli("inspect", target)
+        assert inspected.returncode == 0, (target, inspected.stderr)
+        assert "  long_job(seconds?: number)" in inspected.stdout.splitlines(), target
+
+
+def test_resolve_target_is_the_grammar_serve_uses(app: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_sse_server.cli.targets import resolve_target, target_source
+
+    monkeypatch.chdir(app.parent)
+    resolved = resolve_target("app.py")
+    assert resolved.label == "app.py:mcp" and resolved.instance
+    assert target_source("app.py") == str(app)
+    with pytest.raises(Exception, match="is a URL: serve serves your Python"):
+        resolve_target("http://127.0.0.1:1/mcp")

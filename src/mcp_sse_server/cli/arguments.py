@@ -256,15 +256,20 @@ def _parameters(schema: Mapping[str, Any]) -> list[tuple[str, str, bool]]:
     return found
 
 
+def parameter_list(schema: Mapping[str, Any]) -> str:
+    """``a: integer, b?: number``: an object schema's properties, optional ones marked ``?``: the one
+    notation of the listings (``tools``, ``inspect``), as ``prompts`` marks a prompt's optional arguments."""
+    return ", ".join(f"{key}{'' if needed else '?'}: {kind}" for key, kind, needed in _parameters(schema))
+
+
 def tool_signature(tool: Tool) -> str:
-    """``add(a: number, b: number, [note: string])``: the tool's arguments, optional ones bracketed."""
-    parts = [f"{key}: {kind}" if needed else f"[{key}: {kind}]" for key, kind, needed in _parameters(tool.input_schema)]
-    return f"{tool.name}({', '.join(parts)})"
+    """``add(a: number, b: number, note?: string)``: the tool's arguments, optional ones marked ``?``."""
+    return f"{tool.name}({parameter_list(tool.input_schema)})"
 
 
 def typed_signature(tool: Tool) -> str:
-    """``add(a: integer, b?: number) -> {result: integer}``: the arguments, optional ones marked ``?``,
-    and what the output schema promises, when there is one.
+    """``add(a: integer, b?: number) -> {result: integer}``: :func:`tool_signature`, and what the
+    output schema promises, when there is one.
 
     >>> from mcp_sse_server.engine.types import Tool
     >>> typed_signature(Tool("add", {"type": "object", "properties": {"a": {"type": "integer"},
@@ -272,15 +277,11 @@ def typed_signature(tool: Tool) -> str:
     ...     "properties": {"result": {"type": "integer"}}, "required": ["result"]}))
     'add(a: integer, b?: number) -> {result: integer}'
     """
-
-    def listed(schema: Mapping[str, Any]) -> str:
-        return ", ".join(f"{key}{'' if needed else '?'}: {kind}" for key, kind, needed in _parameters(schema))
-
-    signature = f"{tool.name}({listed(tool.input_schema)})"
+    signature = tool_signature(tool)
     output = tool.output_schema
     if not isinstance(output, Mapping):
         return signature
     if isinstance(output.get("properties"), Mapping):
-        return f"{signature} -> {{{listed(output)}}}"
+        return f"{signature} -> {{{parameter_list(output)}}}"
     types = _schema_types(output, output)
     return f"{signature} -> {'|'.join(t for t in _TYPE_ORDER if t in types) if types else 'any'}"

@@ -1,6 +1,7 @@
 """Reaching the server a client command's TARGET names, for ``tools``, ``call``, ``resources``,
-``prompts`` and ``inspect``: a URL, a registry name, a built-in, your ``module:attr`` or
-``path/to/file.py:attr`` (run in this process), or a command line for a stdio server.
+``prompts`` and ``inspect``: a URL, a registry name, a built-in, your ``file.py``,
+``file.py:attr`` or ``module:attr`` (run in this process), or a command line for a stdio server
+(the grammar is ``targets.py``'s, the same for every command).
 
 :func:`with_target` gives a command its TARGET argument and connection options as one
 :class:`ServerSpec`; :func:`connected` opens the client and closes it again; :func:`run` runs
@@ -55,13 +56,13 @@ class ServerSpec:
 def resolve_server(
     target: str, *, config: str | None, headers: Mapping[str, str], env: Mapping[str, str], sse: bool
 ) -> ServerSpec:
-    """Turn TARGET into a way to connect: a URL, a registry name, a built-in or ``module:attr`` /
-    ``path/to/file.py:attr`` (in-process, loaded as ``serve`` loads it), or a command line."""
+    """Turn TARGET into a way to connect: a URL, a registry name, a built-in, ``file.py``,
+    ``file.py:attr`` or ``module:attr`` (in-process, loaded as ``serve`` loads it), or a command line."""
     import shlex
     import shutil
 
     from ..client.config import ServerConfig, is_url
-    from .serve import is_python_target, resolve_target
+    from .targets import is_python_target, resolve_target
 
     if is_url(target):
         # A URL server that asks for a token gets one through OAuth (a token kept by `login`, else
@@ -99,7 +100,7 @@ def resolve_server(
         known = ", ".join(sorted(builtins))
         raise BadUsage(
             f"unknown server {target!r}: not in the registry (see `{PROG} servers list`), not a built-in "
-            f"({known}), not a URL, not module:attr or path/to/file.py:attr, and not a command on PATH"
+            f"({known}), not a URL, not path/to/file.py[:attr] or module:attr, and not a command on PATH"
         )
     command = ServerConfig(shlex.join(words), type="stdio", command=words[0], args=words[1:], env=dict(env))
     return ServerSpec(command.name, lambda: _create_client(command))
@@ -244,8 +245,8 @@ _CONNECTION_OPTIONS: Final[list[Callable[[Callable[..., Any]], Callable[..., Any
 
 TARGET_HELP: Final = (
     "TARGET is a registry name, a built-in (demo, math, artifact_instructions), a URL, your "
-    "module:attr or path/to/file.py:attr (an McpServer or a factory, run in this process, as `serve` "
-    "takes it), or a command line for a stdio server (quote it)."
+    "path/to/file.py (its server, mcp or app), path/to/file.py:attr or module:attr (an McpServer or a "
+    "factory, run in this process, as `serve` takes it), or a command line for a stdio server (quote it)."
 )
 
 
