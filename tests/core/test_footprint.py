@@ -70,6 +70,7 @@ async def test_sessions_share_the_servers_registry_and_hold_only_their_own_state
         "log_level",
         "subscriptions",
         "principal",  # who opened it, on a server that checks bearer tokens
+        "visibility",  # the session's own visibility rules, as plain dicts
         "version",  # the writes a shared store took (it refuses a stale copy)
     }
     assert record.revision == "2025-11-25"  # what the raw client offers: the latest served
