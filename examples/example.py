@@ -14,10 +14,12 @@ or use ``build_server()`` in-process, as tests/core/test_example.py does:
     async with InMemoryClient(build_server()) as client:
         print(await client.call_tool("add", {"a": 2, "b": 3}))
 
-The tools and the fixed resource are typed functions (``@server.tool``,
-``@server.resource``). The decorators take no lister or completer, so the
-template and the prompt, which complete note ids, are ``ResourceTemplate`` and
-``Prompt`` objects.
+Everything is a typed function (``@server.tool``, ``@server.resource``,
+``@server.prompt``): the template takes a ``lister`` (its notes in
+resources/list) and a ``completer`` (note ids), the prompt the same completer.
+A reader or a prompt says "no such note" by raising ``NotFound``: the client
+gets the resource-not-found error of its revision (or invalid params, for the
+prompt).
 """
 
 import argparse
@@ -32,17 +34,13 @@ from mcp_sse_server import (
     EmbeddedResource,
     GetPromptResult,
     McpServer,
-    Prompt,
-    PromptArgument,
+    NotFound,
     PromptMessage,
-    ReadResourceResult,
     RequestContext,
     ResourceInfo,
-    ResourceTemplate,
     TextResourceContents,
     ToolAnnotations,
 )
-from mcp_sse_server.engine.jsonrpc import INVALID_PARAMS, RESOURCE_NOT_FOUND, McpError
 
 # Demo data shared by every session; the server only reads it.
 NOTES: dict[str, tuple[str, str]] = {
@@ -73,7 +71,7 @@ class SearchResult(BaseModel):
     hits: list[Hit]
 
 
-# --- the template and the prompt: object form, for their lister and completer -----------------
+# --- what the template and the prompt share: listing and completing note ids -----------------
 
 
 def list_notes() -> list[ResourceInfo]:
@@ -83,34 +81,12 @@ def list_notes() -> list[ResourceInfo]:
     ]
 
 
-def read_note(uri: str, variables: dict[str, str], context: RequestContext) -> ReadResourceResult:
-    note = NOTES.get(variables["id"])
-    if note is None:
-        raise McpError(RESOURCE_NOT_FOUND, f"No note {variables['id']!r}", {"uri": uri})
-    return ReadResourceResult([TextResourceContents(uri, note[1], "text/plain")])
-
-
 def complete_note_id(request: CompleteRequest, context: RequestContext) -> CompleteResult:
     """Completes a note id (the template's {id}, or the prompt's id argument) by prefix."""
     if request.argument_name != "id":
         return CompleteResult([])
     matches = [note_id for note_id in NOTES if note_id.startswith(request.argument_value)]
     return CompleteResult(matches, total=len(matches), has_more=False)
-
-
-def summarize_note(arguments: dict[str, str], context: RequestContext) -> GetPromptResult:
-    note_id = arguments["id"]
-    note = NOTES.get(note_id)
-    if note is None:
-        raise McpError(INVALID_PARAMS, f"No note {note_id!r}")
-    style = arguments.get("style", "one paragraph")
-    return GetPromptResult(
-        [
-            PromptMessage.user(EmbeddedResource(TextResourceContents(note_uri(note_id), note[1], "text/plain"))),
-            PromptMessage.user(f"Summarize the note {note[0]!r} above in {style}."),
-        ],
-        description=f"Summarize {note[0]}",
-    )
 
 
 def build_server() -> McpServer:
@@ -158,31 +134,33 @@ def build_server() -> McpServer:
         """The app's settings."""
         return {"theme": "dark", "autosave": True}  # a dict is read as JSON, application/json
 
-    server.add_resource_template(
-        ResourceTemplate(
-            "notes://{id}",
-            "note",
-            read_note,
-            lister=list_notes,
-            completer=complete_note_id,
-            title="A note",
-            description="One note by id.",
-            mime_type="text/plain",
-        )
-    )
-    server.add_prompt(
-        Prompt(
-            "summarize_note",
-            summarize_note,
-            title="Summarize a note",
-            description="Asks the model to summarize one note.",
-            arguments=[
-                PromptArgument("id", "The note id", required=True),
-                PromptArgument("style", "How to summarize, e.g. 'three bullet points'"),
+    @server.resource("notes://{id}", title="A note", lister=list_notes, completer=complete_note_id)
+    def note(id: str) -> str:
+        """One note by id."""
+        if id not in NOTES:
+            raise NotFound(f"No note {id!r}")  # returning None would say the same, without the message
+        return NOTES[id][1]  # a str is read as text/plain, which resources/templates/list shows too
+
+    @server.prompt(title="Summarize a note", completer=complete_note_id)
+    def summarize_note(id: str, style: str = "one paragraph") -> GetPromptResult:
+        """Asks the model to summarize one note.
+
+        Args:
+            id: The note id.
+            style: How to summarize, e.g. 'three bullet points'.
+        """
+        found = NOTES.get(id)
+        if found is None:
+            raise NotFound(f"no note {id!r}")
+        title, text = found
+        return GetPromptResult(
+            [
+                PromptMessage.user(EmbeddedResource(TextResourceContents(note_uri(id), text, "text/plain"))),
+                PromptMessage.user(f"Summarize the note {title!r} above in {style}."),
             ],
-            completer=complete_note_id,
+            description=f"Summarize {title}",
         )
-    )
+
     return server
 
 
