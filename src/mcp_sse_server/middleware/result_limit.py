@@ -19,7 +19,6 @@ Rules, kept here and nowhere else:
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any, Final, Literal
 
 import orjson
@@ -31,8 +30,6 @@ __all__ = ["DEFAULT_MARKER", "ResultLimit"]
 
 DEFAULT_MARKER: Final = "\n[truncated]"
 """What ends a text block ``ResultLimit`` cut."""
-
-_ROUNDS: Final = 4  # re-measurements after cutting (JSON escapes make the first cut an estimate)
 
 
 def _size(result: dict[str, Any]) -> int:
@@ -48,7 +45,6 @@ class ResultLimit(Middleware):
         *,
         on_oversize: Literal["error", "truncate"] = "error",
         marker: str = DEFAULT_MARKER,
-        size: Callable[[dict[str, Any]], int] = _size,
     ) -> None:
         if max_bytes < 1:
             raise ValueError("max_bytes must be at least 1")
@@ -57,13 +53,12 @@ class ResultLimit(Middleware):
         self.max_bytes = max_bytes
         self.on_oversize = on_oversize
         self.marker = marker
-        self._size = size
 
     async def on_call_tool(
         self, context: RequestContext, params: dict[str, Any], call_next: CallNext
     ) -> dict[str, Any]:
         result = await call_next(params)
-        size = self._size(result)
+        size = _size(result)
         if size <= self.max_bytes:
             return result
         if self.on_oversize == "truncate" and "structuredContent" not in result:
@@ -83,24 +78,32 @@ class ResultLimit(Middleware):
             return None
         blocks = [dict(block) if isinstance(block, dict) else block for block in content]
         texts = [i for i, block in enumerate(blocks) if isinstance(block, dict) and isinstance(block.get("text"), str)]
-        if not texts:
+        excess = size - self.max_bytes
+        for index in reversed(texts):
+            if excess <= 0:
+                break
+            text: str = blocks[index]["text"]
+            encoded = _json_length(text)
+            cut = _prefix(text, encoded - excess - _json_length(self.marker)) + self.marker
+            excess -= encoded - _json_length(cut)  # the result shrinks by what its string's JSON did
+            blocks[index]["text"] = cut
+        if excess > 0:
             return None
-        cut = {**result, "content": blocks}
-        for _ in range(_ROUNDS):
-            excess = size - self.max_bytes
-            for index in reversed(texts):
-                if excess <= 0:
-                    break
-                block = blocks[index]
-                data = block["text"].encode("utf-8")
-                if data.endswith(self.marker.encode("utf-8")):
-                    data = data[: -len(self.marker.encode("utf-8"))]
-                else:
-                    excess += len(self.marker.encode("utf-8"))  # this block now carries the marker
-                keep = max(0, len(data) - excess)
-                excess -= len(data) - keep
-                block["text"] = data[:keep].decode("utf-8", "ignore") + self.marker
-            size = self._size(cut)
-            if size <= self.max_bytes:
-                return cut
-        return None
+        return {**result, "content": blocks}
+
+
+def _json_length(text: str) -> int:
+    """The bytes ``text`` takes in the serialized result (escapes included, quotes not)."""
+    return len(orjson.dumps(text)) - 2
+
+
+def _prefix(text: str, budget: int) -> str:
+    """The longest prefix of ``text`` whose JSON form takes at most ``budget`` bytes."""
+    low, high = 0, len(text)  # invariant: text[:low] fits
+    while low < high:
+        middle = (low + high + 1) // 2
+        if _json_length(text[:middle]) <= budget:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low]
