@@ -199,3 +199,42 @@ def test_resolve_target_is_the_grammar_serve_uses(app: Path, monkeypatch: pytest
     assert target_source("app.py") == str(app)
     with pytest.raises(Exception, match="is a URL: serve serves your Python"):
         resolve_target("http://127.0.0.1:1/mcp")
+
+
+# --- a URL that wants a token -------------------------------------------------------------------
+
+
+def test_a_url_that_wants_a_token_says_so_and_how_to_give_one(cli: Cli, serve: Any) -> None:
+    from fixtures.keys import ISSUER, RESOURCE, KeySetServer, SigningKey
+
+    key = SigningKey("targets-key", "RS256")
+    key_set = KeySetServer([key])
+    try:
+        served = serve(
+            [
+                "demo",
+                "--port",
+                "0",
+                "--auth-issuer",
+                ISSUER,
+                "--auth-jwks-uri",
+                key_set.url,
+                "--auth-resource",
+                RESOURCE,
+            ]
+        )
+        # Before: "cannot connect to URL: the protected-resource metadata URL must be https ..." or
+        # "cannot reach ...", with no word of a token.
+        done = cli("tools", served.url)
+        assert done.returncode == 1
+        assert done.stderr.startswith(f"Error: {served.url} requires authorization (HTTP 401)"), done.stderr
+        assert 'Pass a token with --header Authorization="Bearer TOKEN"' in done.stderr
+        assert f"or sign in first with `mcp-sse-server login {served.url}`" in done.stderr
+        assert done.stderr.count("\n") == 1
+        refused = cli("tools", served.url, "--header", "Authorization=Bearer not-a-token")
+        assert refused.returncode == 1
+        assert refused.stderr.startswith(f"Error: {served.url} refused the Authorization header given (HTTP 401)")
+        accepted = cli("tools", served.url, "--header", f"Authorization=Bearer {key.sign()}")
+        assert accepted.returncode == 0 and "add(a: number, b: number)" in accepted.stdout, accepted.stderr
+    finally:
+        key_set.close()

@@ -37,10 +37,14 @@ class ServerSpec:
     """How to reach the server a TARGET names: its ``label`` for messages, and ``make``, which
     builds the (not yet connected) client."""
 
-    def __init__(self, label: str, make: Callable[[], McpClient]) -> None:
+    def __init__(
+        self, label: str, make: Callable[[], McpClient], *, url: str | None = None, headers: Mapping[str, str] = {}
+    ) -> None:
         self.label = label
         self.make = make
         self.mode: str | None = None  # the client's mode= when not "auto"
+        self.url = url  # a URL TARGET, asked once more when connecting fails (see authorization_failure)
+        self.headers = dict(headers)
 
     @contextlib.contextmanager
     def failing(self, what: str) -> Iterator[None]:
@@ -75,7 +79,7 @@ def resolve_server(
             headers=dict(headers),
             auth=None if static else "oauth",
         )
-        return ServerSpec(target, lambda: _create_client(remote))
+        return ServerSpec(target, lambda: _create_client(remote), url=target, headers=headers)
     entry = registry_entry(target, config)
     if entry is not None:
         return ServerSpec(f"{target} ({entry.describe()})", lambda: _create_client(entry))
@@ -144,9 +148,44 @@ async def open_client(spec: ServerSpec, reporter: ProgressReporter) -> McpClient
     except BaseException as error:
         await close_quietly(client)
         if isinstance(error, Exception):
-            raise _connect_failure(spec.label, error) from error
+            refused = await authorization_failure(spec, error)
+            raise (refused or _connect_failure(spec.label, error)) from error
         raise
     return client
+
+
+async def authorization_failure(spec: ServerSpec, error: Exception) -> Failure | None:
+    """The failure to show when a URL server could not be used because it wants authorization.
+
+    Whatever went wrong on the way (the OAuth discovery refusing an http metadata URL, an
+    authorization server out of reach), the user's question is "does it want a token, and how
+    do I give one?". So the URL is asked once more, plainly: an answer of 401 or 403 says so,
+    and the message names ``--header Authorization=...`` and ``login``. None when the server
+    did not answer that way (the usual failure message stands).
+    """
+    import httpx
+
+    if spec.url is None:
+        return None
+    # An empty JSON object: refused before it is read by a server that wants a token, and by any
+    # other a bad request that starts no session.
+    probe_headers = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
+    try:
+        async with httpx.AsyncClient(timeout=10.0, headers=spec.headers, trust_env=False) as http:
+            answer = await http.post(spec.url, content=b"{}", headers=probe_headers)
+    except (httpx.HTTPError, ValueError):
+        return None
+    if answer.status_code not in (401, 403):
+        return None
+    given = any(name.lower() == "authorization" for name in spec.headers)
+    if given:
+        what = f"{spec.url} refused the Authorization header given (HTTP {answer.status_code})"
+    else:
+        what = f"{spec.url} requires authorization (HTTP {answer.status_code}), and signing in did not work"
+    return Failure(
+        f'{what}: {describe_error(error)}. Pass a token with --header Authorization="Bearer TOKEN", '
+        f"or sign in first with `{PROG} login {spec.url}`"
+    )
 
 
 async def close_quietly(client: McpClient) -> None:
