@@ -191,3 +191,28 @@ async def test_not_found_from_a_hidden_component_and_a_visible_one_look_alike(co
     missing = await client.error("resources/read", {"uri": "notes://1"})
     assert (hidden.code, hidden.message) == (RESOURCE_NOT_FOUND, "Resource not found: users://1")
     assert (missing.code, missing.message) == (RESOURCE_NOT_FOUND, "Resource not found: notes://1")
+
+
+async def test_a_principals_change_reaches_only_that_principals_listeners(connect: Connect) -> None:
+    server = build()
+
+    async def as_principal(client: RawClient, subject: str, method: str, params: dict[str, Any]) -> Any:
+        reset = current_access_token.set(AccessToken("https://issuer", subject))
+        try:
+            return await client.send_request(method, {"_meta": MODERN_META, **params})
+        finally:
+            current_access_token.reset(reset)
+
+    listeners = {}
+    for subject in ("alice", "bob"):
+        listener = listeners[subject] = await connect(server, initialize=False)
+        wanted = {"notifications": {"toolsListChanged": True, "promptsListChanged": True}}
+        await as_principal(listener, subject, "subscriptions/listen", wanted)
+        await listener.notification("notifications/subscriptions/acknowledged")
+    caller = await connect(server, initialize=False)
+    await caller.response(await as_principal(caller, "alice", "tools/call", {"name": "lock_down", "arguments": {}}))
+    await listeners["alice"].notification(TOOLS_CHANGED)
+    server.disable(names={"promote"}, kinds={"prompt"})  # for everyone: it comes after alice's on the bus
+    for listener in listeners.values():
+        await listener.notification("notifications/prompts/list_changed")
+    assert listeners["bob"].notifications(TOOLS_CHANGED) == []  # bob's lists did not change

@@ -14,7 +14,9 @@ Rules:
 3. ``subscriptions/listen`` acknowledges the filters it honours (a list-changed flag only for
    what the server offers, resource subscriptions only with resources, task ids through the
    task runtime) before anything else, then sends what was asked for, each notification
-   carrying the subscription id, until the client goes away (the request is cancelled).
+   carrying the subscription id, until the client goes away (the request is cancelled). A
+   list change made for one principal (``visibility.py`` rule 7) reaches only the streams
+   of a request with that principal's token.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from .stateless_meta import SUBSCRIPTION_ID
 from .stores import EventBus
 from .tasks import TASKS_EXTENSION, TaskRuntime
 from .types import Icon
+from .visibility import principal_digest
 
 __all__ = ["Lifecycle", "LifecycleHost"]
 
@@ -192,8 +195,11 @@ class Lifecycle:
                 followers.append(asyncio.get_running_loop().create_task(host.tasks.follow(task_id, task_changed)))
             kinds = {kind for kind, flag in _LISTEN_FLAGS.items() if honoured.get(flag)}
             watched = set(honoured.get("resourceSubscriptions", ()))
+            principal = principal_digest(context.auth)
             async for event in events:
                 kind = event.get("kind")
+                if "principal" in event and event["principal"] != principal:
+                    continue  # another principal's visibility changed, not this one's
                 if kind == "resource":
                     if event.get("uri") in watched:
                         await context.session.notify(

@@ -29,19 +29,23 @@ Rules, kept here and in the registries that apply them:
    server's rules (``McpServer.enable``/``disable``) change every session's lists, and tell all.
 7. On 2026-07-28 there is no session: ``context.session.visibility`` keeps rules per principal
    (the verified token's issuer, subject and client), in this process. Without a token a
-   change is a RuntimeError: there is no one to keep them for.
+   change is a RuntimeError: there is no one to keep them for. A change is published on the
+   event bus with a digest of the principal (``principal_digest``), and only that
+   principal's ``subscriptions/listen`` streams pass it on.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, Protocol, TypeAlias
 
+from .background import in_background
 from .records import RecordChange, SessionRecord
 from .tokens import AccessToken, current_access_token
 
-__all__ = ["KINDS", "Kind", "Rule", "ServerVisibility", "SessionVisibility", "shown"]
+__all__ = ["KINDS", "Kind", "Rule", "ServerVisibility", "SessionVisibility", "principal_digest", "shown"]
 
 Kind: TypeAlias = Literal["tool", "resource", "template", "prompt"]
 KINDS: Final[frozenset[str]] = frozenset({"tool", "resource", "template", "prompt"})
@@ -138,6 +142,13 @@ def _principal_key(token: AccessToken | None) -> str | None:
         return None
     issuer, subject, client = token.principal
     return "\x1f".join((issuer, subject or "", client or ""))
+
+
+def principal_digest(token: AccessToken | None) -> str | None:
+    """Who a 2026-07-28 rule change is for, as the event bus carries it (rule 7): a digest of the
+    token's principal, so that the bus (Redis, say) never holds who it is; None without a token."""
+    key = _principal_key(token)
+    return hashlib.sha256(key.encode()).hexdigest()[:32] if key is not None else None
 
 
 class _Context(Protocol):
@@ -290,9 +301,16 @@ class SessionVisibility:
             "notifications/resources/list_changed": bool(server.resource_registry),
             "notifications/prompts/list_changed": bool(server.prompt_registry),
         }
-        for method in _methods(rules):
-            if offered[method]:
+        methods = [method for method in _methods(rules) if offered[method]]
+        if not self._stateless:
+            for method in methods:
                 self._session.notify_soon(method)
+            return
+        # 2026-07-28 sends nothing unasked: the principal's own listeners hear it (lifecycle.py rule 3).
+        digest = principal_digest(current_access_token.get())
+        bus = server.event_bus
+        for method in methods:
+            in_background(bus.publish({"kind": method.split("/")[1], "principal": digest}))
 
 
 # --- the changes to a session record (``RecordChange``): made again on a newer copy if stale ----
