@@ -107,8 +107,12 @@ def test_tools_verbose_names_the_revision_spoken(cli: Cli, sdk_http: str) -> Non
     assert legacy.stdout == modern.stdout
 
 
-def test_call_answers_input_required_rounds_need_a_handler(cli: Cli, sdk_http: str) -> None:
-    """The CLI has no elicitation handler: it declares none, and the server says what is missing."""
-    result = cli("call", f"{sdk_http}/mcp", "resolve_user")
-    assert result.returncode == 1
-    assert "(JSON-RPC error -32021)" in result.stderr
+def test_call_answers_the_sdk_servers_questions(cli: Cli, sdk_http: str) -> None:
+    """Its elicitation is answered by --answer (both revisions); its sampling is refused in one sentence."""
+    url = f"{sdk_http}/mcp"
+    for mode in ("auto", "session"):
+        done = cli("call", url, "resolve_user", "--mode", mode, "--answer", "colour=blue")
+        assert (done.returncode, done.stdout) == (0, "accept: blue\n"), done.stderr
+    refused = cli("call", url, "resolve_model", "question=hi")
+    assert refused.returncode == 1
+    assert "asked for a model completion (sampling/createMessage), and this command runs no model" in refused.stderr

@@ -81,7 +81,8 @@ class Field:
     def describe(self) -> str:
         """One line: ``color (required): one of 1) Red, 2) Green; default red``."""
         title = self.schema.get("title")
-        head = f"{self.name}" + (f" ({printable(str(title))})" if title and title != self.name else "")
+        shown = title and str(title).casefold() != self.name.casefold()
+        head = self.name + (f" ({printable(str(title))})" if shown else "")
         head += " (required)" if self.required else ""
         parts = [self.hint()]
         description = self.schema.get("description")
