@@ -81,6 +81,7 @@ if TYPE_CHECKING:
     from .engine.skill_format import SkillFormatError as SkillFormatError
     from .engine.skills import SkillCatalog as SkillCatalog
     from .engine.skills import load_skills as load_skills
+    from .engine.typed import Depends as Depends
     from .engine.types import (
         Annotations as Annotations,
     )

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import sys
 from collections.abc import Callable, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -284,9 +285,13 @@ class McpServer(Decorators):
         return tuple(self._sessions)
 
     async def close(self) -> None:
-        """Close every session: pending server-to-client calls fail, running handlers are cancelled."""
+        """Close every session: pending server-to-client calls fail, running handlers are cancelled;
+        then clean up the server-scoped providers (``Depends(..., scope="server")``)."""
         for session in list(self._sessions):
             await session.close()
+        typed = sys.modules.get("mcp_sse_server.engine.typed")  # (loaded only where typed functions are)
+        if typed is not None:
+            await typed.close_server_scope(self)
 
     def _session(self) -> ServerSession:
         """The session of the request being served, else the server's one session (see the class docstring)."""

@@ -36,6 +36,23 @@ Rules:
   (``"3"`` -> 3), a string starting with ``[`` or ``{`` parsed as JSON when that fails.
 * This module imports pydantic when it is imported: the server imports it only where typed
   functions are registered, so ``import mcp_sse_server`` stays free of it.
+* Dependency injection. A parameter whose default is ``Depends(provider)`` (or annotated
+  ``Annotated[T, Depends(provider)]``), or annotated ``AccessToken`` (``| None``: the request's
+  verified token, None without one), is filled by the server and left out of schemas and
+  argument lists. The providers are planned at registration, depth first in declaration order:
+  a provider's own parameters are other ``Depends``, a ``RequestContext`` or an ``AccessToken``
+  (any other parameter needs a default), and a cycle is ``SignatureError``. A provider is a
+  function, a coroutine function, or a generator or async generator function that yields its
+  value once: what follows its ``yield`` is its cleanup.
+* Per request (``scope="request"``, the default) each provider runs at most once, however many
+  parameters and providers ask for it, and its cleanups run in reverse order once the function
+  has returned or raised (the exception is thrown in at the ``yield``); a cleanup that fails is
+  logged, never sent. A ``scope="server"`` provider runs once per server, under a lock, and is
+  cleaned up by ``McpServer.close()``; it may depend only on other server-scoped providers.
+  Everything a provider raises is what the function would have raised (a tool's ``isError``, an
+  ``McpError`` as given). Providers run on the event loop (keep a sync one cheap); a sync
+  function with providers then runs in a worker thread. A 2026-07-28 call that asks the client
+  something runs again each round, its request-scoped providers with it; a task's run in its job.
 
 >>> def add(a: int, b: int = 2) -> int:
 ...     '''Adds two numbers.'''
@@ -49,16 +66,18 @@ Rules:
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import inspect
 import logging
 import re
 import types
 import typing
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import EllipsisType, NoneType
-from typing import Annotated, Any, Final
+from typing import Annotated, Any, Final, Literal
 
 import pydantic
 from pydantic import TypeAdapter, ValidationError
@@ -70,6 +89,7 @@ from .context import RequestContext
 from .elicitation_schema import check_elicitation_schema
 from .jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, McpError, dumps
 from .schema import _path
+from .tokens import AccessToken
 from .types import (
     AudioContent,
     BlobResourceContents,
@@ -90,6 +110,8 @@ logger = logging.getLogger("mcp_sse_server.engine.server")
 
 __all__ = [
     "ArgumentError",
+    "Dependency",
+    "Depends",
     "PromptSignature",
     "ResourceSignature",
     "SignatureError",
@@ -292,17 +314,242 @@ def _is_content(annotation: Any) -> bool:
     return bool(members) and all(_is_content(member) for member in members or ())
 
 
+# --- dependency injection (the module's rules on Depends) -----------------------------------------
+
+
+class Dependency:
+    """The marker ``Depends`` returns: ``provider`` and its ``scope`` (the module's rules on injection)."""
+
+    __slots__ = ("provider", "scope")
+
+    def __init__(self, provider: Callable[..., Any], scope: str) -> None:
+        self.provider = provider
+        self.scope = scope
+
+    def __repr__(self) -> str:
+        return f"Depends({_qualname(self.provider)}, scope={self.scope!r})"
+
+
+def Depends(provider: Callable[..., Any], *, scope: Literal["request", "server"] = "request") -> Any:
+    """A parameter the server fills with what ``provider`` gives: ``db: Db = Depends(database)``
+    or ``db: Annotated[Db, Depends(database)]`` (the module's rules on injection). Typed ``Any``
+    so that it type-checks as the parameter's default.
+
+    >>> async def database():  # doctest: +SKIP
+    ...     connection = await connect()
+    ...     try:
+    ...         yield connection
+    ...     finally:
+    ...         await connection.close()
+    >>> @server.tool()  # doctest: +SKIP
+    ... async def count(table: str, db: Connection = Depends(database)) -> int:
+    ...     return await db.count(table)
+    """
+    if not callable(provider):
+        raise TypeError(f"Depends() takes a callable provider, not {type(provider).__name__}")
+    if scope not in ("request", "server"):
+        raise ValueError(f'a provider\'s scope is "request" or "server", not {scope!r}')
+    return Dependency(provider, scope)
+
+
+_CONTEXT: Final = "context"  # (inputs that are not providers: the request's context, its access token)
+_TOKEN: Final = "token"
+_CALL, _AWAIT, _GENERATOR, _ASYNC_GENERATOR = range(4)  # how a provider gives its value
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Provider:
+    """A provider as planned at registration: how to call it and what to pass it."""
+
+    function: Callable[..., Any]
+    name: str
+    server_scoped: bool
+    kind: int
+    inputs: tuple[tuple[str, _Provider | str], ...]  # keyword -> a provider, _CONTEXT or _TOKEN
+
+
+Injected: typing.TypeAlias = tuple[tuple[str, "_Provider | str"], ...]
+
+
+def _is_token(annotation: Any) -> bool:
+    """``AccessToken``, also inside ``Annotated`` or ``| None``."""
+    base = _split(annotation)[0]
+    members = _union_members(base)
+    if members is not None:
+        others = [member for member in members if member is not NoneType]
+        base = others[0] if len(others) == 1 else None
+    return base is AccessToken
+
+
+def _injection(parameter: inspect.Parameter) -> Dependency | str | None:
+    """What fills ``parameter``: a ``Dependency``, _TOKEN, or None for an argument (the context is apart)."""
+    if isinstance(parameter.default, Dependency):
+        return parameter.default
+    for item in _split(parameter.annotation)[1]:
+        if isinstance(item, Dependency):
+            return item
+    return _TOKEN if _is_token(parameter.annotation) else None
+
+
+def _kind(function: Callable[..., Any]) -> int:
+    call = getattr(function, "__call__", None)  # noqa: B004 - objects with an async __call__
+    if inspect.isasyncgenfunction(function) or inspect.isasyncgenfunction(call):
+        return _ASYNC_GENERATOR
+    if inspect.isgeneratorfunction(function) or inspect.isgeneratorfunction(call):
+        return _GENERATOR
+    return _AWAIT if _is_async(function) else _CALL
+
+
+def _plan(depends: Dependency, planned: dict[tuple[Any, bool], _Provider], path: tuple[Any, ...]) -> _Provider:
+    """``depends``'s provider and, depth first, those it needs (the module's rules); one per
+    (provider, scope) however often it is asked for."""
+    function, server_scoped = depends.provider, depends.scope == "server"
+    found = planned.get((function, server_scoped))
+    if found is not None:
+        return found
+    name = _qualname(function)
+    if function in path:
+        chain = " -> ".join(_qualname(each) for each in (*path[path.index(function) :], function))
+        raise SignatureError(f"providers depend on each other in a cycle: {chain}")
+    try:
+        signature = inspect.signature(function, eval_str=True, locals=_KNOWN)
+    except (NameError, SyntaxError, TypeError, ValueError) as error:
+        raise SignatureError(f"provider {name}: cannot read its signature: {error}") from None
+    inputs: list[tuple[str, _Provider | str]] = []
+    for parameter in signature.parameters.values():
+        where = f"provider {name}: parameter {parameter.name!r}"
+        what: Dependency | str | None = _CONTEXT if _is_context(parameter.annotation) else _injection(parameter)
+        if what is None:
+            if parameter.default is _EMPTY and parameter.kind not in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+                raise SignatureError(f"{where}: a provider is passed only Depends, RequestContext and AccessToken")
+            continue
+        if parameter.kind is parameter.POSITIONAL_ONLY:
+            raise SignatureError(f"{where}: positional-only parameters cannot be passed by name")
+        given = what if isinstance(what, str) else _plan(what, planned, (*path, function))
+        if server_scoped and (isinstance(given, str) or not given.server_scoped):
+            raise SignatureError(f"{where}: a server-scoped provider cannot depend on the request")
+        inputs.append((parameter.name, given))
+    provider = _Provider(function, name, server_scoped, _kind(function), tuple(inputs))
+    planned[(function, server_scoped)] = provider
+    return provider
+
+
+_KNOWN: Final = {"RequestContext": RequestContext, "AccessToken": AccessToken}
+
+
+class _Resolution:
+    """One call's provided values, and the generators whose cleanup follows the call."""
+
+    __slots__ = ("context", "opened", "values")
+
+    def __init__(self, context: RequestContext) -> None:
+        self.context = context
+        self.values: dict[_Provider, Any] = {}
+        self.opened: list[tuple[_Provider, Any]] = []
+
+    async def keywords(self, injected: Injected) -> dict[str, Any]:
+        return {name: await self._input(given) for name, given in injected}
+
+    async def _input(self, given: _Provider | str) -> Any:
+        if given == _CONTEXT:
+            return self.context
+        if given == _TOKEN:
+            return self.context.auth
+        assert isinstance(given, _Provider)
+        if given.server_scoped:
+            return await _server_value(given, self.context)
+        values = self.values
+        if given in values:
+            return values[given]
+        value = values[given] = await self.make(given)
+        return value
+
+    async def make(self, provider: _Provider) -> Any:
+        arguments = await self.keywords(provider.inputs)
+        kind = provider.kind
+        if kind == _CALL:
+            return provider.function(**arguments)
+        if kind == _AWAIT:
+            return await provider.function(**arguments)
+        opened = provider.function(**arguments)
+        try:
+            value = next(opened) if kind == _GENERATOR else await anext(opened)
+        except (StopIteration, StopAsyncIteration):
+            raise RuntimeError(f"provider {provider.name} did not yield a value") from None
+        self.opened.append((provider, opened))
+        return value
+
+    async def close(self, error: BaseException | None) -> None:
+        """Run the cleanups, last opened first; ``error`` (what the call raised) is thrown in."""
+        while self.opened:
+            provider, opened = self.opened.pop()
+            try:
+                if provider.kind == _GENERATOR:
+                    opened.throw(error) if error is not None else next(opened)
+                else:
+                    await (opened.athrow(error) if error is not None else anext(opened))
+            except (StopIteration, StopAsyncIteration):
+                continue
+            except BaseException as raised:
+                if raised is not error:
+                    logger.exception("cleanup of provider %s failed", provider.name)
+                continue
+            logger.error("provider %s yielded more than once: the rest of it is not run", provider.name)
+
+
+# Server-scoped values: by server (weakly: a server dropped takes its values along), then provider.
+_server_values: weakref.WeakKeyDictionary[Any, dict[_Provider, Any]] = weakref.WeakKeyDictionary()
+_server_locks: weakref.WeakKeyDictionary[Any, asyncio.Lock] = weakref.WeakKeyDictionary()
+_server_opened: weakref.WeakKeyDictionary[Any, _Resolution] = weakref.WeakKeyDictionary()
+
+
+async def _server_value(provider: _Provider, context: RequestContext) -> Any:
+    server = context.server
+    values = _server_values.setdefault(server, {})
+    if provider in values:
+        return values[provider]
+    async with _server_locks.setdefault(server, asyncio.Lock()):
+        if provider not in values:
+            resolution = _server_opened.setdefault(server, _Resolution(context))
+            values[provider] = await resolution.make(provider)
+    return values[provider]
+
+
+async def close_server_scope(server: Any) -> None:
+    """Clean up the server-scoped providers of ``server`` (``McpServer.close()``), last made first."""
+    _server_values.pop(server, None)
+    resolution = _server_opened.pop(server, None)
+    if resolution is not None:
+        await resolution.close(None)
+
+
+async def _call_injected(
+    function: Callable[..., Any], is_async: bool, injected: Injected, keywords: dict[str, Any], context: RequestContext
+) -> Any:
+    """``function(**keywords)`` with its providers' values, their cleanups after it (the module's rules)."""
+    resolution = _Resolution(context)
+    try:
+        keywords.update(await resolution.keywords(injected))
+        value = await function(**keywords) if is_async else await asyncio.to_thread(function, **keywords)
+    except BaseException as error:
+        await resolution.close(error)
+        raise
+    await resolution.close(None)
+    return value
+
+
 @dataclass(frozen=True, slots=True)
 class _Function:
     """What every signature needs from a function: read once, checked once."""
 
     name: str
-    parameters: tuple[inspect.Parameter, ...]  # without the context parameter
+    parameters: tuple[inspect.Parameter, ...]  # without the context parameter and the injected ones
     returns: Any
     context: str | None
     description: str | None
     docs: dict[str, str]
     is_async: bool
+    injected: Injected = ()  # the parameters the server fills (Depends, AccessToken), planned
 
     @classmethod
     def read(cls, function: Callable[..., Any]) -> _Function:
@@ -311,13 +558,15 @@ class _Function:
             raise SignatureError(f"{name}: not callable")
         try:
             # RequestContext named here too: handlers often import it only under TYPE_CHECKING
-            signature = inspect.signature(function, eval_str=True, locals={"RequestContext": RequestContext})
+            signature = inspect.signature(function, eval_str=True, locals=_KNOWN)
         except (NameError, SyntaxError, TypeError) as error:
             raise SignatureError(f"{name}: cannot resolve its annotations: {error}") from None
         except ValueError as error:
             raise SignatureError(f"{name}: {error}") from None
         context: str | None = None
         parameters: list[inspect.Parameter] = []
+        injected: list[tuple[str, _Provider | str]] = []
+        planned: dict[tuple[Any, bool], _Provider] = {}
         for parameter in signature.parameters.values():
             where = f"{name}: parameter {parameter.name!r}"
             if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
@@ -329,12 +578,23 @@ class _Function:
                     raise SignatureError(f"{where}: a second RequestContext parameter (the first is {context!r})")
                 context = parameter.name
                 continue
+            what = _injection(parameter)
+            if what is not None:
+                injected.append((parameter.name, what if isinstance(what, str) else _plan(what, planned, (function,))))
+                continue
             if isinstance(parameter.default, FieldInfo):
                 raise SignatureError(f"{where}: write Annotated[T, Field(...)] = default instead of = Field(...)")
             parameters.append(parameter)
         description, docs = docstring_parts(function)
         return cls(
-            name, tuple(parameters), signature.return_annotation, context, description, docs, _is_async(function)
+            name,
+            tuple(parameters),
+            signature.return_annotation,
+            context,
+            description,
+            docs,
+            _is_async(function),
+            tuple(injected),
         )
 
     def adapter(self, annotation: Any, what: str) -> TypeAdapter[Any]:
@@ -464,6 +724,7 @@ class ToolSignature:
     _native: tuple[type, ...] = field(repr=False, compare=False)  # return values that are their own JSON
     # Parameters that pass through and want an int but no float: JSON Schema's "integer" admits 5.0.
     _integers: frozenset[str] = field(default=frozenset(), repr=False, compare=False)
+    injected: Injected = field(default=(), repr=False, compare=False)  # (the module's rules on injection)
 
     @classmethod
     def of(
@@ -506,6 +767,7 @@ class ToolSignature:
                 and int in (members := _members(_split(p.annotation)[0]))
                 and float not in members
             ),
+            read.injected,
         )
 
     def call_arguments(self, arguments: dict[str, Any], context: RequestContext) -> dict[str, Any]:
@@ -593,6 +855,7 @@ class PromptSignature:
     is_async: bool
     _converters: dict[str, TypeAdapter[Any] | None] = field(repr=False, compare=False)
     _required: tuple[str, ...] = field(repr=False, compare=False)
+    injected: Injected = field(default=(), repr=False, compare=False)
 
     @classmethod
     def of(cls, function: Callable[..., Any]) -> PromptSignature:
@@ -605,7 +868,7 @@ class PromptSignature:
             description = info.description or read.docs.get(parameter.name)
             arguments.append(PromptArgument(parameter.name, description, parameter.default is _EMPTY, info.title))
         required = tuple(argument.name for argument in arguments if argument.required)
-        return cls(arguments, read.description, read.context, read.is_async, converters, required)
+        return cls(arguments, read.description, read.context, read.is_async, converters, required, read.injected)
 
     def call_arguments(self, arguments: dict[str, str], context: RequestContext) -> dict[str, Any]:
         """The keyword arguments for the function; ArgumentError for a missing or unconvertible argument."""
@@ -644,6 +907,7 @@ class ResourceSignature:
     context_parameter: str | None
     is_async: bool
     _converters: dict[str, TypeAdapter[Any] | None] = field(repr=False, compare=False)
+    injected: Injected = field(default=(), repr=False, compare=False)
 
     @classmethod
     def of(cls, function: Callable[..., Any], variables: Sequence[str]) -> ResourceSignature:
@@ -659,7 +923,7 @@ class ResourceSignature:
                     f"{read.name}: parameter {parameter.name!r} is not a URI template variable and has no default"
                 )
         converters = {name: adapter for name, adapter in read.converters(_STRINGS).items() if name in variables}
-        return cls(tuple(variables), read.description, read.context, read.is_async, converters)
+        return cls(tuple(variables), read.description, read.context, read.is_async, converters, read.injected)
 
     def call_arguments(self, values: dict[str, str], context: RequestContext) -> dict[str, Any]:
         """The keyword arguments for the function from the template's values; ArgumentError naming a variable."""
@@ -704,6 +968,22 @@ def tool_handler(function: Callable[..., Any], signature: ToolSignature, name: s
     result naming the field when they cannot be), the return value as ``to_result`` makes it."""
     call_arguments, to_result = signature.call_arguments, signature.to_result
     invalid = f"Invalid arguments for tool {name}: "
+
+    if signature.injected:
+        injected, is_async = signature.injected, signature.is_async
+
+        async def run_injected(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
+            try:
+                keywords = call_arguments(arguments, context)
+            except ArgumentError as error:
+                return CallToolResult.error(invalid + str(error))
+            value = await _call_injected(function, is_async, injected, keywords, context)
+            try:
+                return to_result(value)
+            except TypeError as error:
+                raise _wrong_return(name, error) from None
+
+        return run_injected
 
     if signature.is_async:
 
@@ -755,6 +1035,15 @@ def prompt_handler(function: Callable[..., Any], signature: PromptSignature) -> 
 
     keywords = _keywords(signature, "Invalid arguments for prompt")
 
+    if signature.injected:
+        injected, is_async = signature.injected, signature.is_async
+
+        async def run_injected(arguments: dict[str, str], context: RequestContext) -> GetPromptResult:
+            given = keywords(arguments, context)
+            return signature.to_result(await _call_injected(function, is_async, injected, given, context))
+
+        return run_injected
+
     if signature.is_async:
 
         async def run_async(arguments: dict[str, str], context: RequestContext) -> GetPromptResult:
@@ -776,6 +1065,16 @@ def resource_reader(
     wrap this in ``lambda uri, context: reader(uri, {}, context)``."""
 
     keywords = _keywords(signature, "Invalid resource URI")
+
+    if signature.injected:
+        injected, is_async = signature.injected, signature.is_async
+
+        async def read_injected(uri: str, values: dict[str, str], context: RequestContext) -> ReadResourceResult:
+            given = keywords(values, context)
+            value = await _call_injected(function, is_async, injected, given, context)
+            return signature.to_result(uri, value, mime_type)
+
+        return read_injected
 
     if signature.is_async:
 
