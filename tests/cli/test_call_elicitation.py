@@ -253,6 +253,20 @@ def test_a_scripted_terminal_answers_a_real_server(tmp_path: Path) -> None:
     assert prompts[-1] == "extras: "
 
 
+@pytest.mark.parametrize(("line", "action"), [("", "accept"), ("d", "decline"), (None, "cancel")])
+def test_on_a_terminal_a_url_is_accepted_by_enter(line: str | None, action: str) -> None:
+    read, prompts, shown = scripted(line)
+    answerer = Answerer("sign_in", given={}, action=None, accept_url=False, read=read, write=shown.append)
+    params = {"mode": "url", "url": "https://xn--bcher-kva.example/a", "message": "Go", "elicitationId": "1"}
+    assert asyncio.run(answerer(params)) == {"action": action}
+    assert shown == [
+        "sign_in asks you to open a web page: Go",
+        "  https://xn--bcher-kva.example/a",
+        "  (on xn--bcher-kva.example, which reads bücher.example: check every character)",
+    ]
+    assert prompts == ["Open it yourself, then press Enter to accept (d declines, Ctrl-D cancels): "]
+
+
 # --- the command, without a terminal ----------------------------------------------------------
 
 
@@ -260,6 +274,12 @@ def test_answer_flags_answer_a_form(cli: Cli, asker: str) -> None:
     assert _result(cli("call", asker, "ask_color", "--answer", "color=red")) == ["accept", {"color": "red"}]
     done = cli("call", asker, "book", "--answer", "name=Al", "--answer", "extras=Cake,w", "--answer", "vegan=no")
     assert _result(done) == ["accept", {"name": "Al", "guests": 2, "vegan": False, "extras": ["c", "w"]}]
+
+
+def test_accept_takes_the_defaults_and_an_unasked_answer_is_noted(cli: Cli, asker: str) -> None:
+    done = cli("call", asker, "book", "--accept", "--answer", "name=Al", "--answer", "colour=red")
+    assert _result(done) == ["accept", {"name": "Al", "guests": 2}]
+    assert done.stderr.splitlines()[-1] == "note: no form asked for --answer colour"
 
 
 @pytest.mark.parametrize("action", ["decline", "cancel"])

@@ -27,7 +27,8 @@ server), 130 when interrupted.
 Modules: ``app`` (the group, global options, :func:`main`), ``serve`` (and what
 TARGET names), ``dev``, ``workers`` (``serve``'s processes and backends), ``registry``
 (``servers``), ``reach`` (the client commands' TARGET and connection options),
-``call`` (``tools`` and ``call``), ``browse`` (``resources``, ``prompts``,
+``call`` (``tools`` and ``call``), ``elicit`` and ``answers`` (what ``call`` answers
+when a tool asks: forms, web pages, sampling), ``browse`` (``resources``, ``prompts``,
 ``inspect``), ``arguments`` (tool arguments and signatures from the input
 schema), ``render`` (results, progress, logs), ``values`` (durations, sizes,
 KEY=VALUE), ``builtin`` (servers named by one word) and ``errors`` (exit
