@@ -273,14 +273,19 @@ def _members(annotation: Any) -> tuple[Any, ...]:
     return tuple(NoneType if member is None else member for member in _union_members(annotation) or (annotation,))
 
 
-def _is_context(annotation: Any) -> bool:
-    """``RequestContext`` (or a subclass), also inside ``Annotated`` or ``| None``."""
+def _is_a(annotation: Any, kind: type) -> bool:
+    """``kind`` (or a subclass), also inside ``Annotated`` or ``| None``."""
     base = _split(annotation)[0]
     members = _union_members(base)
     if members is not None:
         others = [member for member in members if member is not NoneType]
         base = others[0] if len(others) == 1 else None
-    return isinstance(base, type) and issubclass(base, RequestContext)
+    return isinstance(base, type) and issubclass(base, kind)
+
+
+def _is_context(annotation: Any) -> bool:
+    """``RequestContext`` (or a subclass), also inside ``Annotated`` or ``| None``."""
+    return _is_a(annotation, RequestContext)
 
 
 def _passes_through(annotation: Any, primitives: frozenset[type]) -> bool:
@@ -371,16 +376,6 @@ class _Provider:
 Injected: typing.TypeAlias = tuple[tuple[str, "_Provider | str"], ...]
 
 
-def _is_token(annotation: Any) -> bool:
-    """``AccessToken``, also inside ``Annotated`` or ``| None``."""
-    base = _split(annotation)[0]
-    members = _union_members(base)
-    if members is not None:
-        others = [member for member in members if member is not NoneType]
-        base = others[0] if len(others) == 1 else None
-    return base is AccessToken
-
-
 def _injection(parameter: inspect.Parameter) -> Dependency | str | None:
     """What fills ``parameter``: a ``Dependency``, _TOKEN, or None for an argument (the context is apart)."""
     if isinstance(parameter.default, Dependency):
@@ -388,7 +383,7 @@ def _injection(parameter: inspect.Parameter) -> Dependency | str | None:
     for item in _split(parameter.annotation)[1]:
         if isinstance(item, Dependency):
             return item
-    return _TOKEN if _is_token(parameter.annotation) else None
+    return _TOKEN if _is_a(parameter.annotation, AccessToken) else None
 
 
 def _kind(function: Callable[..., Any]) -> int:
