@@ -13,6 +13,7 @@ from .browse import inspect, prompts, resources
 from .call import call, tools
 from .dev import dev
 from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, PROG, debugging, describe_error, enable_debug
+from .install import install
 from .login import login
 from .registry import servers
 from .serve import serve
@@ -45,7 +46,7 @@ def cli(ctx: click.Context, config: str | None, debug: bool) -> None:
     ctx.obj = {"config": config}
 
 
-for _command in (serve, dev, servers, login, tools, call, task, resources, prompts, skills, inspect):
+for _command in (serve, dev, servers, login, tools, call, task, resources, prompts, skills, inspect, install):
     cli.add_command(_command)
 
 

@@ -70,8 +70,8 @@ def is_python_target(word: str) -> bool:
     return location.endswith(".py") or "/" in location or os.sep in location or bool(_ATTRIBUTE.fullmatch(location))
 
 
-def _split_target(target: str) -> tuple[str, str, bool]:
-    """``(location, attribute, is_file)`` of ``module:attr`` or ``path/to/file.py:attr``."""
+def split_target(target: str) -> tuple[str, str, bool]:
+    """``(location, attribute, is_file)`` of ``module:attr`` or ``path/to/file.py:attr``; BadUsage for another shape."""
     location, _, attribute = target.rpartition(":")
     if not location or not attribute:
         raise BadUsage(f"{target!r} is not path/to/file.py, path/to/file.py:factory or module:factory")
@@ -159,7 +159,7 @@ def python_target(target: str) -> tuple[str, Any]:
         attribute, why = default_attribute(module, target)
         click.echo(f"Using {target}:{attribute} ({why})", err=True)
         return f"{target}:{attribute}", getattr(module, attribute)
-    location, attribute, is_file = _split_target(target)
+    location, attribute, is_file = split_target(target)
     return target, _attribute(_load_module(location, is_file), location, attribute)
 
 
@@ -176,7 +176,7 @@ def target_source(target: str | None) -> str:
         return found.origin
     if not is_python_target(name):
         raise BadUsage(unknown_target(name))
-    location, _, is_file = (name, "", True) if is_bare_file(name) else _split_target(name)
+    location, _, is_file = (name, "", True) if is_bare_file(name) else split_target(name)
     if is_file:
         if not os.path.isfile(location):
             raise BadUsage(f"no such file: {location}")
