@@ -1,9 +1,7 @@
 """Visibility across workers (issue 38 item 4): a session's rules live in its record, so a worker
 that never saw the rule made obeys it once a shared Redis store hands it the record.
-
-(A worker that adopted the session before the rule was made copies the new record in place, but
-``directory.py``'s ``_follow`` tells the session only of a changed log level, so that worker
-obeys the rule only once it has a rule of its own: a one-line change there, left to its owner.)"""
+A worker that adopted the session before the rule was made follows the record in place
+(``directory.py``'s ``_follow``) and obeys the rule from then on."""
 
 from __future__ import annotations
 
@@ -53,3 +51,18 @@ async def test_a_sessions_rules_roam_to_the_other_worker(workers: Workers) -> No
     refused: Any = await on_b.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
     assert refused.status == 200 and b"Unknown tool: add" in refused.body
     assert "add" in await tool_names(Session(b, other_id, NEW))  # the other session keeps its list
+
+
+async def test_a_worker_that_adopted_the_session_before_the_rule_follows_it(workers: Workers) -> None:
+    a, b = with_lock_down(workers()), with_lock_down(workers())
+    session_id = await open_on(a)
+    on_b = Session(b, session_id, NEW)
+    assert "add" in await tool_names(on_b)  # b holds the session, with no rule anywhere yet
+    await Session(a, session_id, NEW).result("tools/call", {"name": "lock_down", "arguments": {}})
+    for _ in range(int(WAIT / 0.01)):  # b follows the record written back in the background
+        if "add" not in await tool_names(on_b):
+            break
+        await asyncio.sleep(0.01)
+    assert "add" not in await tool_names(on_b)
+    refused: Any = await on_b.request("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    assert refused.status == 200 and b"Unknown tool: add" in refused.body

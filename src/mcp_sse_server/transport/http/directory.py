@@ -389,12 +389,12 @@ class SharedSessionDirectory(SessionDirectory):
         """Bring this worker's copy up to date with the store's record, in place (the transport
         and the ServerSession hold the same object); another worker may have changed it."""
         copy = live.record
-        level = copy.log_level
+        level, visibility = copy.log_level, copy.visibility
         for field in dataclasses.fields(SessionRecord):
             value = getattr(record, field.name)
             if getattr(copy, field.name) != value:  # (equal values stay: the session may hold them too)
                 setattr(copy, field.name, value)
-        if copy.log_level != level:
+        if copy.log_level != level or copy.visibility != visibility:
             live.session.record_followed()
 
     async def opened(self, live: LiveSession) -> None:
