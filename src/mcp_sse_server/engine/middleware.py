@@ -88,8 +88,10 @@ _Hook: TypeAlias = Callable[[RequestContext, dict[str, Any], CallNext], Awaitabl
 class Middleware:
     """Base of a server's middleware: override the hooks you need (the module's rules).
 
-    Each tier-1 hook is ``async hook(context, params, call_next)``; ``on_tool_run`` is
-    ``async on_tool_run(context, tool, arguments, call_next)``. The defaults only pass on.
+    Each tier-1 hook is ``async hook(context, params, call_next)``; ``on_notification`` is the
+    same with ``call_next`` returning None (rule 7); ``on_tool_run`` is
+    ``async on_tool_run(context, tool, arguments, call_next)``. ``context.state`` is a dict the
+    hooks and the handler share, ``context.rounds`` the MRTR round. The defaults only pass on.
     """
 
     async def on_request(self, context: RequestContext, params: dict[str, Any], call_next: CallNext) -> dict[str, Any]:
@@ -125,7 +127,8 @@ class Middleware:
         return await call_next(params)
 
     async def on_list(self, context: RequestContext, params: dict[str, Any], call_next: CallNext) -> dict[str, Any]:
-        """``tools/list``, ``prompts/list``, ``resources/list`` and ``resources/templates/list``."""
+        """``tools/list``, ``prompts/list``, ``resources/list`` and ``resources/templates/list``: the
+        result holds the full list the request may see; the page is cut after the hooks (rule 6)."""
         return await call_next(params)
 
     async def on_task(self, context: RequestContext, params: dict[str, Any], call_next: CallNext) -> dict[str, Any]:
