@@ -42,11 +42,15 @@ def _given(**fields: Any) -> dict[str, Any]:
     return {key: value for key, value in fields.items() if value not in (None, {}, [])}
 
 
-def _stdio(launch: Launch, *, typed: bool = False) -> dict[str, Any]:
-    return _given(type="stdio" if typed else None, command=launch.command, args=list(launch.args), env=dict(launch.env))
+def _stdio(*, typed: bool) -> Callable[[Launch, str], dict[str, Any]]:
+    def entry(launch: Launch, name: str) -> dict[str, Any]:
+        env = dict(launch.env)
+        return _given(type="stdio" if typed else None, command=launch.command, args=list(launch.args), env=env)
+
+    return entry
 
 
-def _http(url_key: str, *, typed: bool = False) -> Callable[[Launch, str], dict[str, Any]]:
+def _http(url_key: str, *, typed: bool) -> Callable[[Launch, str], dict[str, Any]]:
     def entry(launch: Launch, name: str) -> dict[str, Any]:
         return _given(type="http" if typed else None, **{url_key: launch.url}, headers=dict(launch.headers))
 
@@ -98,7 +102,11 @@ class AppFormat:
         return {self.key: {name: dict(entry)}}
 
 
-_ALL: Final = ("linux", "darwin", "win32")
+def _json_app(title: str, path: str | None, url_key: str = "url", *, key: str = "mcpServers", typed: bool) -> AppFormat:
+    """An app whose JSON file holds ``{key: {name: entry}}``, at ``path`` on every system."""
+    paths = dict.fromkeys(("linux", "darwin", "win32"), path) if path else {}
+    return AppFormat(title, key, paths, _stdio(typed=typed), _http(url_key, typed=typed))
+
 
 APPS: Final[Mapping[str, AppFormat]] = {
     # modelcontextprotocol.io "Connect to local MCP servers"; the app exists for macOS and Windows only.
@@ -109,50 +117,20 @@ APPS: Final[Mapping[str, AppFormat]] = {
             "darwin": "~/Library/Application Support/Claude/claude_desktop_config.json",
             "win32": "%APPDATA%\\Claude\\claude_desktop_config.json",
         },
-        lambda launch, name: _stdio(launch),
+        _stdio(typed=False),
         None,
         note="add a remote server in Claude Desktop under Settings > Connectors",
     ),
     # code.claude.com/docs/en/mcp: project scope is .mcp.json (user scope: top-level mcpServers of ~/.claude.json).
-    "claude-code": AppFormat(
-        "Claude Code",
-        "mcpServers",
-        dict.fromkeys(_ALL, ".mcp.json"),
-        lambda launch, name: _stdio(launch, typed=True),
-        _http("url", typed=True),
-    ),
+    "claude-code": _json_app("Claude Code", ".mcp.json", typed=True),
     # cursor.com/docs/mcp: ~/.cursor/mcp.json for every project (.cursor/mcp.json for one).
-    "cursor": AppFormat(
-        "Cursor",
-        "mcpServers",
-        dict.fromkeys(_ALL, "~/.cursor/mcp.json"),
-        lambda launch, name: _stdio(launch),
-        _http("url"),
-    ),
+    "cursor": _json_app("Cursor", "~/.cursor/mcp.json", typed=False),
     # code.visualstudio.com/docs/copilot/reference/mcp-configuration: .vscode/mcp.json, "servers", "type" required.
-    "vscode": AppFormat(
-        "VS Code",
-        "servers",
-        dict.fromkeys(_ALL, ".vscode/mcp.json"),
-        lambda launch, name: _stdio(launch, typed=True),
-        _http("url", typed=True),
-    ),
+    "vscode": _json_app("VS Code", ".vscode/mcp.json", key="servers", typed=True),
     # docs.windsurf.com/windsurf/cascade/mcp: ~/.codeium/windsurf/mcp_config.json, serverUrl for HTTP.
-    "windsurf": AppFormat(
-        "Windsurf",
-        "mcpServers",
-        dict.fromkeys(_ALL, "~/.codeium/windsurf/mcp_config.json"),
-        lambda launch, name: _stdio(launch),
-        _http("serverUrl"),
-    ),
+    "windsurf": _json_app("Windsurf", "~/.codeium/windsurf/mcp_config.json", "serverUrl", typed=False),
     # geminicli.com/docs/tools/mcp-server: ~/.gemini/settings.json, httpUrl for Streamable HTTP.
-    "gemini": AppFormat(
-        "Gemini CLI",
-        "mcpServers",
-        dict.fromkeys(_ALL, "~/.gemini/settings.json"),
-        lambda launch, name: _stdio(launch),
-        _http("httpUrl"),
-    ),
+    "gemini": _json_app("Gemini CLI", "~/.gemini/settings.json", "httpUrl", typed=False),
     # block.github.io/goose/docs/guides/config-files: extensions in config.yaml.
     "goose": AppFormat(
         "Goose",
@@ -167,13 +145,7 @@ APPS: Final[Mapping[str, AppFormat]] = {
         yaml=True,
     ),
     # Any app reading the common mcpServers shape: written only where --config-file says.
-    "json": AppFormat(
-        "an mcpServers file",
-        "mcpServers",
-        {},
-        lambda launch, name: _stdio(launch, typed=True),
-        _http("url", typed=True),
-    ),
+    "json": _json_app("an mcpServers file", None, typed=True),
 }
 
 
