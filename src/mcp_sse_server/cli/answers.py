@@ -20,7 +20,6 @@ The terminal is reached only through a :data:`Reader` and a :data:`Writer`, so t
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
@@ -38,11 +37,11 @@ ACTIONS: Final = ("accept", "decline", "cancel")
 _TRUE: Final = frozenset({"true", "yes", "y", "on", "1"})
 _FALSE: Final = frozenset({"false", "no", "n", "off", "0"})
 _FORMATS: Final = {
-    "email": (re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+"), "an email address such as ada@example.com"),
-    "uri": (re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:\S+"), "a URI such as https://example.com/"),
-    "date": (re.compile(r"\d{4}-\d{2}-\d{2}"), "a date such as 2025-11-25"),
+    "email": (r"[^@\s]+@[^@\s]+\.[^@\s]+", "an email address such as ada@example.com"),
+    "uri": (r"[A-Za-z][A-Za-z0-9+.-]*:\S+", "a URI such as https://example.com/"),
+    "date": (r"\d{4}-\d{2}-\d{2}", "a date such as 2025-11-25"),
     "date-time": (
-        re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})?"),
+        r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?([Zz]|[+-]\d{2}:\d{2})?",
         "a date and time such as 2025-11-25T14:30:00Z",
     ),
 }
@@ -130,7 +129,7 @@ class Field:
             return number
         _check_bounds(len(raw), schema, "minLength", "maxLength", "characters")
         format_ = _FORMATS.get(str(schema.get("format")))
-        if format_ is not None and not format_[0].fullmatch(raw.strip()):
+        if format_ is not None and not re.fullmatch(format_[0], raw.strip()):
             raise AnswerError(f"must be {format_[1]}")
         pattern = schema.get("pattern")
         if isinstance(pattern, str):
@@ -198,6 +197,8 @@ def _as_text(value: Any) -> str:
 def _list_words(raw: str) -> list[str]:
     """A multi-select answer: a JSON array, or comma-separated words (blank ones left out)."""
     if raw.strip().startswith("["):
+        import json
+
         try:
             loaded = json.loads(raw)
         except ValueError:
