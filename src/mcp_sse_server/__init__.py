@@ -65,6 +65,7 @@ if TYPE_CHECKING:
     from .engine.jsonrpc import (
         parse_message as parse_message,
     )
+    from .engine.middleware import Middleware as Middleware
     from .engine.not_found import NotFound as NotFound
     from .engine.records import SessionRecord as SessionRecord
     from .engine.server import McpServer as McpServer
