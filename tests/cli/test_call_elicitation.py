@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.commands import COMMAND_TIMEOUT, Cli
-from fixtures.served import Served
+from fixtures.served import Served, default_signals
 from mcp_sse_server.cli.answers import MAX_TRIES, AnswerError, Field, ask_form, form_fields, parse_answers
 from mcp_sse_server.cli.elicit import Answerer
 from mcp_sse_server.cli.errors import BadUsage
@@ -358,35 +359,59 @@ def test_over_http(cli: Cli, serve: Callable[[list[str]], Served], asker: str) -
 # --- the command on a real terminal -----------------------------------------------------------
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="needs a pseudo-terminal")
-def test_on_a_terminal_the_form_is_asked(cli_env: dict[str, str], tmp_path: Path, asker: str) -> None:
-    import pty
+class AtThePrompt:
+    """``call asker ask_color`` with stdin a pseudo-terminal, stopped at its first prompt: ``seen``
+    is stderr up to there, ``controller`` types, ``process`` is the command."""
 
-    controller, terminal = pty.openpty()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "mcp_sse_server", "call", asker, "ask_color"],
-        stdin=terminal,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=cli_env,
-        cwd=tmp_path,
-    )
-    os.close(terminal)
-    try:
-        assert process.stderr is not None
-        seen = ""
+    def __init__(self, cli_env: dict[str, str], cwd: Path, target: str) -> None:
+        import pty
+
+        self.controller, terminal = pty.openpty()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "mcp_sse_server", "call", target, "ask_color"],
+            stdin=terminal,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env,
+            cwd=cwd,
+            preexec_fn=default_signals,  # Ctrl-C as from a terminal
+        )
+        os.close(terminal)
+        assert self.process.stderr is not None
+        self.seen = ""
         deadline = time.monotonic() + COMMAND_TIMEOUT  # (only catches a hang)
-        while "Answer?" not in seen and time.monotonic() < deadline:
-            char = process.stderr.read(1)  # the prompt has no newline: read it as it comes
+        while "Answer?" not in self.seen and time.monotonic() < deadline:
+            char = self.process.stderr.read(1)  # the prompt has no newline: read it as it comes
             if not char:
                 break
-            seen += char
-        os.write(controller, b"a\nblue\n2\n")  # accept, a bad color (asked again), then the second
-        out, err = process.communicate(timeout=COMMAND_TIMEOUT)
-    finally:
-        process.kill()
-        os.close(controller)
+            self.seen += char
+        assert "Answer?" in self.seen, self.seen
+
+    def close(self) -> None:
+        self.process.kill()
+        self.process.wait(COMMAND_TIMEOUT)
+        os.close(self.controller)
+
+
+@pytest.fixture
+def at_the_prompt(cli_env: dict[str, str], tmp_path: Path, asker: str) -> Iterator[AtThePrompt]:
+    if sys.platform == "win32":
+        pytest.skip("needs a pseudo-terminal")
+    prompt = AtThePrompt(cli_env, tmp_path, asker)
+    yield prompt
+    prompt.close()
+
+
+def test_on_a_terminal_the_form_is_asked(at_the_prompt: AtThePrompt) -> None:
+    os.write(at_the_prompt.controller, b"a\nblue\n2\n")  # accept, a bad color (asked again), then the second
+    out, err = at_the_prompt.process.communicate(timeout=COMMAND_TIMEOUT)
     assert json.loads(out) == ["accept", {"color": "green"}]
-    assert process.returncode == 0
-    assert "must be one of: red, green; got 'blue'" in seen + err
+    assert at_the_prompt.process.returncode == 0
+    assert "must be one of: red, green; got 'blue'" in err
+
+
+def test_ctrl_c_at_a_prompt_ends_the_command_without_waiting_for_a_line(at_the_prompt: AtThePrompt) -> None:
+    at_the_prompt.process.send_signal(signal.SIGINT)
+    out, err = at_the_prompt.process.communicate(timeout=COMMAND_TIMEOUT)
+    assert (at_the_prompt.process.returncode, out, err.strip()) == (130, "", "Interrupted.")
