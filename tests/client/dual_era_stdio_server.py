@@ -6,6 +6,7 @@ takes is written to stderr as ``initialized <n>``."""
 
 import json
 import sys
+from typing import Any
 
 MODERN = "2026-07-28"
 REFUSAL = "Cannot send 'elicitation/create': this transport context has no back-channel for server-initiated requests."
@@ -13,15 +14,16 @@ INFO = {"name": "dual-era", "version": "1"}
 SCHEMA = {"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]}
 
 
-def send(message: dict) -> None:
+def send(message: dict[str, Any]) -> None:
     sys.stdout.write(json.dumps(message) + "\n")
     sys.stdout.flush()
 
 
-def read() -> dict | None:
+def read() -> dict[str, Any] | None:
     for line in sys.stdin:
         if line.strip():
-            return json.loads(line)
+            message: dict[str, Any] = json.loads(line)
+            return message
     return None
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from mcp_sse_server.client import StdioClient
 from mcp_sse_server.client.era_memo import MEMO_SESSION, recall_era
+from mcp_sse_server.client.hooks import RequestEvent, ServerRequestEvent
 
 HERE = Path(__file__).parent
 REPO = HERE.parents[1]
@@ -42,7 +43,11 @@ async def elicit(params: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": {"colour": "teal"}}
 
 
-def fastmcp_command() -> tuple[str, list[str], dict[str, str]]:
+Command = tuple[str, list[str], dict[str, str]]
+"""A program, its arguments and the environment it is given."""
+
+
+def fastmcp_command() -> Command:
     python = os.environ.get("MCP_TEST_FASTMCP_PYTHON") or str(REPO / ".tools/fastmcp/bin/python")
     script = os.path.join(os.path.dirname(python), "fastmcp")
     if not os.path.isfile(script):
@@ -51,12 +56,12 @@ def fastmcp_command() -> tuple[str, list[str], dict[str, str]]:
     return script, ["run", str(HERE / "eliciting_fastmcp_server.py")], {"PYTHONPATH": ""}
 
 
-def sdk_command() -> tuple[str, list[str], dict[str, str]]:
+def sdk_command() -> Command:
     pytest.importorskip("mcp.server.mcpserver")  # the official SDK 2.x, in this virtualenv
     return sys.executable, [str(HERE / "eliciting_sdk_stdio_server.py")], {}
 
 
-def client(command: tuple[str, list[str], dict[str, str]], runs: Path | None = None, **options: Any) -> StdioClient:
+def client(command: Command, runs: Path | None = None, **options: Any) -> StdioClient:
     program, args, env = command
     if runs is not None:
         env = {**env, "ELICIT_RUNS": str(runs)}
@@ -88,7 +93,7 @@ async def test_elicitation_refused_at_2026_07_28_goes_on_in_a_session_and_is_rem
         assert again.content[0].text == "you said teal" and ours.transport.starts == 2  # type: ignore[union-attr]
     moved = [record.getMessage() for record in caplog.records if MOVED in record.getMessage()]
     assert len(moved) == 1 and "elicitation/create" in moved[0] and "on a new process" in moved[0]
-    assert recall_era(ours.transport.identity) == MEMO_SESSION
+    assert ours.transport.identity is not None and recall_era(ours.transport.identity) == MEMO_SESSION
 
     # A later client of the same command goes straight to a session: one process, one run.
     async with client(command, runs, elicitation_handler=elicit) as later:
@@ -107,7 +112,7 @@ async def test_without_the_fallback_or_a_handler_the_failure_stands(tmp_path: Pa
         refused = await unhandled.call_tool("ask_colour")
         assert refused.is_error and unhandled.stateless and unhandled.transport.starts == 1
         assert (await unhandled.call_tool("add", {"a": 2, "b": 3})).structured_content == {"result": 5}
-    assert recall_era(ours.transport.identity) == MODERN
+    assert ours.transport.identity is not None and recall_era(ours.transport.identity) == MODERN
 
 
 async def test_a_server_that_takes_initialize_on_the_same_process_is_not_restarted(
@@ -115,19 +120,29 @@ async def test_a_server_that_takes_initialize_on_the_same_process_is_not_restart
 ) -> None:
     stderr = Stderr()
     caplog.set_level(logging.INFO, logger="mcp_sse_server.client")
-    command = (sys.executable, [str(HERE / "dual_era_stdio_server.py")], {})
-    async with client(command, elicitation_handler=elicit, on_stderr=stderr) as ours:
+    command: Command = (sys.executable, [str(HERE / "dual_era_stdio_server.py")], {})
+    sent: list[RequestEvent] = []
+    asked: list[ServerRequestEvent] = []
+    hooks: dict[str, list[Any]] = {"request": [sent.append], "server_request": [asked.append]}
+    async with client(command, elicitation_handler=elicit, on_stderr=stderr, event_hooks=hooks) as ours:
         assert ours.stateless
         result = await ours.call_tool("ask_colour")
         assert result.content[0].text == "you said teal"  # type: ignore[union-attr]
         assert ours.era == "session" and ours.protocol_version == "2025-11-25" and ours.transport.starts == 1
     assert stderr.lines == ["initialized 1"]
+    # The event hooks saw the refused call, the handshake on the same process and the repeated call.
+    assert [event.method for event in sent] == ["server/discover", "tools/call", "initialize", "tools/call"]
+    assert [(event.method, event.id) for event in asked] == [("elicitation/create", "ask-1")]
     assert any("on the same process" in record.getMessage() for record in caplog.records)
 
 
 async def test_our_own_server_elicits_at_2026_07_28_without_the_fallback(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="mcp_sse_server.client")
-    command = (sys.executable, [str(HERE / "eliciting_ours_stdio_server.py")], {"PYTHONPATH": str(REPO / "src")})
+    command: Command = (
+        sys.executable,
+        [str(HERE / "eliciting_ours_stdio_server.py")],
+        {"PYTHONPATH": str(REPO / "src")},
+    )
     async with client(command, elicitation_handler=elicit) as ours:
         result = await ours.call_tool("ask_colour")
         assert result.content[0].text == "you said teal"  # type: ignore[union-attr]

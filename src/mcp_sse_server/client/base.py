@@ -99,8 +99,16 @@ class McpClient(Handshake, SessionFallback, ServerMethods, Listening):
     Session fallback (``session_fallback``, on by default): a 2026-07-28 call whose server
     could not ask this client something it has a handler for is repeated on a session of the
     same server, where the server can reach back (``client/fallback.py``;
-    ``fallback_session``). The repeated call runs the tool a second time from the start;
-    ``session_fallback=False`` keeps the failure instead.
+    ``fallback_session``); over stdio the client itself moves onto a session of its child
+    (re-initialized, or started again) and the era memo remembers the command. The repeated
+    call runs the tool a second time from the start; ``session_fallback=False`` keeps the
+    failure instead.
+
+    Event hooks (``event_hooks``, httpx's way): ``{"request": [...], "response": [...],
+    "notification": [...], "server_request": [...]}``, each hook a plain or async callable of
+    one small event (method, id, params or result/error, duration, transport name), on every
+    transport and both eras (``client/hooks.py``). A request or response hook that raises
+    fails the call; one on what the server sent is logged instead.
     """
 
     def _new_client(self, transport: ClientTransport, **options: Any) -> McpClient:

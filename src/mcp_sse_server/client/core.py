@@ -15,15 +15,19 @@ Rules:
 3. What the server asks (a request on a session, an ``input_required`` entry at 2026-07-28) is
    answered by the same handlers (``_serve``); notifications reach ``on_log``,
    ``on_elicitation_complete``, ``on_notification`` and the open subscriptions.
+4. ``event_hooks`` (``client/hooks.py``) see every request sent (``_exchange``: the one call to
+   the transport, for both eras), every notification and every answer to the server
+   (``_answer``); a client without them keeps ``_hooks`` None, which each path tests first.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Final, Literal, Self, TypeAlias
 
@@ -42,6 +46,7 @@ from ..engine.protocol import Connection, ProgressCallback
 from ..engine.stateless_meta import TASKS_EXTENSION
 from ..engine.types import Tool
 from .elicitation import URL_ELICITATION_REQUIRED, UrlElicitationRequiredError, check_mode
+from .hooks import EventHook, EventHooks
 from .stateless import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -132,6 +137,7 @@ class ClientCore(ABC):
         cache: bool = True,
         session_fallback: bool = True,
         remember_era: bool = True,
+        event_hooks: Mapping[str, Sequence[EventHook]] | None = None,
     ) -> None:
         if not isinstance(transport, ClientTransport):
             raise TypeError(f"transport must be a ClientTransport, not {type(transport).__name__}")
@@ -171,6 +177,7 @@ class ClientCore(ABC):
         self._subscriptions: dict[Any, Subscription] = {}
         self._tools_cache: list[Tool] | None = None
         self._owner: ClientCore | None = None  # on a fallback session: the client whose handlers answer
+        self._hooks = EventHooks(event_hooks) if event_hooks is not None else None
 
     @property
     def mode(self) -> str:
@@ -182,6 +189,18 @@ class ClientCore(ABC):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, not {mode!r}")
         self._mode = mode
+
+    @property
+    def event_hooks(self) -> dict[str, list[EventHook]]:
+        """The event hooks by event name (``client/hooks.py``), lists one may append to; reading
+        it on a client made without hooks gives it empty ones."""
+        if self._hooks is None:
+            self._hooks = EventHooks({})
+        return self._hooks.hooks
+
+    @event_hooks.setter
+    def event_hooks(self, hooks: Mapping[str, Sequence[EventHook]]) -> None:
+        self._hooks = EventHooks(hooks)
 
     @property
     def capabilities(self) -> dict[str, Any]:
@@ -300,18 +319,31 @@ class ClientCore(ABC):
         try:
             handshakes = self._handshakes
             try:
-                return await self.transport.request(self._live(), method, params, limit, on_progress)
+                if self._hooks is None:  # the hot path, without _exchange's call (rule 4)
+                    return await self.transport.request(self._live(), method, params, limit, on_progress)
+                return await self._exchange(method, params, limit, on_progress)
             except SessionExpiredError:
                 if not retry_expired:
                     raise
                 await self._reinitialize(handshakes)
-                return await self.transport.request(self._live(), method, params, limit, on_progress)
+                return await self._exchange(method, params, limit, on_progress)
         except McpError as error:
             if error.code == URL_ELICITATION_REQUIRED and not isinstance(error, UrlElicitationRequiredError):
                 raise UrlElicitationRequiredError(error.message, error.data) from None
             if error.code == UNSUPPORTED_PROTOCOL_VERSION and not isinstance(error, UnsupportedProtocolVersionError):
                 raise UnsupportedProtocolVersionError(error.message, error.data) from None
             raise
+
+    def _exchange(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None, on_progress: ProgressCallback | None
+    ) -> Awaitable[dict[str, Any]]:
+        """One request over the transport, reported to the event hooks when there are any (a plain
+        function returning what to await: no coroutine of its own on the path without hooks)."""
+        connection = self._live()
+        if self._hooks is None:
+            return self.transport.request(connection, method, params, timeout, on_progress)
+        send = functools.partial(self.transport.request, connection, method, params, timeout, on_progress)
+        return self._hooks.exchange(self.transport, connection, method, params, send)
 
     async def _reinitialize(self, handshakes: int) -> None:
         """A new session after the server forgot ours; concurrent calls that met the same expired
@@ -389,7 +421,15 @@ class ClientCore(ABC):
     # --- what the server asks of the client (ConnectionOwner) -------------------------------
 
     async def handle_request(self, request: JsonRpcRequest, context: RequestContext) -> dict[str, Any]:
-        return await self._serve(request.method, request.params or {})
+        return await self._answer(request.method, request.params or {}, request.id)
+
+    def _answer(self, method: str, params: dict[str, Any], request_id: Any) -> Awaitable[dict[str, Any]]:
+        """``_serve``, reported to the event hooks when there are any (``request_id``: the
+        request's id, or an ``inputRequests`` key)."""
+        if self._hooks is None:
+            return self._serve(method, params)
+        answer = functools.partial(self._serve, method, params)
+        return self._hooks.answered(self.transport, method, request_id, params, answer)
 
     async def _serve(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """What the server asks of the client, by request (session revisions) or as an
@@ -409,6 +449,8 @@ class ClientCore(ABC):
         raise McpError(METHOD_NOT_FOUND, f"Method not found: {method}")
 
     def handle_notification(self, notification: JsonRpcNotification) -> None:
+        if self._hooks is not None:
+            self._hooks.notified(self.transport, notification)
         method = notification.method
         params = notification.params or {}
         for stale in _LIST_CHANGED.get(method, ()):

@@ -116,6 +116,7 @@ class SessionFallback(StatelessCalls):
                 return None
             client = self._new_client(sibling, mode=MODE_SESSION, **self._handler_options())
             client._owner = self
+            client._hooks = self._hooks  # the same hooks see the repeated calls
             try:
                 await client.initialize()
                 if not sibling.holds_session:

@@ -136,7 +136,11 @@ class Handshake(ClientCore):
 
     async def _send_probe(self, params: dict[str, Any]) -> dict[str, Any]:
         """Send the ``server/discover`` probe (its ``probe_timeout`` applies); its result."""
-        return await self._live().request("server/discover", params, timeout=self.probe_timeout)
+        connection = self._live()
+        send = functools.partial(connection.request, "server/discover", params, timeout=self.probe_timeout)
+        if self._hooks is None:
+            return await send()
+        return await self._hooks.exchange(self.transport, connection, "server/discover", params, send)
 
     async def _probe(self, preferred: str | None = None) -> dict[str, Any] | None:
         """Ask ``server/discover`` (at ``preferred`` first, when it is a stateless revision this

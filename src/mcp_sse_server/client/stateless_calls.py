@@ -63,9 +63,11 @@ class StatelessCalls(ClientCore):
         retried_version = retried_headers = reissued = False
         while True:
             try:
-                result = await self.transport.request(
-                    self._live(), method, self._stamp(params, tasks=tasks), timeout, on_progress
-                )
+                stamped = self._stamp(params, tasks=tasks)
+                if self._hooks is None:  # the hot path, without _exchange's call (core.py, rule 4)
+                    result = await self.transport.request(self._live(), method, stamped, timeout, on_progress)
+                else:
+                    result = await self._exchange(method, stamped, timeout, on_progress)
                 return await self._complete(method, params, result, timeout, on_progress, tasks=tasks)
             except StreamLostError:
                 # The stream broke before the answer and nothing resumes it: send the request
@@ -127,7 +129,7 @@ class StatelessCalls(ClientCore):
                 retry["requestState"] = result["requestState"]
             rounds += 1
             stamped = self._stamp(retry, tasks=tasks)
-            result = await self.transport.request(self._live(), method, stamped, timeout, on_progress)
+            result = await self._exchange(method, stamped, timeout, on_progress)
 
     async def answer_inputs(self, requests: dict[str, Any]) -> dict[str, Any]:
         """Answers to a result's ``inputRequests`` (by key) from this client's handlers,
@@ -138,7 +140,7 @@ class StatelessCalls(ClientCore):
             if not isinstance(request, dict) or not isinstance(request.get("method"), str):
                 raise McpError(INTERNAL_ERROR, f"The server sent a malformed input request {key!r}")
             params = request.get("params")
-            answers[key] = await self._serve(request["method"], params if isinstance(params, dict) else {})
+            answers[key] = await self._answer(request["method"], params if isinstance(params, dict) else {}, key)
 
         try:
             async with asyncio.TaskGroup() as group:
