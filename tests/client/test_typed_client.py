@@ -3,13 +3,14 @@ elicitation handlers that read an ``ElicitRequest`` and answer a model, a datacl
 ``Accept``/``Decline``/``Cancel`` (content checked against the requested schema before it is
 sent), sampling handlers that read a ``SamplingRequest`` and answer a ``CreateMessageResult``,
 roots given by a function; against our McpServer in memory (2026-07-28 and a session) and over
-HTTP, and against the official SDK's server. The dict forms keep working alongside."""
+HTTP, and against the official SDK's server and fastmcp's. The dict forms keep working alongside."""
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -27,6 +28,7 @@ from mcp_sse_server.client import (
     PromptRef,
     ResourceTemplateRef,
     SamplingRequest,
+    StdioClient,
     StreamableHttpClient,
 )
 from mcp_sse_server.engine.context import RequestContext
@@ -44,6 +46,7 @@ from mcp_sse_server.engine.types import (
 from mcp_sse_server.transport.http import McpHttpApp
 
 from .asgi_server import serve
+from .test_stdio_fallback import fastmcp_command
 
 
 class Booking(BaseModel):
@@ -345,3 +348,31 @@ async def test_typed_handlers_answer_the_sdk_server(sdk_http: Peer, mode: str) -
         assert text_of(await client.call_tool("resolve_user")) == "accept: green"
         assert text_of(await client.call_tool("ask_model", {"question": "why"})) == "model said: why is 42"
         assert text_of(await client.call_tool("ask_roots")) == "file:///w"
+
+
+@dataclasses.dataclass
+class FastmcpColour:
+    colour: str
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        (FastmcpColour("teal"), "you said teal"),
+        (Accept({"colour": "red"}), "you said red"),
+        (Decline(), "no answer: decline"),
+    ],
+)
+async def test_typed_handlers_answer_a_fastmcp_server_that_elicits(answer: object, expected: str) -> None:
+    program, args, env = fastmcp_command()
+    schemas: list[dict[str, Any] | None] = []
+
+    async def elicit(request: ElicitRequest) -> object:
+        schemas.append(request.requested_schema)
+        return answer
+
+    async with StdioClient(
+        program, args, env, cwd=Path(__file__).parent, mode="session", elicitation_handler=elicit, request_timeout=30.0
+    ) as client:
+        assert text_of(await client.call_tool("ask_colour")) == expected
+    assert schemas[0] is not None and "colour" in schemas[0]["properties"]
