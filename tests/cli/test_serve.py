@@ -147,10 +147,15 @@ def test_a_port_in_use_is_one_line_and_exit_1(cli: Cli) -> None:
     assert "Traceback" not in done.stderr
 
 
-def test_listening_beyond_loopback_needs_allowed_origins(cli: Cli) -> None:
+def test_listening_beyond_loopback_needs_auth_or_allowed_origins_said_in_options(cli: Cli) -> None:
     done = cli("serve", "--host", "0.0.0.0", "--port", "0")
     assert done.returncode == 2
-    assert "allowed" in done.stderr.lower()
+    error = done.stderr.splitlines()[-1]
+    assert error.startswith("Error: --host 0.0.0.0 exposes the server beyond this machine")
+    for flag in ("--auth-issuer", "--auth-jwks-uri", "--auth-introspection-url", "--allowed-origin"):
+        assert flag in error
+    # The CLI's words, not the Python API's parameters.
+    assert "auth=" not in error and "allowed_origins" not in error and "HttpSettings" not in error
 
 
 def test_tls_with_a_generated_certificate(

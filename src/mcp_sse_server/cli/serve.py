@@ -19,10 +19,11 @@ import click
 from ..engine.skill_format import SkillFormatError
 from ..transport.http.limits import DEFAULT_LIMITS, HttpLimits
 from ..transport.http.settings import HttpSettings
-from .auth import AuthSettings, auth_options
+from .auth import auth_options
 from .builtin import DEMO, builtin_servers
 from .errors import BadUsage, Failure, describe_error
 from .render import safe_stem
+from .settings import ENV_PREFIX, ServeSettings, SettingsCommand, print_config, settings_options, show_default
 from .values import DURATION, SIZE
 
 if TYPE_CHECKING:
@@ -30,25 +31,6 @@ if TYPE_CHECKING:
     from ..engine.skills import SkillCatalog
 
 _F = TypeVar("_F", bound=Callable[..., Any])
-
-
-def show_default(value: Any, unit: str) -> str:
-    """A default as the options spell it: ``4MiB``, ``30m``, ``12h``, ``15s``, ``1000``.
-
-    >>> show_default(4 * 1024 * 1024, "bytes"), show_default(1800.0, "seconds"), show_default(64, "count")
-    ('4MiB', '30m', '64')
-    """
-    if unit == "bytes":
-        for suffix, size in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-            if value >= size and value % size == 0:
-                return f"{value // size}{suffix}"
-        return str(value)
-    if unit == "seconds":
-        for suffix, seconds in (("h", 3600), ("m", 60)):
-            if value >= seconds and value % seconds == 0:
-                return f"{value / seconds:g}{suffix}"
-        return f"{value:g}s"
-    return str(value)
 
 
 def limit_options(command: _F) -> _F:
@@ -78,7 +60,7 @@ def http_options(command: _F) -> _F:
     """TARGET and the options of serving over HTTP, for ``serve`` and for ``dev``, which hands them
     on to the ``serve`` it runs."""
     decorators: list[Callable[[Any], Any]] = [
-        click.argument("target", required=False),
+        click.argument("target", required=False, envvar=f"{ENV_PREFIX}_TARGET"),
         click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on."),
         click.option(
             "--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="0 picks a free port."
@@ -151,11 +133,12 @@ def http_options(command: _F) -> _F:
     return command
 
 
-# What --stdio keeps of serve's parameters: every other one is about HTTP (and refused with it).
-_STDIO_PARAMETERS: Final = frozenset({"target", "stdio", "log_level", "skills"})
+# What --stdio keeps of serve's parameters: every other one is about HTTP (and refused with it when
+# given on the command line; from the environment or a --config file, ignored).
+_STDIO_PARAMETERS: Final = frozenset({"target", "stdio", "log_level", "skills", "print_config"})
 
 
-@click.command()
+@click.command(cls=SettingsCommand, context_settings={"auto_envvar_prefix": ENV_PREFIX})
 @http_options
 @click.option(
     "--stdio",
@@ -163,28 +146,9 @@ _STDIO_PARAMETERS: Final = frozenset({"target", "stdio", "log_level", "skills"})
     help="Serve one session over stdin and stdout instead of HTTP (for clients that start the server "
     "themselves); HTTP options are refused.",
 )
+@settings_options
 @click.pass_context
-def serve(
-    ctx: click.Context,
-    /,
-    target: str | None,
-    stdio: bool,
-    host: str,
-    port: int,
-    path: str,
-    certfile: str | None,
-    keyfile: str | None,
-    json_response: bool,
-    no_legacy_sse: bool,
-    skills: tuple[str, ...],
-    log_level: str,
-    server_per_session: bool,
-    backend: str | None,
-    redis_url: str | None,
-    workers: int,
-    worker_ttl: float | None,
-    **limits: Any,
-) -> None:
+def serve(ctx: click.Context, /, **_: Any) -> None:
     """Serve TARGET over Streamable HTTP and print its endpoint (or, with --stdio, over stdin/stdout).
 
     \b
@@ -218,42 +182,58 @@ def serve(
     \b
     --stdio serves the one session of a client that starts this command itself:
       {"command": "mcp-sse-server", "args": ["serve", "my_app:build_server", "--stdio"]}
+
+    \b
+    Every option is also an environment variable and a key of a TOML file (--config PATH):
+    --port is MCP_SSE_SERVER_PORT and port = 9000 in the file, TARGET is
+    MCP_SSE_SERVER_TARGET and target = "app.py:build". The command line wins over the
+    environment, which wins over the file. --print-config shows what serve would use.
     """
     import logging
 
     from .workers import check_backend, request_state_keys_set, serve_worker, serve_workers
 
-    if stdio:
-        _refuse_http_options(ctx)
-        _serve_stdio(target, log_level, skills)
+    settings = ServeSettings.from_context(ctx)
+    if ctx.params["print_config"]:
+        click.echo(print_config(ctx, settings))
         return
+    if settings.stdio:
+        _refuse_http_options(ctx)
+        _serve_stdio(settings.target, settings.log_level, settings.skills)
+        return
+    host, port, path, workers = settings.host, settings.port, settings.path, settings.workers
+    certfile, keyfile, no_legacy_sse = settings.certfile, settings.keyfile, settings.no_legacy_sse
     if (certfile is None) != (keyfile is None):
         raise click.UsageError("--certfile and --keyfile go together")
     if not path.startswith("/"):
         raise click.BadParameter("must start with /", param_hint="--path")
-    if backend is not None and redis_url is not None:
+    if settings.backend is not None and settings.redis_url is not None:
         raise click.UsageError("--redis-url is the older spelling of --backend: give one of them")
-    backend = backend or redis_url or "memory:"
+    backend = settings.backend or settings.redis_url or "memory:"
     try:
         keys_set = request_state_keys_set()
     except ValueError as error:
         raise click.UsageError(f"MCP_REQUEST_STATE_KEYS: {error}") from error
     from ..transport.http.server import endpoint_url, is_wildcard_host
 
-    auth = AuthSettings.take(limits).resource_server(
+    auth = settings.auth.resource_server(
         endpoint_url(host, port, path, tls=certfile is not None),
         derivable=port != 0 and not is_wildcard_host(host),
     )
-    resolved = resolve_target(target).with_skills(load_skill_options(skills))
-    label, served = resolved.label, resolved.served(per_session=server_per_session)
-    logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    try:
-        options = bind_options(host=host, port=port, path=path, **limits)
-    except ValueError as error:
-        raise click.UsageError(str(error)) from error
+    _refuse_exposure(host, settings.limits, auth)
+    resolved = resolve_target(settings.target).with_skills(load_skill_options(settings.skills))
+    label, served = resolved.label, resolved.served(per_session=settings.server_per_session)
+    logging.basicConfig(
+        level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
+    )
+    options: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "settings": HttpSettings(path=path, limits=settings.limits),
+    }
     # After the target is loaded: a module of the target's may register the backend's scheme.
-    backend_options = {} if worker_ttl is None else {"worker_ttl": worker_ttl}
-    shared = check_backend(backend, workers=workers, limits=options["settings"].limits, options=backend_options)
+    backend_options = {} if settings.worker_ttl is None else {"worker_ttl": settings.worker_ttl}
+    shared = check_backend(backend, workers=workers, limits=settings.limits, options=backend_options)
     if workers > 1 and not no_legacy_sse:
         # A 2024-11-05 stream is one connection to one worker, and the kernel spreads the POSTs
         # that follow it over every worker: most would be refused (404). Off, predictably.
@@ -265,7 +245,7 @@ def serve(
         no_legacy_sse = True
     try:  # (built once here, with the auth settings and the TLS context: every worker inherits them)
         options["settings"] = options["settings"].with_changes(
-            json_response=json_response, legacy_sse=not no_legacy_sse, auth=auth
+            json_response=settings.json_response, legacy_sse=not no_legacy_sse, auth=auth
         )
     except ValueError as error:
         raise click.UsageError(str(error)) from error
@@ -527,14 +507,31 @@ def _ssl_context(certfile: str, keyfile: str) -> Any:
 
 
 def _refuse_http_options(ctx: click.Context) -> None:
-    """A usage error naming the first HTTP option given (on the command line) alongside --stdio."""
+    """A usage error naming the first HTTP option given on the command line alongside --stdio (from
+    the environment or a --config file, one may serve both ways: they are ignored)."""
     from click.core import ParameterSource
 
     for parameter in ctx.command.params:
         if parameter.name in _STDIO_PARAMETERS or not isinstance(parameter, click.Option):
             continue
-        if ctx.get_parameter_source(parameter.name or "") not in (None, ParameterSource.DEFAULT):
+        if ctx.get_parameter_source(parameter.name or "") is ParameterSource.COMMANDLINE:
             raise BadUsage(f"{parameter.opts[0]} is an HTTP option: it does not go with --stdio")
+
+
+def _refuse_exposure(host: str, limits: HttpLimits, auth: object | None) -> None:
+    """The transport's rule for listening beyond loopback (``McpHttpServer.bind``), said in the
+    options' words before it would be said in HttpSettings' (which name Python parameters)."""
+    from ..transport.http.security import is_loopback_host
+    from ..transport.http.server import is_wildcard_host
+
+    exposed = is_wildcard_host(host) or not is_loopback_host(host)
+    if exposed and auth is None and not limits.allowed_origins:
+        raise BadUsage(
+            f"--host {host or '(all interfaces)'} exposes the server beyond this machine: check bearer "
+            "tokens (--auth-issuer with --auth-jwks-uri or --auth-introspection-url, and --auth-resource "
+            "URL), or name the browser origins allowed to connect with --allowed-origin ORIGIN "
+            "(with authentication in front)"
+        )
 
 
 def _serve_stdio(target: str | None, log_level: str, skills: tuple[str, ...] = ()) -> None:
