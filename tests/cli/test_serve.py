@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib.util
 import signal
 import socket
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,21 +23,25 @@ for module, missing in (
         pytest.skip(f"{missing} has not landed yet", allow_module_level=True)
 
 
+# ``serve(args, env=None)``: a ``serve`` process in tmp_path, killed after the test.
+StartServe = Callable[..., Served]
+
+
 @pytest.fixture
-def serve(cli_env: dict[str, str], tmp_path: Path) -> Iterator[type[Served]]:
+def serve(cli_env: dict[str, str], tmp_path: Path) -> Iterator[StartServe]:
     started: list[Served] = []
 
-    class Tracked(Served):
-        def __init__(self, args: list[str], env: dict[str, str] | None = None) -> None:  # type: ignore[override]
-            super().__init__(args, tmp_path, env or cli_env)
-            started.append(self)
+    def start(args: list[str], env: dict[str, str] | None = None) -> Served:
+        served = Served(args, tmp_path, env or cli_env)
+        started.append(served)
+        return served
 
-    yield Tracked  # type: ignore[misc]
+    yield start
     for served in started:
         served.kill()
 
 
-def test_serve_the_demo_then_list_call_and_stop_with_sigterm(cli: Cli, serve: type[Served]) -> None:
+def test_serve_the_demo_then_list_call_and_stop_with_sigterm(cli: Cli, serve: StartServe) -> None:
     server = serve(["--port", "0"])  # the port it picked is in the endpoint it printed: no port race
     assert (server.label, server.url) == ("demo", f"http://127.0.0.1:{server.port}/mcp")
 
@@ -66,7 +70,7 @@ def test_serve_the_demo_then_list_call_and_stop_with_sigterm(cli: Cli, serve: ty
     assert "Traceback" not in stderr
 
 
-def test_ctrl_c_stops_gracefully(cli: Cli, serve: type[Served]) -> None:
+def test_ctrl_c_stops_gracefully(cli: Cli, serve: StartServe) -> None:
     server = serve(["math", "--port", "0"])
     assert server.label == "math"
     assert cli("call", server.url, "sqrt", "x=16").stdout == "4\n"
@@ -75,7 +79,7 @@ def test_ctrl_c_stops_gracefully(cli: Cli, serve: type[Served]) -> None:
     assert "Traceback" not in stderr
 
 
-def test_port_0_prints_the_port_actually_bound(cli: Cli, serve: type[Served]) -> None:
+def test_port_0_prints_the_port_actually_bound(cli: Cli, serve: StartServe) -> None:
     server = serve(["artifact_instructions", "--port", "0", "--path", "/custom"])
     port = int(server.url.rsplit(":", 1)[1].split("/", 1)[0])
     assert port != 0
@@ -112,7 +116,7 @@ _COUNTING_FACTORY = (
     ],
 )
 def test_serve_a_factory_or_a_server_from_a_file(
-    cli: Cli, serve: type[Served], tmp_path: Path, target: str, flags: list[str], seen: list[str]
+    cli: Cli, serve: StartServe, tmp_path: Path, target: str, flags: list[str], seen: list[str]
 ) -> None:
     (tmp_path / "my_server.py").write_text(_COUNTING_FACTORY)
     server = serve([f"{tmp_path / 'my_server.py'}:{target}", "--port", "0", *flags])
@@ -123,7 +127,7 @@ def test_serve_a_factory_or_a_server_from_a_file(
     assert status == 0
 
 
-def test_serve_a_module_factory(cli: Cli, serve: type[Served], tmp_path: Path) -> None:
+def test_serve_a_module_factory(cli: Cli, serve: StartServe, tmp_path: Path) -> None:
     (tmp_path / "shop.py").write_text(
         "from mcp_sse_server import McpServer, Tool\n"
         "def make():\n"
@@ -158,9 +162,7 @@ def test_listening_beyond_loopback_needs_auth_or_allowed_origins_said_in_options
     assert "auth=" not in error and "allowed_origins" not in error and "HttpSettings" not in error
 
 
-def test_tls_with_a_generated_certificate(
-    cli: Cli, serve: type[Served], cli_env: dict[str, str], tmp_path: Path
-) -> None:
+def test_tls_with_a_generated_certificate(cli: Cli, serve: StartServe, cli_env: dict[str, str], tmp_path: Path) -> None:
     trustme = pytest.importorskip("trustme")
     authority = trustme.CA()
     certificate = authority.issue_cert("127.0.0.1", "localhost")
@@ -178,7 +180,7 @@ def test_tls_with_a_generated_certificate(
     assert "Traceback" not in done.stderr
 
 
-def test_limits_reach_the_server(cli: Cli, serve: type[Served]) -> None:
+def test_limits_reach_the_server(cli: Cli, serve: StartServe) -> None:
     server = serve(["math", "--port", "0", "--max-request-bytes", "1K"])
     assert cli("call", server.url, "add", "a=1", "b=2").stdout == "3\n"
     done = cli("call", server.url, "add", "a=1", f"b={'1' * 2000}")  # a body over 1024 bytes
