@@ -29,7 +29,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Final, Literal, Self, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeAlias
 
 from ..engine import versions
 from ..engine.context import RequestContext
@@ -58,14 +58,9 @@ from .stateless import (
 )
 from .subscription import Subscription
 from .transport import ClientTransport
-from .typed_handlers import (
-    ElicitationHandler,
-    RootsSource,
-    SamplingHandler,
-    answer_elicitation,
-    answer_sampling,
-    list_roots,
-)
+
+if TYPE_CHECKING:  # the module itself loads when a server first asks something (_serve)
+    from .typed_handlers import ElicitationHandler, RootsSource, SamplingHandler
 
 __all__ = [
     "DEFAULT_LOG_LEVEL",
@@ -438,7 +433,9 @@ class ClientCore(ABC):
             return {}
         if self._owner is not None:  # a session fallback: its owner's handlers answer (roots as they are now)
             return await self._owner._serve(method, params)
-        # Handlers get typed requests and may answer typed values (typed_handlers.py).
+        # Handlers get typed requests and may answer typed values.
+        from .typed_handlers import answer_elicitation, answer_sampling, list_roots
+
         if method == "sampling/createMessage" and self.sampling_handler is not None:
             return await answer_sampling(self.sampling_handler, params)
         if method == "elicitation/create" and self.elicitation_handler is not None:

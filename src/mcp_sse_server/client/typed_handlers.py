@@ -19,7 +19,8 @@ Rules:
    model)``) or the wire dict.
 5. ``roots`` is a list of ``Root`` (or of ``{"uri", "name"?}`` dicts), or a function, sync or
    async, returning one: it is called at every roots/list, so the roots may change.
-6. pydantic is imported only when a model or dataclass answer is converted.
+6. pydantic is imported only when a model or dataclass answer is converted, the JSON Schema
+   validator only when a typed answer is checked: a client that never gets one starts as fast.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from ..engine.jsonrpc import INTERNAL_ERROR, McpError
-from ..engine.schema import SchemaValidator
 from ..engine.types import (
     CreateMessageRequest,
     CreateMessageResult,
@@ -240,6 +240,8 @@ def _fields(content: object) -> dict[str, Any]:
 
 def _check(schema: dict[str, Any], fields: dict[str, Any]) -> None:
     """ElicitationAnswerError unless ``fields`` fit ``schema``, naming no field it does not list."""
+    from ..engine.schema import SchemaValidator  # jsonschema_rs: not on a client's import path (rule 6)
+
     if isinstance(schema.get("properties"), dict) and "additionalProperties" not in schema:
         schema = {**schema, "additionalProperties": False}
     try:
