@@ -40,6 +40,10 @@ def key(parameter: click.Parameter) -> str:
     return parameter.name or ""
 
 
+def variable(parameter: click.Parameter) -> str:
+    return "MCP_SSE_SERVER_" + key(parameter).upper().replace("-", "_")
+
+
 def a_value(parameter: click.Parameter, tmp_path: Path) -> str:
     """A value the parameter takes, as the command line spells it."""
     if isinstance(parameter, click.Option) and parameter.is_flag:
@@ -70,14 +74,14 @@ def test_every_option_is_read_from_its_environment_variable(
 ) -> None:
     for parameter in SETTINGS:
         value = a_value(parameter, tmp_path)
-        monkeypatch.setenv(f"MCP_SSE_SERVER_{(parameter.name or '').upper()}", "1" if value == "true" else value)
+        monkeypatch.setenv(variable(parameter), "1" if value == "true" else value)
     status, out, err = main("serve", "--print-config")
     assert status == 0, err
     shown = printed(out)
     assert set(shown) == {key(parameter) for parameter in SETTINGS}
     for parameter in SETTINGS:
-        variable = f"MCP_SSE_SERVER_{(parameter.name or '').upper()}"
-        assert shown[key(parameter)][1] == variable, key(parameter)
+        assert shown[key(parameter)][1] == variable(parameter), key(parameter)
+    assert shown["allowed-origin"][1] == "MCP_SSE_SERVER_ALLOWED_ORIGIN"  # the option's name, not Python's
     assert shown["port"][0] == "3" and shown["session-idle-timeout"][0] == '"7s"' and shown["stdio"][0] == "true"
 
 

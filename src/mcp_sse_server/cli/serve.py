@@ -23,7 +23,7 @@ from .auth import auth_options
 from .builtin import DEMO, builtin_servers
 from .errors import BadUsage, Failure, describe_error
 from .render import safe_stem
-from .settings import ENV_PREFIX, ServeSettings, SettingsCommand, print_config, settings_options, show_default
+from .settings import ServeSettings, SettingsCommand, print_config, settings_options, show_default
 from .values import DURATION, SIZE
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def http_options(command: _F) -> _F:
     """TARGET and the options of serving over HTTP, for ``serve`` and for ``dev``, which hands them
     on to the ``serve`` it runs."""
     decorators: list[Callable[[Any], Any]] = [
-        click.argument("target", required=False, envvar=f"{ENV_PREFIX}_TARGET"),
+        click.argument("target", required=False),
         click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on."),
         click.option(
             "--port", type=click.IntRange(0, 65535), default=8080, show_default=True, help="0 picks a free port."
@@ -138,7 +138,7 @@ def http_options(command: _F) -> _F:
 _STDIO_PARAMETERS: Final = frozenset({"target", "stdio", "log_level", "skills", "print_config"})
 
 
-@click.command(cls=SettingsCommand, context_settings={"auto_envvar_prefix": ENV_PREFIX})
+@click.command(cls=SettingsCommand)
 @http_options
 @click.option(
     "--stdio",

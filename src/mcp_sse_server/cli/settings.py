@@ -104,11 +104,12 @@ def key_of(parameter: click.Parameter) -> str:
     return parameter.name or ""
 
 
-def variable_of(ctx: click.Context, parameter: click.Parameter) -> str:
-    """The environment variable a parameter is read from (rule 1)."""
+def variable_of(parameter: click.Parameter) -> str:
+    """The environment variable a parameter is read from (rule 1): ``MCP_SSE_SERVER_`` and its key,
+    upper-cased, dashes as underscores (``--allowed-origin``: ``MCP_SSE_SERVER_ALLOWED_ORIGIN``)."""
     if isinstance(parameter.envvar, str):
         return parameter.envvar
-    return f"{ctx.auto_envvar_prefix or ENV_PREFIX}_{(parameter.name or '').upper()}"
+    return f"{ENV_PREFIX}_{key_of(parameter).upper().replace('-', '_')}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -130,7 +131,7 @@ def source_of(ctx: click.Context, parameter: click.Parameter) -> str:
     if source is ParameterSource.COMMANDLINE:
         return "command line"
     if source is ParameterSource.ENVIRONMENT:
-        return variable_of(ctx, parameter)
+        return variable_of(parameter)
     if source is ParameterSource.DEFAULT_MAP:
         found: FileSource | None = ctx.meta.get(_FILE)
         return found.where(key_of(parameter)) if found is not None else "defaults"
@@ -233,8 +234,15 @@ def settings_options(command: _F) -> _F:
 
 
 class SettingsCommand(click.Command):
-    """A command whose option errors name the source of the refused value: the variable, or the
-    file and line, when it did not come from the command line."""
+    """A command whose parameters are also read from their environment variables (rule 1), and
+    whose option errors name the source of a refused value: the variable, or the file and line,
+    when it did not come from the command line."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for parameter in self.params:
+            if parameter.name not in _NOT_SETTINGS and parameter.envvar is None:
+                parameter.envvar = variable_of(parameter)
 
     def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
         try:
