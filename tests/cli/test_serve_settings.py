@@ -220,3 +220,16 @@ def test_a_server_serves_with_settings_from_the_file_and_the_environment(
         assert (done.returncode, done.stdout) == (0, "5\n"), done.stderr
     finally:
         server.kill()
+
+
+def test_what_print_config_prints_is_a_config_file_giving_the_same_settings(main: Main, tmp_path: Path) -> None:
+    status, first, err = main(
+        "serve", "math", "--max-sessions", "9", "--allowed-origin", "https://a.example", "--print-config"
+    )
+    assert status == 0, err
+    (tmp_path / "printed.toml").write_text(first)
+    status, again, err = main("serve", "--config", str(tmp_path / "printed.toml"), "--print-config")
+    assert status == 0, err
+    values = {name: value for name, (value, _) in printed(first).items()}
+    assert {name: value for name, (value, _) in printed(again).items()} == values
+    assert values["max-sessions"] == "9" and values["target"] == '"math"'
