@@ -23,7 +23,7 @@ def test_resources_lists_resources_and_templates(cli: Cli, shop: Path) -> None:
         "      What the shop is.",
         "  shop://logo.png  logo (image/png)",
         "Resource templates (1):",
-        "  shop://items/{item}  item",
+        "  shop://items/{item}  item (text/plain)",
         "      One item of the shop.",
     ]
     raw = json.loads(cli("resources", "shop.py:build", "--json").stdout)
@@ -105,7 +105,7 @@ def test_inspect_summarises_the_server(cli: Cli, shop: Path) -> None:
         "      What the shop is.",
         "  shop://logo.png  logo (image/png)",
         "Resource templates (1):",
-        "  shop://items/{item}  item",
+        "  shop://items/{item}  item (text/plain)",
         "      One item of the shop.",
         "Prompts (1):",
         "  greet(who, tone?)",
