@@ -1,15 +1,13 @@
 """``serve``: load TARGET (the demo, a built-in, or your ``module:factory``) and serve it over
 Streamable HTTP until Ctrl-C or SIGTERM, or over stdin and stdout (``--stdio``) until stdin ends.
 
-What TARGET names is decided here once for every command: :func:`resolve_target` loads it for
-``serve`` and for the client commands (which run it in-process), :func:`target_source` finds its
-file for ``dev``."""
+What TARGET names is read one way by every command (``targets.py``); its ``resolve_target``,
+``target_source`` and ``is_python_target`` are importable from here too. The settings come from the
+command line, the environment and a ``--config`` file (``settings.py``)."""
 
 from __future__ import annotations
 
 import dataclasses
-import os
-import re
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Final, TypeVar
@@ -20,14 +18,15 @@ from ..engine.skill_format import SkillFormatError
 from ..transport.http.limits import DEFAULT_LIMITS, HttpLimits
 from ..transport.http.settings import HttpSettings
 from .auth import auth_options
-from .builtin import DEMO, builtin_servers
 from .errors import BadUsage, Failure, describe_error
-from .render import safe_stem
 from .settings import ServeSettings, SettingsCommand, print_config, settings_options, show_default
+from .targets import Target as Target
+from .targets import is_python_target as is_python_target
+from .targets import resolve_target as resolve_target
+from .targets import target_source as target_source
 from .values import DURATION, SIZE
 
 if TYPE_CHECKING:
-    from ..engine.server import McpServer
     from ..engine.skills import SkillCatalog
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -160,6 +159,7 @@ def serve(ctx: click.Context, /, **_: Any) -> None:
                                  all when marked @shared_server)
       module:server              your McpServer itself: it serves every session
       path/to/file.py:factory    the same, from a file
+      path/to/file.py            its server, mcp or app (else its one McpServer)
 
     Limits left out keep the defaults shown in brackets. Ctrl-C or SIGTERM shuts down gracefully.
 
@@ -263,154 +263,7 @@ def serve(ctx: click.Context, /, **_: Any) -> None:
         serve_workers(label, served, options, workers=workers, backend=backend, backend_options=backend_options)
 
 
-# --- TARGET ---------------------------------------------------------------------------------------
-
-
-_ATTRIBUTE: Final = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*")
-
-
-def _split_target(target: str) -> tuple[str, str, bool]:
-    """``(location, attribute, is_file)`` of ``module:attr`` or ``path/to/file.py:attr``."""
-    location, _, attribute = target.rpartition(":")
-    if not location or not attribute:
-        raise BadUsage(f"{target!r} is not module:factory or path/to/file.py:factory")
-    return location, attribute, location.endswith(".py") or os.sep in location or "/" in location
-
-
-def is_python_target(word: str) -> bool:
-    """Whether ``word`` has the shape of ``module:attr`` or ``path/to/file.py:attr``, by its spelling
-    alone (nothing is imported): how the client commands tell it from a command line or a URL.
-
-    >>> is_python_target("my_app:build"), is_python_target("app/server.py:mcp"), is_python_target("pkg.mod:a.b")
-    (True, True, True)
-    >>> is_python_target("python server.py"), is_python_target("http://h:8080/mcp"), is_python_target("host:8080")
-    (False, False, False)
-    """
-    location, _, attribute = word.rpartition(":")
-    if not location or any(character.isspace() for character in word) or not _ATTRIBUTE.fullmatch(attribute):
-        return False
-    return location.endswith(".py") or "/" in location or os.sep in location or bool(_ATTRIBUTE.fullmatch(location))
-
-
-def _importable_from_cwd() -> None:
-    # Like `python -m`: modules in the current directory are importable.
-    if os.getcwd() not in sys.path and "" not in sys.path:
-        sys.path.insert(0, os.getcwd())
-
-
-def _load_attribute(target: str) -> Any:
-    """The object named by ``module:attr`` or ``path/to/file.py:attr`` (dots allowed in attr)."""
-    import importlib
-    import importlib.util
-
-    location, attribute, is_file = _split_target(target)
-    if is_file:
-        path = os.path.abspath(location)
-        if not os.path.isfile(path):
-            raise BadUsage(f"no such file: {location}")
-        # The file's directory goes on sys.path so it can import its neighbours, as `python file.py` would.
-        sys.path.insert(0, os.path.dirname(path))
-        name = "_mcp_target_" + safe_stem(os.path.splitext(os.path.basename(path))[0])
-        spec = importlib.util.spec_from_file_location(name, path)
-        if spec is None or spec.loader is None:
-            raise BadUsage(f"cannot load {location} as Python")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    else:
-        _importable_from_cwd()
-        try:
-            module = importlib.import_module(location)
-        except ModuleNotFoundError as error:
-            if error.name and location.startswith(error.name):
-                raise BadUsage(f"no module named {location!r}") from None
-            raise
-    value: Any = module
-    for part in attribute.split("."):
-        try:
-            value = getattr(value, part)
-        except AttributeError:
-            raise BadUsage(f"{location} has no attribute {attribute!r}") from None
-    return value
-
-
-def target_source(target: str | None) -> str:
-    """The source file of ``serve``'s TARGET, found without running it: the file of
-    ``path/to/file.py:attr``, the module's file of ``module:attr`` (a package's ``__init__.py``),
-    the built-in servers' package for a built-in. BadUsage when there is none."""
-    import importlib.util
-
-    name = target or DEMO
-    if name in builtin_servers():
-        found = importlib.util.find_spec("..servers", __package__)
-        assert found is not None and found.origin is not None  # this package's own
-        return found.origin
-    if ":" not in name:
-        raise BadUsage(_unknown_target(name))
-    location, _, is_file = _split_target(name)
-    if is_file:
-        if not os.path.isfile(location):
-            raise BadUsage(f"no such file: {location}")
-        return os.path.abspath(location)
-    _importable_from_cwd()
-    try:
-        spec = importlib.util.find_spec(location)  # imports the parent packages of a dotted name, not the module
-    except ModuleNotFoundError:
-        spec = None
-    if spec is None:
-        raise BadUsage(f"no module named {location!r}")
-    if spec.origin is None or not os.path.isfile(spec.origin):
-        raise BadUsage(f"{location} has no source file to watch")
-    return spec.origin
-
-
-@dataclasses.dataclass(frozen=True)
-class Target:
-    """What ``serve``'s TARGET names: its ``label``, a ``factory`` of its server, and whether one
-    server may serve every session (``shared``) or each session gets its own."""
-
-    label: str
-    factory: Callable[[], McpServer]
-    shared: bool
-    instance: bool = False  # TARGET is an McpServer itself, not a factory
-
-    def served(self, *, per_session: bool = False) -> McpServer | Callable[[], McpServer]:
-        """One server for every session, or the factory to call once per session.
-
-        The isolation rule: a server object and a built-in are shared; a
-        ``module:factory`` keeps the seed's contract (called once per session)
-        unless it is marked with ``shared_server``; ``per_session`` calls any
-        factory per session.
-        """
-        if per_session and self.instance:
-            raise BadUsage(f"--server-per-session needs a factory: {self.label} is an McpServer itself")
-        if per_session or not self.shared:
-            return self.factory
-        return self.factory()
-
-    def with_skills(self, catalogs: Sequence[SkillCatalog]) -> Target:
-        """This target with ``catalogs`` added to every server it builds (``--skills``): the first
-        server is built now, so that a skill clashing with the target's resources fails before the
-        port opens, and is what the factory's next call returns."""
-        if not catalogs:
-            return self
-        factory = self.factory
-
-        def build() -> McpServer:
-            server = factory()
-            for catalog in catalogs:
-                server.add_skills(catalog)
-            return server
-
-        try:
-            first = [build()]
-        except SkillFormatError as error:
-            raise BadUsage(f"--skills: {error}") from None
-
-        def skilled() -> McpServer:
-            return first.pop() if first else build()
-
-        return dataclasses.replace(self, factory=skilled)
+# --- TARGET (read by targets.py, as for every command) ---------------------------------------------
 
 
 def load_skill_options(paths: Sequence[str]) -> list[SkillCatalog]:
@@ -424,52 +277,6 @@ def load_skill_options(paths: Sequence[str]) -> list[SkillCatalog]:
         except SkillFormatError as error:
             raise BadUsage(f"--skills {path}: {error}") from None
     return catalogs
-
-
-def _unknown_target(name: str) -> str:
-    known = ", ".join(sorted(builtin_servers()))
-    return f"unknown server {name!r}; use a built-in ({known}) or module:factory / path/to/file.py:factory"
-
-
-def resolve_target(target: str | None) -> Target:
-    """The ``Target`` of ``serve``'s TARGET: none (the demo), a built-in name, ``module:factory``
-    or ``module:server``.
-
-    The factory is called once now, so a broken one fails before the port
-    opens; that first server is what the factory's next call returns, so no
-    server is built in vain.
-    """
-    from ..engine.server import McpServer, is_shared_server
-
-    builtins = builtin_servers()
-    name = target or DEMO
-    if name in builtins:
-        factory = builtins[name]
-        shared = True  # ours: no per-client state, nothing sent outside a request
-    elif ":" in name:
-        factory = _load_attribute(name)
-        if isinstance(factory, McpServer):
-            instance = factory
-            return Target(name, lambda: instance, shared=True, instance=True)
-        if not callable(factory):
-            raise BadUsage(f"{name} is not callable")
-        shared = is_shared_server(factory)
-    else:
-        raise BadUsage(_unknown_target(name))
-    first = factory()
-    if not isinstance(first, McpServer):
-        raise BadUsage(f"{name} returned {type(first).__name__}, not an McpServer")
-    pending = [first]
-
-    def built() -> McpServer:
-        if pending:
-            return pending.pop()
-        server = factory()
-        if not isinstance(server, McpServer):
-            raise TypeError(f"{name} returned {type(server).__name__}, not an McpServer")
-        return server
-
-    return Target(name, built, shared=shared)
 
 
 # --- serving --------------------------------------------------------------------------------------
