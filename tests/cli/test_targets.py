@@ -238,3 +238,15 @@ def test_a_url_that_wants_a_token_says_so_and_how_to_give_one(cli: Cli, serve: A
         assert accepted.returncode == 0 and "add(a: number, b: number)" in accepted.stdout, accepted.stderr
     finally:
         key_set.close()
+
+
+def test_serve_reads_a_bare_file_as_the_client_commands_do(cli: Cli, app: Path) -> None:
+    import shlex
+    import sys
+
+    # Before, `serve app.py` said "unknown server 'app.py'".
+    served = shlex.join([sys.executable, "-m", "mcp_sse_server", "serve", "app.py", "--stdio"])
+    done = cli("call", served, "long_job", "seconds=3")
+    assert (done.returncode, done.stdout) == (0, "worked 3s\n"), done.stderr
+    missing = cli("serve", "no_such_file_here.py", "--stdio")
+    assert (missing.returncode, missing.stderr) == (2, "Error: no such file: no_such_file_here.py\n")
