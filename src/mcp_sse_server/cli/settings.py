@@ -31,13 +31,11 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
-import difflib
+import functools
 import json
 import re
-import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final, TypeVar
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import click
 from click.core import ParameterSource
@@ -63,9 +61,10 @@ CONFIG_VARIABLE: Final = f"{ENV_PREFIX}_SERVE_CONFIG"
 _NOT_SETTINGS: Final = frozenset({"help", "config", "print_config"})
 _FILE: Final = "mcp_sse_server.settings.file"  # ctx.meta key: the FileSource read, if any
 # Words of a name (split on _ or -) that say its value is a secret: not "header" alone (--max-header-bytes).
-_SECRET_NAME: Final = re.compile(
-    r"(?:^|[_-])(?:tokens?|secrets?|password|passwd|pwd|authorization|auth[_-]header|credentials?|api[_-]?key)(?:[_-]|$)",
-    re.IGNORECASE,
+_SECRET_WORDS: Final = (
+    r"(?:^|[_-])"
+    r"(?:tokens?|secrets?|password|passwd|pwd|authorization|auth[_-]header|credentials?|api[_-]?key)"
+    r"(?:[_-]|$)"
 )
 _LIMITS: Final = frozenset(spec.name for spec in dataclasses.fields(HttpLimits))
 _MASK: Final = "***"
@@ -180,6 +179,8 @@ def _read_file(ctx: click.Context, parameter: click.Parameter, path: str | None)
     """The ``--config`` callback (eager): the file's settings become the command's defaults."""
     if path is None:
         return
+    import tomllib  # (here: only serve with a file needs it, every command imports this module)
+
     given = "--config" if ctx.get_parameter_source("config") is ParameterSource.COMMANDLINE else CONFIG_VARIABLE
     try:
         with open(path, "rb") as file:
@@ -205,6 +206,8 @@ def _read_file(ctx: click.Context, parameter: click.Parameter, path: str | None)
 
 
 def _suggestion(key: str, known: Mapping[str, object]) -> str:
+    import difflib
+
     spelled = key.replace("_", "-")
     close = [spelled] if spelled in known else difflib.get_close_matches(spelled, list(known), n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
@@ -342,9 +345,19 @@ def _config_lines(ctx: click.Context, settings: ServeSettings) -> Iterator[str]:
         yield f"{key} = {_toml(_masked(name, value), unit)}  # {source}"
 
 
+@functools.cache
+def _secret_name() -> re.Pattern[str]:
+    # Compiled on first use: every command imports this module, only --print-config masks.
+    return re.compile(_SECRET_WORDS, re.IGNORECASE)
+
+
 def _masked(name: str, value: Any) -> Any:
-    """``value`` with its secrets masked (rule 5)."""
-    if _SECRET_NAME.search(name) and not name.endswith("_env"):
+    """``value`` with its secrets masked (rule 5).
+
+    >>> _masked("auth_token", "abc"), _masked("max_header_bytes", 4096), _masked("auth_client_secret_env", "VAR")
+    ('***', 4096, 'VAR')
+    """
+    if _secret_name().search(name) and not name.endswith("_env"):
         return _MASK
     if isinstance(value, str):
         return mask_url(value)
@@ -361,6 +374,8 @@ def mask_url(text: str) -> str:
     >>> mask_url("https://a.example"), mask_url("/path/to/cert.pem")
     ('https://a.example', '/path/to/cert.pem')
     """
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
     try:
         parts = urlsplit(text)
         password = parts.password
@@ -376,7 +391,7 @@ def mask_url(text: str) -> str:
     if query:
         pairs = parse_qsl(query, keep_blank_values=True)
         query = urlencode(
-            [(k, _MASK if _SECRET_NAME.search(k) or k.lower() in ("key", "pass") else v) for k, v in pairs], safe="*"
+            [(k, _MASK if _secret_name().search(k) or k.lower() in ("key", "pass") else v) for k, v in pairs], safe="*"
         )
     return urlunsplit(parts._replace(netloc=netloc, query=query))
 
