@@ -81,6 +81,6 @@ def test_a_policy_maps_exception_classes_to_errors_only() -> None:
     with pytest.raises(TypeError):
         ErrorPolicy({McpError: ErrorAs(-1, "x")})
     with pytest.raises(TypeError):
-        ErrorPolicy({KeyboardInterrupt: ErrorAs(-1, "x")})  # type: ignore[dict-item]
+        ErrorPolicy({KeyboardInterrupt: ErrorAs(-1, "x")})
     with pytest.raises(TypeError):
         ErrorPolicy({KeyError: "x"})  # type: ignore[dict-item]

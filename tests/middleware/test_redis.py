@@ -137,3 +137,12 @@ async def test_a_shared_cache_answers_the_other_worker(redis: Any, redis_prefix:
         assert [len(server.runs) for server in servers] == [1, 0]  # type: ignore[attr-defined]
         other = await post(client, b, "tools/call", echo, key.sign(sub="bob"))
         assert [len(server.runs) for server in servers] == [1, 1] and "result" in other  # type: ignore[attr-defined]
+
+
+async def test_a_redis_bucket_refills_at_its_rate(redis: Any, redis_prefix: str) -> None:
+    buckets = RedisBuckets(redis, prefix=redis_prefix)
+    assert await buckets.take("p", 1000.0, 1) == 0
+    assert await buckets.take("p", 1000.0, 1) >= 1  # empty: a token is back within a millisecond or so
+    await asyncio.sleep(0.05)  # (far more than the millisecond a token takes to come back)
+    assert await buckets.take("p", 1000.0, 1) == 0
+    assert await redis.pttl(f"{redis_prefix}:rl:p") > 0  # an idle bucket expires

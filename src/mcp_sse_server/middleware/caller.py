@@ -21,6 +21,7 @@ import hashlib
 from typing import Any, Final
 
 from ..engine.context import RequestContext
+from ..engine.stateless_meta import PROTOCOL_VERSION_KEY
 
 __all__ = ["caller_key", "is_continuation", "principal_hash", "session_id", "target_of"]
 
@@ -50,19 +51,25 @@ def principal_hash(context: RequestContext) -> str | None:
     return None if token is None else _hashed(token.principal)
 
 
-def session_id(context: RequestContext) -> str | None:
-    """The id of the request's session (the ``Mcp-Session-Id`` over HTTP); None when it has none."""
+def session_id(context: RequestContext, params: dict[str, Any] | None = None) -> str | None:
+    """The id of the request's session (the ``Mcp-Session-Id`` over HTTP); None when it has none.
+    Given the request's ``params``, a 2026-07-28 request (which has no session) is known by its
+    envelope, without building the request session the engine makes on first use."""
+    if params is not None:
+        meta = params.get("_meta")
+        if type(meta) is dict and PROTOCOL_VERSION_KEY in meta:
+            return None
     record = getattr(context.session, "record", None)
     identifier = getattr(record, "id", None)
     return identifier if isinstance(identifier, str) and identifier else None
 
 
-def caller_key(context: RequestContext) -> str | None:
-    """Whom a per-caller budget or cache entry belongs to (rule 2)."""
+def caller_key(context: RequestContext, params: dict[str, Any] | None = None) -> str | None:
+    """Whom a per-caller budget or cache entry belongs to (rule 2); ``params`` as ``session_id``'s."""
     hashed = principal_hash(context)
     if hashed is not None:
         return hashed
-    identifier = session_id(context)
+    identifier = session_id(context, params)
     return None if identifier is None else "session:" + identifier
 
 

@@ -102,7 +102,7 @@ class RateLimit(Middleware):
         self.rate = float(rate)
         self.burst = int(burst)
         self.store: Buckets = store if store is not None else MemoryBuckets()
-        self._key = key if key is not None else caller_key
+        self._key = key
         self._methods = None if methods is None else frozenset(methods)
 
     def counts(self, method: str) -> bool:
@@ -112,7 +112,8 @@ class RateLimit(Middleware):
 
     async def on_request(self, context: RequestContext, params: dict[str, Any], call_next: CallNext) -> dict[str, Any]:
         if self.counts(context.method) and not is_continuation(params):
-            wait = await self.store.take(self._key(context) or "anonymous", self.rate, self.burst)
+            key = caller_key(context, params) if self._key is None else self._key(context)
+            wait = await self.store.take(key or "anonymous", self.rate, self.burst)
             if wait:
                 raise McpError(RATE_LIMITED, "Rate limit exceeded", {"retryAfterMs": wait})
         return await call_next(params)

@@ -14,10 +14,11 @@ Rules, kept here and nowhere else:
 2. No arguments and no results are recorded unless ``include_payloads=True`` (then ``params``
    and ``result``): they may hold what the caller would not have in a log.
 3. The record goes to ``logger`` (default ``mcp_sse_server.requests``) at ``level`` as one line
-   with the record under ``extra={"mcp": record}``, and to ``sink(record)`` when given. When the
-   logger would drop the level and there is no sink, nothing is built.
-4. ``subscriptions/listen`` is not timed (it lasts as long as the client listens); a failing
-   sink or handler is the logging module's business, never the request's.
+   with the record under ``extra={"mcp": record}``, and to ``sink(record)`` when given. When
+   the logger would drop the level and there is no sink, nothing is built.
+4. ``subscriptions/listen`` is not timed (it lasts as long as the client listens). A failing
+   handler is the logging module's business (``Handler.handleError``), a failing sink is
+   logged: neither fails the request.
 """
 
 from __future__ import annotations
@@ -94,7 +95,7 @@ class RequestLog(Middleware):
         code: int | None,
         duration_ms: float,
     ) -> None:
-        identifier = session_id(context)
+        identifier = session_id(context, params)
         record: dict[str, Any] = {
             "method": context.method,
             "target": target_of(context.method, params),
@@ -108,16 +109,28 @@ class RequestLog(Middleware):
         if self.include_payloads:
             record["params"] = params
             record["result"] = result
-        if self.logger.isEnabledFor(self.level):  # (handlers' failures: logging.Handler.handleError)
-            self.logger.log(
-                self.level,
-                "%s %s %s%s %.3f ms",
-                record["method"],
-                record["target"] or "-",
-                outcome,
-                "" if code is None else f" {code}",
-                duration_ms,
-                extra={"mcp": record},
+        logger = self.logger
+        if logger.isEnabledFor(self.level):
+            # makeRecord and handle, not log(): log() walks the stack to find its caller, a
+            # third of what a record costs, to name this module every time.
+            logger.handle(
+                logger.makeRecord(
+                    logger.name,
+                    self.level,
+                    __file__,
+                    0,
+                    "%s %s %s%s %.3f ms",
+                    (
+                        record["method"],
+                        record["target"] or "-",
+                        outcome,
+                        "" if code is None else f" {code}",
+                        duration_ms,
+                    ),
+                    None,
+                    func="on_request",
+                    extra={"mcp": record},
+                )
             )
         if self.sink is not None:
             try:
