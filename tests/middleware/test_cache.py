@@ -193,3 +193,15 @@ async def test_the_in_process_store_keeps_at_most_max_entries() -> None:
     await store.put("resource:x", "k", b"x", 1.0)
     await store.drop("resource:")
     assert await store.get("resource:x", "k") is None and await store.get("tools", "c") == b"c"
+
+
+async def test_one_list_entry_serves_every_page(connect: Connect) -> None:
+    store = MemoryCache()
+    server = McpServer("paged", page_size=2, middleware=[ResponseCache(60.0, store=store)])
+    for name in ("a", "b", "c"):
+        server.add_tool(Tool(name, {"type": "object"}, lambda arguments, context: "x"))
+    client = await connect(server)
+    first = await client.result("tools/list")
+    second = await client.result("tools/list", {"cursor": first["nextCursor"]})
+    assert [tool["name"] for tool in first["tools"] + second["tools"]] == ["a", "b", "c"]
+    assert "nextCursor" not in second and len(store) == 1

@@ -9,7 +9,9 @@ Rules, kept here and nowhere else:
    ``tools``, ``prompts/get`` of the prompts in ``prompts``, ``resources/read`` of the URIs in
    ``resources``. Nothing else, ever: a tool has effects unless its author says it has none.
 2. The key is the SHA-256 of the method, the params without ``_meta`` (progress tokens and the
-   2026-07-28 envelope, whose revision is its own part), the revision, the principal
+   2026-07-28 envelope, whose revision is its own part) and, for a list, without ``cursor`` (a
+   list hook gets and returns the full list; the table cuts the page after it: one entry
+   serves every page), the revision, the principal
    (``caller.principal_hash``, or ``public`` without a token) with the token's scopes (listings
    hide what a token lacks the scopes for), and ``vary(context)`` when given (per-session
    visibility rules, say). So no entry made for one principal, revision or scope set is ever
@@ -58,6 +60,8 @@ _LISTS: Final[dict[str, str]] = {
     "resources/templates/list": "resources",
 }
 _READS: Final = "resource:"  # the prefix of a resource's own group
+_UNSHAPING: Final = frozenset({"_meta"})
+_UNSHAPING_LIST: Final = frozenset({"_meta", "cursor"})
 
 
 class CacheStore(Protocol):
@@ -198,7 +202,9 @@ class ResponseCache(Middleware):
 
     def key(self, context: RequestContext, params: dict[str, Any]) -> str:
         """The entry's key (rule 2)."""
-        shaping = {name: value for name, value in params.items() if name != "_meta"}
+        # (a list hook gets the full list whatever the cursor: the table cuts the page after it)
+        unshaping = _UNSHAPING_LIST if context.method in _LISTS else _UNSHAPING
+        shaping = {name: value for name, value in params.items() if name not in unshaping}
         token = context.auth
         parts = [
             context.method,
