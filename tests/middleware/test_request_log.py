@@ -93,3 +93,33 @@ async def test_a_failing_sink_never_fails_the_request(connect: Connect, caplog: 
     client = await connect(build(RequestLog(sink=sink)))
     result = await client.result("tools/call", {"name": "echo", "arguments": {}})
     assert result["content"][0]["text"].startswith("echo") and "request log sink failed" in caplog.text
+
+
+async def test_over_http_the_principal_is_a_hash_and_the_session_a_prefix() -> None:
+    import hashlib
+
+    import httpx
+
+    from fixtures.asgi import open_session
+    from fixtures.keys import ISSUER, RESOURCE, SigningKey
+    from mcp_sse_server.auth import JwtVerifier
+    from mcp_sse_server.auth.resource import ResourceServer
+    from mcp_sse_server.transport.http import HttpSettings, McpHttpApp
+
+    from .conftest import post, serving
+
+    key = SigningKey("k1", "ES256")
+    records: list[dict[str, Any]] = []
+    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, keys={"keys": [key.jwk()]})
+    settings = HttpSettings(json_response=True, auth=ResourceServer(RESOURCE, [ISSUER], verifier=verifier))
+    token = key.sign(sub="alice", client_id="app")
+    async with serving(build(RequestLog(sink=records.append)), settings) as http, httpx.AsyncClient() as client:
+        await post(client, http.endpoint, "tools/call", {"name": "echo", "arguments": {}}, token)
+    expected = hashlib.sha256("\x1f".join((ISSUER, "alice", "app")).encode()).hexdigest()[:16]
+    assert records[-1]["principal"] == expected and records[-1]["session"] is None  # 2026-07-28: no session
+    assert token not in repr(records) and "alice" not in repr(records)
+
+    app = McpHttpApp(build(RequestLog(sink=records.append)))
+    session = await open_session(app)
+    await session.result("tools/list")
+    assert records[-1]["session"] == session.id[:8] and records[-1]["principal"] is None
