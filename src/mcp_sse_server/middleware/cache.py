@@ -39,7 +39,7 @@ import logging
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Collection
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection
 from typing import Any, Final, Protocol
 
 import orjson
@@ -182,23 +182,25 @@ class ResponseCache(Middleware):
     async def on_call_tool(
         self, context: RequestContext, params: dict[str, Any], call_next: CallNext
     ) -> dict[str, Any]:
-        if params.get("name") not in self.tools:
-            return await call_next(params)
-        return await self._cached(context, params, call_next)
+        return await self._if_allowed(self.tools, "name", context, params, call_next)
 
     async def on_get_prompt(
         self, context: RequestContext, params: dict[str, Any], call_next: CallNext
     ) -> dict[str, Any]:
-        if params.get("name") not in self.prompts:
-            return await call_next(params)
-        return await self._cached(context, params, call_next)
+        return await self._if_allowed(self.prompts, "name", context, params, call_next)
 
     async def on_read_resource(
         self, context: RequestContext, params: dict[str, Any], call_next: CallNext
     ) -> dict[str, Any]:
-        if params.get("uri") not in self.resources:
-            return await call_next(params)
-        return await self._cached(context, params, call_next)
+        return await self._if_allowed(self.resources, "uri", context, params, call_next)
+
+    def _if_allowed(
+        self, allowed: frozenset[str], member: str, context: RequestContext, params: dict[str, Any], call_next: CallNext
+    ) -> Awaitable[dict[str, Any]]:
+        """The request through the cache when ``params[member]`` is allow-listed (rule 1)."""
+        if params.get(member) in allowed:
+            return self._cached(context, params, call_next)
+        return call_next(params)
 
     def key(self, context: RequestContext, params: dict[str, Any]) -> str:
         """The entry's key (rule 2)."""
