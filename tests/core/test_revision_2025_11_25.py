@@ -29,7 +29,7 @@ from mcp_sse_server import (
 )
 from mcp_sse_server.engine import versions
 from mcp_sse_server.engine.elicitation_schema import check_elicitation_schema
-from mcp_sse_server.engine.jsonrpc import JsonRpcError, JsonRpcResponse
+from mcp_sse_server.engine.jsonrpc import MISSING_CLIENT_CAPABILITY, JsonRpcError, JsonRpcResponse
 from mcp_sse_server.engine.session import URL_ELICITATION_REQUIRED, UrlElicitationRequired
 from mcp_sse_server.engine.types import Icon, ToolResultContent, ToolUseContent
 
@@ -398,10 +398,11 @@ async def test_a_handler_raises_url_elicitation_required_as_error_32042(server: 
             }
         ]
     }
-    # a client without URL mode gets a tool error instead, never a URL elicitation
+    # a client without URL mode gets -32021 naming what it lacks (as on 2026-07-28), never a URL elicitation
     other, _ = await session(server, connect, NEW, {"elicitation": {}})
-    result = await other.result("tools/call", {"name": "files"})
-    assert result["isError"] is True
+    refused = await other.call("tools/call", {"name": "files"})
+    assert isinstance(refused, JsonRpcError) and refused.code == MISSING_CLIENT_CAPABILITY
+    assert "elicitation.url is missing" in refused.message
     with pytest.raises(ValueError):
         UrlElicitationRequired([])
 
@@ -499,3 +500,17 @@ async def test_tasks_are_not_declared_and_a_task_member_on_tools_call_is_ignored
     assert "tasks" not in result["capabilities"]
     reply = await client.result("tools/call", {"name": "now", "arguments": {}, "task": {"ttl": 60000}})
     assert reply == {"content": [{"type": "text", "text": "done"}]}
+
+
+async def test_a_tool_that_elicits_from_a_client_without_the_capability_gets_32021(
+    server: McpServer, connect: Connect
+) -> None:
+    async def ask(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
+        await context.session.elicit("Pick one", {"type": "object", "properties": {}})
+        return CallToolResult([])
+
+    server.add_tool(Tool("ask", handler=ask))
+    client, _ = await session(server, connect, NEW, {})
+    refused = await client.call("tools/call", {"name": "ask"})
+    assert isinstance(refused, JsonRpcError) and refused.code == MISSING_CLIENT_CAPABILITY
+    assert refused.message == "Cannot send elicitation/create: the client did not declare the elicitation capability"

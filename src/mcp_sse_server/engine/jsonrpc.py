@@ -88,6 +88,16 @@ class McpError(Exception):
         return f"McpError(code={self.code}, message={self.message!r}, data={self.data!r})"
 
 
+class MissingClientCapability(McpError, RuntimeError):
+    """A server-to-client request the client did not declare the capability for: raised by the
+    session before anything is sent. Inside a request it answers that request with -32021 and
+    the sentence (the client, not the model, lacks the capability); it stays a RuntimeError for
+    code that caught it as one."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(MISSING_CLIENT_CAPABILITY, message)
+
+
 class BatchReceived(McpError):
     """A JSON array where one message was expected: a JSON-RPC batch. Only 2025-03-26 sessions
     take them (``versions.Revision.batches``): a transport that serves one reads ``items``; to

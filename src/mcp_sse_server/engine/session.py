@@ -52,6 +52,7 @@ from .jsonrpc import (
     JsonRpcNotification,
     JsonRpcRequest,
     McpError,
+    MissingClientCapability,
     RequestId,
 )
 from .protocol import Connection, ConnectionOwner
@@ -450,7 +451,9 @@ class ServerSession:
         if not self.ready and method != "ping":
             raise RuntimeError(f"Cannot send {method} before the client sent notifications/initialized")
         if capability is not None and capability not in (self.record.client_capabilities or {}):
-            raise RuntimeError(f"Cannot send {method}: the client did not declare the {capability} capability")
+            raise MissingClientCapability(
+                f"Cannot send {method}: the client did not declare the {capability} capability"
+            )
 
     def _ask(
         self, method: str, params: dict[str, Any] | None, timeout: float | None, key: str | None
@@ -487,7 +490,7 @@ class ServerSession:
                 )
             sampling = (self.record.client_capabilities or {}).get("sampling")
             if not isinstance(sampling, dict) or "tools" not in sampling:
-                raise RuntimeError(
+                raise MissingClientCapability(
                     "Cannot send sampling/createMessage with tools: the client did not declare the sampling.tools "
                     "capability"
                 )
@@ -522,8 +525,10 @@ class ServerSession:
         modes = self.elicitation_modes
         if mode not in modes:
             if not modes:
-                raise RuntimeError(f"Cannot send {what}: the client did not declare the elicitation capability")
-            raise RuntimeError(
+                raise MissingClientCapability(
+                    f"Cannot send {what}: the client did not declare the elicitation capability"
+                )
+            raise MissingClientCapability(
                 f"Cannot send {what} in {mode} mode: the client declared only "
                 f"{', '.join(sorted(modes))} mode (elicitation.{mode} is missing from its capabilities)"
             )
