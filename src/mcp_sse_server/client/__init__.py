@@ -29,6 +29,11 @@ if TYPE_CHECKING:
     from .connect import (
         initialize_mcp_server as initialize_mcp_server,
     )
+    from .hooks import EventHook as EventHook
+    from .hooks import NotificationEvent as NotificationEvent
+    from .hooks import RequestEvent as RequestEvent
+    from .hooks import ResponseEvent as ResponseEvent
+    from .hooks import ServerRequestEvent as ServerRequestEvent
     from .http import StreamableHttpClient as StreamableHttpClient
     from .http import StreamableHttpClientTransport as StreamableHttpClientTransport
     from .memory import InMemoryClient as InMemoryClient
