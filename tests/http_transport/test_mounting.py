@@ -18,6 +18,7 @@ from starlette.routing import Mount
 
 from fixtures.http_app import build_server
 from fixtures.messages import ACCEPT_BOTH, initialize_message
+from mcp_sse_server import Depends, McpServer
 from mcp_sse_server.client import StreamableHttpClient
 from mcp_sse_server.transport.http import McpHttpApp
 
@@ -92,3 +93,26 @@ async def test_the_app_as_a_context_manager_starts_and_shuts_down() -> None:
             reply = await http.post("/mcp", json=initialize_message(), headers={"accept": ACCEPT_BOTH})
         assert reply.status_code == 200 and len(mcp.live_sessions) == 1
     assert dict(mcp.live_sessions) == {}
+
+
+async def test_the_apps_shutdown_cleans_up_the_servers_server_scoped_providers() -> None:
+    events: list[str] = []
+
+    async def pool() -> AsyncIterator[str]:
+        events.append("opened")
+        yield "pool"
+        events.append("closed")
+
+    server = McpServer("scoped")
+
+    @server.tool()
+    async def use(connection: str = Depends(pool, scope="server")) -> str:
+        return connection
+
+    mcp = McpHttpApp(server)
+    async with mcp:
+        http = httpx.AsyncClient(transport=httpx.ASGITransport(app=mcp))
+        async with http, StreamableHttpClient("http://127.0.0.1/mcp", http_client=http) as client:
+            assert (await client.call_tool("use")).content[0].text == "pool"  # type: ignore[union-attr]
+        assert events == ["opened"]
+    assert events == ["opened", "closed"]

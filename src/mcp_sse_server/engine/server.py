@@ -289,6 +289,11 @@ class McpServer(Decorators):
         then clean up the server-scoped providers (``Depends(..., scope="server")``)."""
         for session in list(self._sessions):
             await session.close()
+        await self.close_server_scope()
+
+    async def close_server_scope(self) -> None:
+        """Clean up the server-scoped providers (``Depends(..., scope="server")``), last made
+        first; a later request makes them anew. ``McpHttpApp``'s shutdown calls it."""
         typed = sys.modules.get("mcp_sse_server.engine.typed")  # (loaded only where typed functions are)
         if typed is not None:
             await typed.close_server_scope(self)

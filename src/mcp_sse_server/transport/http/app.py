@@ -236,7 +236,7 @@ class McpHttpApp:
         """Refuse new sessions and requests, let in-flight ones finish within
         ``deadline`` seconds (``shutdown_deadline`` by default), then end every
         stream and session (with a shared store, hand them to the other workers),
-        stop the coordinator and close the backend."""
+        stop the coordinator, clean up the server-scoped providers and close the backend."""
         if self._closed:
             return
         self._closing = True
@@ -252,5 +252,7 @@ class McpHttpApp:
             await self.directory.shutdown()
             self.keepalive.close()
             await self.coordinator.stop()
+            if self.servers.one is not None:  # (a factory's servers end with their sessions)
+                await self.servers.one.close_server_scope()
         finally:
             await self.backend.close()
