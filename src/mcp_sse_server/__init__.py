@@ -60,6 +60,9 @@ if TYPE_CHECKING:
         McpError as McpError,
     )
     from .engine.jsonrpc import (
+        MissingClientCapability as MissingClientCapability,
+    )
+    from .engine.jsonrpc import (
         encode_message as encode_message,
     )
     from .engine.jsonrpc import (
