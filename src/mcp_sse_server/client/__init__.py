@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from .provider import (
         default_config_path as default_config_path,
     )
+    from .results import LogMessage as LogMessage
     from .results import PromptInfo as PromptInfo
     from .results import ResourceTemplateInfo as ResourceTemplateInfo
     from .skills import (

@@ -55,7 +55,8 @@ class McpClient(Handshake, SessionFallback, ServerMethods, Listening):
       ``url``), the answer a pydantic model or dataclass instance, ``Accept(...)``,
       ``Decline()``, ``Cancel()`` or the dict (``client/typed_handlers.py``);
     - ``roots`` (a list of ``Root``, or a function returning one, asked each time) answers roots/list;
-    - ``on_log(params)`` receives notifications/message, from ``log_level`` up
+    - ``on_log(message)`` receives notifications/message as a ``LogMessage`` (``level``, ``logger``,
+      ``data``; still the params dict), from ``log_level`` up
       (``"info"`` when not given; see below);
     - ``on_elicitation_complete(params)`` receives notifications/elicitation/complete
       (else ``on_notification`` does);

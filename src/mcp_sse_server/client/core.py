@@ -47,6 +47,7 @@ from ..engine.stateless_meta import TASKS_EXTENSION
 from ..engine.types import Tool
 from .elicitation import URL_ELICITATION_REQUIRED, UrlElicitationRequiredError, check_mode
 from .hooks import EventHook, EventHooks
+from .results import LogMessage
 from .stateless import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -90,7 +91,7 @@ _LIST_CHANGED: Final = {
     "notifications/resources/list_changed": ("resources/list", "resources/templates/list"),
 }
 
-LogHandler = Callable[[dict[str, Any]], Any]
+LogHandler = Callable[[LogMessage], Any]
 ElicitationCompleteHandler = Callable[[dict[str, Any]], Any]
 NotificationHandler = Callable[[JsonRpcNotification], Any]
 
@@ -466,7 +467,7 @@ class ClientCore(ABC):
             for subscription in list(self._subscriptions.values()):
                 subscription.offer(notification)
         if notification.method == "notifications/message" and self.on_log is not None:
-            self.on_log(notification.params or {})
+            self.on_log(LogMessage(notification.params or {}))
         elif notification.method == "notifications/elicitation/complete" and self.on_elicitation_complete is not None:
             self.on_elicitation_complete(notification.params or {})
         elif self.on_notification is not None:

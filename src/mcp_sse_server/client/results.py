@@ -32,6 +32,7 @@ from ..engine.types import (
 )
 
 __all__ = [
+    "LogMessage",
     "PromptInfo",
     "ResourceTemplateInfo",
     "get_prompt_result_from_dict",
@@ -39,6 +40,33 @@ __all__ = [
     "prompt_info_from_dict",
     "resource_template_info_from_dict",
 ]
+
+
+class LogMessage(dict[str, Any]):
+    """notifications/message as ``on_log`` receives it: its params, with typed properties (a
+    handler that reads ``params["level"]`` keeps working).
+
+    >>> message = LogMessage({"level": "info", "logger": "db", "data": {"rows": 3}})
+    >>> message.level, message.logger, message.data
+    ('info', 'db', {'rows': 3})
+    """
+
+    __slots__ = ()
+
+    @property
+    def level(self) -> str:
+        """The syslog level name (``"debug"`` ... ``"emergency"``)."""
+        return str(self.get("level", ""))
+
+    @property
+    def logger(self) -> str | None:
+        """The logger's name, when the server gave one."""
+        return _text(self, "logger")
+
+    @property
+    def data(self) -> Any:
+        """What was logged: any JSON value."""
+        return self.get("data")
 
 
 def _text(data: Mapping[str, Any], key: str) -> str | None:
