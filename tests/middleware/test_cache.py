@@ -205,3 +205,17 @@ async def test_one_list_entry_serves_every_page(connect: Connect) -> None:
     second = await client.result("tools/list", {"cursor": first["nextCursor"]})
     assert [tool["name"] for tool in first["tools"] + second["tools"]] == ["a", "b", "c"]
     assert "nextCursor" not in second and len(store) == 1
+
+
+async def test_vary_splits_entries_by_what_it_returns(connect: Connect) -> None:
+    sessions: dict[int, str] = {}
+
+    def per_session(context: RequestContext) -> str:
+        return sessions.setdefault(id(context.session), str(len(sessions)))
+
+    server = build(ResponseCache(60.0, tools={"echo"}, vary=per_session))
+    first, second = await connect(server), await connect(server)
+    call = {"name": "echo", "arguments": {}}
+    for _ in range(2):
+        assert (await first.result("tools/call", call))["content"][0]["text"] == "echo  #1"
+        assert (await second.result("tools/call", call))["content"][0]["text"] == "echo  #2"

@@ -84,3 +84,23 @@ def test_a_policy_maps_exception_classes_to_errors_only() -> None:
         ErrorPolicy({KeyboardInterrupt: ErrorAs(-1, "x")})
     with pytest.raises(TypeError):
         ErrorPolicy({KeyError: "x"})  # type: ignore[dict-item]
+
+
+async def test_the_policy_maps_in_every_mrtr_round(connect: Connect) -> None:
+    from .conftest import NAME_SCHEMA, envelope
+
+    async def ask_then_fail(arguments: dict[str, Any], context: RequestContext) -> str:
+        await context.session.elicit("Your name?", NAME_SCHEMA)
+        raise TimeoutError(SECRET)
+
+    server = build(POLICY)
+    server.add_tool(Tool("ask_then_fail", {"type": "object"}, ask_then_fail))
+    client = await connect(server, initialize=False)
+    call = {**envelope({"elicitation": {"form": {}}}), "name": "ask_then_fail", "arguments": {}}
+    first = await client.result("tools/call", call)
+    assert first["resultType"] == "input_required"  # the question passed the policy untouched
+    answer = {"action": "accept", "content": {"name": "Ada"}}
+    done = await client.result(
+        "tools/call", {**call, "inputResponses": {"q1": answer}, "requestState": first["requestState"]}
+    )
+    assert done["isError"] is True and done["content"][0]["text"] == "The service timed out."
