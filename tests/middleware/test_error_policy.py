@@ -104,3 +104,18 @@ async def test_the_policy_maps_in_every_mrtr_round(connect: Connect) -> None:
         "tools/call", {**call, "inputResponses": {"q1": answer}, "requestState": first["requestState"]}
     )
     assert done["isError"] is True and done["content"][0]["text"] == "The service timed out."
+
+
+async def test_the_policy_maps_inside_a_task_job() -> None:
+    from fixtures.tasks import Client
+    from mcp_sse_server.transport.http import McpHttpApp
+
+    async def failing(arguments: dict[str, Any], context: RequestContext) -> str:
+        raise TimeoutError(SECRET)
+
+    server = build(POLICY)
+    server.add_tool(Tool("failing", {"type": "object"}, failing, task_support="required"))
+    client = Client(McpHttpApp(server))
+    created = await client.call("failing")
+    task = await client.until(created["taskId"], "completed")
+    assert task["result"] == {"content": [{"type": "text", "text": "The service timed out."}], "isError": True}
