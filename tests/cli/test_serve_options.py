@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 
+import click
 import pytest
 
 from fixtures.commands import COMMAND_TIMEOUT, Cli
@@ -57,7 +58,8 @@ def test_every_limit_is_an_option_and_reaches_bind_as_one_limits_object() -> Non
         "settings": HttpSettings(path="/x", limits=HttpLimits(**options)),  # type: ignore[arg-type]
     }
     # ...and each is an option of the command, so nothing above is dead code
-    serve = cli.commands["serve"]
+    serve = cli.get_command(click.Context(cli), "serve")
+    assert serve is not None
     names = {parameter.name for parameter in serve.params}
     assert set(options) <= names
 

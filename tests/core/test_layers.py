@@ -26,9 +26,10 @@ MAX_CLASS_LINES = 500
 # The modules below the transports; the layers they sit in are the scan's LAYERS.
 CORE_TOP = 7
 
-# Function-local imports allowed between core modules: each defers a heavy third-party import
-# until it is needed (typed.py imports pydantic, request_state.py cryptography).
-DEFERRED = {"mcp_sse_server.engine.typed", "mcp_sse_server.engine.request_state"}
+# Function-local imports allowed between core modules: each defers an import until it is needed
+# (typed.py imports pydantic, request_state.py cryptography; visibility.py's rule classes load
+# with a server's first rule, so a server without rules starts without them).
+DEFERRED = {"mcp_sse_server.engine.typed", "mcp_sse_server.engine.request_state", "mcp_sse_server.engine.visibility"}
 
 
 def _load_scan() -> ModuleType:

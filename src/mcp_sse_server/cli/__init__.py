@@ -37,11 +37,25 @@ statuses, error kinds, --debug).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from .app import cli, main
 from .arguments import ArgumentError, convert_arguments, convert_value
 from .render import OutputDir, ProgressReporter, render_result
-from .serve import bind_options, resolve_target
+from .targets import resolve_target
 from .values import parse_duration, parse_size
+
+if TYPE_CHECKING:
+    from .serve import bind_options
+
+
+def __getattr__(name: str) -> Any:
+    # ``bind_options`` lives with ``serve``, which a command other than serve never imports.
+    if name == "bind_options":
+        from .serve import bind_options
+
+        return bind_options
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "ArgumentError",

@@ -1,27 +1,54 @@
 """The ``mcp-sse-server`` group with its global options, and :func:`main`, which turns every way a
-command can end into one line and an exit status."""
+command can end into one line and an exit status.
+
+The commands are one table (``COMMANDS``: name -> the module defining it), each module imported
+only when its command runs or the group's help lists them: ``call`` does not pay for ``serve``'s
+settings, ``install``'s app formats or ``dev``'s file watching."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Final, NoReturn
 
 import click
 
-from .browse import inspect, prompts, resources
-from .call import call, tools
-from .dev import dev
 from .errors import EXIT_FAILURE, EXIT_INTERRUPTED, PROG, debugging, describe_error, enable_debug
-from .install import install
-from .login import login
-from .registry import servers
-from .serve import serve
-from .skills import skills
-from .task import task
+
+# Every command: its name and the module of this package that defines it under that name.
+COMMANDS: Final[dict[str, str]] = {
+    "serve": "serve",
+    "dev": "dev",
+    "servers": "registry",
+    "login": "login",
+    "tools": "call",
+    "call": "call",
+    "task": "task",
+    "resources": "browse",
+    "prompts": "browse",
+    "skills": "skills",
+    "inspect": "browse",
+    "install": "install",
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Commands(click.Group):
+    """A group whose commands come from ``COMMANDS``, each module imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = COMMANDS.get(cmd_name)
+        if module is None:
+            return None
+        command = getattr(importlib.import_module(f"{__package__}.{module}"), cmd_name)
+        assert isinstance(command, click.Command), cmd_name
+        return command
+
+
+@click.group(cls=_Commands, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option(
     "--config",
     type=click.Path(dir_okay=False),
@@ -44,10 +71,6 @@ def cli(ctx: click.Context, config: str | None, debug: bool) -> None:
     if debug:
         enable_debug()
     ctx.obj = {"config": config}
-
-
-for _command in (serve, dev, servers, login, tools, call, task, resources, prompts, skills, inspect, install):
-    cli.add_command(_command)
 
 
 def main(argv: Sequence[str] | None = None) -> NoReturn:

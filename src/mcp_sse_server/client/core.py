@@ -46,7 +46,6 @@ from ..engine.protocol import Connection, ProgressCallback
 from ..engine.stateless_meta import TASKS_EXTENSION
 from ..engine.types import Tool
 from .elicitation import URL_ELICITATION_REQUIRED, UrlElicitationRequiredError, check_mode
-from .hooks import EventHook, EventHooks
 from .results import LogMessage
 from .stateless import (
     CLIENT_CAPABILITIES_KEY,
@@ -60,8 +59,17 @@ from .stateless import (
 from .subscription import Subscription
 from .transport import ClientTransport
 
-if TYPE_CHECKING:  # the module itself loads when a server first asks something (_serve)
+if TYPE_CHECKING:  # each module loads when first needed: hooks when a client has some,
+    # typed_handlers when a server first asks something (_serve)
+    from .hooks import EventHook, EventHooks
     from .typed_handlers import ElicitationHandler, RootsSource, SamplingHandler
+
+
+def _event_hooks(hooks: Mapping[str, Sequence[EventHook]]) -> EventHooks:
+    from .hooks import EventHooks  # (its event dataclasses cost a client without hooks nothing)
+
+    return EventHooks(hooks)
+
 
 __all__ = [
     "DEFAULT_LOG_LEVEL",
@@ -173,7 +181,7 @@ class ClientCore(ABC):
         self._subscriptions: dict[Any, Subscription] = {}
         self._tools_cache: list[Tool] | None = None
         self._owner: ClientCore | None = None  # on a fallback session: the client whose handlers answer
-        self._hooks = EventHooks(event_hooks) if event_hooks is not None else None
+        self._hooks = _event_hooks(event_hooks) if event_hooks is not None else None
 
     @property
     def mode(self) -> str:
@@ -191,12 +199,12 @@ class ClientCore(ABC):
         """The event hooks by event name (``client/hooks.py``), lists one may append to; reading
         it on a client made without hooks gives it empty ones."""
         if self._hooks is None:
-            self._hooks = EventHooks({})
+            self._hooks = _event_hooks({})
         return self._hooks.hooks
 
     @event_hooks.setter
     def event_hooks(self, hooks: Mapping[str, Sequence[EventHook]]) -> None:
-        self._hooks = EventHooks(hooks)
+        self._hooks = _event_hooks(hooks)
 
     @property
     def capabilities(self) -> dict[str, Any]:

@@ -32,12 +32,12 @@ from .types import (
     ToolAnnotations,
 )
 from .uri_template import UriTemplate
-from .visibility import Rule, ServerVisibility
 
 if TYPE_CHECKING:
     from .prompts import PromptRegistry
     from .resources import ResourceRegistry
     from .tools import ToolRegistry
+    from .visibility import ServerVisibility
 
 __all__ = ["Decorators", "returned_mime_type"]
 
@@ -68,6 +68,8 @@ class Decorators:
         first rule: until then the registries check nothing (its rule 5)."""
         found: ServerVisibility | None = self.__dict__.get("_visibility")
         if found is None:
+            from .visibility import ServerVisibility  # (loaded with the first rule: its cost is theirs)
+
             found = self.__dict__["_visibility"] = ServerVisibility(self._visibility_changed)
             for registry in (self.tool_registry, self.resource_registry, self.prompt_registry):
                 registry.visibility = found
@@ -76,12 +78,16 @@ class Decorators:
     def disable(self, *, names: Iterable[str] = (), tags: Iterable[str] = (), kinds: Iterable[str] = ()) -> None:
         """Hide the tools, resources, templates and prompts that match from every client: left out
         of lists and answered as unknown (``visibility.py`` rules 2-4); clients are told."""
+        from .visibility import Rule
+
         self.visibility.add(Rule.of(False, names=names, tags=tags, kinds=kinds))
 
     def enable(
         self, *, names: Iterable[str] = (), tags: Iterable[str] = (), kinds: Iterable[str] = (), only: bool = False
     ) -> None:
         """Show what matches again (a later rule wins); ``only=True`` also hides the rest of its kinds."""
+        from .visibility import Rule
+
         self.visibility.add(Rule.of(True, names=names, tags=tags, kinds=kinds, only=only))
 
     def reset_visibility(self) -> None:

@@ -33,7 +33,6 @@ from .stateless_meta import SUBSCRIPTION_ID
 from .stores import EventBus
 from .tasks import TASKS_EXTENSION, TaskRuntime
 from .types import Icon
-from .visibility import principal_digest
 
 __all__ = ["Lifecycle", "LifecycleHost"]
 
@@ -195,6 +194,8 @@ class Lifecycle:
                 followers.append(asyncio.get_running_loop().create_task(host.tasks.follow(task_id, task_changed)))
             kinds = {kind for kind, flag in _LISTEN_FLAGS.items() if honoured.get(flag)}
             watched = set(honoured.get("resourceSubscriptions", ()))
+            from .visibility import principal_digest
+
             principal = principal_digest(context.auth)
             async for event in events:
                 kind = event.get("kind")

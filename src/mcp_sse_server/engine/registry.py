@@ -29,7 +29,7 @@ import base64
 import binascii
 import inspect
 from collections.abc import Callable, Collection, Sequence
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import orjson
 
@@ -39,7 +39,9 @@ from .jsonrpc import INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from .scopes import check_scopes
 from .types import ResourceLink
 from .versions import Revision
-from .visibility import Rule, ServerVisibility, shown
+
+if TYPE_CHECKING:  # (visibility.py loads with a server's first rule)
+    from .visibility import Rule, ServerVisibility
 
 __all__ = [
     "OnChange",
@@ -50,6 +52,7 @@ __all__ = [
     "drop_link_icons",
     "has_link_icons",
     "is_async",
+    "is_shown",
     "params_str",
     "rules_of",
     "shown_items",
@@ -215,6 +218,13 @@ def rules_of(registry: Registry, context: RequestContext) -> Sequence[Rule]:
     return visibility.rules_for(context) if visibility is not None else ()
 
 
+def is_shown(rules: Sequence[Rule], kind: str, names: Sequence[str], tags: Collection[str]) -> bool:
+    """Whether ``rules`` (not empty: a caller without any has nothing to check) show the item."""
+    from .visibility import shown
+
+    return shown(rules, kind, names, tags)
+
+
 def shown_items(
     items: list[dict[str, Any]],
     rules: Sequence[Rule],
@@ -225,7 +235,7 @@ def shown_items(
     an entry's names and tags."""
     if not rules:
         return items
-    return [item for item in items if shown(rules, kind, *describe(item))]
+    return [item for item in items if is_shown(rules, kind, *describe(item))]
 
 
 def has_link_icons(blocks: Sequence[Any]) -> bool:

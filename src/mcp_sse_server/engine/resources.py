@@ -37,7 +37,19 @@ from .context import RequestContext
 from .handlers import HandlerRegistry
 from .jsonrpc import RESOURCE_NOT_FOUND, McpError
 from .not_found import NotFound
-from .registry import OnChange, Pager, Registry, Scoped, call, is_async, params_str, rules_of, shown_items, visible
+from .registry import (
+    OnChange,
+    Pager,
+    Registry,
+    Scoped,
+    call,
+    is_async,
+    is_shown,
+    params_str,
+    rules_of,
+    shown_items,
+    visible,
+)
 from .types import (
     BlobResourceContents,
     ReadResourceResult,
@@ -48,7 +60,6 @@ from .types import (
 )
 from .uri_template import UriTemplate
 from .versions import Revision
-from .visibility import shown
 
 __all__ = ["ResourceRegistry", "ServedFile"]
 
@@ -193,7 +204,7 @@ class ResourceRegistry(Registry):
         rules = rules_of(self, context)
         if rules:  # (rule 6: a hidden template's listed resources are hidden with it)
             items = shown_items(items, rules, "resource", self._describe)
-            listers = [t for t in listers if shown(rules, "template", (t.uri_template, t.name), t.tags)]
+            listers = [t for t in listers if is_shown(rules, "template", (t.uri_template, t.name), t.tags)]
         token = context.auth
         if token is not None:  # a template's listed resources need its scopes
             listers = [template for template in listers if token.scopes.issuperset(template.scopes)]
@@ -236,7 +247,7 @@ class ResourceRegistry(Registry):
         uri = params_str(params, "uri")
         rules = rules_of(self, context)
         resource = self._resources.get(uri)
-        if resource is not None and (not rules or shown(rules, "resource", (uri, resource.name), resource.tags)):
+        if resource is not None and (not rules or is_shown(rules, "resource", (uri, resource.name), resource.tags)):
             if resource.reader is None:
                 assert resource.contents is not None
                 return {"contents": [resource.contents.to_dict()]}
@@ -251,7 +262,7 @@ class ResourceRegistry(Registry):
         for matcher, template in self._templates.values():
             variables = matcher.match(uri)
             if variables is not None:
-                if rules and not shown(rules, "template", (template.uri_template, template.name), template.tags):
+                if rules and not is_shown(rules, "template", (template.uri_template, template.name), template.tags):
                     continue  # hidden: as if it were not registered (rule 6)
                 try:
                     value = await call(template.reader, is_async(template.reader), uri, variables, context)

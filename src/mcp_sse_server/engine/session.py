@@ -59,11 +59,11 @@ from .protocol import Connection, ConnectionOwner
 from .records import RecordChange, SessionRecord
 from .types import CreateMessageRequest, CreateMessageResult, ElicitResult, Root, UrlElicitation
 from .versions import Revision
-from .visibility import SessionVisibility
 
 if TYPE_CHECKING:
     from .transport import Transport
     from .typed import ElicitationForm
+    from .visibility import SessionVisibility
 
 __all__ = [
     "DEFAULT_CLIENT_TIMEOUT",
@@ -230,7 +230,7 @@ class ServerSession:
         # makes the change again on the newer record).
         self.on_record_change: Callable[[SessionRecord, RecordChange], Any] | None = None
         if record.visibility:  # rules made on another worker: this server checks from now on
-            getattr(server, "visibility", None)
+            _check_rules(server)
 
     # --- state ---------------------------------------------------------------------
 
@@ -362,8 +362,8 @@ class ServerSession:
         """The record changed elsewhere (another worker wrote it): send by its log level from now on."""
         level = self.record.log_level
         self._log_rank = log_rank(level) if level is not None else 0
-        if self.record.visibility:  # (as in _setup)
-            getattr(self.server, "visibility", None)
+        if self.record.visibility:  # (as in __init__)
+            _check_rules(self.server)
 
     def set_log_level(self, level: str) -> None:
         self._log_rank = log_rank(level)
@@ -380,6 +380,8 @@ class ServerSession:
     @property
     def visibility(self) -> SessionVisibility:
         """This client's own visibility rules (``visibility.py``): ``disable``, ``enable``, ``reset``."""
+        from .visibility import SessionVisibility  # (loaded when some handler first uses rules)
+
         return SessionVisibility(self, self._change)
 
     def _change(self, change: RecordChange) -> None:
@@ -696,3 +698,9 @@ class _Unsubscribe:
     def __call__(self, record: SessionRecord) -> None:
         if self.uri in record.subscriptions:
             record.subscriptions.remove(self.uri)
+
+
+def _check_rules(server: object) -> None:
+    """Make ``server``'s registries check visibility rules from now on: reading its ``visibility``
+    makes the checker on first use (``decorators.py``); a session brought rules made elsewhere."""
+    getattr(server, "visibility", None)
