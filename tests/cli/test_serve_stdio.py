@@ -132,3 +132,24 @@ def test_http_options_are_refused_with_stdio(main: Main, options: list[str], fla
 def test_a_bad_target_with_stdio_is_one_line(main: Main) -> None:
     status, out, err = main("serve", "missing.py:build", "--stdio")
     assert (status, out, err) == (2, "", "Error: no such file: missing.py\n")
+
+
+@pytest.mark.parametrize("stdin", ["/dev/null", "requests"])
+def test_a_stdin_the_event_loop_cannot_wait_on_is_read_to_its_end(
+    stdin: str, shop: Path, tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    # /dev/null (a device epoll refuses) hung the server; a regular file is read as it is.
+    requests = tmp_path / "requests.jsonl"
+    requests.write_text(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}) + "\n")
+    with open(requests if stdin == "requests" else stdin, "rb") as source:
+        done = subprocess.run(
+            [*SERVE_STDIO, f"{shop}:build", "--stdio"],
+            stdin=source,
+            capture_output=True,
+            env=cli_env,
+            timeout=COMMAND_TIMEOUT,
+        )
+    assert done.returncode == 0, done.stderr
+    assert b"Traceback" not in done.stderr and b"ERROR" not in done.stderr
+    expected = [{"jsonrpc": "2.0", "id": 1, "result": {}}] if stdin == "requests" else []
+    assert [json.loads(line) for line in done.stdout.splitlines()] == expected

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import stat
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, TypeAlias
 
@@ -136,10 +138,14 @@ class StdioServerTransport(Transport):
         stdin = self._stdin
         loop = asyncio.get_running_loop()
         stream = asyncio.StreamReader(limit=self.max_line_bytes)
+        if not _pollable(stdin):
+            # A regular file (``< requests.jsonl``) or a device such as /dev/null is no pipe, and
+            # the event loop cannot wait on it (epoll refuses it, and only after connecting, in a
+            # callback: the server would hang); reading it never blocks for long.
+            return lambda: asyncio.to_thread(stdin.readline, self.max_line_bytes + 1)
         try:
             await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(stream), stdin)
         except (ValueError, OSError):
-            # A regular file (``< requests.jsonl``) is not a pipe; reading it never blocks for long.
             return lambda: asyncio.to_thread(stdin.readline, self.max_line_bytes + 1)
 
         async def read_line() -> bytes:
@@ -219,6 +225,16 @@ class StdioServerTransport(Transport):
 
     async def wait_closed(self) -> None:
         await self._done.wait()
+
+
+def _pollable(file: Any) -> bool:
+    """Whether the event loop can wait on ``file``: a pipe, a socket or a terminal."""
+    try:
+        fd = file.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or os.isatty(fd)
 
 
 async def serve_stdio(server: McpServer) -> None:
