@@ -57,6 +57,7 @@ def __getattr__(name: str) -> Any:
         return bind_options
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+
 __all__ = [
     "ArgumentError",
     "OutputDir",

@@ -51,7 +51,7 @@ def launch_for(target: str, *, env: dict[str, str], headers: dict[str, str], con
     import shlex
     import shutil
 
-    from ..client.config import is_url
+    from ..engine.transports import is_url
     from .builtin import builtin_servers
     from .registry import registry_entry
     from .targets import is_python_target
@@ -96,7 +96,7 @@ def default_name(target: str) -> str:
     import shlex
     from urllib.parse import urlsplit
 
-    from ..client.config import is_url
+    from ..engine.transports import is_url
 
     if is_url(target):
         stem = urlsplit(target).hostname or "server"

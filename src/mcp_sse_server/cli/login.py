@@ -49,9 +49,10 @@ def login(
       mcp-sse-server login https://mcp.example.com/mcp
       mcp-sse-server tools https://mcp.example.com/mcp
     """
-    from ..client.config import ServerConfig, is_url
+    from ..client.config import ServerConfig
     from ..client.oauth.config import oauth_from_config
     from ..client.oauth.storage import default_token_path
+    from ..engine.transports import is_url
     from .registry import registry_entry
 
     entry: ServerConfig | None = None

@@ -65,7 +65,8 @@ def resolve_server(
     import shlex
     import shutil
 
-    from ..client.config import ServerConfig, is_url
+    from ..client.config import ServerConfig
+    from ..engine.transports import is_url
     from .targets import is_python_target, resolve_target
 
     if is_url(target):

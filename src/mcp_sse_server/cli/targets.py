@@ -246,7 +246,7 @@ class Target:
 
 def unknown_target(name: str) -> str:
     """The usage error for a TARGET ``serve`` cannot load, saying what it takes."""
-    from ..client.config import is_url
+    from ..engine.transports import is_url
 
     known = ", ".join(sorted(builtin_servers()))
     if is_url(name):
@@ -264,8 +264,8 @@ def resolve_target(target: str | None) -> Target:
     opens; that first server is what the factory's next call returns, so no
     server is built in vain.
     """
-    from ..client.config import is_url
     from ..engine.server import McpServer, is_shared_server
+    from ..engine.transports import is_url
 
     builtins = builtin_servers()
     name = target or DEMO

@@ -35,6 +35,7 @@ from urllib.parse import urlsplit
 
 from ..engine import transports
 from ..engine.jsonrpc import json_type
+from ..engine.transports import is_url
 from .oauth.config import auth_problem
 
 __all__ = ["ConfigError", "ServerConfig", "TransportName", "format_location", "is_url", "normalize_type"]
@@ -77,11 +78,6 @@ class ConfigError(ValueError):
     def field(self) -> str:
         """The bad field as text, e.g. ``mcpServers.foo.args``."""
         return format_location(self.location)
-
-
-def is_url(text: str | None) -> bool:
-    """True for an ``http://`` or ``https://`` URL (what routes a config to HTTP)."""
-    return isinstance(text, str) and text[:8].lower().startswith(("http://", "https://"))
 
 
 def _valid_url(text: str) -> bool:

@@ -38,6 +38,7 @@ __all__ = [
     "Address",
     "TransportEntry",
     "entry",
+    "is_url",
     "names",
     "register_transport",
     "resolve",
@@ -74,6 +75,11 @@ class TransportEntry:
 _FOLDED: Final = re.compile(r"[-_\s]")
 _entries: dict[str, TransportEntry] = {}  # by name, in registration order
 _by_alias: dict[str, TransportEntry] = {}  # folded name or alias -> entry
+
+
+def is_url(text: str | None) -> bool:
+    """True for an ``http://`` or ``https://`` URL: what a config or a TARGET names an HTTP server by."""
+    return isinstance(text, str) and text[:8].lower().startswith(("http://", "https://"))
 
 
 def _fold(name: str) -> str:
