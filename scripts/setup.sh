@@ -135,3 +135,21 @@ setup_redis() {
   # The package may start a system service on port 6379; the tests never use it.
   command -v redis-server >/dev/null 2>&1
 }
+
+# Debian's Chromium for the browser tests (MCP Apps rendered by playwright-core from the npm lock,
+# which drives this binary and downloads none). Installed only when none is on PATH; needs root
+# or sudo, like setup_redis. Exports MCP_TEST_CHROMIUM.
+setup_chromium() {
+  if ! command -v chromium >/dev/null 2>&1; then
+    local sudo=""
+    if [ "$(id -u)" -ne 0 ]; then
+      sudo="sudo"
+    fi
+    echo "== installing chromium (Debian package)"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends chromium >/dev/null
+  fi
+  command -v chromium >/dev/null 2>&1 || return 1
+  export MCP_TEST_CHROMIUM
+  MCP_TEST_CHROMIUM=$(command -v chromium)
+}

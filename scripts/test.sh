@@ -40,7 +40,7 @@ set_up() {
     setup_latest || return 1
     echo "newest releases: $(tr '\n' ' ' <.venv-latest/versions.txt)"
   fi
-  setup_node && setup_fastmcp && setup_old_sdk && setup_redis
+  setup_node && setup_fastmcp && setup_old_sdk && setup_redis && setup_chromium
 }
 
 pytest_stage() {  # tests/ and the doctests of src/ (testpaths, conftest.py)
