@@ -123,3 +123,45 @@ async def test_over_http_the_principal_is_a_hash_and_the_session_a_prefix() -> N
     session = await open_session(app)
     await session.result("tools/list")
     assert records[-1]["session"] == session.id[:8] and records[-1]["principal"] is None
+
+
+async def test_records_carry_every_field_an_ordinary_record_has(connect: Connect) -> None:
+    # The records are made from a per-thread template (request_log.py's _RecordMaker): compared
+    # here with one the logging module makes itself, through a formatter using every field.
+    logger = logging.getLogger("test.request_log.fields")
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+    seen: list[logging.LogRecord] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            seen.append(record)
+
+    logger.addHandler(Keep())
+    factory = logging.getLogRecordFactory()
+
+    def tagged(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = factory(*args, **kwargs)
+        record.tag = "from-the-factory"
+        return record
+
+    logging.setLogRecordFactory(tagged)
+    try:
+        client = await connect(build(RequestLog(logger)))
+        await client.result("tools/call", {"name": "echo", "arguments": {"text": "a"}})
+        await client.result("tools/call", {"name": "echo", "arguments": {"text": "b"}})
+        reference = logger.makeRecord(logger.name, logging.INFO, "x.py", 0, "m", (), None)
+    finally:
+        logging.setLogRecordFactory(factory)
+    calls = [record for record in seen if record.mcp["method"] == "tools/call"]  # type: ignore[attr-defined]
+    assert len(calls) == 2 and calls[0] is not calls[1]
+    assert set(vars(reference)) - {"tag"} <= set(vars(calls[0]))
+    assert calls[0].tag == "from-the-factory"  # type: ignore[attr-defined]
+    assert calls[0].created <= calls[1].created and abs(calls[1].created - reference.created) < 60
+    assert abs((calls[1].relativeCreated - reference.relativeCreated) / 1000) < 60
+    fields = "%(asctime)s %(msecs)d %(relativeCreated)d %(name)s %(levelname)s %(module)s %(funcName)s %(thread)d "
+    fields += "%(threadName)s %(process)d %(processName)s %(filename)s %(message)s"
+    line = logging.Formatter(fields).format(calls[1])
+    assert line.endswith("request_log.py tools/call echo ok " + calls[1].getMessage().rsplit("ok ", 1)[1])
+    assert f"test.request_log.fields INFO request_log on_request {reference.thread} " in line
+    assert calls[0].mcp is not calls[1].mcp and calls[1].args[1] == "echo"  # type: ignore[attr-defined]

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, Final
@@ -41,6 +42,53 @@ DEFAULT_LOGGER: Final = "mcp_sse_server.requests"
 """The logger ``RequestLog`` writes to unless given another."""
 
 _UNTIMED: Final = frozenset({"subscriptions/listen"})
+_MESSAGE: Final = "%s %s %s%s %.3f ms"
+
+
+class _RecordMaker:
+    """LogRecords for one logger and level, made from a template: a named speed trick.
+
+    ``Logger.makeRecord`` builds every field anew per record (the source file's base name and
+    extension, the thread's and the process's names, the pid), then ``log()`` walks the stack
+    for a caller that is always this module. Within one thread all of those are the same for
+    every record this middleware writes, so they are taken once per thread from a record the
+    logging module made itself, and each record copies them and sets the rest: the time, the
+    message and its arguments, and ``mcp``. Every field a ``LogRecord`` documents is set, so
+    handlers, filters and formatters see an ordinary record; the record factory the logging
+    module was given (``setLogRecordFactory``) makes the template, so its additions are kept.
+    Measured in bench/middleware.py ("Middleware" in bench/README.md).
+    """
+
+    __slots__ = ("_level", "_logger", "_templates")
+
+    def __init__(self, logger: logging.Logger, level: int) -> None:
+        self._logger = logger
+        self._level = level
+        self._templates: dict[int, tuple[dict[str, Any], float]] = {}
+
+    def make(self, message: str, args: tuple[Any, ...], record: dict[str, Any]) -> logging.LogRecord:
+        thread = threading.get_ident()
+        found = self._templates.get(thread)
+        if found is None:
+            made = self._logger.makeRecord(self._logger.name, self._level, __file__, 0, "", (), None, func="on_request")
+            # relativeCreated counts from the logging module's load: that moment, in ns.
+            started_ns = made.created * 1e9 - made.relativeCreated * 1e6
+            found = self._templates[thread] = (dict(made.__dict__), started_ns)
+        template, started_ns = found
+        now = time.time_ns()
+        fields = dict(template)
+        fields["msg"] = message
+        fields["args"] = args
+        fields["created"] = now / 1e9
+        fields["msecs"] = float(now % 1_000_000_000 // 1_000_000)
+        fields["relativeCreated"] = (now - started_ns) / 1e6
+        fields["mcp"] = record
+        made = _new_record(logging.LogRecord)
+        made.__dict__ = fields
+        return made
+
+
+_new_record: Final = object.__new__
 
 
 class RequestLog(Middleware):
@@ -61,6 +109,7 @@ class RequestLog(Middleware):
         self.include_payloads = include_payloads
         self.sink = sink
         self._clock = clock
+        self._records = _RecordMaker(self.logger, level)
 
     async def on_request(self, context: RequestContext, params: dict[str, Any], call_next: CallNext) -> dict[str, Any]:
         method = context.method
@@ -111,27 +160,14 @@ class RequestLog(Middleware):
             record["result"] = result
         logger = self.logger
         if logger.isEnabledFor(self.level):
-            # makeRecord and handle, not log(): log() walks the stack to find its caller, a
-            # third of what a record costs, to name this module every time.
-            logger.handle(
-                logger.makeRecord(
-                    logger.name,
-                    self.level,
-                    __file__,
-                    0,
-                    "%s %s %s%s %.3f ms",
-                    (
-                        record["method"],
-                        record["target"] or "-",
-                        outcome,
-                        "" if code is None else f" {code}",
-                        duration_ms,
-                    ),
-                    None,
-                    func="on_request",
-                    extra={"mcp": record},
-                )
+            summary = (
+                record["method"],
+                record["target"] or "-",
+                outcome,
+                "" if code is None else f" {code}",
+                duration_ms,
             )
+            logger.handle(self._records.make(_MESSAGE, summary, record))
         if self.sink is not None:
             try:
                 self.sink(record)
