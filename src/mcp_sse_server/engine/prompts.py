@@ -67,6 +67,8 @@ class PromptRegistry(Registry):
 
     def add(self, prompt: Prompt) -> None:
         """Register (or replace) a prompt; ValueError for scopes that are not scope tokens."""
+        if self.guard is not None:  # (registry.py rule 7)
+            self.guard("prompt", prompt.name)
         self._mark_scoped("prompt", prompt.name, prompt.scopes, f"Prompt {prompt.name!r}")
         self._prompts[prompt.name] = prompt
         self._changed("prompts", _LIST_CHANGED)

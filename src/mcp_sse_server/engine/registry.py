@@ -20,6 +20,10 @@ Rules, kept here and nowhere else:
 6. With ``visibility`` (a ``ServerVisibility``, set by the server with its first rule) a
    listing leaves out, and a lookup does not find, what the request's rules hide
    (``visibility.py``); without it nothing is checked.
+7. With ``guard`` set (by ``mount.py`` on a server that mounts or is mounted), ``add`` asks it
+   ``guard(kind, key)`` before anything is registered: it raises ValueError when the key would
+   collide with another server's entry under the same front name. Registration only: no
+   request reads it.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ if TYPE_CHECKING:  # (visibility.py loads with a server's first rule)
     from .visibility import Rule, ServerVisibility
 
 __all__ = [
+    "Guard",
     "OnChange",
     "Pager",
     "Registry",
@@ -61,6 +66,9 @@ __all__ = [
 
 OnChange: TypeAlias = Callable[[str], None]
 """A registry's change hook: called with the method of its list-changed notification (rule 2)."""
+
+Guard: TypeAlias = Callable[[str, str], None]
+"""``guard(kind, key)``: raises ValueError when registering ``key`` would collide (rule 7)."""
 
 Scoped: TypeAlias = set[tuple[str, str]]
 """The (kind, key) of the entries registered with scopes: one set for all the registries of a
@@ -142,7 +150,7 @@ class Registry:
     each change; ``capability`` names what it offers, for the -32601 of a server without it.
     """
 
-    __slots__ = ("_lists", "_scoped", "on_change", "pager", "visibility")
+    __slots__ = ("_lists", "_scoped", "guard", "on_change", "pager", "visibility")
 
     capability: str = ""
 
@@ -155,6 +163,7 @@ class Registry:
         self._lists: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._scoped = scoped if scoped is not None else set()
         self.visibility: ServerVisibility | None = None  # rule 6
+        self.guard: Guard | None = None  # rule 7
 
     @property
     def scoped(self) -> bool:

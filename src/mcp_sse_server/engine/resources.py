@@ -100,6 +100,8 @@ class ResourceRegistry(Registry):
         """Register (or replace) a fixed resource (rule 1)."""
         if resource.reader is None and resource.contents is None:
             raise ValueError(f"Resource {resource.uri!r} needs a reader or fixed contents")
+        if self.guard is not None:  # (registry.py rule 7)
+            self.guard("resource", resource.uri)
         self._mark_scoped("resource", resource.uri, resource.scopes, f"Resource {resource.uri!r}")
         self._resources[resource.uri] = resource
         self._changed("resources", _LIST_CHANGED)
@@ -115,6 +117,8 @@ class ResourceRegistry(Registry):
     def add_template(self, template: ResourceTemplate) -> None:
         """Register (or replace) a resource template (rule 1)."""
         what = f"Resource template {template.uri_template!r}"
+        if self.guard is not None:  # (registry.py rule 7)
+            self.guard("template", template.uri_template)
         self._mark_scoped("template", template.uri_template, template.scopes, what)
         self._templates[template.uri_template] = (UriTemplate(template.uri_template), template)
         self._changed("resourceTemplates", _LIST_CHANGED)

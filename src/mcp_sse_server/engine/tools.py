@@ -187,6 +187,8 @@ class ToolRegistry(Registry):
                 raise ValueError(f"Tool {tool.name!r}: {problem}")
             logger.warning("%s: clients may refuse or rename it", problem)
         entry = _Entry(tool)  # the schemas first: their errors say the most
+        if self.guard is not None:  # (registry.py rule 7)
+            self.guard("tool", tool.name)
         if self._runner is not None:
             entry.direct = None
         self._mark_scoped("tool", tool.name, tool.scopes, f"Tool {tool.name!r}")
