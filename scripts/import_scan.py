@@ -69,6 +69,7 @@ LAYERS: Final[dict[str, int]] = {
     "engine.transport": 1,
     "engine.handlers": 1,
     "engine.transports": 0,
+    "engine.observe": 0,
     # L2: wire and registration data
     "engine.types": 2,
     "engine.stateless_meta": 2,
@@ -98,6 +99,9 @@ LAYERS: Final[dict[str, int]] = {
     "stores.*": 8,
     "auth": 8,
     "auth.*": 8,
+    # telemetry implements engine.observe; nothing below it imports it
+    "telemetry": 8,
+    "telemetry.*": 8,
     # L9: transports
     "transport": 9,
     "transport.*": 9,

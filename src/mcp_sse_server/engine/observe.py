@@ -1,0 +1,73 @@
+"""The engine's observation seam: what it tells an observer (OpenTelemetry) about the work it does.
+
+Rules of this module:
+
+* It names an interface only and imports nothing from OpenTelemetry; ``telemetry/`` implements it
+  one floor up, so the engine never imports that package.
+* Off is ``None``: a ``Connection`` whose ``observer`` is None takes exactly the path it took before
+  the seam existed (one ``is not None`` test per request). Nothing here is built per request when off.
+* Hooks must not raise into the engine: an implementation swallows its own failures, because a
+  broken exporter must never fail a tool call.
+* ``current_http`` is set by the HTTP transport, only when the server has an observer, for the
+  duration of one POST: who is calling, over which HTTP version, and the trace headers it sent.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
+
+if TYPE_CHECKING:
+    from .context import RequestContext
+    from .jsonrpc import JsonRpcNotification, JsonRpcRequest
+    from .transport import Reply
+
+__all__ = ["HttpOrigin", "Observation", "Observer", "TelemetrySwitch", "current_http"]
+
+
+class HttpOrigin(NamedTuple):
+    """The HTTP request an MCP message arrived in (network attributes and fallback trace context)."""
+
+    client_address: str | None
+    client_port: int | None
+    http_version: str
+    headers: dict[str, str]  # the W3C trace headers it carried, by lower-case name
+
+
+current_http: contextvars.ContextVar[HttpOrigin | None] = contextvars.ContextVar("mcp_current_http", default=None)
+
+
+class Observation(Protocol):
+    """One inbound request under observation, from receipt until its reply is made."""
+
+    def finish(self, reply: Reply | None, error: BaseException | None) -> None:
+        """The request ended: with ``reply`` (None: cancelled, no reply), or by raising ``error``."""
+
+
+class Observer(Protocol):
+    """What the engine and the transports call when an observer is set (``McpServer(telemetry=...)``)."""
+
+    def inbound(self, request: JsonRpcRequest, context: RequestContext) -> Observation | None:
+        """A request arrived and is about to be dispatched (in the task that serves it); None: not observed."""
+
+    def notification(self, notification: JsonRpcNotification, context: RequestContext | None) -> None:
+        """A notification arrived; ``context`` is the in-flight request it names (cancellation), if any."""
+
+    def session_ended(self, session: Any, duration: float, error: str | None) -> None:
+        """A session of ``duration`` seconds ended (``error``: why, when it ended abnormally)."""
+
+    def rejected(self, reason: str) -> None:
+        """A request was refused below JSON-RPC (``conventions.REJECT_REASONS``)."""
+
+    def routed(self, message_type: str, trace: dict[str, str] | None, context: RequestContext | None) -> None:
+        """A message arrived from another worker (Redis) with the trace context it was sent in."""
+
+    def trace_carrier(self) -> dict[str, str] | None:
+        """The current trace context as W3C keys, to send along with a routed message."""
+
+
+class TelemetrySwitch(Protocol):
+    """What ``McpServer(telemetry=...)`` takes (``telemetry.Telemetry``): a maker of its observer."""
+
+    def server_observer(self, server: Any) -> Observer:
+        """The observer of ``server``; called once, when the server is built."""
