@@ -69,7 +69,6 @@ LAYERS: Final[dict[str, int]] = {
     "engine.transport": 1,
     "engine.handlers": 1,
     "engine.transports": 0,
-    "engine.observe": 0,
     # L2: wire and registration data
     "engine.types": 2,
     "engine.stateless_meta": 2,
@@ -77,6 +76,7 @@ LAYERS: Final[dict[str, int]] = {
     "engine.skills": 2,
     "engine.registry": 2,
     "engine.middleware": 2,
+    "engine.observe": 2,
     # L3: the JSON-RPC engine
     "engine.protocol": 3,
     # L4: the store interfaces and the in-process event bus and task store
