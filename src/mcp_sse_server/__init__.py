@@ -38,6 +38,14 @@ if TYPE_CHECKING:
     from .client import (
         initialize_mcp_server as initialize_mcp_server,
     )
+    from .engine.apps import APP_MIME_TYPE as APP_MIME_TYPE
+    from .engine.apps import APPS_EXTENSION as APPS_EXTENSION
+    from .engine.apps import App as App
+    from .engine.apps import Csp as Csp
+    from .engine.apps import Permissions as Permissions
+    from .engine.apps import allow_attribute as allow_attribute
+    from .engine.apps import client_supports_apps as client_supports_apps
+    from .engine.apps import csp_header as csp_header
     from .engine.context import RequestContext as RequestContext
     from .engine.files import file_template as file_template
     from .engine.files import resolve_under as resolve_under

@@ -16,6 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
+from .apps import Visibility, tool_ui_meta
 from .context import RequestContext
 from .not_found import NotFound
 from .types import (
@@ -55,6 +56,7 @@ class Decorators:
         def add_resource(self, resource: Resource) -> None: ...
         def add_resource_template(self, template: ResourceTemplate) -> None: ...
         def add_prompt(self, prompt: Prompt) -> None: ...
+        def _link_app(self, tool: str, uri: str) -> None: ...  # (apps.py's AppDecorators)
 
         tool_registry: ToolRegistry
         resource_registry: ResourceRegistry
@@ -118,6 +120,8 @@ class Decorators:
         task_support: TaskSupport = "forbidden",
         task_starts: TaskStarts = "at_call",
         tags: Collection[str] = (),
+        app: str | None = None,
+        visibility: Collection[Visibility] | None = None,
     ) -> Callable[[_Function], _Function]: ...
 
     def tool(
@@ -136,6 +140,8 @@ class Decorators:
         task_support: TaskSupport = "forbidden",
         task_starts: TaskStarts = "at_call",
         tags: Collection[str] = (),
+        app: str | None = None,
+        visibility: Collection[Visibility] | None = None,
     ) -> _Function | Callable[[_Function], _Function]:
         """Register a typed function as a tool, bare (``@server.tool``) or with overrides
         (``@server.tool(name="sum")``); the function stays callable as it was.
@@ -145,7 +151,9 @@ class Decorators:
         None for none); a ``RequestContext`` parameter receives the context; ``scopes`` are what a
         bearer token needs to call it (``Tool.scopes``); ``task_support`` and ``task_starts`` make
         its calls tasks (``Tool.task_support``, ``tasks.py``); ``tags`` are what visibility rules
-        match (``McpServer.disable(tags=...)``, ``visibility.py``). The rules are in
+        match (``McpServer.disable(tags=...)``, ``visibility.py``); ``app`` links it to the MCP
+        App at that ``ui://`` URI and ``visibility`` says who may call it, ``["model", "app"]``
+        by default (``apps.py`` rule 3). The rules are in
         ``mcp_sse_server.engine.typed``. ValueError (``SignatureError``) for a signature they cannot describe.
         """
 
@@ -153,6 +161,11 @@ class Decorators:
             from .typed import ToolSignature, tool_handler
 
             tool_name = name or function.__name__
+            tool_meta = meta
+            if app is not None or visibility is not None:
+                tool_meta = tool_ui_meta(tool_name, meta, app, visibility)
+                if app is not None:
+                    self._link_app(tool_name, app)
             signature = ToolSignature.of(function, output_schema=output_schema)
             self.add_tool(
                 Tool(
@@ -163,7 +176,7 @@ class Decorators:
                     description=signature.description if description is None else description,
                     output_schema=signature.output_schema,
                     annotations=annotations,
-                    meta=meta,
+                    meta=tool_meta,
                     run_in_thread=run_in_thread,
                     icons=list(icons) if icons is not None else None,
                     scopes=scopes,

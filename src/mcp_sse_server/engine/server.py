@@ -37,6 +37,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from . import transports
+from .apps import APPS_EXTENSION, AppDecorators
 from .background import in_background
 from .completion import Completion
 from .context import RequestContext, current_context
@@ -104,7 +105,7 @@ def is_shared_server(factory: object) -> bool:
     return getattr(factory, _SHARED_MARK, False) is True
 
 
-class McpServer(Decorators):
+class McpServer(Decorators, AppDecorators):
     """An MCP server, defined once, serving every session connected to it.
 
     Register tools, resources, resource templates and prompts (``add_tool``,
@@ -273,6 +274,8 @@ class McpServer(Decorators):
     def running_here(self) -> None:
         """Note that this server serves on the running event loop (``connect`` and a listener do):
         list changes made in worker threads are announced there, and ``use_shared`` is refused."""
+        if self._loop is None:  # first serving: the apps' links are checked (apps.py rule 4)
+            self._check_apps()
         self._loop = asyncio.get_running_loop()
 
     def session_ended(self, session: ServerSession) -> None:
@@ -574,6 +577,8 @@ class McpServer(Decorators):
             capabilities["tools"] = {"listChanged": True}
         if self.skill_registry:
             capabilities["extensions"] = {SKILLS_EXTENSION: {"directoryRead": True}}
+        if "_apps" in self.__dict__ and self._check_apps():  # MCP Apps (apps.py rules 4 and 5)
+            capabilities["extensions"] = {**capabilities.get("extensions", {}), APPS_EXTENSION: {}}
         return capabilities
 
     @property

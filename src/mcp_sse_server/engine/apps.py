@@ -1,0 +1,503 @@
+"""MCP Apps (the ``io.modelcontextprotocol/ui`` extension, SEP-1865): tools that bring their own
+HTML interface, served as ``ui://`` resources that a host renders in a sandboxed iframe.
+
+>>> server = McpServer("calc")                                            # doctest: +SKIP
+>>> @server.app("ui://calc/view.html", csp=Csp(connect=["https://api.example.com"]))
+... def view() -> str:
+...     return "<!doctype html><html><body><p id=out></p></body></html>"
+>>> @server.tool(app="ui://calc/view.html")
+... def add(a: int, b: int) -> str:
+...     return str(a + b)          # the text every client gets; a host also renders the view
+
+Rules:
+
+1. An app is a resource at a ``ui://`` URI (ValueError for another scheme) with the MIME type
+   ``text/html;profile=mcp-app`` (ValueError for another one, also for a ``ui://`` resource
+   registered some other way). Its HTML comes from a string, a file or package data read once
+   at registration, or a function (sync or async, given the ``RequestContext`` when it takes a
+   parameter) called at each read; ``str`` is sent as text, ``bytes`` as a base64 blob.
+2. Its ``_meta.ui`` (``csp``, ``permissions``, ``domain``, ``prefersBorder``; camelCase, empty
+   parts left out) is on its ``resources/list`` entry and on each ``resources/read`` content
+   item: hosts of the stable revision read the item, draft hosts also the entry.
+3. ``@server.tool(app=uri, visibility=...)`` links a tool: ``_meta.ui.resourceUri`` (and the
+   deprecated flat key ``ui/resourceUri``, which hosts still read), ``_meta.ui.visibility`` only
+   when it is not the default (both). A ``meta`` with a ``ui`` key beside ``app=`` is a
+   ValueError: ``_meta.ui`` has one owner.
+4. A link to an app that is not registered is a ValueError naming the tool: when the server
+   first serves a session or tells its capabilities (``initialize``, ``server/discover``), or
+   at once for a tool registered after that.
+5. The server declares ``capabilities.extensions["io.modelcontextprotocol/ui"] = {}`` while it
+   has an app, in the ``initialize`` result of every revision and in ``server/discover``.
+6. The tool list does not vary by client (a 2026-07-28 list is shared by every requester):
+   app tools return text ``content`` every client can use and may put what the view needs in
+   ``structuredContent``; ``client_supports_apps(context)`` says whether this request's client
+   declared the extension (its session's ``initialize``, or a 2026-07-28 request's ``_meta``),
+   for a tool that wants to shape its result by it.
+7. Visibility is advice to the host, not a check on the server: a host proxies a view's call
+   with its own identity. Protect side effects with ``scopes=``.
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+import inspect
+import logging
+import re
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+
+from .types import BlobResourceContents, ReadResourceResult, Resource, TextResourceContents
+
+if TYPE_CHECKING:
+    import os
+
+    from .context import RequestContext
+    from .resources import ResourceRegistry
+    from .tools import ToolRegistry
+
+__all__ = [
+    "APPS_EXTENSION",
+    "APP_MIME_TYPE",
+    "LEGACY_RESOURCE_URI_KEY",
+    "App",
+    "AppDecorators",
+    "AppRegistry",
+    "Csp",
+    "Permissions",
+    "Visibility",
+    "allow_attribute",
+    "client_supports_apps",
+    "csp_header",
+    "tool_ui_meta",
+]
+
+logger = logging.getLogger("mcp_sse_server")
+
+APPS_EXTENSION: Final = "io.modelcontextprotocol/ui"
+"""The extension's id, the key under ``capabilities.extensions``."""
+APP_MIME_TYPE: Final = "text/html;profile=mcp-app"
+"""The MIME type of an app's HTML (the only one the extension defines)."""
+LEGACY_RESOURCE_URI_KEY: Final = "ui/resourceUri"
+"""The deprecated flat ``_meta`` key for a tool's app, still read by hosts (rule 3)."""
+
+Visibility = Literal["model", "app"]
+_VISIBILITIES: Final = ("model", "app")
+_LARGE_HTML: Final = 5 * 1024 * 1024  # hosts inline the HTML in one postMessage: warn above this
+# An origin as CSP source lists take it: scheme://host[:port], ``*.`` only as the leading label.
+_ORIGIN: Final = re.compile(r"(?:https?|wss?)://(?:\*\.)?[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::\d{1,5})?")
+
+_Function = TypeVar("_Function", bound=Callable[..., Any])
+HtmlFunction = Callable[..., "str | bytes | Awaitable[str | bytes]"]
+
+
+def _origins(what: str, values: Iterable[str]) -> tuple[str, ...]:
+    if isinstance(values, str):
+        raise TypeError(f"Csp.{what}: expected a list of origins, got the string {values!r}")
+    origins = tuple(values)
+    for origin in origins:
+        if not isinstance(origin, str) or not _ORIGIN.fullmatch(origin):
+            raise ValueError(f"Csp.{what}: {origin!r} is not an origin (scheme://host[:port], '*.' first)")
+    return origins
+
+
+@dataclass(frozen=True, slots=True)
+class Csp:
+    """The origins an app may reach beyond its own document; each empty list allows none.
+
+    ``connect``: fetch/XHR/WebSocket (``connect-src``); ``resources``: scripts, styles, images,
+    fonts, media; ``frames``: nested iframes; ``base_uris``: ``<base href>``. Origins are
+    ``scheme://host[:port]``, with ``*.`` allowed as the first label. ValueError otherwise.
+
+    >>> Csp(connect=["https://api.example.com"]).to_dict()
+    {'connectDomains': ['https://api.example.com']}
+    """
+
+    connect: Collection[str] = ()
+    resources: Collection[str] = ()
+    frames: Collection[str] = ()
+    base_uris: Collection[str] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("connect", "resources", "frames", "base_uris"):
+            object.__setattr__(self, name, _origins(name, getattr(self, name)))
+
+    def to_dict(self) -> dict[str, list[str]]:
+        """The wire form (``McpUiResourceCsp``), empty lists left out."""
+        pairs = (
+            ("connectDomains", self.connect),
+            ("resourceDomains", self.resources),
+            ("frameDomains", self.frames),
+            ("baseUriDomains", self.base_uris),
+        )
+        return {key: list(values) for key, values in pairs if values}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Csp:
+        """From the wire form; ValueError for a member that is not a list of origins."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"_meta.ui.csp: expected an object, got {type(data).__name__}")
+        return cls(
+            connect=data.get("connectDomains") or (),
+            resources=data.get("resourceDomains") or (),
+            frames=data.get("frameDomains") or (),
+            base_uris=data.get("baseUriDomains") or (),
+        )
+
+
+_PERMISSION_KEYS: Final = (
+    ("camera", "camera", "camera"),
+    ("microphone", "microphone", "microphone"),
+    ("geolocation", "geolocation", "geolocation"),
+    ("clipboard_write", "clipboardWrite", "clipboard-write"),
+)  # (attribute, wire key, Permission Policy feature)
+
+
+@dataclass(frozen=True, slots=True)
+class Permissions:
+    """Browser features an app asks for; a host may grant them (the iframe ``allow``
+    attribute, ``allow_attribute``) and an app must feature-detect.
+
+    >>> Permissions(clipboard_write=True).to_dict()
+    {'clipboardWrite': {}}
+    """
+
+    camera: bool = False
+    microphone: bool = False
+    geolocation: bool = False
+    clipboard_write: bool = False
+
+    def to_dict(self) -> dict[str, dict[str, Any]]:
+        """The wire form (``McpUiResourcePermissions``): ``{}`` for each one asked for."""
+        return {key: {} for attribute, key, _ in _PERMISSION_KEYS if getattr(self, attribute)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Permissions:
+        """From the wire form (unknown features ignored)."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"_meta.ui.permissions: expected an object, got {type(data).__name__}")
+        return cls(**{attribute: key in data for attribute, key, _ in _PERMISSION_KEYS})
+
+
+def csp_header(csp: Csp | None) -> str:
+    """The ``Content-Security-Policy`` a host gives an app's document: the declared origins and
+    nothing else; with no ``csp`` declared, the extension's restrictive default. Inline script
+    and style are allowed (an app is one HTML document); plugins never.
+
+    >>> csp_header(None)
+    "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; \
+img-src 'self' data:; font-src 'self'; media-src 'self' data:; connect-src 'none'; \
+frame-src 'none'; base-uri 'self'; object-src 'none'"
+    """
+    csp = csp or Csp()
+
+    def sources(fixed: str, extra: Collection[str], empty: str | None = None) -> str:
+        if not extra and empty is not None:
+            return empty
+        return " ".join([fixed, *extra] if fixed else extra)
+
+    resources = csp.resources
+    directives = (
+        ("default-src", "'none'"),
+        ("script-src", sources("'self' 'unsafe-inline'", resources)),
+        ("style-src", sources("'self' 'unsafe-inline'", resources)),
+        ("img-src", sources("'self' data:", resources)),
+        ("font-src", sources("'self'", resources)),
+        ("media-src", sources("'self' data:", resources)),
+        ("connect-src", sources("", csp.connect, "'none'")),
+        ("frame-src", sources("", csp.frames, "'none'")),
+        ("base-uri", sources("", csp.base_uris, "'self'")),
+        ("object-src", "'none'"),
+    )
+    return "; ".join(f"{name} {value}" for name, value in directives)
+
+
+def allow_attribute(permissions: Permissions | None) -> str:
+    """The iframe ``allow`` attribute (Permission Policy) granting what ``permissions`` asks.
+
+    >>> allow_attribute(Permissions(camera=True, clipboard_write=True))
+    'camera; clipboard-write'
+    """
+    if permissions is None:
+        return ""
+    return "; ".join(feature for attribute, _, feature in _PERMISSION_KEYS if getattr(permissions, attribute))
+
+
+def client_supports_apps(context: RequestContext) -> bool:
+    """True when the client of this request declared the extension with the app MIME type
+    (rule 6): in its session's ``initialize``, or in a 2026-07-28 request's ``_meta``."""
+    capabilities = getattr(context.session, "client_capabilities", None)
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    declared = extensions.get(APPS_EXTENSION) if isinstance(extensions, dict) else None
+    mime_types = declared.get("mimeTypes") if isinstance(declared, dict) else None
+    return isinstance(mime_types, list) and APP_MIME_TYPE in mime_types
+
+
+def _check_uri(uri: str, what: str) -> None:
+    if not isinstance(uri, str) or not uri.startswith("ui://") or len(uri) == len("ui://"):
+        raise ValueError(f"{what}: an app's URI starts with ui:// (got {uri!r})")
+
+
+def tool_ui_meta(
+    name: str, meta: Mapping[str, Any] | None, app: str | None, visibility: Collection[Visibility] | None
+) -> dict[str, Any] | None:
+    """The ``_meta`` of tool ``name`` linked to ``app`` with ``visibility`` (rule 3); ValueError
+    for a URI outside ``ui://``, an unknown or empty visibility, or a ``ui`` key in ``meta``."""
+    if app is None and visibility is None:
+        return dict(meta) if meta is not None else None
+    if meta is not None and "ui" in meta:
+        raise ValueError(f"Tool {name!r}: give app=/visibility= or meta['ui'], not both")
+    ui: dict[str, Any] = {}
+    out = dict(meta or {})
+    if app is not None:
+        _check_uri(app, f"Tool {name!r}")
+        ui["resourceUri"] = out[LEGACY_RESOURCE_URI_KEY] = app
+    if visibility is not None:
+        if isinstance(visibility, str):
+            raise TypeError(f"Tool {name!r}: visibility is a list, such as ['app'] (got {visibility!r})")
+        chosen = [each for each in _VISIBILITIES if each in visibility]
+        unknown = [each for each in visibility if each not in _VISIBILITIES]
+        if unknown or not chosen:
+            raise ValueError(f"Tool {name!r}: visibility takes 'model' and/or 'app' (got {list(visibility)!r})")
+        if len(chosen) < len(_VISIBILITIES):  # both is the default: left out
+            ui["visibility"] = chosen
+    out["ui"] = ui
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class App:
+    """A registered app: its ``ui://`` resource and the ``_meta.ui`` it is served with (rule 2)."""
+
+    uri: str
+    name: str
+    csp: Csp | None = None
+    permissions: Permissions | None = None
+    domain: str | None = None
+    prefers_border: bool | None = None
+    ui_meta: dict[str, Any] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        _check_uri(self.uri, "App")
+        ui: dict[str, Any] = {}
+        if self.csp is not None:
+            ui["csp"] = self.csp.to_dict()
+        if self.permissions is not None:
+            ui["permissions"] = self.permissions.to_dict()
+        if self.domain is not None:
+            ui["domain"] = self.domain
+        if self.prefers_border is not None:
+            ui["prefersBorder"] = self.prefers_border
+        object.__setattr__(self, "ui_meta", ui)
+
+    def contents(self, html: str | bytes) -> TextResourceContents | BlobResourceContents:
+        """A ``resources/read`` content item of this app's HTML, with its ``_meta.ui``."""
+        meta = {"ui": self.ui_meta} if self.ui_meta else None
+        if isinstance(html, str):
+            return TextResourceContents(self.uri, html, APP_MIME_TYPE, meta)
+        if isinstance(html, bytes | bytearray):
+            contents = BlobResourceContents.from_bytes(self.uri, bytes(html), APP_MIME_TYPE)
+            contents.meta = meta
+            return contents
+        raise TypeError(f"App {self.uri}: its HTML is str or bytes, got {type(html).__name__}")
+
+
+class AppRegistry:
+    """A server's apps, and the check of its tools' links to them (rules 1 and 4)."""
+
+    __slots__ = ("apps", "served")
+
+    def __init__(self) -> None:
+        self.apps: dict[str, App] = {}
+        self.served = False  # checked once, when the server first serves: links are checked as made after
+
+    def __bool__(self) -> bool:
+        return bool(self.apps)
+
+    def __iter__(self) -> Any:
+        return iter(self.apps.values())
+
+    def __contains__(self, uri: object) -> bool:
+        return uri in self.apps
+
+    def linked(self, tool: str, uri: str) -> None:
+        """Tool ``tool`` links to ``uri``: ValueError now when the server already serves and no
+        app is there (before that, ``check`` does it when the server first serves)."""
+        if self.served and uri not in self.apps:
+            raise ValueError(f"Tool {tool!r} links to app {uri}, which is not registered (add_app or @server.app)")
+
+    def check(self, tools: ToolRegistry, resources: ResourceRegistry) -> None:
+        """Rules 1 and 4 over everything registered, however it was: ValueError naming the
+        tool with a dangling link, or the ``ui://`` resource with another MIME type."""
+        for tool in tools:
+            ui = (tool.meta or {}).get("ui")
+            uri = ui.get("resourceUri") if isinstance(ui, dict) else None
+            uri = uri or (tool.meta or {}).get(LEGACY_RESOURCE_URI_KEY)
+            if isinstance(uri, str) and uri not in self.apps:
+                raise ValueError(
+                    f"Tool {tool.name!r} links to app {uri}, which is not registered (add_app or @server.app)"
+                )
+        for resource in resources:
+            if resource.uri.startswith("ui://") and resource.mime_type != APP_MIME_TYPE:
+                raise ValueError(f"Resource {resource.uri}: a ui:// resource has the MIME type {APP_MIME_TYPE}")
+        self.served = True
+
+
+class AppDecorators:
+    """``@server.app`` and ``server.add_app``: ``McpServer`` inherits them (the module's rules)."""
+
+    __slots__ = ()
+
+    if TYPE_CHECKING:  # (McpServer's)
+        resource_registry: ResourceRegistry
+        tool_registry: ToolRegistry
+
+        def add_resource(self, resource: Resource) -> None: ...
+
+    @property
+    def apps(self) -> AppRegistry:
+        """The server's apps (made with the first: a server without apps pays nothing)."""
+        found: AppRegistry | None = self.__dict__.get("_apps")
+        if found is None:
+            found = self.__dict__["_apps"] = AppRegistry()
+        return found
+
+    def _link_app(self, tool: str, uri: str) -> None:
+        """Rule 4 for a tool registered with ``app=``."""
+        self.apps.linked(tool, uri)
+
+    def _check_apps(self) -> bool:
+        """Rules 1 and 4 when the server first serves a session or tells its capabilities (only
+        for a server with apps or links); True when it has an app."""
+        registry: AppRegistry | None = self.__dict__.get("_apps")
+        if registry is None:
+            return False
+        if not registry.served:
+            registry.check(self.tool_registry, self.resource_registry)
+        return bool(registry)
+
+    def app(
+        self,
+        uri: str,
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        csp: Csp | None = None,
+        permissions: Permissions | None = None,
+        domain: str | None = None,
+        prefers_border: bool | None = None,
+        mime_type: str = APP_MIME_TYPE,
+    ) -> Callable[[_Function], _Function]:
+        """Serve the HTML a function returns as the app at ``uri`` (rule 1): ``str`` as text,
+        ``bytes`` as a blob; sync or async; given the ``RequestContext`` when it takes a
+        parameter. ``name`` defaults to the function's, ``description`` to its docstring."""
+
+        def register(function: _Function) -> _Function:
+            self._add_app(
+                uri,
+                _reader(function),
+                name=name or function.__name__,
+                title=title,
+                description=description if description is not None else inspect.getdoc(function),
+                csp=csp,
+                permissions=permissions,
+                domain=domain,
+                prefers_border=prefers_border,
+                mime_type=mime_type,
+            )
+            return function
+
+        return register
+
+    def add_app(
+        self,
+        uri: str,
+        *,
+        html: str | bytes | None = None,
+        path: str | os.PathLike[str] | None = None,
+        package: tuple[str, str] | None = None,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        csp: Csp | None = None,
+        permissions: Permissions | None = None,
+        domain: str | None = None,
+        prefers_border: bool | None = None,
+        mime_type: str = APP_MIME_TYPE,
+    ) -> App:
+        """Serve a fixed HTML document as the app at ``uri`` (rule 1), from exactly one of
+        ``html``, a file at ``path`` or package data ``package=("pkg", "dist/index.html")``, read
+        now. ``name`` defaults to the URI's last segment. Returns the app. ValueError for a
+        wrong scheme or MIME type, or not exactly one source."""
+        given = [source for source in (html, path, package) if source is not None]
+        if len(given) != 1:
+            raise ValueError(f"App {uri}: give exactly one of html=, path= and package=")
+        if path is not None:
+            document: str | bytes = Path(path).read_text(encoding="utf-8")
+        elif package is not None:
+            document = importlib.resources.files(package[0]).joinpath(package[1]).read_text(encoding="utf-8")
+        else:
+            assert html is not None
+            document = html
+        return self._add_app(
+            uri,
+            document,
+            name=name or uri.rstrip("/").rsplit("/", 1)[-1] or uri,
+            title=title,
+            description=description,
+            csp=csp,
+            permissions=permissions,
+            domain=domain,
+            prefers_border=prefers_border,
+            mime_type=mime_type,
+        )
+
+    def _add_app(
+        self,
+        uri: str,
+        source: str | bytes | Callable[[RequestContext], Any],
+        *,
+        name: str,
+        title: str | None,
+        description: str | None,
+        csp: Csp | None,
+        permissions: Permissions | None,
+        domain: str | None,
+        prefers_border: bool | None,
+        mime_type: str,
+    ) -> App:
+        if mime_type != APP_MIME_TYPE:
+            raise ValueError(f"App {uri}: the MIME type of an app is {APP_MIME_TYPE} (got {mime_type!r})")
+        app = App(uri, name, csp, permissions, domain, prefers_border)
+        meta = {"ui": app.ui_meta} if app.ui_meta else None
+        about: dict[str, Any] = {"title": title, "description": description, "mime_type": APP_MIME_TYPE, "meta": meta}
+        if callable(source):
+            resource = Resource(uri, name, _contents_reader(app, source), **about)
+        else:
+            data = source.encode() if isinstance(source, str) else source
+            if len(data) > _LARGE_HTML:
+                logger.warning("App %s is %d bytes: hosts send it in one message to the iframe", uri, len(data))
+            resource = Resource(uri, name, size=len(data), contents=app.contents(source), **about)
+        self.add_resource(resource)
+        self.apps.apps[uri] = app
+        return app
+
+
+def _reader(function: HtmlFunction) -> Callable[[RequestContext], Any]:
+    """``function`` as ``reader(context)``: given the context when it takes a parameter."""
+    takes_context = bool(inspect.signature(function).parameters)
+    return function if takes_context else (lambda context: function())
+
+
+def _contents_reader(app: App, read: Callable[[RequestContext], Any]) -> Callable[[str, RequestContext], Any]:
+    """A ``Resource`` reader answering ``app``'s HTML from ``read`` at each read (rule 2)."""
+
+    async def reader(uri: str, context: RequestContext) -> ReadResourceResult:
+        html = read(context)
+        if inspect.isawaitable(html):
+            html = await html
+        return ReadResourceResult([app.contents(html)])
+
+    return reader
