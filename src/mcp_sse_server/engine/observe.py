@@ -18,7 +18,6 @@ import contextvars
 from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
 if TYPE_CHECKING:
-    from .context import RequestContext
     from .jsonrpc import JsonRpcNotification, JsonRpcRequest
     from .transport import Reply
 
@@ -43,15 +42,22 @@ class Observation(Protocol):
     def finish(self, reply: Reply | None, error: BaseException | None) -> None:
         """The request ended: with ``reply`` (None: cancelled, no reply), or by raising ``error``."""
 
+    def failed(self, error: Exception) -> None:
+        """The handler raised ``error``; the reply (``finish``) will say only "Internal error"."""
+
+    def event(self, name: str, attributes: dict[str, Any], trace: dict[str, str] | None = None) -> None:
+        """Something happened to the request (``trace``: the W3C context it came from, linked)."""
+
 
 class Observer(Protocol):
     """What the engine and the transports call when an observer is set (``McpServer(telemetry=...)``)."""
 
-    def inbound(self, request: JsonRpcRequest, context: RequestContext) -> Observation | None:
-        """A request arrived and is about to be dispatched (in the task that serves it); None: not observed."""
+    def inbound(self, request: JsonRpcRequest, connection: Any) -> Observation | None:
+        """A request arrived on ``connection`` and is about to be dispatched, in the task that serves
+        it (so a span made current here is the handler's parent); None: not observed."""
 
-    def notification(self, notification: JsonRpcNotification, context: RequestContext | None) -> None:
-        """A notification arrived; ``context`` is the in-flight request it names (cancellation), if any."""
+    def notification(self, notification: JsonRpcNotification, request: Observation | None) -> None:
+        """A notification arrived; ``request`` is the in-flight request it cancels, if any."""
 
     def session_ended(self, session: Any, duration: float, error: str | None) -> None:
         """A session of ``duration`` seconds ended (``error``: why, when it ended abnormally)."""
@@ -59,8 +65,9 @@ class Observer(Protocol):
     def rejected(self, reason: str) -> None:
         """A request was refused below JSON-RPC (``conventions.REJECT_REASONS``)."""
 
-    def routed(self, message_type: str, trace: dict[str, str] | None, context: RequestContext | None) -> None:
-        """A message arrived from another worker (Redis) with the trace context it was sent in."""
+    def routed(self, message_type: str, trace: dict[str, str] | None, request: Observation | None) -> None:
+        """A message arrived from another worker (Redis) with the trace context it was sent in;
+        ``request``: the in-flight request it is about, when this worker serves it."""
 
     def trace_carrier(self) -> dict[str, str] | None:
         """The current trace context as W3C keys, to send along with a routed message."""

@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .context import RequestContext, current_context
 from .jsonrpc import (
@@ -31,7 +32,10 @@ from .jsonrpc import (
 )
 from .transport import Reply, Transport
 
-__all__ = ["Connection", "ConnectionOwner", "ProgressCallback"]
+if TYPE_CHECKING:
+    from .observe import Observation, Observer
+
+__all__ = ["Connection", "ConnectionOwner", "ObservedConnection", "ProgressCallback"]
 
 logger = logging.getLogger("mcp_sse_server")
 
@@ -189,8 +193,9 @@ class Connection:
                     task.uncancel()  # the cancellation was ours and ends here
                 return None
             raise
-        except Exception:
+        except Exception as error:
             logger.exception("handler for %s failed", request.method)
+            self._failed(request_id, error)
             return JsonRpcError(request_id, INTERNAL_ERROR, "Internal error")
         finally:
             context.done = True
@@ -200,6 +205,9 @@ class Connection:
                 if not inflight and request.method == "initialize":
                     # Every idle session has served initialize: don't keep the table it grew.
                     inflight.clear()
+
+    def _failed(self, request_id: RequestId, error: Exception) -> None:
+        """A handler raised ``error`` (the reply says only "Internal error"): for ``ObservedConnection``."""
 
     def on_close(self) -> None:
         """The transport ended (``Dispatcher``): pending calls fail, running handlers are cancelled."""
@@ -335,3 +343,61 @@ class Connection:
         if not self.closed:
             await self.transport.close()
         self.on_close()
+
+
+class ObservedConnection(Connection):
+    """A ``Connection`` that tells an observer (``engine.observe``) about every request it serves.
+
+    A subclass, not a test in ``Connection.dispatch``: a server without telemetry makes plain
+    ``Connection`` objects and runs exactly the code it ran before the seam existed.
+    """
+
+    __slots__ = ("_observations", "observer", "opened")
+
+    def __init__(self, transport: Transport, owner: ConnectionOwner, observer: Observer) -> None:
+        self.observer = observer
+        self.opened = time.monotonic()  # (the session's duration, when it ends)
+        self._observations: dict[RequestId, Observation] = {}
+        super().__init__(transport, owner)
+
+    async def dispatch(self, request: JsonRpcRequest, context: RequestContext | None = None) -> Reply | None:
+        observation = self.observer.inbound(request, self)
+        if observation is None:
+            return await super().dispatch(request, context)
+        request_id = request.id
+        observations = self._observations
+        if request_id not in observations:
+            observations[request_id] = observation
+        try:
+            reply = await super().dispatch(request, context)
+        except BaseException as error:
+            observation.finish(None, error)
+            raise
+        finally:
+            if observations.get(request_id) is observation:
+                del observations[request_id]
+        observation.finish(reply, None)
+        return reply
+
+    def _failed(self, request_id: RequestId, error: Exception) -> None:
+        observation = self._observations.get(request_id)
+        if observation is not None:
+            observation.failed(error)
+
+    def _on_notification(self, notification: JsonRpcNotification) -> None:
+        if notification.method == "notifications/cancelled":
+            request_id = (notification.params or {}).get("requestId")
+            observation = self._observations.get(request_id) if isinstance(request_id, str | int) else None
+            self.observer.notification(notification, observation)
+        else:
+            self.observer.notification(notification, None)
+        super()._on_notification(notification)
+
+    def on_close(self) -> None:
+        if not self.closed:
+            self.observer.session_ended(self.owner, time.monotonic() - self.opened, None)
+        super().on_close()
+
+    def observation(self, request_id: RequestId) -> Observation | None:
+        """The observation of the in-flight request ``request_id`` (a routed cancel links to it)."""
+        return self._observations.get(request_id)

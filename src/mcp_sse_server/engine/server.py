@@ -68,6 +68,7 @@ from .types import CallToolResult, Icon, Prompt, Resource, ResourceTemplate, Too
 if TYPE_CHECKING:
     from collections.abc import Collection
 
+    from .observe import Observer, TelemetrySwitch
     from .request_state import RequestStateSealer
 
 __all__ = ["DEFAULT_SERVER_VERSION", "McpServer", "is_shared_server", "shared_server"]
@@ -147,6 +148,7 @@ class McpServer(Decorators, AppDecorators):
         tasks: TaskRuntime | None = None,
         skills: Sequence[str | os.PathLike[str] | SkillCatalog] = (),
         middleware: Sequence[Middleware] = (),
+        telemetry: TelemetrySwitch | None = None,
     ) -> None:
         pager = Pager(page_size)
         self.name = name
@@ -202,6 +204,8 @@ class McpServer(Decorators, AppDecorators):
         self._middleware: list[Middleware] = []  # outermost first (middleware.py)
         for each in middleware:
             self.add_middleware(each)
+        # OpenTelemetry (telemetry/): None keeps every session on the plain Connection.
+        self.observer: Observer | None = None if telemetry is None else telemetry.server_observer(self)
 
     def add_middleware(self, middleware: Middleware) -> None:
         """Add ``middleware`` inside those added before it (the first is the outermost).

@@ -55,12 +55,13 @@ from .jsonrpc import (
     MissingClientCapability,
     RequestId,
 )
-from .protocol import Connection, ConnectionOwner
+from .protocol import Connection, ConnectionOwner, ObservedConnection
 from .records import RecordChange, SessionRecord
 from .types import CreateMessageRequest, CreateMessageResult, ElicitResult, Root, UrlElicitation
 from .versions import Revision
 
 if TYPE_CHECKING:
+    from .observe import Observer
     from .transport import Transport
     from .typed import ElicitationForm
     from .visibility import SessionVisibility
@@ -155,6 +156,10 @@ class SessionHost(Protocol):
         """The server's methods; ``handlers.table(revision)`` is what a session of ``revision`` is
         served (None: every method, before initialize)."""
 
+    @property
+    def observer(self) -> Observer | None:
+        """Told about every request the server's sessions serve (``engine.observe``); None: off."""
+
     def session_ended(self, session: ServerSession) -> None:
         """Called once, when the session's connection closed."""
 
@@ -199,7 +204,8 @@ class ServerSession:
             reinitialize=reinitialize,
             before_initialize=before_initialize,
         )
-        self.connection = Connection(transport, self)
+        seen = server.observer  # (telemetry: engine/observe.py)
+        self.connection = Connection(transport, self) if seen is None else ObservedConnection(transport, self, seen)
 
     def _setup(
         self,

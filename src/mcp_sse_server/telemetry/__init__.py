@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from ..engine._lazy import lazy_exports
 
 if TYPE_CHECKING:
+    from .config import Telemetry as Telemetry
     from .conventions import ATTRIBUTE as ATTRIBUTE
     from .conventions import METRIC as METRIC
 

@@ -1,0 +1,356 @@
+"""OpenTelemetry on the server side: the ``engine.observe.Observer`` that makes a SERVER span for
+every request a server's sessions serve, records its duration histograms and counts refusals.
+
+Rules of this module:
+
+1. It is imported only when a server's telemetry is switched on (``Telemetry.server_observer``).
+   Tracer, meter, instruments and propagator are resolved once, here, never per request.
+2. Names, attributes and error rules are ``conventions``'. A tool or prompt name is a span name
+   (and a metric attribute) only when the server has it registered; an unknown method is
+   ``_OTHER`` with its text in ``mcp_sse_server.method.original`` on the span only.
+3. Parent, in order: the trace context in the request's ``_meta`` (SEP-414); else, on HTTP, the
+   request's ``traceparent``/``tracestate`` headers; else the ambient context (an ASGI
+   instrumentation's span). A context that is not the parent but carries a valid span is a
+   link: the ambient span, and headers that differ from ``_meta``. An invalid ``traceparent``
+   is ignored (the next source is used).
+4. Status: ERROR only when the server failed: a JSON-RPC error code outside
+   ``CALLER_FAULT_CODES`` (description: the wire message, which never holds exception text: a
+   handler's exception is "Internal error" on the wire and its class in ``error.type``), or a
+   ``tools/call`` result with ``isError`` (``tool_error``). A cancelled request ends with a
+   ``cancelled`` event and no error; a 2026-07-28 ``input_required`` result is an attribute and
+   an event, not an error.
+5. The span is the current span while the handler runs (attached in the task that serves the
+   request, detached when it ends), so spans the handler makes, and log records of the
+   ``mcp_sse_server`` logger (``logs=True``), carry its ids.
+6. ``mcp.server.operation.duration`` is measured with ``perf_counter`` (metrics work with spans
+   off); ``mcp.server.session.duration`` only for sessions (a stateless request has none).
+   Neither carries a session or request id.
+7. Nothing here raises into the engine: a failing hook is logged and the request goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any, Final
+
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, propagate, trace
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+
+from ..engine.jsonrpc import JsonRpcError, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse
+from ..engine.observe import HttpOrigin, current_http
+from ..engine.stateless_meta import PROTOCOL_VERSION_KEY
+from ..engine.transport import Reply
+from .conventions import (
+    ATTRIBUTE,
+    CANCELLED,
+    DURATION_BUCKETS,
+    METRIC,
+    OTHER,
+    TOOL_ERROR,
+    TRACE_META_KEYS,
+    exception_error_type,
+    guarded_method,
+    is_tool_error,
+    metric_attributes,
+    operation_target,
+    request_attributes,
+    server_error_type,
+    span_name,
+)
+from .logs import install_log_correlation
+
+__all__ = ["SCOPE_NAME", "ServerObserver", "trace_carrier"]
+
+logger = logging.getLogger("mcp_sse_server")
+
+SCOPE_NAME: Final = "mcp_sse_server"
+_INPUT_REQUIRED: Final = "input_required"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mcp-sse-server")
+    except PackageNotFoundError:  # (run from a source tree)
+        return "0"
+
+
+def trace_carrier(keys: tuple[str, ...] = TRACE_META_KEYS, source: Mapping[str, Any] | None = None) -> dict[str, str]:
+    """The W3C trace entries of ``source`` that are strings (a ``_meta`` or a header map)."""
+    if not source:
+        return {}
+    return {key: value for key in keys if type(value := source.get(key)) is str}
+
+
+def _valid(parent: otel_context.Context) -> bool:
+    return trace.get_current_span(parent).get_span_context().is_valid
+
+
+def _network(connection: Any, http: HttpOrigin | None) -> dict[str, Any]:
+    """``network.*`` and ``client.*`` of the transport a request came over (none in memory)."""
+    if http is not None:
+        attributes: dict[str, Any] = {
+            ATTRIBUTE.NETWORK_TRANSPORT: "tcp",
+            ATTRIBUTE.NETWORK_PROTOCOL_NAME: "http",
+            ATTRIBUTE.NETWORK_PROTOCOL_VERSION: http.http_version,
+        }
+        if http.client_address is not None:
+            attributes[ATTRIBUTE.CLIENT_ADDRESS] = http.client_address
+            if http.client_port is not None:
+                attributes[ATTRIBUTE.CLIENT_PORT] = http.client_port
+        return attributes
+    module = type(getattr(connection, "transport", None)).__module__
+    if module.endswith(".stdio"):
+        return {ATTRIBUTE.NETWORK_TRANSPORT: "pipe"}
+    if ".http" in module:  # a session's HTTP transport, outside a request (its end)
+        return {ATTRIBUTE.NETWORK_TRANSPORT: "tcp", ATTRIBUTE.NETWORK_PROTOCOL_NAME: "http"}
+    return {}
+
+
+class ServerObserver:
+    """The observer of one ``McpServer`` (``engine.observe.Observer``); rules are the module's."""
+
+    def __init__(self, settings: Any, server: Any) -> None:
+        # (``settings`` is a ``config.Telemetry``: not imported, config imports this module)
+        self.settings = settings
+        self.server = server
+        version = _version()
+        tracer_provider = settings.tracer_provider or trace.get_tracer_provider()
+        self.tracer = tracer_provider.get_tracer(SCOPE_NAME, version)
+        meter_provider = settings.meter_provider or metrics.get_meter_provider()
+        meter = meter_provider.get_meter(SCOPE_NAME, version)
+        self.spans = settings.spans and settings.mode == "native"
+        self.metrics = settings.metrics and settings.mode == "native"
+        self.operation_duration = meter.create_histogram(
+            METRIC.SERVER_OPERATION_DURATION,
+            unit=METRIC.UNIT_SECONDS,
+            description="Duration of an MCP request or notification as the server handled it",
+            explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
+        )
+        self.session_duration = meter.create_histogram(
+            METRIC.SERVER_SESSION_DURATION,
+            unit=METRIC.UNIT_SECONDS,
+            description="Duration of an MCP session as the server saw it",
+            explicit_bucket_boundaries_advisory=list(DURATION_BUCKETS),
+        )
+        self.rejections = meter.create_counter(
+            METRIC.REQUESTS_REJECTED, unit="{request}", description="HTTP requests refused below JSON-RPC"
+        )
+        self.routed_messages = meter.create_counter(
+            METRIC.ROUTED_MESSAGES, unit="{message}", description="Messages that arrived from another worker"
+        )
+        if settings.logs:
+            install_log_correlation()
+
+    # --- the cardinality guard (rule 2) -------------------------------------------------------
+
+    def _known(self, kind: str, name: str) -> bool:
+        registry = self.server.tool_registry if kind == "tool" else self.server.prompt_registry
+        return name in registry
+
+    def _registered(self, method: str) -> bool:
+        try:
+            self.server.handlers[method]
+        except KeyError:
+            return False
+        return True
+
+    # --- engine.observe.Observer ----------------------------------------------------------------
+
+    def inbound(self, request: JsonRpcRequest, connection: Any) -> _Request | None:
+        try:
+            return self._inbound(request, connection)
+        except Exception:  # rule 7
+            logger.exception("telemetry: could not observe %s", request.method)
+            return None
+
+    def _inbound(self, request: JsonRpcRequest, connection: Any) -> _Request:
+        params = request.params
+        meta = params.get("_meta") if params is not None else None
+        http = current_http.get()
+        ambient = otel_context.get_current()
+        parent: otel_context.Context | None = None
+        links: list[Link] = []
+        from_meta = trace_carrier(source=meta) if type(meta) is dict else {}
+        if from_meta:
+            extracted = propagate.extract(from_meta)
+            if _valid(extracted):
+                parent = extracted
+        if http is not None and http.headers and self.settings.http_headers:
+            from_headers = propagate.extract(http.headers)
+            if _valid(from_headers):
+                if parent is None:
+                    parent = from_headers
+                elif (
+                    trace.get_current_span(from_headers).get_span_context()
+                    != trace.get_current_span(parent).get_span_context()
+                ):
+                    links.append(Link(trace.get_current_span(from_headers).get_span_context()))
+        if parent is None:
+            parent = ambient
+        elif _valid(ambient):
+            links.append(Link(trace.get_current_span(ambient).get_span_context()))
+        method = guarded_method(request.method, self._registered)
+        target = operation_target(request.method, params, self._known)
+        attributes = request_attributes(method, params, request.id, target)
+        if method == OTHER:
+            attributes[ATTRIBUTE.METHOD_ORIGINAL] = request.method
+        owner = getattr(connection, "owner", None)
+        revision = getattr(owner, "revision", None)
+        if revision is not None:
+            attributes[ATTRIBUTE.PROTOCOL_VERSION] = revision
+        elif type(meta) is dict and type(meta.get(PROTOCOL_VERSION_KEY)) is str:
+            attributes[ATTRIBUTE.PROTOCOL_VERSION] = meta[PROTOCOL_VERSION_KEY]
+        attributes.update(_network(connection, http))
+        if request.method.startswith("tasks/") and params is not None and type(params.get("taskId")) is str:
+            attributes[ATTRIBUTE.TASK_ID] = params["taskId"]
+        span: Span | None = None
+        if self.spans:
+            span = self.tracer.start_span(
+                span_name(method, target), parent, SpanKind.SERVER, attributes=attributes, links=links
+            )
+            token = otel_context.attach(trace.set_span_in_context(span, parent))
+        elif parent is not ambient:  # propagation only (or spans off): the handler joins the caller's trace
+            token = otel_context.attach(parent)
+        else:
+            token = None
+        return _Request(self, request.method, owner, attributes, span, token)
+
+    def notification(self, notification: JsonRpcNotification, request: Any) -> None:
+        if request is not None:
+            reason = (notification.params or {}).get("reason")
+            request.event(CANCELLED, {ATTRIBUTE.REASON: reason} if type(reason) is str else {})
+
+    def session_ended(self, session: Any, duration: float, error: str | None) -> None:
+        revision = getattr(session, "revision", None)
+        if revision is None or not self.metrics:  # never initialized, or a stateless request's
+            return
+        attributes: dict[str, Any] = {ATTRIBUTE.PROTOCOL_VERSION: revision}
+        attributes.update(_network(getattr(session, "connection", None), None))
+        if error is not None:
+            attributes[ATTRIBUTE.ERROR_TYPE] = error
+        self.session_duration.record(duration, attributes)
+
+    def rejected(self, reason: str) -> None:
+        if self.metrics:
+            self.rejections.add(1, {ATTRIBUTE.REASON: reason})
+
+    def routed(self, message_type: str, trace_context: dict[str, str] | None, request: Any) -> None:
+        if self.metrics:
+            self.routed_messages.add(1, {ATTRIBUTE.MESSAGE_TYPE: message_type})
+        if request is not None:
+            request.event(f"{message_type} (routed)", {}, trace_context)
+
+    def trace_carrier(self) -> dict[str, str] | None:
+        if not self.settings.propagate:
+            return None
+        carrier: dict[str, str] = {}
+        propagate.inject(carrier)
+        return carrier or None
+
+
+class _Request:
+    """One request under observation (``engine.observe.Observation``)."""
+
+    __slots__ = ("attributes", "error", "method", "observer", "owner", "span", "started", "token")
+
+    def __init__(
+        self,
+        observer: ServerObserver,
+        method: str,
+        owner: Any,
+        attributes: dict[str, Any],
+        span: Span | None,
+        token: Any,
+    ) -> None:
+        self.observer = observer
+        self.method = method
+        self.owner = owner
+        self.attributes = attributes
+        self.span = span
+        self.token = token
+        self.error: Exception | None = None
+        self.started = time.perf_counter()
+
+    def failed(self, error: Exception) -> None:
+        self.error = error
+
+    def event(self, name: str, attributes: dict[str, Any], trace_context: dict[str, str] | None = None) -> None:
+        span = self.span
+        if span is None or not span.is_recording():
+            return
+        span.add_event(name, attributes)
+        if trace_context:
+            linked = trace.get_current_span(propagate.extract(trace_context)).get_span_context()
+            if linked.is_valid:
+                span.add_link(linked)
+
+    def finish(self, reply: Reply | None, error: BaseException | None) -> None:
+        try:
+            self._finish(reply, error)
+        except Exception:  # rule 7
+            logger.exception("telemetry: could not end the span of %s", self.method)
+        finally:
+            if self.token is not None:
+                otel_context.detach(self.token)
+
+    def _finish(self, reply: Reply | None, error: BaseException | None) -> None:
+        duration = time.perf_counter() - self.started
+        attributes = self.attributes
+        if ATTRIBUTE.PROTOCOL_VERSION not in attributes:  # initialize: known once it succeeded
+            revision = getattr(self.owner, "revision", None)
+            if revision is not None:
+                attributes[ATTRIBUTE.PROTOCOL_VERSION] = revision
+        record = getattr(self.owner, "record", None)
+        session_id = getattr(record, "id", None)
+        if session_id and getattr(self.owner, "revision", None) is not None:  # sessions only (digest 1.6)
+            attributes[ATTRIBUTE.SESSION_ID] = session_id
+        span = self.span
+        status: Status | None = None
+        events: list[tuple[str, dict[str, Any]]] = []
+        if type(reply) is JsonRpcError:
+            code = reply.code
+            attributes[ATTRIBUTE.STATUS_CODE] = str(code)
+            error_type = server_error_type(code)
+            if error_type is not None:
+                handler_error = self.error
+                attributes[ATTRIBUTE.ERROR_TYPE] = (
+                    exception_error_type(handler_error) if handler_error is not None else error_type
+                )
+                status = Status(StatusCode.ERROR, reply.message)
+                if handler_error is not None and span is not None and self.observer.settings.record_exceptions:
+                    span.record_exception(handler_error)
+        elif type(reply) is JsonRpcResponse:
+            result = reply.result
+            if is_tool_error(self.method, result):
+                attributes[ATTRIBUTE.ERROR_TYPE] = TOOL_ERROR
+                status = Status(StatusCode.ERROR)
+            elif result.get("resultType") == _INPUT_REQUIRED:
+                attributes[ATTRIBUTE.RESULT_TYPE] = _INPUT_REQUIRED
+                asked = result.get("inputRequests")
+                methods = sorted(
+                    {entry.get("method") for entry in asked.values() if type(entry) is dict}
+                    if type(asked) is dict
+                    else set(),
+                    key=str,
+                )
+                events.append(("input_required", {"mcp_sse_server.asked": [str(m) for m in methods]}))
+        elif reply is None:
+            events.append((CANCELLED, {}))
+        if reply is None and isinstance(error, Exception):  # (a CancelledError is no failure)
+            attributes[ATTRIBUTE.ERROR_TYPE] = exception_error_type(error)
+            status = Status(StatusCode.ERROR)
+        if span is not None:
+            if span.is_recording():
+                span.set_attributes(attributes)
+                for name, event in events:
+                    span.add_event(name, event)
+                if status is not None:
+                    span.set_status(status)
+            span.end()
+        if self.observer.metrics:
+            self.observer.operation_duration.record(duration, metric_attributes(attributes))
