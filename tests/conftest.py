@@ -26,6 +26,10 @@ if TYPE_CHECKING:
 NO_SKIP = os.environ.get("MCP_TEST_NO_SKIP") == "1"
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "browser: drives a real Chromium (tests/browser; skips without one)")
+
+
 @pytest.fixture(autouse=True)
 def _fresh_era_memo() -> Iterator[None]:
     """Every test starts with an empty era memo (client/era_memo.py): what one test's server
