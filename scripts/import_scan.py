@@ -110,6 +110,8 @@ LAYERS: Final[dict[str, int]] = {
     "client.*": 10,
     "servers": 10,
     "servers.*": 10,
+    "openapi": 10,
+    "openapi.*": 10,
     "middleware": 10,
     "middleware.*": 10,
     # L11: the command line and the package root
