@@ -112,6 +112,8 @@ LAYERS: Final[dict[str, int]] = {
     "servers.*": 10,
     "openapi": 10,
     "openapi.*": 10,
+    "proxy": 10,
+    "proxy.*": 10,
     "middleware": 10,
     "middleware.*": 10,
     # L11: the command line and the package root

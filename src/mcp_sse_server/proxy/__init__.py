@@ -1,0 +1,16 @@
+"""Proxying: serve another MCP server (in process, over HTTP, legacy SSE or stdio) as an ``McpServer``.
+
+Names are imported on first use.
+"""
+
+from typing import TYPE_CHECKING
+
+from ..engine._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .backend import BackendUnavailable as BackendUnavailable
+    from .server import ProxyServer as ProxyServer
+    from .server import proxy as proxy
+
+
+__getattr__, __dir__ = lazy_exports(__name__, __file__)

@@ -1,0 +1,559 @@
+"""``proxy(target)``: an ``McpServer`` that serves another MCP server, whatever it is and speaks.
+
+The target is an ``McpServer`` (in process), an ``http(s)://`` URL (Streamable HTTP; a ``.../sse``
+URL or ``ServerConfig`` of type ``sse`` for the legacy transport), a stdio command line (a string,
+split like a shell would, or a list) or a config entry (``ServerConfig`` or its dict). The front
+is served at any revision this package serves; the backend at whatever it speaks.
+
+Rules:
+
+1. Connections. ``connections="session"`` (the default): each front session (2024-11-05 to
+   2025-11-25) gets its own backend connection, opened at its first request after the handshake
+   and closed when it ends, declaring the client capabilities that front session declared, so
+   the backend never asks what the front cannot answer; it is a session too unless ``mode``
+   pins another era. ``"pooled"``: the requests of every
+   front that may ask something (``tools/call``, ``prompts/get``, ``resources/read``) lease one
+   of ``pool`` connections exclusively for the call; lists and completion use the control
+   connection. Stateless (2026-07-28) requests are always served the pooled way. A separate
+   control connection, opened by the first request, gives the capabilities and instructions
+   the front advertises and serves stateless lists.
+2. Lists: every page of the backend's list is fetched (at most ``MAX_PAGES``, a repeated cursor
+   is an error), then the front pages the whole list with its own cursors (``page_size``): a
+   backend cursor never reaches the front, and a front cursor without paging is -32602.
+   Listed tools lose ``execution`` (the front runs no backend task: rule 7).
+3. Calls: the request is forwarded with its params, ``_meta`` cut down to the trace context
+   (``traceparent``, ``tracestate``, ``baggage``); the front's progress token is replaced by the
+   backend client's own and the backend's progress reported on the front token, values that do
+   not increase dropped. Cancelling the front request cancels the backend request
+   (``notifications/cancelled`` with the backend's id).
+4. Errors: a JSON-RPC error of the backend passes with its code, message and data. A backend
+   that cannot be reached or dies mid-call fails that call: a tool call with an ``isError``
+   result "Backend NAME is unavailable: ...", anything else with -32603 and that text; the next
+   request restarts it, with backoff (``backend.py``). No traceback ever reaches the front.
+5. Questions (sampling, elicitation, roots) the backend asks go to the front session its
+   connection serves, tied to the one call in flight when there is exactly one. Behind a
+   stateless front the question becomes the front's ``input_required`` round: the backend call
+   is cancelled and, on the retry, made again from the start, its questions answered in order
+   from the retry's answers (replay: side effects before a question repeat).
+6. Notifications: a session's backend sends its list changes, resource updates and
+   ``elicitation/complete`` to that session (updates only for URIs it subscribed); its logs go
+   through the front session's level (the backend is asked for every level). The control
+   connection's list changes reach ``subscriptions/listen`` listeners. A front
+   ``roots/list_changed`` is passed to every session backend (the engine does not say whose).
+7. Not forwarded: tasks (the backend's ``tasks`` capability is not advertised; a call is a
+   plain call), ``ping`` (answered by the front), skills, per-principal connections.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+from ..engine.background import in_background
+from ..engine.context import RequestContext, current_context
+from ..engine.jsonrpc import INTERNAL_ERROR, JsonRpcNotification, McpError
+from ..engine.registry import Pager
+from ..engine.server import McpServer
+from ..engine.session import ServerSession
+from ..engine.stateless import InputRequired, RequestSession
+from ..engine.transports import is_url
+from ..engine.types import CallToolResult
+from .backend import FIRST_DELAY, Backend, BackendUnavailable, ClientFactory
+
+if TYPE_CHECKING:
+    from ..client.config import ServerConfig
+    from ..client.results import LogMessage
+
+__all__ = ["MAX_PAGES", "ProxyServer", "proxy"]
+
+MAX_PAGES: Final = 100
+"""The most pages of one backend list fetched for one front list."""
+
+Connections = Literal["session", "pooled"]
+
+_KEPT_META: Final = ("traceparent", "tracestate", "baggage")
+_FRONT_KEYS: Final = frozenset({"_meta", "inputResponses", "requestState", "task"})
+_ASKED_CAPABILITY: Final = {
+    "sampling/createMessage": "sampling",
+    "elicitation/create": "elicitation",
+    "roots/list": "roots",
+}
+# What a pooled or control connection declares: it may serve any front (rule 1).
+_EVERY_CAPABILITY: Final = {"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": True}}
+_LISTS: Final = {
+    "tools/list": "tools",
+    "prompts/list": "prompts",
+    "resources/list": "resources",
+    "resources/templates/list": "resourceTemplates",
+}
+_CALLS: Final = ("tools/call", "prompts/get", "resources/read")
+
+
+class _Front:
+    """The front a backend connection answers to now: a session, and its calls in flight."""
+
+    __slots__ = ("asked", "calls", "session")
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.calls: list[RequestContext] = []
+        self.asked: asyncio.Future[None] | None = None  # a stateless call's: set when a question is pending
+
+    async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        calls = self.calls
+        # (Inside the one call in flight: the question travels on its stream, or becomes its round.)
+        token = current_context.set(calls[0] if len(calls) == 1 else None)
+        try:
+            answer: dict[str, Any] = await self.session.request(method, params, _ASKED_CAPABILITY.get(method), 300.0)
+            return answer
+        except InputRequired:
+            asked = self.asked
+            if asked is not None and not asked.done():
+                asked.set_result(None)
+            raise McpError(INTERNAL_ERROR, "the client answers this in its next round") from None
+        finally:
+            current_context.reset(token)
+
+    def log(self, message: LogMessage) -> None:
+        calls = self.calls
+        related = calls[0].request_id if len(calls) == 1 else None
+        session = self.session
+        if isinstance(session, RequestSession) or session.ready:
+            in_background(session.log(message.level, message.data, message.logger, related_request_id=related))
+
+
+class _Pool:
+    """At most ``size`` backend connections, each leased to one call at a time."""
+
+    __slots__ = ("_free", "_idle", "_made", "make", "size")
+
+    def __init__(self, make: Callable[[], Backend], size: int) -> None:
+        self.make = make
+        self.size = size
+        self._idle: list[Backend] = []
+        self._made: list[Backend] = []
+        self._free = asyncio.Condition()
+
+    async def lease(self) -> Backend:
+        async with self._free:
+            while not self._idle and len(self._made) >= self.size:
+                await self._free.wait()
+            if self._idle:
+                return self._idle.pop()
+            backend = self.make()
+            self._made.append(backend)
+            return backend
+
+    async def release(self, backend: Backend) -> None:
+        backend.asker = None
+        async with self._free:
+            self._idle.append(backend)
+            self._free.notify()
+
+    async def close(self) -> None:
+        for backend in self._made:
+            await backend.close()
+
+
+class ProxyServer(McpServer):
+    """An ``McpServer`` whose methods forward to a backend (rules in the module docstring; build
+    one with ``proxy``)."""
+
+    def __init__(
+        self,
+        factory: ClientFactory,
+        *,
+        name: str = "proxy",
+        connections: Connections = "session",
+        pool: int = 4,
+        page_size: int | None = None,
+        mode: str = "auto",
+        first_delay: float | None = None,
+    ) -> None:
+        super().__init__(name, page_size=page_size)
+        if connections not in ("session", "pooled"):
+            raise ValueError(f'connections must be "session" or "pooled", not {connections!r}')
+        if pool < 1:
+            raise ValueError("pool must be at least 1")
+        self.factory = factory
+        self.connections: Connections = connections
+        self.mode = mode
+        self._pager = Pager(page_size)
+        self.first_delay = FIRST_DELAY if first_delay is None else first_delay  # backend.py rule 3
+        self._backend_capabilities: dict[str, Any] | None = None
+        self._control = self._backend(_EVERY_CAPABILITY, on_notification=self._control_notified)
+        self._pool = _Pool(self._pooled_backend, pool)
+        self._fronts: dict[ServerSession, tuple[Backend, _Front]] = {}
+        self.on_roots_list_changed = self._roots_changed
+        handlers = self.handlers
+        for method in ("initialize", "server/discover", "subscriptions/listen"):
+            handlers.register(method, self._after_control(handlers[method]))
+        for method, key in _LISTS.items():
+            handlers.register(method, self._lister(method, key))
+        handlers.register("tools/call", self._call_tool)
+        for method in ("prompts/get", "resources/read"):
+            handlers.register(method, self._caller(method))
+        handlers.register("completion/complete", self._completion)
+        handlers.register("resources/subscribe", self._subscribe)
+        handlers.register("resources/unsubscribe", self._unsubscribe)
+
+    # --- what the front advertises ---------------------------------------------------------
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """The backend's capabilities (once its control connection is up), without ``tasks``;
+        ``logging`` always."""
+        found = self._backend_capabilities or {}
+        capabilities = {key: value for key, value in found.items() if key not in ("tasks", "extensions")}
+        capabilities["logging"] = {}
+        return capabilities
+
+    def _after_control(self, handler: Callable[..., Awaitable[dict[str, Any]]]) -> Any:
+        async def handle(params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+            if self._backend_capabilities is None:
+                await self._start_control()
+            return await handler(params, context)
+
+        return handle
+
+    async def _start_control(self) -> None:
+        try:
+            client = await self._control.client()
+        except BackendUnavailable as error:
+            raise McpError(INTERNAL_ERROR, str(error)) from None
+        self._backend_capabilities = dict(client.server_capabilities or {})
+        if self.instructions is None:
+            self.instructions = client.instructions
+
+    # --- connections -------------------------------------------------------------------------
+
+    def _backend(
+        self,
+        capabilities: dict[str, Any] | None,
+        *,
+        on_notification: Callable[[JsonRpcNotification], Any] | None,
+        mode: str | None = None,
+    ) -> Backend:
+        return Backend(
+            self.name,
+            self.factory,
+            capabilities=capabilities,
+            mode=mode or self.mode,
+            on_notification=on_notification,
+            first_delay=self.first_delay,
+        )
+
+    def _pooled_backend(self) -> Backend:
+        backend = self._backend(_EVERY_CAPABILITY, on_notification=None)
+        backend.on_log = self._pooled_log(backend)
+        return backend
+
+    @staticmethod
+    def _pooled_log(backend: Backend) -> Callable[[LogMessage], None]:
+        def log(message: LogMessage) -> None:
+            asker = backend.asker
+            front = getattr(asker, "__self__", None)
+            if isinstance(front, _Front):
+                front.log(message)
+
+        return log
+
+    def _session_backend(self, session: ServerSession) -> tuple[Backend, _Front]:
+        found = self._fronts.get(session)
+        if found is None:
+            front = _Front(session)
+            # (A session front, a session backend where the mode leaves the choice: subscriptions,
+            # logging/setLevel and list changes then work the same way on both sides.)
+            mode = "session" if self.mode == "auto" else self.mode
+            capabilities = dict(session.client_capabilities or {})
+            backend = self._backend(capabilities, on_notification=self._relay(session), mode=mode)
+            backend.asker = front.ask
+            backend.on_log = front.log
+            found = self._fronts[session] = (backend, front)
+        return found
+
+    def session_ended(self, session: ServerSession) -> None:
+        """The front session ended: its backend connection is closed."""
+        super().session_ended(session)
+        found = self._fronts.pop(session, None)
+        if found is not None:
+            in_background(found[0].close())
+
+    async def close(self) -> None:
+        """Close every front session and every backend connection."""
+        await super().close()
+        fronts, self._fronts = self._fronts, {}
+        for backend, _front in fronts.values():
+            await backend.close()
+        await self._pool.close()
+        await self._control.close()
+
+    # --- notifications -----------------------------------------------------------------------
+
+    @staticmethod
+    def _relay(session: ServerSession) -> Callable[[JsonRpcNotification], None]:
+        def relay(notification: JsonRpcNotification) -> None:
+            method, params = notification.method, notification.params
+            if method.endswith("/list_changed") or method == "notifications/elicitation/complete":
+                session.notify_soon(method, params)
+            elif method == "notifications/resources/updated":
+                uri = (params or {}).get("uri")
+                if isinstance(uri, str) and session.is_subscribed(uri):
+                    session.notify_soon(method, params)
+
+        return relay
+
+    def _control_notified(self, notification: JsonRpcNotification) -> None:
+        method = notification.method
+        if method.endswith("/list_changed") and self._event_bus is not None:
+            kind = method.split("/")[1]
+            in_background(self._event_bus.publish({"kind": kind}))
+
+    def _roots_changed(self) -> None:
+        for backend, _front in list(self._fronts.values()):
+            in_background(backend.notify("notifications/roots/list_changed"))
+
+    # --- forwarding --------------------------------------------------------------------------
+
+    async def _listing_backend(self, context: RequestContext) -> Backend:
+        session = context.session
+        if self.connections == "session" and type(session) is ServerSession:
+            return self._session_backend(session)[0]
+        if self._backend_capabilities is None:
+            await self._start_control()
+        return self._control
+
+    def _lister(self, method: str, key: str) -> Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]:
+        async def handle(params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+            backend = await self._listing_backend(context)
+            items: list[dict[str, Any]] = []
+            cursor: Any = None
+            seen: set[Any] = set()
+            for _ in range(MAX_PAGES):
+                try:
+                    page = await backend.request(method, None if cursor is None else {"cursor": cursor})
+                except BackendUnavailable as error:
+                    raise McpError(INTERNAL_ERROR, str(error)) from None
+                found = page.get(key)
+                if isinstance(found, list):
+                    items.extend(entry for entry in found if isinstance(entry, dict))
+                cursor = page.get("nextCursor")
+                if cursor is None:
+                    break
+                if cursor in seen:
+                    raise McpError(INTERNAL_ERROR, f"Backend {self.name} repeated a {method} cursor")
+                seen.add(cursor)
+            else:
+                raise McpError(INTERNAL_ERROR, f"Backend {self.name} listed more than {MAX_PAGES} pages of {method}")
+            if key == "tools":
+                items = [_without(entry, "execution") for entry in items]
+            return self._pager.page(method, key, items, params)
+
+        return handle
+
+    async def _call_tool(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        try:
+            return await self._forward("tools/call", params, context)
+        except BackendUnavailable as error:
+            return CallToolResult.error(str(error)).to_dict()
+
+    def _caller(self, method: str) -> Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]:
+        async def handle(params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+            try:
+                return await self._forward(method, params, context)
+            except BackendUnavailable as error:
+                raise McpError(INTERNAL_ERROR, str(error)) from None
+
+        return handle
+
+    async def _completion(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        backend = await self._listing_backend(context)
+        try:
+            return await backend.request("completion/complete", _forwarded(params))
+        except BackendUnavailable as error:
+            raise McpError(INTERNAL_ERROR, str(error)) from None
+
+    async def _subscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        session = context.session
+        result = await self._session_call("resources/subscribe", params, context)
+        session.subscribe(params.get("uri"))
+        return result
+
+    async def _unsubscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        session = context.session
+        session.unsubscribe(params.get("uri"))
+        return await self._session_call("resources/unsubscribe", params, context)
+
+    async def _session_call(self, method: str, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        try:
+            return await (await self._listing_backend(context)).request(method, _forwarded(params))
+        except BackendUnavailable as error:
+            raise McpError(INTERNAL_ERROR, str(error)) from None
+
+    async def _forward(self, method: str, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """One call that may ask the front something (rules 1, 3 and 5)."""
+        if not _FRONT_KEYS.isdisjoint(params):
+            params = _forwarded(params)
+        if context.progress_token is None:
+            return await self._forward_on(method, params, context, None)
+        relay = _ProgressRelay(context)
+        result = await self._forward_on(method, params, context, relay)
+        await relay.flush()
+        return result
+
+    async def _forward_on(
+        self, method: str, params: dict[str, Any], context: RequestContext, on_progress: _ProgressRelay | None
+    ) -> dict[str, Any]:
+        session = context.session
+        if self.connections == "session" and type(session) is ServerSession:
+            backend, front = self._session_backend(session)
+            front.calls.append(context)
+            try:
+                return await backend.request(method, params, on_progress)
+            finally:
+                front.calls.remove(context)
+        backend = await self._pool.lease()
+        front = _Front(session)
+        front.calls.append(context)
+        backend.asker = front.ask
+        try:
+            if not isinstance(session, RequestSession):
+                return await backend.request(method, params, on_progress)
+            return await _until_asked(backend.request(method, params, on_progress), front)
+        finally:
+            await self._pool.release(backend)
+
+
+async def _until_asked(call: Awaitable[dict[str, Any]], front: _Front) -> dict[str, Any]:
+    """The result of ``call``, or InputRequired once it asks a question the front must answer
+    in another round (the call is then cancelled: rule 5)."""
+    asked = front.asked = asyncio.get_running_loop().create_future()
+    running = asyncio.ensure_future(call)
+    try:
+        await asyncio.wait((running, asked), return_when=asyncio.FIRST_COMPLETED)
+        if not asked.done():
+            return running.result()
+        raise InputRequired
+    finally:
+        if not running.done():
+            running.cancel()
+            await asyncio.wait((running,))
+        if not running.cancelled():
+            running.exception()  # (once asked: the refusal that ended the call is not the front's concern)
+        if not asked.done():
+            asked.cancel()
+
+
+class _ProgressRelay:
+    """Reports a backend call's progress on the front request's token, in order; ``flush`` waits
+    for what is still on its way, so the front sees it before the result (rule 3)."""
+
+    __slots__ = ("context", "last")
+
+    def __init__(self, context: RequestContext) -> None:
+        self.context = context
+        self.last: asyncio.Task[None] | None = None
+
+    def __call__(self, progress: float, total: float | None, message: str | None) -> None:
+        self.last = in_background(self._report(self.last, progress, total, message))
+
+    async def _report(
+        self, before: asyncio.Task[None] | None, progress: float, total: float | None, message: str | None
+    ) -> None:
+        if before is not None:
+            await before
+        try:
+            await self.context.report_progress(progress, total, message)
+        except ValueError:
+            pass  # not above the last value: the front's token must only increase
+
+    async def flush(self) -> None:
+        if self.last is not None:
+            await self.last
+
+
+def _forwarded(params: dict[str, Any]) -> dict[str, Any]:
+    """``params`` without what belongs to the front's connection: ``_meta`` cut down to the trace
+    context, no ``inputResponses`` or ``requestState`` (the front's rounds, not the backend's),
+    no ``task`` (rules 3 and 7)."""
+    out = {key: value for key, value in params.items() if key not in _FRONT_KEYS}
+    meta = params.get("_meta")
+    if isinstance(meta, dict):
+        kept = {key: meta[key] for key in _KEPT_META if key in meta}
+        if kept:
+            out["_meta"] = kept
+    return out
+
+
+def _without(entry: dict[str, Any], key: str) -> dict[str, Any]:
+    if key not in entry:
+        return entry
+    return {name: value for name, value in entry.items() if name != key}
+
+
+# --- targets -------------------------------------------------------------------------------------
+
+
+def client_factory(target: McpServer | str | Sequence[str] | ServerConfig | Mapping[str, Any]) -> ClientFactory:
+    """How the proxy connects to ``target`` (see the module docstring for the forms)."""
+    if isinstance(target, McpServer):
+        server = target
+
+        def in_memory(**options: Any) -> Any:
+            from ..client.memory import InMemoryClient
+
+            return InMemoryClient(server, **options)
+
+        return in_memory
+    from ..client.config import ServerConfig
+    from ..client.connect import create_client
+
+    if isinstance(target, ServerConfig):
+        config = target
+    elif isinstance(target, Mapping):
+        config = ServerConfig.from_dict(target)
+    elif isinstance(target, str) and is_url(target):
+        legacy = target.rstrip("/").endswith("/sse")
+        config = ServerConfig.from_dict({"type": "sse" if legacy else "streamable-http", "url": target})
+    else:
+        words = shlex.split(target) if isinstance(target, str) else list(target)
+        if not words or not all(isinstance(word, str) for word in words):
+            raise ValueError(f"a proxy target is a server, a URL, a command line or a config, not {target!r}")
+        config = ServerConfig.from_dict({"type": "stdio", "command": words[0], "args": words[1:]})
+
+    def configured(**options: Any) -> Any:
+        return create_client(config, **options)
+
+    return configured
+
+
+def proxy(
+    target: McpServer | str | Sequence[str] | ServerConfig | Mapping[str, Any],
+    *,
+    name: str | None = None,
+    connections: Connections = "session",
+    pool: int = 4,
+    page_size: int | None = None,
+    mode: str = "auto",
+) -> ProxyServer:
+    """An ``McpServer`` serving ``target`` (rules in the module docstring).
+
+    >>> front = proxy("npx -y @modelcontextprotocol/server-everything stdio")  # doctest: +SKIP
+    >>> front.run("http", port=8080)  # doctest: +SKIP
+
+    ``name`` is the front's ``serverInfo`` name and what errors call the backend (default: the
+    config's name, else "proxy"); ``connections`` and ``pool`` choose how backend connections
+    are shared (rule 1); ``page_size`` pages the front's lists; ``mode`` pins the backend's era
+    (``"session"``, ``"2026-07-28"``; ``"auto"``: a session front's backend connection is a
+    session, the others probe). ValueError (ConfigError) for a
+    target that is none of the forms.
+    """
+    factory = client_factory(target)
+    if name is None:
+        configured = getattr(target, "name", None) if not isinstance(target, str | McpServer) else None
+        if isinstance(target, Mapping):
+            configured = target.get("name")
+        name = configured if isinstance(configured, str) and configured else "proxy"
+    return ProxyServer(factory, name=name, connections=connections, pool=pool, page_size=page_size, mode=mode)
