@@ -32,6 +32,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeAlias
 
 from ..engine import versions
+from ..engine.apps import APP_MIME_TYPE, APPS_EXTENSION
 from ..engine.context import RequestContext
 from ..engine.jsonrpc import (
     METHOD_NOT_FOUND,
@@ -142,6 +143,7 @@ class ClientCore(ABC):
         session_fallback: bool = True,
         remember_era: bool = True,
         event_hooks: Mapping[str, Sequence[EventHook]] | None = None,
+        apps: bool = False,
     ) -> None:
         if not isinstance(transport, ClientTransport):
             raise TypeError(f"transport must be a ClientTransport, not {type(transport).__name__}")
@@ -166,6 +168,7 @@ class ClientCore(ABC):
         self.elicitation_url = elicitation_url
         self.sampling_tools = sampling_tools
         self.on_elicitation_complete = on_elicitation_complete
+        self.apps = apps  # declares the MCP Apps extension (client/apps.py)
         # What the server said: set by the handshake (handshake.py), kept across reconnects.
         self.era: Era | None = None
         self.protocol_version: str | None = None
@@ -216,6 +219,8 @@ class ClientCore(ABC):
             capabilities["elicitation"] = {mode: {} for mode in self.elicitation_modes}
         if self.roots is not None:
             capabilities["roots"] = {"listChanged": True}
+        if self.apps:  # (both eras: initialize's capabilities, each stateless request's _meta)
+            capabilities["extensions"] = {APPS_EXTENSION: {"mimeTypes": [APP_MIME_TYPE]}}
         return capabilities
 
     @property

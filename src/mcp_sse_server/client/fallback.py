@@ -203,6 +203,7 @@ class SessionFallback(StatelessCalls):
             "request_timeout": self.request_timeout,
             "elicitation_url": self.elicitation_url,
             "sampling_tools": self.sampling_tools,
+            "apps": self.apps,
             "on_elicitation_complete": self.on_elicitation_complete,
             "log_level": self.log_level,
             "max_input_rounds": self.max_input_rounds,

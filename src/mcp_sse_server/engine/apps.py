@@ -1,13 +1,16 @@
 """MCP Apps (the ``io.modelcontextprotocol/ui`` extension, SEP-1865): tools that bring their own
 HTML interface, served as ``ui://`` resources that a host renders in a sandboxed iframe.
 
->>> server = McpServer("calc")                                            # doctest: +SKIP
+>>> from mcp_sse_server import McpServer
+>>> server = McpServer("calc")
 >>> @server.app("ui://calc/view.html", csp=Csp(connect=["https://api.example.com"]))
 ... def view() -> str:
 ...     return "<!doctype html><html><body><p id=out></p></body></html>"
 >>> @server.tool(app="ui://calc/view.html")
 ... def add(a: int, b: int) -> str:
-...     return str(a + b)          # the text every client gets; a host also renders the view
+...     return str(a + b)  # the text every client gets; a host also renders the view
+>>> server.capabilities["extensions"]
+{'io.modelcontextprotocol/ui': {}}
 
 Rules:
 
