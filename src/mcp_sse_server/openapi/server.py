@@ -69,6 +69,8 @@ def load_spec(spec: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str, Any
     only for YAML). ``OpenApiError`` when it is not an OpenAPI 3 document."""
     if isinstance(spec, Mapping):
         loaded: Any = dict(spec)
+    elif not isinstance(spec, (str, os.PathLike)):
+        raise OpenApiError(f"a spec is a dict or the path of a JSON or YAML file, not {type(spec).__name__}")
     else:
         path = Path(spec)
         try:
