@@ -136,6 +136,13 @@ class ResourceRegistry(Registry):
         ones served before."""
         self._files = files
 
+    def serves(self, uri: str) -> bool:
+        """True when ``resources/read`` of ``uri`` would find an entry here (a fixed resource, a
+        served file or a matching template: rule 2), whatever the request's rules."""
+        if uri in self._resources or uri in self._files:
+            return True
+        return any(matcher.match(uri) is not None for matcher, _ in self._templates.values())
+
     def get(self, uri: str) -> Resource | None:
         """The fixed resource at ``uri``, or None."""
         return self._resources.get(uri)

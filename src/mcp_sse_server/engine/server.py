@@ -46,9 +46,10 @@ from .handlers import HandlerRegistry
 from .jsonrpc import INTERNAL_ERROR, McpError
 from .lifecycle import Lifecycle
 from .memory_stores import MemoryEventBus, MemoryTaskStore
-from .middleware import Middleware, notification_runner, tool_runner
+from .middleware import Middleware, notification_runner
 from .middleware import check as middleware_check
 from .middleware import wrap as wrap_handler
+from .mount import Composition
 from .prompts import PromptRegistry
 from .records import SessionRecord
 from .registry import Pager, Scoped
@@ -106,7 +107,7 @@ def is_shared_server(factory: object) -> bool:
     return getattr(factory, _SHARED_MARK, False) is True
 
 
-class McpServer(Decorators, AppDecorators):
+class McpServer(Decorators, AppDecorators, Composition):
     """An MCP server, defined once, serving every session connected to it.
 
     Register tools, resources, resource templates and prompts (``add_tool``,
@@ -221,7 +222,7 @@ class McpServer(Decorators, AppDecorators):
             self.tool_registry.pager = self.resource_registry.pager = self.prompt_registry.pager = unpaged
             self.handlers.set_layer(partial(wrap_handler, chain, pager))
         chain.append(checked)
-        self.tool_registry.runner = tool_runner(chain)
+        self._refresh_runners()  # (with a mounted server's ancestors' tier-2 hooks: mount.py rule 4)
         self.handlers.notified = notification_runner(chain)
 
     @property
@@ -490,6 +491,8 @@ class McpServer(Decorators, AppDecorators):
 
     async def notify_resource_updated(self, uri: str) -> None:
         """Tell every session subscribed to ``uri``, and every listener watching it, that it changed."""
+        if self._mounted_in is not None:  # served through the parent: its sessions, the front URI
+            return await self._mounted_in.parent.notify_resource_updated(self._mounted_in.front("resource", uri))
         for session in list(self._sessions):
             if session.is_subscribed(uri):
                 await session.connection.notify("notifications/resources/updated", {"uri": uri})
@@ -581,6 +584,8 @@ class McpServer(Decorators, AppDecorators):
             capabilities["tools"] = {"listChanged": True}
         if self.skill_registry:
             capabilities["extensions"] = {SKILLS_EXTENSION: {"directoryRead": True}}
+        if self._mounts is not None:
+            capabilities = self._mounts.capabilities(capabilities)
         if "_apps" in self.__dict__ and self._check_apps():  # MCP Apps (apps.py rules 4 and 5)
             capabilities["extensions"] = {**capabilities.get("extensions", {}), APPS_EXTENSION: {}}
         return capabilities
@@ -589,4 +594,4 @@ class McpServer(Decorators, AppDecorators):
     def tasks_declared(self) -> bool:
         """True when some tool may run as a task: the server then declares tasks (2025-11-25's
         ``capabilities.tasks``, the Tasks extension in 2026-07-28's ``server/discover``)."""
-        return self.tool_registry.tasks_declared
+        return self.tool_registry.tasks_declared or (self._mounts is not None and self._mounts.tasks_declared)

@@ -179,6 +179,15 @@ class ToolRegistry(Registry):
         for entry in self._tools.values():
             entry.direct = entry.tool.handler if runner is None else None
 
+    @property
+    def host(self) -> RuntimeHost | None:
+        """Where task calls find their runtime (a mounted server's: its root's, ``mount.py``)."""
+        return self._host
+
+    @host.setter
+    def host(self, host: RuntimeHost | None) -> None:
+        self._host = host
+
     def add(self, tool: Tool) -> None:
         """Register (or replace) ``tool``; ValueError when it is invalid (rule 1)."""
         problem = check_tool_name(tool.name)
