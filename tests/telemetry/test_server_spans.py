@@ -1,0 +1,307 @@
+"""Server spans and metrics over the in-process transports (RawClient's task path and
+InMemoryClient's direct path), with the SDK's in-memory exporters: names, attributes, error
+classification, parents and links, cardinality, cancellation, metrics, logs and modes."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from opentelemetry import trace
+from opentelemetry.trace import SpanKind, StatusCode
+from server_otel import Otel
+
+from fixtures.sessions import RawClient
+from mcp_sse_server import InMemoryClient, McpServer, MemoryTransport
+from mcp_sse_server.engine import versions
+from mcp_sse_server.engine.jsonrpc import INTERNAL_ERROR, JsonRpcError, JsonRpcResponse, McpError
+from mcp_sse_server.engine.types import CallToolResult, TextContent
+from mcp_sse_server.telemetry.conventions import DURATION_BUCKETS
+
+TRACE_ID = "0af7651916cd43dd8448eb211c80319c"
+PARENT_ID = "b7ad6b7169203331"
+TRACEPARENT = f"00-{TRACE_ID}-{PARENT_ID}-01"
+STATELESS_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+def make_server(otel: Otel, **options: Any) -> McpServer:
+    server = McpServer("traced", telemetry=otel.telemetry(**options))
+
+    @server.tool()
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    @server.tool()
+    def broken() -> str:
+        raise RuntimeError("secret detail that must not reach a span description")
+
+    @server.tool()
+    def refuse() -> str:
+        raise McpError(INTERNAL_ERROR, "backend unavailable")
+
+    @server.tool()
+    def soft_fail() -> CallToolResult:
+        return CallToolResult([TextContent("no")], is_error=True)
+
+    @server.prompt()
+    def greet(name: str) -> str:
+        return f"hello {name}"
+
+    async def explode(params: dict[str, Any], context: Any) -> dict[str, Any]:
+        raise RuntimeError("secret detail that must not reach a span description")
+
+    server.handlers.register("custom/explode", explode)
+    return server
+
+
+async def raw(server: McpServer, revision: str | None) -> RawClient:
+    server_side, client_side = MemoryTransport.pair()
+    await server.connect(server_side)
+    client = RawClient(server, client_side)
+    if revision is not None:
+        await client.initialize(protocol_version=revision)
+    return client
+
+
+def with_meta(params: dict[str, Any], revision: str | None, **meta: Any) -> dict[str, Any]:
+    """``params`` with the stateless envelope (for 2026-07-28) and ``meta`` in ``_meta``."""
+    merged = dict(STATELESS_META) if revision is None else {}
+    merged.update(meta)
+    return {**params, "_meta": merged} if merged else params
+
+
+SESSION_REVISIONS = [revision.name for revision in versions.SERVED if revision.handshake]
+
+
+@pytest.mark.parametrize("revision", [*SESSION_REVISIONS, None], ids=[*SESSION_REVISIONS, "2026-07-28"])
+async def test_every_revision_names_and_attributes_its_spans(otel: Otel, revision: str | None) -> None:
+    client = await raw(make_server(otel), revision)
+    try:
+        reply = await client.call("tools/call", with_meta({"name": "add", "arguments": {"a": 1, "b": 2}}, revision))
+        assert isinstance(reply, JsonRpcResponse)
+        await client.call("prompts/get", with_meta({"name": "greet", "arguments": {"name": "x"}}, revision))
+        await client.call("tools/list", with_meta({}, revision))
+    finally:
+        await client.close()
+    call = otel.span("tools/call add")
+    assert call.kind is SpanKind.SERVER and call.status.status_code is StatusCode.UNSET
+    attributes = dict(call.attributes or {})
+    assert attributes["mcp.method.name"] == "tools/call"
+    assert attributes["gen_ai.tool.name"] == "add" and attributes["gen_ai.operation.name"] == "execute_tool"
+    assert attributes["jsonrpc.request.id"] == str(reply.id)
+    assert attributes["mcp.protocol.version"] == (revision or "2026-07-28")
+    assert "network.transport" not in attributes  # in memory: no network
+    if revision is None:  # a stateless request has no session (digest 1.6)
+        assert "mcp.session.id" not in attributes
+    else:
+        assert "mcp.session.id" in attributes or client.server.sessions == ()  # (memory sessions have no id)
+    assert dict(otel.span("prompts/get greet").attributes or {})["gen_ai.prompt.name"] == "greet"
+    assert "gen_ai.tool.name" not in dict(otel.span("tools/list").attributes or {})
+    if revision is not None:
+        initialize = dict(otel.span("initialize").attributes or {})
+        assert initialize["mcp.protocol.version"] == revision
+
+
+async def test_a_session_with_an_id_puts_it_on_spans_but_never_on_metrics(otel: Otel) -> None:
+    from mcp_sse_server.engine.records import SessionRecord
+
+    server = make_server(otel)
+    server_side, client_side = MemoryTransport.pair()
+    await server.connect(server_side, record=SessionRecord("session-1"))
+    client = RawClient(server, client_side)
+    try:
+        await client.initialize(protocol_version="2025-11-25")
+        await client.result("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    finally:
+        await client.close()
+    assert dict(otel.span("tools/call add").attributes or {})["mcp.session.id"] == "session-1"
+    points = otel.points("mcp.server.operation.duration")
+    assert points and all(
+        "mcp.session.id" not in p.attributes and "jsonrpc.request.id" not in p.attributes for p in points
+    )
+    sessions = otel.points("mcp.server.session.duration")
+    assert [dict(p.attributes) for p in sessions] == [{"mcp.protocol.version": "2025-11-25"}]
+
+
+async def test_the_error_table(otel: Otel) -> None:
+    server = make_server(otel)
+    async with InMemoryClient(server) as client:
+        for name in ("refuse", "nope"):
+            with pytest.raises(McpError):
+                await client.call_tool(name, {})
+        with pytest.raises(McpError) as raised:
+            await client.request("custom/explode", {})
+        assert raised.value.message == "Internal error"  # the wire never says more
+        for name in ("soft_fail", "broken"):  # a tool's exception is its isError result
+            assert (await client.call_tool(name, {})).is_error
+    explode = otel.span("custom/explode")
+    assert explode.status.status_code is StatusCode.ERROR
+    assert explode.status.description == "Internal error"
+    assert dict(explode.attributes or {})["error.type"] == "RuntimeError"
+    assert dict(explode.attributes or {})["rpc.response.status_code"] == "-32603"
+    assert [event.name for event in explode.events] == ["exception"]  # record_exceptions
+    assert all("secret" not in (span.status.description or "") for span in otel.spans())
+    broken = otel.span("tools/call broken")
+    assert dict(broken.attributes or {})["error.type"] == "tool_error"
+    refuse = otel.span("tools/call refuse")
+    assert refuse.status.status_code is StatusCode.ERROR
+    assert dict(refuse.attributes or {})["error.type"] == "-32603"
+    # An unknown tool is the caller's fault (-32602): not a server error; and not a span name.
+    unknown = otel.span("tools/call")
+    assert unknown.status.status_code is StatusCode.UNSET
+    assert dict(unknown.attributes or {})["rpc.response.status_code"] == "-32602"
+    assert "error.type" not in dict(unknown.attributes or {})
+    assert dict(unknown.attributes or {})["gen_ai.tool.name"] == "_OTHER"
+    assert all("nope" not in span.name for span in otel.spans())
+    soft = otel.span("tools/call soft_fail")
+    assert soft.status.status_code is StatusCode.ERROR and dict(soft.attributes or {})["error.type"] == "tool_error"
+    errors = {
+        p.attributes.get("gen_ai.tool.name"): p.attributes.get("error.type")
+        for p in otel.points("mcp.server.operation.duration")
+    }
+    assert errors["_OTHER"] is None and errors["soft_fail"] == "tool_error" and errors["refuse"] == "-32603"
+
+
+async def test_an_unknown_method_is_other(otel: Otel) -> None:
+    client = await raw(make_server(otel), "2025-11-25")
+    try:
+        reply = await client.call("made/up", {})
+        assert isinstance(reply, JsonRpcError)
+    finally:
+        await client.close()
+    span = otel.span("_OTHER")
+    assert dict(span.attributes or {})["mcp_sse_server.method.original"] == "made/up"
+    assert span.status.status_code is StatusCode.UNSET  # -32601: the caller's fault
+
+
+async def test_parent_from_meta_beats_the_ambient_span_which_becomes_a_link(otel: Otel) -> None:
+    server = make_server(otel)
+    tracer = otel.tracer_provider.get_tracer("test")
+    seen: list[Any] = []
+
+    @server.tool()
+    def where() -> str:
+        seen.append(trace.get_current_span().get_span_context())
+        return "ok"
+
+    async with InMemoryClient(server) as client:  # the direct path: the caller's context is ambient
+        with tracer.start_as_current_span("ambient") as ambient:
+            await client.request(
+                "tools/call", {"name": "where", "arguments": {}, "_meta": {"traceparent": TRACEPARENT}}
+            )
+            await client.request("tools/call", {"name": "where", "arguments": {}})
+            await client.request("tools/call", {"name": "where", "arguments": {}, "_meta": {"traceparent": "00-bad"}})
+    first, second, third = [s for s in otel.server_spans() if s.name == "tools/call where"]
+    assert first.context.trace_id == int(TRACE_ID, 16) and first.parent is not None
+    assert first.parent.span_id == int(PARENT_ID, 16) and first.parent.is_remote
+    assert [link.context.span_id for link in first.links] == [ambient.get_span_context().span_id]
+    # No _meta context: the ambient span is the parent, and no link.
+    assert second.parent is not None and second.parent.span_id == ambient.get_span_context().span_id
+    assert not second.links
+    # An invalid traceparent is ignored.
+    assert third.parent is not None and third.parent.span_id == ambient.get_span_context().span_id
+    # The handler ran inside the server span.
+    assert seen[0].span_id == first.context.span_id
+
+
+async def test_a_cancelled_request_is_an_event_not_an_error(otel: Otel) -> None:
+    server = make_server(otel)
+    started = asyncio.Event()
+
+    @server.tool()
+    async def slow() -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "late"
+
+    client = await raw(server, "2025-11-25")
+    try:
+        request_id = await client.send_request("tools/call", {"name": "slow", "arguments": {}})
+        await asyncio.wait_for(started.wait(), 10)
+        await client.notify("notifications/cancelled", {"requestId": request_id, "reason": "user"})
+        await client.sync()
+    finally:
+        await client.close()
+    span = otel.span("tools/call slow")
+    assert span.status.status_code is StatusCode.UNSET
+    names = [event.name for event in span.events]
+    assert names.count("cancelled") == 2  # the notification (with its reason), and the end with no reply
+    assert dict(span.events[0].attributes or {}) == {"mcp_sse_server.reason": "user"}
+
+
+async def test_the_operation_histogram_has_the_conventions_buckets(otel: Otel) -> None:
+    async with InMemoryClient(make_server(otel)) as client:
+        await client.call_tool("add", {"a": 1, "b": 2})
+    points = [p for p in otel.points("mcp.server.operation.duration") if p.attributes.get("gen_ai.tool.name") == "add"]
+    assert len(points) == 1 and points[0].count == 1
+    assert tuple(points[0].explicit_bounds) == DURATION_BUCKETS
+    assert dict(points[0].attributes) == {
+        "mcp.method.name": "tools/call",
+        "gen_ai.tool.name": "add",
+        "gen_ai.operation.name": "execute_tool",
+        "mcp.protocol.version": "2026-07-28",
+    }
+
+
+async def test_metrics_without_spans_and_propagation_only(otel: Otel) -> None:
+    server = make_server(otel, spans=False)
+    async with InMemoryClient(server) as client:
+        await client.call_tool("add", {"a": 1, "b": 2})
+    assert otel.spans() == [] and otel.points("mcp.server.operation.duration")
+
+    quiet = make_server(otel, mode="propagation_only")
+    seen: list[Any] = []
+
+    @quiet.tool()
+    def where() -> str:
+        seen.append(trace.get_current_span().get_span_context())
+        return "ok"
+
+    async with InMemoryClient(quiet) as client:
+        await client.request("tools/call", {"name": "where", "arguments": {}, "_meta": {"traceparent": TRACEPARENT}})
+    assert otel.spans() == []
+    assert seen[0].trace_id == int(TRACE_ID, 16) and seen[0].span_id == int(PARENT_ID, 16)
+
+
+async def test_log_records_inside_a_request_carry_the_span_ids(otel: Otel, caplog: pytest.LogCaptureFixture) -> None:
+    from mcp_sse_server.telemetry.logs import remove_log_correlation
+
+    server = make_server(otel)
+    try:
+        with caplog.at_level(logging.ERROR, logger="mcp_sse_server"):
+            async with InMemoryClient(server) as client:
+                await client.call_tool("broken", {})
+        record = next(r for r in caplog.records if "broken failed" in r.getMessage())
+        span = otel.span("tools/call broken")
+        assert record.otelTraceID == trace.format_trace_id(span.context.trace_id)  # type: ignore[attr-defined]
+        assert record.otelSpanID == trace.format_span_id(span.context.span_id)  # type: ignore[attr-defined]
+    finally:
+        remove_log_correlation()
+    caplog.clear()
+    with caplog.at_level(logging.ERROR, logger="mcp_sse_server"):
+        async with InMemoryClient(make_server(otel, logs=False)) as client:
+            await client.call_tool("broken", {})
+    record = next(r for r in caplog.records if "broken failed" in r.getMessage())
+    assert not hasattr(record, "otelTraceID")
+
+
+async def test_a_batch_entry_gets_a_span_each(otel: Otel) -> None:
+    from mcp_sse_server.engine.jsonrpc import JsonRpcRequest
+
+    client = await raw(make_server(otel), "2025-03-26")
+    try:
+        for request_id in (101, 102):  # (a batch is split into entries before dispatch: each is one request)
+            await client.send(
+                JsonRpcRequest(request_id, "tools/call", {"name": "add", "arguments": {"a": 1, "b": request_id}})
+            )
+        for request_id in (101, 102):
+            await client.response(request_id)
+    finally:
+        await client.close()
+    ids = sorted(dict(s.attributes or {})["jsonrpc.request.id"] for s in otel.spans() if s.name == "tools/call add")
+    assert ids == ["101", "102"]
