@@ -25,13 +25,11 @@ from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
 from starlette.routing import Mount, Route
 
-from mcp_sse_server import CallToolResult, McpServer, Resource, Tool
+from mcp_sse_server import CallToolResult, Csp, McpServer, client_supports_apps, csp_header
 from mcp_sse_server.engine.context import RequestContext
-from mcp_sse_server.engine.types import TextResourceContents
 from mcp_sse_server.transport.http import McpHttpApp
 
 HERE = Path(__file__).resolve().parent
-APP_MIME_TYPE = "text/html;profile=mcp-app"
 VIEWS = {"plain": "ui://browser/plain.html", "app": "ui://browser/app.html"}
 FETCH_VIEW = "ui://browser/fetch.html"
 START_WAIT = 30.0  # only catches a server that never starts
@@ -52,26 +50,13 @@ class Canary:
 
 @dataclass
 class Calls:
-    """The tools the server ran, in order: a refused call must never show up here."""
+    """The tools the server ran, in order, each with whether its request's client declared the
+    apps extension (``client_supports_apps``): a refused call must never show up here."""
 
-    names: list[str] = field(default_factory=list)
+    seen: list[tuple[str, bool]] = field(default_factory=list)
 
-
-def _number_schema() -> dict[str, Any]:
-    return {
-        "type": "object",
-        "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-        "required": ["a", "b"],
-    }
-
-
-def _ui(uri: str | None = None, visibility: list[str] | None = None) -> dict[str, Any]:
-    ui: dict[str, Any] = {}
-    if uri is not None:
-        ui["resourceUri"] = uri
-    if visibility is not None:
-        ui["visibility"] = visibility
-    return {"ui": ui}
+    def ran(self, name: str, context: RequestContext) -> None:
+        self.seen.append((name, client_supports_apps(context)))
 
 
 def view_html(kind: str, bundle_dir: Path) -> str:
@@ -92,34 +77,39 @@ def build_server(bundle_dir: Path, host_origin: str, sandbox_origin: str, calls:
     each linked to its ``ui://`` app; ``add`` for views only; ``secret`` for the model only."""
     server = McpServer("browser-apps", "1.0.0")
 
-    def summing(name: str) -> Any:
-        def handler(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-            calls.names.append(name)
-            total = arguments["a"] + arguments["b"]
-            return CallToolResult.structured({"sum": total}, text=f"{arguments['a']} + {arguments['b']} = {total}")
+    def summed(name: str, a: float, b: float, context: RequestContext) -> CallToolResult:
+        calls.ran(name, context)
+        # Text for every client, structured content for the view.
+        return CallToolResult.structured({"sum": a + b}, text=f"{a:g} + {b:g} = {a + b:g}")
 
-        return handler
+    @server.tool(app=VIEWS["plain"], run_in_thread=False)
+    def sum_plain(a: float, b: float, context: RequestContext) -> CallToolResult:
+        """Adds two numbers; rendered by the plain JSON-RPC view."""
+        return summed("sum_plain", a, b, context)
 
-    def secret(arguments: dict[str, Any], context: RequestContext) -> CallToolResult:
-        calls.names.append("secret")
-        return CallToolResult.text("the model's secret")
+    @server.tool(app=VIEWS["app"], run_in_thread=False)
+    def sum_app(a: float, b: float, context: RequestContext) -> CallToolResult:
+        """Adds two numbers; rendered by the view built on the official App class."""
+        return summed("sum_app", a, b, context)
+
+    @server.tool(app=FETCH_VIEW, run_in_thread=False)
+    def fetch_probe(a: float, b: float, context: RequestContext) -> CallToolResult:
+        """Adds two numbers; its view tries the network."""
+        return summed("fetch_probe", a, b, context)
+
+    @server.tool(visibility=["app"], run_in_thread=False)
+    def add(a: float, b: float, context: RequestContext) -> CallToolResult:
+        """Adds two numbers, for views only."""
+        return summed("add", a, b, context)
+
+    @server.tool(visibility=["model"], run_in_thread=False)
+    def secret(context: RequestContext) -> str:
+        """For the model only: a view must never get this."""
+        calls.ran("secret", context)
+        return "the model's secret"
 
     for kind, uri in VIEWS.items():
-        server.add_tool(
-            Tool(f"sum_{kind}", _number_schema(), summing(f"sum_{kind}"), run_in_thread=False, meta=_ui(uri))
-        )
-    server.add_tool(
-        Tool("fetch_probe", _number_schema(), summing("fetch_probe"), run_in_thread=False, meta=_ui(FETCH_VIEW))
-    )
-    server.add_tool(Tool("add", _number_schema(), summing("add"), run_in_thread=False, meta=_ui(visibility=["app"])))
-    server.add_tool(Tool("secret", handler=secret, run_in_thread=False, meta=_ui(visibility=["model"])))
-
-    def app_resource(uri: str, html: str, ui: dict[str, Any]) -> Resource:
-        contents = TextResourceContents(uri, html, APP_MIME_TYPE, meta={"ui": ui})
-        return Resource(uri, uri.rsplit("/", 1)[-1], mime_type=APP_MIME_TYPE, meta={"ui": ui}, contents=contents)
-
-    for kind, uri in VIEWS.items():
-        server.add_resource(app_resource(uri, view_html(kind, bundle_dir), {}))
+        server.add_app(uri, html=view_html(kind, bundle_dir))
     # The declared origin is the sandbox's under another name (localhost): same server, and a
     # different origin from the view's own, so the CSP alone decides both fetches.
     declared = "http://localhost:" + sandbox_origin.rsplit(":", 1)[1]
@@ -129,33 +119,8 @@ def build_server(bundle_dir: Path, host_origin: str, sandbox_origin: str, calls:
         .replace("/*FETCH_DECLARED*/", f"{declared}/canary?which=declared")
         .replace("/*FETCH_UNDECLARED*/", f"{host_origin}/canary?which=undeclared")
     )
-    server.add_resource(app_resource(FETCH_VIEW, fetch_html, {"csp": {"connectDomains": [declared]}}))
+    server.add_app(FETCH_VIEW, html=fetch_html, csp=Csp(connect=[declared]))
     return server
-
-
-def csp_header(csp: dict[str, Any] | None) -> str:
-    """The sandbox document's CSP for a view's declared ``_meta.ui.csp`` (the spec's default when
-    None): declared origins only, inline script and style allowed, no plugins."""
-    csp = csp or {}
-    resources = " ".join(csp.get("resourceDomains", []))
-
-    def listed(key: str, empty: str) -> str:
-        return " ".join(csp.get(key, [])) or empty
-
-    return "; ".join(
-        [
-            "default-src 'none'",
-            f"script-src 'self' 'unsafe-inline' {resources}".strip(),
-            f"style-src 'self' 'unsafe-inline' {resources}".strip(),
-            f"img-src 'self' data: {resources}".strip(),
-            f"font-src 'self' {resources}".strip(),
-            f"media-src 'self' data: {resources}".strip(),
-            f"connect-src {listed('connectDomains', chr(39) + 'none' + chr(39))}",
-            f"frame-src {listed('frameDomains', chr(39) + 'none' + chr(39))}",
-            f"base-uri {listed('baseUriDomains', chr(39) + 'self' + chr(39))}",
-            "object-src 'none'",
-        ]
-    )
 
 
 def host_app(mcp: McpHttpApp, bundle_dir: Path, canary: Canary) -> Starlette:
@@ -176,7 +141,8 @@ def sandbox_app(canary: Canary) -> Starlette:
 
     async def sandbox(request: Request) -> Response:
         declared = json.loads(request.query_params.get("csp", "null"))
-        headers = {"content-security-policy": csp_header(declared), **NO_STORE}
+        csp = Csp.from_dict(declared) if declared else None
+        headers = {"content-security-policy": csp_header(csp), **NO_STORE}
         return FileResponse(HERE / "sandbox.html", headers=headers)
 
     return Starlette(routes=[Route("/sandbox.html", sandbox), Route("/canary", canary.endpoint)])

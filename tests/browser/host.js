@@ -45,6 +45,7 @@ async function main() {
   // The trailing slash: Starlette's Mount redirects /mcp, and the client follows no redirect.
   await client.connect(new StreamableHTTPClientTransport(new URL("/mcp/", location.origin)));
   host.protocolVersion = client.getNegotiatedProtocolVersion();
+  host.serverExtensions = client.getServerCapabilities()?.extensions ?? {};
   note("connected", host.protocolVersion);
 
   const { tools } = await client.listTools();

@@ -108,7 +108,7 @@ async def drive(bundle_dir: Path, tmp_path: Path, case: str, tool: str, era: str
                 await process.wait()
     assert process.returncode == 0, stderr.decode()
     seen: dict[str, Any] = json.loads(stdout.decode().strip().splitlines()[-1])
-    seen["calls"], seen["canary"], seen["screenshot"] = calls.names, canary.hits, screenshot
+    seen["calls"], seen["canary"], seen["screenshot"] = calls.seen, canary.hits, screenshot
     assert seen["failure"] is None, f"{seen['failure']}\nscreenshot: {screenshot}\n{json.dumps(seen, default=str)}"
     assert not seen["host"]["errors"], seen["host"]["errors"]
     return seen
@@ -130,6 +130,7 @@ def assert_era(seen: dict[str, Any], era: str) -> None:
     calls = [(r, b) for r, b in zip(posts, bodies, strict=True) if b.get("method") == "tools/call"]
     assert calls and all(r["headers"]["mcp-protocol-version"] == era for r, _ in calls)
     assert seen["host"]["protocolVersion"] == era
+    assert UI_EXTENSION in seen["host"]["serverExtensions"]  # initialize's or server/discover's
     if era == "2026-07-28":  # no session: every request carries the client's capabilities
         assert all("mcp-session-id" not in r["headers"] for r, _ in calls)
         for _, body in calls:
@@ -157,7 +158,8 @@ async def test_a_view_renders_the_result_calls_a_tool_and_is_refused_a_model_onl
     # The model-only tool: refused by the host, never run by the server.
     assert seen["view"]["refused"].startswith("refused:")
     assert "secret" in seen["view"]["refused"]
-    assert seen["calls"] == [f"sum_{view}", "add"]
+    # Both calls reached our server, which knew (session or request _meta) the client has apps.
+    assert seen["calls"] == [(f"sum_{view}", True), ("add", True)]
     # What an agent is offered: not the app-only tool, the model-only one.
     assert "add" not in seen["host"]["modelTools"] and "secret" in seen["host"]["modelTools"]
     # The order the spec asks of a host, and the view's size and log reached it.
@@ -178,7 +180,9 @@ async def test_a_views_fetch_of_an_origin_it_did_not_declare_is_blocked_by_its_c
     assert seen["view"]["declared"] == "answered ok"
     assert seen["view"]["undeclared"].startswith("blocked:")
     assert seen["canary"] == ["declared"]  # the blocked request never left the browser
+    assert seen["calls"] == [("fetch_probe", True)]
     violations = [m for m in seen["console"] if "Content Security Policy" in m["text"]]
     assert violations and all("which=undeclared" in m["text"] for m in violations)
     assert any('directive: "connect-src http://localhost:' in m["text"] for m in violations), violations
+    assert_era(seen, era)
     assert_quiet(seen, allowed=("Content Security Policy",))
