@@ -114,15 +114,21 @@ async def test_questions_reach_the_session_front_client() -> None:
         assert result.content[0].text == "Paris|blue|file:///front/root"  # type: ignore[union-attr]
 
 
-async def test_questions_become_input_required_rounds_behind_a_stateless_front() -> None:
+@pytest.mark.parametrize("backend_mode", ["2026-07-28", "session"])
+async def test_questions_become_input_required_rounds_behind_a_stateless_front(backend_mode: str) -> None:
+    # 2026-07-28: the backend is asked at that revision too (its questions come back in the call's
+    # task); session: a session-era backend asks on its connection, from another task.
     back, _ = backend()
     rounds: list[str] = []
-    async with InMemoryClient(proxy(back), mode="2026-07-28", **answers(rounds)) as client:
+    front = proxy(back, mode=backend_mode)
+    async with InMemoryClient(front, mode="2026-07-28", **answers(rounds)) as client:
         result = await asyncio.wait_for(client.call_tool("ask"), BOUND)
         assert client.stateless
         assert result.content[0].text == "Paris|blue|file:///front/root"  # type: ignore[union-attr]
         # Each question asked of the front client once: replayed rounds answer from the retry's answers.
         assert rounds == ["sampling", "elicitation"]
+        # Every round but the last ended the backend call (cancelled, or refused on its way).
+        assert (await client.call_tool("add", {"a": 1, "b": 1})).structured_content == {"sum": 2}
 
 
 async def test_a_question_the_front_cannot_answer_fails_the_call_cleanly(mode: str) -> None:

@@ -11,7 +11,9 @@ Rules:
    2025-11-25) gets its own backend connection, opened at its first request after the handshake
    and closed when it ends, declaring the client capabilities that front session declared, so
    the backend never asks what the front cannot answer; it is a session too unless ``mode``
-   pins another era. ``"pooled"``: the requests of every
+   pins another era. An in-process backend (``McpServer``) is always spoken to as a session
+   unless ``mode`` pins the stateless revision: no envelope is stamped and read per call, and
+   nothing scales out behind it. ``"pooled"``: the requests of every
    front that may ask something (``tools/call``, ``prompts/get``, ``resources/read``) lease one
    of ``pool`` connections exclusively for the call; lists and completion use the control
    connection. Stateless (2026-07-28) requests are always served the pooled way. A separate
@@ -47,7 +49,9 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import shlex
+from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -74,7 +78,8 @@ MAX_PAGES: Final = 100
 Connections = Literal["session", "pooled"]
 
 _KEPT_META: Final = ("traceparent", "tracestate", "baggage")
-_FRONT_KEYS: Final = frozenset({"_meta", "inputResponses", "requestState", "task"})
+_TRACE_KEYS: Final = frozenset(_KEPT_META)
+_FRONT_KEYS: Final = ("_meta", "inputResponses", "requestState", "task")
 _ASKED_CAPABILITY: Final = {
     "sampling/createMessage": "sampling",
     "elicitation/create": "elicitation",
@@ -88,18 +93,22 @@ _LISTS: Final = {
     "resources/list": "resources",
     "resources/templates/list": "resourceTemplates",
 }
-_CALLS: Final = ("tools/call", "prompts/get", "resources/read")
+# The task of the stateless call being forwarded, in that task and what it starts (rule 5).
+_WAITING: contextvars.ContextVar[asyncio.Task[Any] | None] = contextvars.ContextVar("proxy_waiting", default=None)
 
 
 class _Front:
     """The front a backend connection answers to now: a session, and its calls in flight."""
 
-    __slots__ = ("asked", "calls", "session")
+    __slots__ = ("asked", "calls", "session", "waiting")
 
     def __init__(self, session: Any) -> None:
         self.session = session
         self.calls: list[RequestContext] = []
-        self.asked: asyncio.Future[None] | None = None  # a stateless call's: set when a question is pending
+        # A stateless call's: the task waiting for the backend, cancelled once a question must go
+        # to the front in another round (``asked``).
+        self.waiting: asyncio.Task[Any] | None = None
+        self.asked = False
 
     async def ask(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
         calls = self.calls
@@ -109,9 +118,14 @@ class _Front:
             answer: dict[str, Any] = await self.session.request(method, params, _ASKED_CAPABILITY.get(method), 300.0)
             return answer
         except InputRequired:
-            asked = self.asked
-            if asked is not None and not asked.done():
-                asked.set_result(None)
+            waiting = self.waiting
+            if waiting is not None and not self.asked:
+                self.asked = True
+                if _WAITING.get() is not waiting:
+                    # Asked from the backend connection's own task: the call would wait on.
+                    # (Asked inside the call's task, a 2026-07-28 backend's round, the refusal
+                    # below ends the call by itself.)
+                    waiting.cancel()
             raise McpError(INTERNAL_ERROR, "the client answers this in its next round") from None
         finally:
             current_context.reset(token)
@@ -125,32 +139,37 @@ class _Front:
 
 
 class _Pool:
-    """At most ``size`` backend connections, each leased to one call at a time."""
+    """At most ``size`` backend connections, each leased to one call at a time (first come,
+    first served when all are out)."""
 
-    __slots__ = ("_free", "_idle", "_made", "make", "size")
+    __slots__ = ("_idle", "_made", "_waiters", "make", "size")
 
     def __init__(self, make: Callable[[], Backend], size: int) -> None:
         self.make = make
         self.size = size
         self._idle: list[Backend] = []
         self._made: list[Backend] = []
-        self._free = asyncio.Condition()
+        self._waiters: deque[asyncio.Future[Backend]] = deque()
 
     async def lease(self) -> Backend:
-        async with self._free:
-            while not self._idle and len(self._made) >= self.size:
-                await self._free.wait()
-            if self._idle:
-                return self._idle.pop()
+        if self._idle:
+            return self._idle.pop()
+        if len(self._made) < self.size:
             backend = self.make()
             self._made.append(backend)
             return backend
+        waiter: asyncio.Future[Backend] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        return await waiter  # (a waiter cancelled after release handed it one: see release)
 
-    async def release(self, backend: Backend) -> None:
+    def release(self, backend: Backend) -> None:
         backend.asker = None
-        async with self._free:
-            self._idle.append(backend)
-            self._free.notify()
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(backend)
+                return
+        self._idle.append(backend)
 
     async def close(self) -> None:
         for backend in self._made:
@@ -394,7 +413,7 @@ class ProxyServer(McpServer):
 
     async def _forward(self, method: str, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         """One call that may ask the front something (rules 1, 3 and 5)."""
-        if not _FRONT_KEYS.isdisjoint(params):
+        if "_meta" in params or "inputResponses" in params or "task" in params:
             params = _forwarded(params)
         if context.progress_token is None:
             return await self._forward_on(method, params, context, None)
@@ -418,32 +437,25 @@ class ProxyServer(McpServer):
         front = _Front(session)
         front.calls.append(context)
         backend.asker = front.ask
+        if isinstance(session, RequestSession):
+            front.waiting = asyncio.current_task()
+            _WAITING.set(front.waiting)
         try:
-            if not isinstance(session, RequestSession):
-                return await backend.request(method, params, on_progress)
-            return await _until_asked(backend.request(method, params, on_progress), front)
+            result = await backend.request(method, params, on_progress)
+        except BaseException:
+            # (Once asked, whatever ended the call, our cancellation or the refusal the question
+            # ended in, ends this round: rule 5.)
+            if not front.asked:
+                raise
+            waiting = front.waiting
+            if waiting is not None and waiting.cancelling():
+                waiting.uncancel()
+            raise InputRequired from None
         finally:
-            await self._pool.release(backend)
-
-
-async def _until_asked(call: Awaitable[dict[str, Any]], front: _Front) -> dict[str, Any]:
-    """The result of ``call``, or InputRequired once it asks a question the front must answer
-    in another round (the call is then cancelled: rule 5)."""
-    asked = front.asked = asyncio.get_running_loop().create_future()
-    running = asyncio.ensure_future(call)
-    try:
-        await asyncio.wait((running, asked), return_when=asyncio.FIRST_COMPLETED)
-        if not asked.done():
-            return running.result()
-        raise InputRequired
-    finally:
-        if not running.done():
-            running.cancel()
-            await asyncio.wait((running,))
-        if not running.cancelled():
-            running.exception()  # (once asked: the refusal that ended the call is not the front's concern)
-        if not asked.done():
-            asked.cancel()
+            self._pool.release(backend)
+        if front.asked:  # (the backend answered the refusal with a result of its own)
+            raise InputRequired
+        return result
 
 
 class _ProgressRelay:
@@ -478,12 +490,12 @@ def _forwarded(params: dict[str, Any]) -> dict[str, Any]:
     """``params`` without what belongs to the front's connection: ``_meta`` cut down to the trace
     context, no ``inputResponses`` or ``requestState`` (the front's rounds, not the backend's),
     no ``task`` (rules 3 and 7)."""
-    out = {key: value for key, value in params.items() if key not in _FRONT_KEYS}
+    out = dict(params)
+    for key in _FRONT_KEYS:
+        out.pop(key, None)
     meta = params.get("_meta")
-    if isinstance(meta, dict):
-        kept = {key: meta[key] for key in _KEPT_META if key in meta}
-        if kept:
-            out["_meta"] = kept
+    if isinstance(meta, dict) and not _TRACE_KEYS.isdisjoint(meta):
+        out["_meta"] = {key: meta[key] for key in _KEPT_META if key in meta}
     return out
 
 
@@ -551,6 +563,10 @@ def proxy(
     target that is none of the forms.
     """
     factory = client_factory(target)
+    if isinstance(target, McpServer) and mode == "auto":
+        # In this process a session is the cheaper way in (no envelope stamped and read per
+        # call), and nothing scales out behind an in-process backend: rule 1.
+        mode = "session"
     if name is None:
         configured = getattr(target, "name", None) if not isinstance(target, str | McpServer) else None
         if isinstance(target, Mapping):
