@@ -13,6 +13,11 @@ if TYPE_CHECKING:
     from ..engine.types import PromptRef as PromptRef
     from ..engine.types import ResourceTemplateRef as ResourceTemplateRef
     from ._common import McpConnectionError as McpConnectionError
+    from .app_host import AppHostSession as AppHostSession
+    from .apps import AppTool as AppTool
+    from .apps import AppView as AppView
+    from .apps import app_tools as app_tools
+    from .apps import read_app as read_app
     from .base import McpClient as McpClient
     from .base import SessionExpiredError as SessionExpiredError
     from .config import ConfigError as ConfigError

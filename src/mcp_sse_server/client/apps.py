@@ -56,9 +56,11 @@ def tool_app(tool: Tool) -> str | None:
     return uri if isinstance(uri, str) and uri.startswith("ui://") else None
 
 
-def tool_visibility(tool: Tool) -> tuple[Visibility, ...]:
-    """Who may call ``tool``: ``("model", "app")`` unless its ``_meta.ui.visibility`` narrows it."""
-    ui = (tool.meta or {}).get("ui")
+def tool_visibility(tool: Tool | Mapping[str, Any]) -> tuple[Visibility, ...]:
+    """Who may call ``tool`` (a ``Tool`` or its tools/list entry): ``("model", "app")`` unless
+    its ``_meta.ui.visibility`` narrows it."""
+    meta = tool.get("_meta") if isinstance(tool, Mapping) else tool.meta
+    ui = meta.get("ui") if isinstance(meta, Mapping) else None
     listed = ui.get("visibility") if isinstance(ui, dict) else None
     if not isinstance(listed, list):
         return _BOTH

@@ -42,7 +42,6 @@ Rules:
 
 from __future__ import annotations
 
-import importlib.resources
 import inspect
 import logging
 import re
@@ -440,6 +439,8 @@ class AppDecorators:
         if path is not None:
             document: str | bytes = Path(path).read_text(encoding="utf-8")
         elif package is not None:
+            import importlib.resources  # (here: a server that reads no package data does not pay for it)
+
             document = importlib.resources.files(package[0]).joinpath(package[1]).read_text(encoding="utf-8")
         else:
             assert html is not None
