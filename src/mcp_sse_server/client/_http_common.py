@@ -1,6 +1,12 @@
 """What the connections of the two HTTP client transports (Streamable HTTP and the legacy
 HTTP+SSE) share: their options, the URL check, the httpx client they may own,
-the same-origin rule for redirects, and the one-line texts their errors are made of."""
+the same-origin rule for redirects, the trace headers, and the one-line texts their errors are
+made of.
+
+A message whose ``_meta`` carries W3C trace context (``traceparent``, ``tracestate``,
+``baggage``: put there by the client's telemetry, ``call --traceparent`` or the caller) is
+POSTed with the same values in headers of those names (``trace_headers``), for HTTP proxies
+and servers that read only headers; ``_meta`` stays what the server should believe."""
 
 from __future__ import annotations
 
@@ -8,10 +14,11 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import httpx
 
+from ..telemetry.conventions import TRACE_META_KEYS
 from ._common import ClientConnection, McpConnectionError
 
 __all__ = [
@@ -25,6 +32,7 @@ __all__ = [
     "origin",
     "reason",
     "redirect_error",
+    "trace_headers",
 ]
 
 logger = logging.getLogger("mcp_sse_server.client")
@@ -48,6 +56,23 @@ class HttpOptions:
     connect_timeout: float = 10.0
     post_timeout: float = 30.0
     auth: httpx.Auth | None = None
+
+
+def trace_headers(message: object, headers: dict[str, str]) -> dict[str, str]:
+    """``headers``, plus the W3C trace context in ``message``'s ``_meta`` (see the module).
+
+    >>> trace_headers(type("M", (), {"params": {"_meta": {"traceparent": "00-1-2-01"}}})(), {})
+    {'traceparent': '00-1-2-01'}
+    """
+    params: Any = getattr(message, "params", None)
+    meta = params.get("_meta") if params else None
+    if not meta or "traceparent" not in meta:
+        return headers
+    for key in TRACE_META_KEYS:
+        value = meta.get(key)
+        if isinstance(value, str) and value.isascii() and value.isprintable():
+            headers[key] = value
+    return headers
 
 
 def http_url(url: str) -> httpx.URL:

@@ -18,6 +18,11 @@ Rules:
 4. ``event_hooks`` (``client/hooks.py``) see every request sent (``_exchange``: the one call to
    the transport, for both eras), every notification and every answer to the server
    (``_answer``); a client without them keeps ``_hooks`` None, which each path tests first.
+5. ``telemetry`` (``telemetry/client.py``, loaded only when it is switched on) traces the same
+   points: a CLIENT span per request sent on a session (``_exchange``), one per logical call of
+   the stateless revision (``_traced_call``: its rounds, retries and fallback are events of
+   it), a SERVER span per request answered (``_answer``), and the session's duration. Off, the
+   client keeps ``_telemetry`` None: one more attribute test on each request path, nothing else.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from ..engine import versions
 from ..engine.apps import APP_MIME_TYPE, APPS_EXTENSION
 from ..engine.context import RequestContext
 from ..engine.jsonrpc import (
+    CONNECTION_CLOSED,
     METHOD_NOT_FOUND,
     JsonRpcError,
     JsonRpcMessage,
@@ -61,7 +67,8 @@ from .subscription import Subscription
 from .transport import ClientTransport
 
 if TYPE_CHECKING:  # each module loads when first needed: hooks when a client has some,
-    # typed_handlers when a server first asks something (_serve)
+    # typed_handlers when a server first asks something (_serve), telemetry when it is on
+    from ..telemetry.client import ClientTelemetry
     from .hooks import EventHook, EventHooks
     from .typed_handlers import ElicitationHandler, RootsSource, SamplingHandler
 
@@ -70,6 +77,17 @@ def _event_hooks(hooks: Mapping[str, Sequence[EventHook]]) -> EventHooks:
     from .hooks import EventHooks  # (its event dataclasses cost a client without hooks nothing)
 
     return EventHooks(hooks)
+
+
+def _client_telemetry(settings: object) -> ClientTelemetry | None:
+    """The telemetry of a client made with ``telemetry=settings``: None for None or False (off);
+    ``True``, a ``telemetry.Telemetry`` or another ``ClientTelemetry``'s settings switch it on."""
+    if settings is None or settings is False:
+        return None
+    # (imports OpenTelemetry: an ImportError naming the otel extra when the API is missing)
+    from ..telemetry.client import ClientTelemetry
+
+    return settings if isinstance(settings, ClientTelemetry) else ClientTelemetry(settings)
 
 
 __all__ = [
@@ -144,6 +162,7 @@ class ClientCore(ABC):
         remember_era: bool = True,
         event_hooks: Mapping[str, Sequence[EventHook]] | None = None,
         apps: bool = False,
+        telemetry: object = None,
     ) -> None:
         if not isinstance(transport, ClientTransport):
             raise TypeError(f"transport must be a ClientTransport, not {type(transport).__name__}")
@@ -185,6 +204,7 @@ class ClientCore(ABC):
         self._tools_cache: list[Tool] | None = None
         self._owner: ClientCore | None = None  # on a fallback session: the client whose handlers answer
         self._hooks = _event_hooks(event_hooks) if event_hooks is not None else None
+        self._telemetry = _client_telemetry(telemetry)
 
     @property
     def mode(self) -> str:
@@ -208,6 +228,16 @@ class ClientCore(ABC):
     @event_hooks.setter
     def event_hooks(self, hooks: Mapping[str, Sequence[EventHook]]) -> None:
         self._hooks = _event_hooks(hooks)
+
+    @property
+    def telemetry(self) -> ClientTelemetry | None:
+        """This client's OpenTelemetry instrumentation (``telemetry/client.py``), None when off.
+        Assign ``True``, a ``telemetry.Telemetry`` or None to switch it."""
+        return self._telemetry
+
+    @telemetry.setter
+    def telemetry(self, settings: object) -> None:
+        self._telemetry = _client_telemetry(settings)
 
     @property
     def capabilities(self) -> dict[str, Any]:
@@ -288,6 +318,8 @@ class ClientCore(ABC):
 
     async def close(self) -> None:
         """End the session and release the connection (idempotent)."""
+        if self._telemetry is not None:
+            self._telemetry.session_ended(self, None)
         if self.connection is not None:
             await self.connection.close()
 
@@ -324,11 +356,13 @@ class ClientCore(ABC):
         """
         limit = self.request_timeout if timeout is True else (None if timeout is False else timeout)
         if self.stateless:
+            if self._telemetry is not None:
+                return await self._traced_call(method, params, limit, on_progress)
             return await self._stateless_or_session(method, params, limit, on_progress)
         try:
             handshakes = self._handshakes
             try:
-                if self._hooks is None:  # the hot path, without _exchange's call (rule 4)
+                if self._hooks is None and self._telemetry is None:  # the hot path (rules 4, 5)
                     return await self.transport.request(self._live(), method, params, limit, on_progress)
                 return await self._exchange(method, params, limit, on_progress)
             except SessionExpiredError:
@@ -346,13 +380,72 @@ class ClientCore(ABC):
     def _exchange(
         self, method: str, params: dict[str, Any] | None, timeout: float | None, on_progress: ProgressCallback | None
     ) -> Awaitable[dict[str, Any]]:
-        """One request over the transport, reported to the event hooks when there are any (a plain
-        function returning what to await: no coroutine of its own on the path without hooks)."""
+        """One request over the transport, reported to the event hooks and telemetry when there
+        are any (a plain function returning what to await: no coroutine of its own without them)."""
         connection = self._live()
-        if self._hooks is None:
+        if self._hooks is None and self._telemetry is None:
             return self.transport.request(connection, method, params, timeout, on_progress)
-        send = functools.partial(self.transport.request, connection, method, params, timeout, on_progress)
-        return self._hooks.exchange(self.transport, connection, method, params, send)
+
+        def send(sent: dict[str, Any] | None) -> Awaitable[dict[str, Any]]:
+            return self.transport.request(connection, method, sent, timeout, on_progress)
+
+        return self._reported(connection, method, params, send)
+
+    def _reported(
+        self,
+        connection: Connection,
+        method: str,
+        params: dict[str, Any] | None,
+        send: Callable[[dict[str, Any] | None], Awaitable[dict[str, Any]]],
+    ) -> Awaitable[dict[str, Any]]:
+        """``send(params)``, reported to the event hooks and traced, whichever this client has:
+        telemetry outside (it puts the trace context in what is sent), the hooks inside (they
+        see what goes on the wire)."""
+        hooks = self._hooks
+        if hooks is not None:
+            bare = send
+
+            def send(sent: dict[str, Any] | None) -> Awaitable[dict[str, Any]]:
+                return hooks.exchange(self.transport, connection, method, sent, functools.partial(bare, sent))
+
+        if self._telemetry is None:
+            return send(params)
+        return self._traced(self._telemetry, connection, method, params, send)
+
+    async def _traced(
+        self,
+        telemetry: ClientTelemetry,
+        connection: Connection,
+        method: str,
+        params: dict[str, Any] | None,
+        send: Callable[[dict[str, Any] | None], Awaitable[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """``send`` one request inside its CLIENT span, which knows the id it goes out with."""
+        from .hooks import request_ids
+
+        tap = request_ids(connection)
+        try:
+            request_id = tap.reserve() if tap is not None else None
+            return await telemetry.exchange(self, method, params, request_id, send)
+        finally:
+            if tap is not None:
+                tap.release()
+
+    def _traced_call(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None, on_progress: ProgressCallback | None
+    ) -> Awaitable[dict[str, Any]]:
+        """A stateless revision's request as one logical call, in one span (rule 5)."""
+        assert self._telemetry is not None
+
+        def run(sent: dict[str, Any] | None) -> Awaitable[dict[str, Any]]:
+            return self._stateless_or_session(method, sent, timeout, on_progress)
+
+        return self._telemetry.logical(self, method, params, run)
+
+    def _note(self, event: str, attributes: Mapping[str, Any]) -> None:
+        """An event on the open logical call's span (a round, a retry, the fallback); nothing when off."""
+        if self._telemetry is not None:
+            self._telemetry.note(event, attributes)
 
     async def _reinitialize(self, handshakes: int) -> None:
         """A new session after the server forgot ours; concurrent calls that met the same expired
@@ -433,12 +526,16 @@ class ClientCore(ABC):
         return await self._answer(request.method, request.params or {}, request.id)
 
     def _answer(self, method: str, params: dict[str, Any], request_id: Any) -> Awaitable[dict[str, Any]]:
-        """``_serve``, reported to the event hooks when there are any (``request_id``: the
-        request's id, or an ``inputRequests`` key)."""
-        if self._hooks is None:
+        """``_serve``, reported to the event hooks and traced when there are any (``request_id``:
+        the request's id, or an ``inputRequests`` key)."""
+        if self._hooks is None and self._telemetry is None:
             return self._serve(method, params)
         answer = functools.partial(self._serve, method, params)
-        return self._hooks.answered(self.transport, method, request_id, params, answer)
+        if self._hooks is not None:
+            answer = functools.partial(self._hooks.answered, self.transport, method, request_id, params, answer)
+        if self._telemetry is not None:
+            return self._telemetry.answered(self, method, params, request_id, answer)
+        return answer()
 
     async def _serve(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
         """What the server asks of the client, by request (session revisions) or as an
@@ -487,4 +584,5 @@ class ClientCore(ABC):
             self.on_notification(notification)
 
     def connection_closed(self) -> None:
-        return None
+        if self._telemetry is not None:  # (after close() this finds no session open)
+            self._telemetry.session_ended(self, str(CONNECTION_CLOSED))

@@ -31,7 +31,7 @@ import asyncio
 import contextlib
 import logging
 from abc import abstractmethod
-from typing import Any
+from typing import Any, Final
 
 from ..engine.jsonrpc import INTERNAL_ERROR, McpError
 from ..engine.protocol import ProgressCallback
@@ -44,6 +44,10 @@ from .transport import ClientTransport
 __all__ = ["SessionFallback"]
 
 logger = logging.getLogger("mcp_sse_server.client")
+
+# The span event of a call repeated on a session (telemetry on), naming what the server could not ask.
+FALLBACK: Final = "mcp_sse_server.session_fallback"
+_REASON: Final = "mcp_sse_server.reason"
 
 
 class SessionFallback(StatelessCalls):
@@ -73,10 +77,12 @@ class SessionFallback(StatelessCalls):
             session = None if isinstance(error, ConnectionError) else await self._fallback_for(error, method)
             if session is None:
                 raise
+            self._note(FALLBACK, {_REASON: str(missing_back_channel(error))})
             return await session.request(method, params, timeout=timeout, on_progress=on_progress)
         if method == "tools/call" and result.get("isError") is True:
             session = await self._fallback_for(result, method)
             if session is not None:
+                self._note(FALLBACK, {_REASON: str(missing_back_channel(result))})
                 return await session.request(method, params, timeout=timeout, on_progress=on_progress)
         return result
 
@@ -117,6 +123,7 @@ class SessionFallback(StatelessCalls):
             client = self._new_client(sibling, mode=MODE_SESSION, **self._handler_options())
             client._owner = self
             client._hooks = self._hooks  # the same hooks see the repeated calls
+            client._telemetry = self._telemetry  # and its spans are children of the call's
             try:
                 await client.initialize()
                 if not sibling.holds_session:

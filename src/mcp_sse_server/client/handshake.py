@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 from ..engine import versions
@@ -137,10 +138,13 @@ class Handshake(ClientCore):
     async def _send_probe(self, params: dict[str, Any]) -> dict[str, Any]:
         """Send the ``server/discover`` probe (its ``probe_timeout`` applies); its result."""
         connection = self._live()
-        send = functools.partial(connection.request, "server/discover", params, timeout=self.probe_timeout)
-        if self._hooks is None:
-            return await send()
-        return await self._hooks.exchange(self.transport, connection, "server/discover", params, send)
+        if self._hooks is None and self._telemetry is None:
+            return await connection.request("server/discover", params, timeout=self.probe_timeout)
+
+        def send(sent: dict[str, Any] | None) -> Awaitable[dict[str, Any]]:
+            return connection.request("server/discover", sent, timeout=self.probe_timeout)
+
+        return await self._reported(connection, "server/discover", params, send)
 
     async def _probe(self, preferred: str | None = None) -> dict[str, Any] | None:
         """Ask ``server/discover`` (at ``preferred`` first, when it is a stateless revision this
@@ -256,6 +260,8 @@ class Handshake(ClientCore):
         self.server_info = result.get("serverInfo")
         self.server_capabilities = result.get("capabilities") or {}
         self.instructions = result.get("instructions")
+        if self._telemetry is not None:
+            self._telemetry.session_opened(self)
         await self.notify("notifications/initialized")
         await self._ask_for_logs()
         self._initialize_result = result

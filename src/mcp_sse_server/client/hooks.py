@@ -32,9 +32,10 @@ Rules:
    An async notification hook runs in a task of its own (notifications are delivered without
    waiting); the others are awaited in place. A cancelled call reports no response.
 4. No hooks, no cost: a client without ``event_hooks`` keeps None, and its request path tests
-   that one attribute. With hooks, the connection's request ids come from ``_IdTap``, which hands
-   the id reserved for the request being reported to the request that takes it (a context
-   variable, so concurrent requests of one connection each get their own).
+   that one attribute. With hooks (or telemetry), the connection's request ids come from
+   ``_IdTap`` (``request_ids``, one per connection, shared), which hands the id reserved for the
+   request being reported to the request that takes it (a context variable, so concurrent
+   requests of one connection each get their own).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ __all__ = [
     "RequestEvent",
     "ResponseEvent",
     "ServerRequestEvent",
+    "request_ids",
     "transport_name",
 ]
 
@@ -160,16 +162,41 @@ class _IdTap:
         return next(self._count)
 
     def reserve(self) -> int:
-        """The id the next request of this task will take."""
-        value = next(self._count)
-        _reserved.set(value)
+        """The id the next request of this task will take (the one reserved already, when the
+        event hooks and telemetry both report the same request)."""
+        value = _reserved.get()
+        if value is None:
+            value = next(self._count)
+            _reserved.set(value)
         return value
+
+    @staticmethod
+    def release() -> None:
+        """Forget this task's reservation: an id a transport did not take is not left for the next request."""
+        _reserved.set(None)
+
+
+# Each connection's tap, shared by everything that reports its requests (event hooks, telemetry).
+_taps: weakref.WeakKeyDictionary[Connection, _IdTap | None] = weakref.WeakKeyDictionary()
+
+
+def request_ids(connection: Connection) -> _IdTap | None:
+    """The id tap of ``connection``, installed on first use; None when its ids are not numbers
+    (someone else names them), and then requests are reported without an id."""
+    if connection in _taps:
+        return _taps[connection]
+    start = connection.next_request_id()
+    tap = _IdTap(start) if isinstance(start, int) else None
+    if tap is not None:
+        connection.name_requests(tap)
+    _taps[connection] = tap
+    return tap
 
 
 class EventHooks:
     """A client's hooks by event name, and the calls that run them (see the module)."""
 
-    __slots__ = ("_taps", "_tasks", "hooks")  # one object may serve a client and its fallback session
+    __slots__ = ("_tasks", "hooks")  # one object may serve a client and its fallback session
 
     def __init__(self, hooks: Mapping[str, Sequence[EventHook]]) -> None:
         if not isinstance(hooks, Mapping):
@@ -185,20 +212,7 @@ class EventHooks:
                     raise TypeError(f"event_hooks[{name!r}]: {hook!r} is not callable")
             checked[name] = list(listed)
         self.hooks = checked
-        self._taps: weakref.WeakKeyDictionary[Connection, _IdTap | None] = weakref.WeakKeyDictionary()
         self._tasks: set[asyncio.Task[Any]] = set()
-
-    def _tap(self, connection: Connection) -> _IdTap | None:
-        """The id tap of ``connection``, installed on first use; None when its ids are not numbers
-        (someone else names them), and then events carry no id."""
-        if connection in self._taps:
-            return self._taps[connection]
-        start = connection.next_request_id()
-        tap = _IdTap(start) if isinstance(start, int) else None
-        if tap is not None:
-            connection.name_requests(tap)
-        self._taps[connection] = tap
-        return tap
 
     async def exchange(
         self,
@@ -211,7 +225,7 @@ class EventHooks:
         """``send()`` one request, with its ``request`` and ``response`` events; what a hook
         raises propagates (rule 3)."""
         name = transport_name(transport)
-        tap = self._tap(connection)
+        tap = request_ids(connection)
         request_id = tap.reserve() if tap is not None else None
         try:
             await self._run("request", RequestEvent(method, request_id, params, name))
@@ -223,7 +237,7 @@ class EventHooks:
                 await self._run("response", event)
                 raise
         finally:
-            _reserved.set(None)  # an id a transport did not take is not left for the next request
+            _IdTap.release()
         await self._run(
             "response", ResponseEvent(method, request_id, result, None, time.perf_counter() - started, name)
         )

@@ -98,6 +98,7 @@ from ._http_common import (
     media_type,
     reason,
     redirect_error,
+    trace_headers,
 )
 from ._sse import SseParser
 from .base import McpClient
@@ -250,6 +251,8 @@ class StreamableHttpConnection(HttpConnection):
         headers["accept"] = accept
         if body:
             headers["content-type"] = "application/json"
+        if request is not None:
+            trace_headers(request, headers)
         version = _stateless_version(request)
         if version is not None:
             # The stateless revision: no session; the version, method and target in headers.

@@ -45,6 +45,7 @@ from ._http_common import (
     origin,
     reason,
     redirect_error,
+    trace_headers,
 )
 from ._sse import SseParser
 from .base import McpClient
@@ -155,7 +156,7 @@ class SseConnection(HttpConnection):
                 "POST",
                 self.endpoint,
                 content=encode_message(message),
-                headers={**self.headers, "content-type": "application/json"},
+                headers=trace_headers(message, {**self.headers, "content-type": "application/json"}),
                 timeout=self._post_timeout,
             ) as response:
                 await response.aread()

@@ -12,6 +12,9 @@ Rules:
    (``InputRoundsExceededError``). An unknown ``resultType`` is an error; none means complete.
 4. A request whose stream broke before its answer (``StreamLostError``) is sent again once, with
    a new id, except ``tools/call``: it may have side effects, so the caller decides.
+5. With telemetry on, the whole of one such request is one span (``ClientCore._traced_call``);
+   each retry and ``input_required`` round is an event of it (``_note``, events named
+   ``RETRY`` and ``INPUT_REQUIRED``), and every request sent for it carries its context.
 """
 
 from __future__ import annotations
@@ -40,6 +43,12 @@ logger = logging.getLogger("mcp_sse_server.client")
 # Requests that may answer input_required (MRTR).
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 _STATE_ONLY_DELAYS: Final = (0.05, 0.1, 0.2, 0.25)
+# The span events of a logical call (rule 5), and their attributes.
+RETRY: Final = "mcp_sse_server.retry"
+INPUT_REQUIRED: Final = "mcp_sse_server.input_required"
+_REASON: Final = "mcp_sse_server.reason"
+_ROUND: Final = "mcp_sse_server.round"
+_ASKED: Final = "mcp_sse_server.input.methods"
 
 
 class StatelessCalls(ClientCore):
@@ -76,6 +85,7 @@ class StatelessCalls(ClientCore):
                     raise
                 reissued = True
                 logger.info("the stream of %s broke before its answer; sending it again", method)
+                self._note(RETRY, {_REASON: "stream_lost"})
                 continue
             except McpError as error:
                 if error.code == UNSUPPORTED_PROTOCOL_VERSION:
@@ -84,11 +94,13 @@ class StatelessCalls(ClientCore):
                     if mutual and not retried_version:
                         retried_version = True
                         self.protocol_version = mutual[-1]
+                        self._note(RETRY, {_REASON: "unsupported_protocol_version"})
                         continue
                     raise refusal from None
                 if error.code == HEADER_MISMATCH and method == "tools/call" and not retried_headers:
                     # Our Mcp-Param-* headers came from a stale tools/list: refresh it and retry.
                     retried_headers = True
+                    self._note(RETRY, {_REASON: "header_mismatch"})
                     self.invalidate_cache("tools/list")
                     await self._relist_tools()
                     continue
@@ -118,6 +130,10 @@ class StatelessCalls(ClientCore):
             requests = result.get("inputRequests")
             if requests is not None and not isinstance(requests, dict):
                 raise McpError(INTERNAL_ERROR, f"The server answered {method} with malformed inputRequests")
+            if self._telemetry is not None:
+                entries = (requests or {}).values()
+                asked = sorted({str(entry.get("method")) for entry in entries if isinstance(entry, dict)})
+                self._note(INPUT_REQUIRED, {_ROUND: rounds + 1, _ASKED: asked})
             retry = {
                 key: value for key, value in (params or {}).items() if key not in ("inputResponses", "requestState")
             }
@@ -157,4 +173,8 @@ class StatelessCalls(ClientCore):
         if not self.stateless:
             return await self.request(method, params, timeout=timeout)
         limit = self.request_timeout if timeout is True else (None if timeout is False else timeout)
+        if self._telemetry is not None:
+            return await self._telemetry.logical(
+                self, method, params, lambda sent: self._stateless_request(method, sent, limit, None, tasks=True)
+            )
         return await self._stateless_request(method, params, limit, None, tasks=True)

@@ -1,0 +1,404 @@
+"""Client telemetry (telemetry/client.py and its hook points in client/): a CLIENT span per request
+sent, named and attributed by the conventions, its context injected into a copy of ``_meta`` (and
+the HTTP headers); one span per logical 2026-07-28 call across its ``input_required`` rounds and
+retries; a SERVER span when the client answers what the server asked; both client histograms.
+Real transports (in memory, Streamable HTTP on a socket, stdio to a child process), both eras, the
+SDK's in-memory exporter and metric reader passed in, never set globally."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import SpanKind, StatusCode
+
+from client.hooked_server import build
+from mcp_sse_server import McpServer
+from mcp_sse_server.client import InMemoryClient, McpClient, StdioClient, StreamableHttpClient
+from mcp_sse_server.client.hooks import RequestEvent
+from mcp_sse_server.engine.jsonrpc import JsonRpcRequest, McpError
+from mcp_sse_server.engine.types import CallToolResult, TextContent
+from mcp_sse_server.transport.http import McpHttpServer
+
+HERE = Path(__file__).parent
+REPO = HERE.parents[1]
+HOOKED = REPO / "tests" / "client" / "hooked_server.py"  # add, ask (elicits), whoami: its build()
+SRC = str(REPO / "src")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What ``McpClient(telemetry=...)`` reads (``telemetry.Telemetry`` has these fields too)."""
+
+    tracer_provider: TracerProvider
+    meter_provider: MeterProvider
+    spans: bool = True
+    metrics: bool = True
+    propagate: bool = True
+    mode: str = "native"
+
+
+@dataclass
+class Traced:
+    """An SDK pipeline a test reads back."""
+
+    exporter: InMemorySpanExporter
+    reader: InMemoryMetricReader
+    settings: Settings
+
+    def spans(self, kind: SpanKind | None = None) -> list[ReadableSpan]:
+        return [span for span in self.exporter.get_finished_spans() if kind is None or span.kind is kind]
+
+    def span(self, name: str) -> ReadableSpan:
+        found = [span for span in self.spans() if span.name == name]
+        assert len(found) == 1, [span.name for span in self.spans()]
+        return found[0]
+
+    def points(self, metric: str) -> list[Any]:
+        data = self.reader.get_metrics_data()
+        found: list[Any] = []
+        for resource in data.resource_metrics if data is not None else ():
+            for scope in resource.scope_metrics:
+                for each in scope.metrics:
+                    if each.name == metric:
+                        found.extend(each.data.data_points)
+        return found
+
+
+@pytest.fixture
+def traced() -> Iterator[Traced]:
+    exporter = InMemorySpanExporter()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    reader = InMemoryMetricReader()
+    meter_provider = MeterProvider(metric_readers=[reader])
+    yield Traced(exporter, reader, Settings(tracer_provider, meter_provider))
+    tracer_provider.shutdown()
+    meter_provider.shutdown()
+
+
+def traceparent_of(span: ReadableSpan) -> str:
+    """The ``traceparent`` a span's context goes out as, without its flags."""
+    context = span.get_span_context()
+    assert context is not None
+    return f"00-{context.trace_id:032x}-{context.span_id:016x}"
+
+
+def parent_sent(meta: dict[str, Any]) -> str:
+    """The ``traceparent`` in ``meta``, without its flags."""
+    return str(meta["traceparent"]).rpartition("-")[0]
+
+
+class Wire:
+    """The requests a client sent, as its event hooks saw them (after telemetry injected), and the
+    HTTP headers of each POST (an httpx event hook on the client's own ``http_client``)."""
+
+    def __init__(self) -> None:
+        self.requests: list[RequestEvent] = []
+        self.posts: list[httpx.Headers] = []
+
+    def hooks(self) -> dict[str, list[Any]]:
+        return {"request": [self.requests.append]}
+
+    async def on_http(self, request: httpx.Request) -> None:
+        if request.method == "POST":
+            self.posts.append(request.headers)
+
+    def sent(self, method: str) -> list[dict[str, Any]]:
+        return [event.params or {} for event in self.requests if event.method == method]
+
+
+async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+    return {"action": "accept", "content": {"colour": "teal"}}
+
+
+@contextlib.asynccontextmanager
+async def client_over(transport: str, wire: Wire, **options: Any) -> AsyncIterator[McpClient]:
+    """A client of the hooked server over ``transport``, its requests recorded on ``wire``."""
+    options.setdefault("request_timeout", 30.0)
+    options["event_hooks"] = wire.hooks()
+    if transport == "inmemory":
+        async with InMemoryClient(build(), **options) as client:
+            yield client
+    elif transport == "stdio":
+        async with StdioClient(sys.executable, [str(HOOKED)], {"PYTHONPATH": SRC}, **options) as client:
+            yield client
+    else:
+        http = await McpHttpServer.bind(build, port=0)
+        try:
+            async with (
+                httpx.AsyncClient(event_hooks={"request": [wire.on_http]}) as http_client,
+                StreamableHttpClient(http.endpoint, http_client=http_client, **options) as client,
+            ):
+                yield client
+        finally:
+            await http.close()
+
+
+NETWORK = {"inmemory": None, "streamable": "tcp", "stdio": "pipe"}
+
+
+@pytest.mark.parametrize("mode", ["auto", "session"])
+@pytest.mark.parametrize("transport", ["inmemory", "streamable", "stdio"])
+async def test_a_call_is_one_client_span_its_context_on_the_wire(traced: Traced, transport: str, mode: str) -> None:
+    wire = Wire()
+    async with client_over(transport, wire, mode=mode, telemetry=traced.settings) as client:
+        result = await client.call_tool("add", {"a": 2, "b": 3})
+        era, version = client.era, client.protocol_version
+    assert result.structured_content == {"result": 5}
+    assert era == ("stateless" if mode == "auto" else "session")
+
+    span = traced.span("tools/call add")
+    assert span.kind is SpanKind.CLIENT and span.status.status_code is StatusCode.UNSET
+    attributes = dict(span.attributes or {})
+    assert attributes["mcp.method.name"] == "tools/call"
+    assert attributes["gen_ai.tool.name"] == "add" and attributes["gen_ai.operation.name"] == "execute_tool"
+    assert attributes["mcp.protocol.version"] == version
+    assert attributes.get("network.transport") == NETWORK[transport]
+    if transport == "streamable":
+        assert attributes["server.address"] == "127.0.0.1" and isinstance(attributes["server.port"], int)
+        assert ("mcp.session.id" in attributes) is (era == "session")
+    if era == "session":
+        assert attributes["jsonrpc.request.id"] == str(wire.requests[-1].id)
+    else:
+        assert "jsonrpc.request.id" not in attributes  # one logical call, whatever its wire ids
+
+    # Its context went out in _meta, and over HTTP in the header too.
+    (sent,) = wire.sent("tools/call")
+    assert parent_sent(sent["_meta"]) == traceparent_of(span)
+    if transport == "streamable":
+        assert wire.posts[-1]["traceparent"] == sent["_meta"]["traceparent"]
+
+    # The handshake is traced too: initialize, or the server/discover probe.
+    assert {item.name for item in traced.spans(SpanKind.CLIENT)} >= {
+        "initialize" if era == "session" else "server/discover"
+    }
+
+    (point,) = [
+        p for p in traced.points("mcp.client.operation.duration") if p.attributes["mcp.method.name"] == "tools/call"
+    ]
+    assert point.count == 1 and point.attributes["gen_ai.tool.name"] == "add"
+    assert "mcp.session.id" not in point.attributes and "jsonrpc.request.id" not in point.attributes
+    assert point.explicit_bounds[:3] == (0.01, 0.02, 0.05)
+    sessions = traced.points("mcp.client.session.duration")
+    assert len(sessions) == (1 if era == "session" else 0)
+    if sessions:
+        assert sessions[0].attributes["mcp.protocol.version"] == version and "error.type" not in sessions[0].attributes
+
+
+async def test_the_callers_meta_is_never_changed(traced: Traced) -> None:
+    wire = Wire()
+    params = {"name": "add", "arguments": {"a": 1, "b": 1}, "_meta": {"mine": True}}
+    for mode in ("auto", "session"):
+        async with client_over("inmemory", wire, mode=mode, telemetry=traced.settings) as client:
+            await client.request("tools/call", params)
+    assert params == {"name": "add", "arguments": {"a": 1, "b": 1}, "_meta": {"mine": True}}
+    assert all(sent["_meta"]["mine"] is True and "traceparent" in sent["_meta"] for sent in wire.sent("tools/call"))
+
+
+async def test_a_stateless_call_with_an_input_round_is_one_span(traced: Traced) -> None:
+    wire = Wire()
+    async with client_over("inmemory", wire, telemetry=traced.settings, elicitation_handler=elicit) as client:
+        result = await client.call_tool("ask", {})
+        assert client.era == "stateless"
+    assert isinstance(result.content[0], TextContent) and result.content[0].text == "you said teal"
+
+    call = traced.span("tools/call ask")
+    rounds = wire.sent("tools/call")
+    assert len(rounds) == 2  # the first ask, and the retry with the answer
+    assert {parent_sent(sent["_meta"]) for sent in rounds} == {traceparent_of(call)}
+    assert [event.name for event in call.events] == ["mcp_sse_server.input_required"]
+    assert call.events[0].attributes == {
+        "mcp_sse_server.round": 1,
+        "mcp_sse_server.input.methods": ("elicitation/create",),
+    }
+    # The client answering the question: a SERVER span inside the call's span.
+    answered = traced.span("elicitation/create")
+    assert answered.kind is SpanKind.SERVER and answered.parent is not None
+    assert answered.parent.span_id == call.context.span_id
+    assert "jsonrpc.request.id" not in (answered.attributes or {})  # an inputRequests key is no id
+    assert (
+        len(
+            [
+                p
+                for p in traced.points("mcp.client.operation.duration")
+                if p.attributes["mcp.method.name"] == "tools/call"
+            ]
+        )
+        == 1
+    )
+
+
+async def test_a_server_request_on_a_session_is_a_server_span_parented_by_its_meta(traced: Traced) -> None:
+    parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+    async def sample(request: Any) -> dict[str, Any]:
+        return {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
+
+    async with InMemoryClient(build(), mode="session", telemetry=traced.settings, sampling_handler=sample) as client:
+        # What a traced server sends: the request with its CLIENT span's context in _meta.
+        handler = client.handle_request
+        meta = {"traceparent": parent}
+        request = JsonRpcRequest(7, "sampling/createMessage", {"messages": [], "maxTokens": 5, "_meta": meta})
+        answer = await handler(request, None)  # type: ignore[arg-type]
+        assert answer["model"] == "m"
+        with pytest.raises(McpError):  # no roots: -32601, the caller's fault, not an error here
+            await handler(JsonRpcRequest(8, "roots/list", {}), None)  # type: ignore[arg-type]
+    sampled = traced.span("sampling/createMessage")
+    assert sampled.kind is SpanKind.SERVER and sampled.parent is not None
+    assert f"{sampled.context.trace_id:032x}" == parent.split("-")[1]
+    assert f"{sampled.parent.span_id:016x}" == parent.split("-")[2]
+    assert dict(sampled.attributes or {})["jsonrpc.request.id"] == "7"
+    refused = traced.span("roots/list")
+    assert refused.status.status_code is StatusCode.UNSET
+    assert dict(refused.attributes or {})["rpc.response.status_code"] == "-32601"
+
+
+@pytest.mark.parametrize("mode", ["auto", "session"])
+async def test_errors_are_classified(traced: Traced, mode: str) -> None:
+    server = McpServer("failing")
+
+    @server.tool()
+    def broken() -> str:
+        raise RuntimeError("secret detail")
+
+    @server.tool()
+    async def slow() -> str:
+        await asyncio.sleep(30)
+        return "late"
+
+    @server.tool()
+    def refused() -> CallToolResult:
+        return CallToolResult([TextContent("no")], is_error=True)
+
+    async with InMemoryClient(server, mode=mode, telemetry=traced.settings) as client:
+        with pytest.raises(McpError):
+            await client.request("tools/call", {"name": "missing", "arguments": {}})
+        assert (await client.call_tool("refused", {})).is_error
+        with pytest.raises(TimeoutError):
+            await client.call_tool("slow", {}, timeout=0.2)
+        with contextlib.suppress(McpError):  # a tool's exception: an error result, or -32603
+            await client.call_tool("broken", {})
+
+    missing = traced.span("tools/call missing")
+    assert missing.status.status_code is StatusCode.ERROR
+    assert dict(missing.attributes or {})["error.type"] == dict(missing.attributes or {})["rpc.response.status_code"]
+    assert dict(traced.span("tools/call refused").attributes or {})["error.type"] == "tool_error"
+    timed_out = traced.span("tools/call slow")
+    assert dict(timed_out.attributes or {})["error.type"] == "timeout"
+    assert timed_out.status.status_code is StatusCode.ERROR
+    for span in traced.spans():
+        assert "secret detail" not in (span.status.description or "")
+    failures = {p.attributes.get("error.type") for p in traced.points("mcp.client.operation.duration")}
+    assert {"tool_error", "timeout"} <= failures
+
+
+async def test_spans_off_keeps_metrics_and_propagation_only_keeps_the_context(traced: Traced) -> None:
+    from opentelemetry import trace
+
+    wire = Wire()
+    no_spans = Settings(traced.settings.tracer_provider, traced.settings.meter_provider, spans=False)
+    async with client_over("inmemory", wire, mode="session", telemetry=no_spans) as client:
+        await client.call_tool("add", {"a": 1, "b": 2})
+    assert traced.spans() == []
+    assert len(traced.points("mcp.client.operation.duration")) == 2  # initialize, tools/call
+
+    outer_tracer = traced.settings.tracer_provider.get_tracer("app")
+    only = Settings(traced.settings.tracer_provider, traced.settings.meter_provider, mode="propagation_only")
+    wire = Wire()
+    async with client_over("inmemory", wire, mode="session", telemetry=only) as client:
+        with outer_tracer.start_as_current_span("agent step") as outer:
+            await client.call_tool("add", {"a": 1, "b": 2})
+    assert [span.name for span in traced.spans()] == ["agent step"]
+    (sent,) = wire.sent("tools/call")
+    context = outer.get_span_context()
+    assert parent_sent(sent["_meta"]) == f"00-{context.trace_id:032x}-{context.span_id:016x}"
+    assert trace.get_current_span() is trace.INVALID_SPAN  # nothing left attached
+
+
+async def test_a_span_is_a_child_of_the_callers_and_the_clients_telemetry_can_be_switched(traced: Traced) -> None:
+    tracer = traced.settings.tracer_provider.get_tracer("app")
+    async with InMemoryClient(build(), mode="session") as client:
+        assert client.telemetry is None
+        await client.call_tool("add", {"a": 1, "b": 2})
+        assert traced.spans() == []
+        client.telemetry = traced.settings
+        with tracer.start_as_current_span("agent step") as outer:
+            await client.call_tool("add", {"a": 1, "b": 2})
+        client.telemetry = None
+        await client.call_tool("add", {"a": 1, "b": 2})
+    call = traced.span("tools/call add")
+    assert call.parent is not None and call.parent.span_id == outer.get_span_context().span_id
+
+
+def _run(code: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=120, cwd=REPO
+    )
+
+
+def test_telemetry_off_imports_no_opentelemetry() -> None:
+    done = _run(
+        f"""
+        import asyncio, sys
+        sys.path.insert(0, {str(HOOKED.parent)!r})
+        from hooked_server import build
+        from mcp_sse_server.client import InMemoryClient, StdioClient
+        from mcp_sse_server.transport.http import McpHttpServer
+        from mcp_sse_server.client import StreamableHttpClient
+
+        async def main():
+            for mode in ("auto", "session"):
+                async with InMemoryClient(build(), mode=mode) as client:
+                    await client.call_tool("add", {{"a": 1, "b": 2}})
+                http = await McpHttpServer.bind(build, port=0)
+                async with StreamableHttpClient(http.endpoint, mode=mode) as client:
+                    await client.call_tool("add", {{"a": 1, "b": 2}})
+                await http.close()
+                stdio = StdioClient(sys.executable, [{str(HOOKED)!r}], {{"PYTHONPATH": {SRC!r}}}, mode=mode)
+                async with stdio as client:
+                    await client.call_tool("add", {{"a": 1, "b": 2}})
+        asyncio.run(main())
+        print(sorted(name for name in sys.modules if name.startswith("opentelemetry")))
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_switching_it_on_without_the_api_names_the_extra() -> None:
+    done = _run(
+        """
+        import sys
+        class Missing:
+            def find_spec(self, name, path=None, target=None):
+                if name == "opentelemetry" or name.startswith("opentelemetry."):
+                    raise ImportError(f"No module named {name!r}")
+                return None
+        sys.meta_path.insert(0, Missing())
+        from mcp_sse_server import McpServer
+        from mcp_sse_server.client import InMemoryClient
+        try:
+            InMemoryClient(McpServer("s"), telemetry=True)
+        except ImportError as error:
+            print(error)
+        print(InMemoryClient(McpServer("s")).telemetry)
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'mcp-sse-server[otel]'" in done.stdout
+    assert done.stdout.strip().endswith("None")
