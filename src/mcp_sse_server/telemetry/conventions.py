@@ -117,7 +117,9 @@ class METRIC:
     ROUTED_MESSAGES: Final = "mcp_sse_server.routed.messages"
 
 
-REJECT_REASONS: Final = frozenset({"origin", "host", "size", "session_not_found", "limit", "shed", "rate_limit"})
+REJECT_REASONS: Final = frozenset(
+    {"origin", "host", "size", "session_not_found", "limit", "unavailable", "shed", "busy", "rate_limit"}
+)
 """Why a request was refused below JSON-RPC (the values of ``mcp_sse_server.reason``)."""
 
 # --- methods and names --------------------------------------------------------------------------

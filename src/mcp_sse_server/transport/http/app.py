@@ -7,6 +7,7 @@ The app is a stack, Starlette style, configured once in the constructor from
 two objects: the ``HttpSettings`` (plain configuration) and the ``Backend``
 (every store, and the coordination of workers: ``engine/stores.py``)::
 
+   (ObservedHttp               peer, trace headers, refusals counted: with telemetry   observed.py)
     OriginHostMiddleware       Host and Origin (400/403)        security.py
      (BearerMiddleware         bearer tokens (401/403), RFC 9728 metadata: with auth=   bearer.py)
       McpRouter                path, method, version: route()   router.py
@@ -48,6 +49,7 @@ from .asgi import ASGIApp, Receive, Scope, Send
 from .bearer import BearerMiddleware, ScopeCheck
 from .directory import LiveSession, Serving, SessionDirectory, directory_for
 from .legacy_sse import LegacySseEndpoint
+from .observed import ObservedHttp
 from .router import McpRouter
 from .security import OriginHostMiddleware, OriginPolicy
 from .servers import Servers, SessionFactory
@@ -153,6 +155,9 @@ class McpHttpApp:
             endpoint = BearerMiddleware(endpoint, auth, self.path, also=guarded)
         self.auth = auth
         self._stack: ASGIApp = OriginHostMiddleware(endpoint, self.policy)
+        observer = self.server.observer if self.server is not None else None
+        if observer is not None:  # telemetry: the peer, the trace headers, refusals (observed.py)
+            self._stack = ObservedHttp(self._stack, observer, self.policy)
 
     @property
     def live_sessions(self) -> Mapping[str, LiveSession]:

@@ -86,12 +86,15 @@ import asyncio
 import http
 import logging
 from collections import OrderedDict
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from .errors import INVALID_REQUEST, SERVER_BUSY, error_body
 from .limits import HttpLimits
+
+if TYPE_CHECKING:
+    from ...engine.observe import Observer
 
 __all__ = ["LimitedHttpToolsProtocol", "effective_max_connections", "protocol_class"]
 
@@ -144,8 +147,9 @@ def effective_max_connections(limits: HttpLimits) -> int:
 class _Shared:
     """What the connections of one server share: the limits, the prepared refusals and the watchdog."""
 
-    def __init__(self, limits: HttpLimits) -> None:
+    def __init__(self, limits: HttpLimits, observer: Observer | None = None) -> None:
         self.limits = limits
+        self.observer = observer  # telemetry: told of each shed or refused connection (engine/observe.py)
         self.max_connections = effective_max_connections(limits)
         self.tick = min(limits.header_timeout, limits.body_timeout, limits.connection_idle_timeout) / 4
         self.lingering = 0
@@ -238,10 +242,14 @@ class _Shared:
 
     def shed_one(self, loop: asyncio.AbstractEventLoop) -> None:
         self.shed += 1
+        if self.observer is not None:
+            self.observer.rejected("shed")
         self.tell_later(loop)
 
     def refused_one(self, loop: asyncio.AbstractEventLoop) -> None:
         self.refused += 1
+        if self.observer is not None:
+            self.observer.rejected("busy")
         self.tell_later(loop)
 
     def tell_later(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -494,7 +502,7 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self.refuse(self._shared.body_timeout)
 
 
-def protocol_class(limits: HttpLimits) -> type[asyncio.Protocol]:
-    """The protocol class for ``uvicorn.Config(http=...)`` of one server with ``limits``."""
-    shared = _Shared(limits)
+def protocol_class(limits: HttpLimits, observer: Observer | None = None) -> type[asyncio.Protocol]:
+    """The protocol class for ``uvicorn.Config(http=...)`` of one server with ``limits`` (and telemetry)."""
+    shared = _Shared(limits, observer)
     return type("LimitedHttpToolsProtocol", (LimitedHttpToolsProtocol,), {"_shared": shared})

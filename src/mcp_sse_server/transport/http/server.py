@@ -41,6 +41,7 @@ from .settings import DEFAULT_SETTINGS, HttpSettings
 if TYPE_CHECKING:
     import uvicorn
 
+    from ...engine.observe import Observer
     from ...engine.server import McpServer
     from ...engine.stores import Backend
 
@@ -52,7 +53,7 @@ DEFAULT_PATH = "/mcp"
 """Where ``bind`` serves the endpoint when the settings name no path."""
 
 
-def _protocol_options(limits: HttpLimits) -> dict[str, Any]:
+def _protocol_options(limits: HttpLimits, observer: Observer | None = None) -> dict[str, Any]:
     """uvicorn.Config's HTTP protocol options: ours with every connection limit (see connections.py)."""
     try:
         import httptools  # noqa: F401
@@ -71,7 +72,7 @@ def _protocol_options(limits: HttpLimits) -> dict[str, Any]:
     # (the set full again, itself included) would get uvicorn's plain-text 503. The h11 fallback above
     # keeps it, without shedding.
     return {
-        "http": protocol_class(limits),
+        "http": protocol_class(limits, observer),
         # uvicorn's own timer after a response; the watchdog enforces the same timeout for every idle connection.
         "timeout_keep_alive": math.ceil(limits.connection_idle_timeout),
     }
@@ -182,7 +183,7 @@ class McpHttpServer:
             await app.start()
             config = uvicorn.Config(
                 app,
-                **_protocol_options(app.limits),
+                **_protocol_options(app.limits, app.server.observer if app.server is not None else None),
                 ws="none",
                 lifespan="off",
                 interface="asgi3",

@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection
 
 from ...engine import versions
 from ...engine.jsonrpc import JsonRpcNotification, JsonRpcRequest
-from ...engine.protocol import Connection
+from ...engine.protocol import Connection, ObservedConnection
 from ...engine.server import McpServer
 from ...engine.stateless import StatelessEndpoint, unsupported_version
 from ...engine.stateless_meta import has_envelope
@@ -152,7 +152,11 @@ class HttpStatelessEndpoint:
         if self.scopes is not None:
             self.scopes.check(server, message)
         transport = StatelessTransport(json_response=self.json_response)
-        Connection(transport, engine)
+        observer = server.observer  # (telemetry: engine/observe.py)
+        if observer is None:
+            Connection(transport, engine)
+        else:
+            ObservedConnection(transport, engine, observer)
         in_flight = self._in_flight
         in_flight.transports.add(transport)
         if not in_flight.keepalive_watched:
