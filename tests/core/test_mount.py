@@ -267,6 +267,7 @@ async def test_later_registrations_show_through_and_list_changed_reaches_the_par
 
     async with InMemoryClient(parent, mode=SESSION, on_notification=on_notification) as client:
         assert "wx_new" not in [tool.name for tool in await client.list_tools()]
+        await client.call_tool("wx_forecast", {"city": "Oslo"})  # (the parent's routes are built now)
         child.add_tool(Tool("new", {"type": "object"}, lambda args, ctx: "fresh"))
         for _ in range(200):  # (bounded: the notification is sent soon after)
             if "notifications/tools/list_changed" in changed:

@@ -60,7 +60,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Iterator
+from collections.abc import Awaitable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 
@@ -287,9 +287,17 @@ class Mount:
         return served
 
     def forget(self) -> None:
-        """Drop what was derived from the child (its handlers, its mapped entries)."""
+        """Drop what was derived from the child (its handlers, its mapped entries, the routes to it)."""
         self._handlers.clear()
         self._mapped.clear()
+        self.parent_mounts.forget()
+
+    @property
+    def links(self) -> bool:
+        """True when the child may serve some URI (resources, templates, files, mounts): only then
+        are its results searched for links to rewrite (rule 6)."""
+        child = self.child
+        return bool(child.resource_registry) or child._mounts is not None
 
     def changed(self, notification: str) -> None:
         """The child's registries' change hook: the parent's routes rebuilt, its sessions told."""
@@ -381,13 +389,15 @@ class Mounts:
     the parent's own handler.
     """
 
-    __slots__ = ("_maps", "_own", "_pager", "mounts", "server")
+    __slots__ = ("_maps", "_own", "_pager", "_tools", "mounts", "server")
 
     def __init__(self, server: Server) -> None:
         self.server = server
         self.mounts: list[Mount] = []
         self._maps: dict[Kind, dict[str, tuple[Mount, str]]] = {}  # front -> (mount, child key)
         self._own: dict[str, Handler] = {}
+        # tools/call's own fast path: front name -> (mount, child name, the child's handler); None when stale
+        self._tools: dict[str, tuple[Mount, str, Handler]] | None = None
         self._pager = server.skill_registry.pager  # the page size (the one pager never swapped)
 
     def install(self) -> None:
@@ -413,15 +423,19 @@ class Mounts:
     def forget(self) -> None:
         """Drop the front-name maps (a child changed): rebuilt on the next request."""
         self._maps.clear()
+        self._tools = None
 
-    def route(self, kind: Kind, front: Any) -> tuple[Mount, str] | None:
-        """The mount serving ``front`` and the child's key for it, or None (the parent's own)."""
+    def _routes(self, kind: Kind) -> dict[str, tuple[Mount, str]]:
         table = self._maps.get(kind)
         if table is None:
             table = self._maps[kind] = {
                 mount.front(kind, key): (mount, key) for mount in self.mounts for key in exposed(mount.child, kind)
             }
-        return table.get(front) if type(front) is str else None
+        return table
+
+    def route(self, kind: Kind, front: Any) -> tuple[Mount, str] | None:
+        """The mount serving ``front`` and the child's key for it, or None (the parent's own)."""
+        return self._routes(kind).get(front) if type(front) is str else None
 
     def check(self, kind: Kind, front: str, owner: Mount | None) -> None:
         """ValueError when ``front`` of ``kind``, brought by ``owner`` (None: the server itself),
@@ -474,15 +488,28 @@ class Mounts:
             return result
         return {**result, **self._pager.page(key, key, items, params)}
 
-    async def call_tool(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
-        """``tools/call``: a mounted tool through its child, its links rewritten."""
-        found = self.route("tool", params.get("name"))
+    def call_tool(self, params: dict[str, Any], context: RequestContext) -> Awaitable[dict[str, Any]]:
+        """``tools/call``: a mounted tool through its child, its links rewritten. A plain function
+        returning the child's awaitable (no frame of its own) when there is nothing to rewrite."""
+        tools = self._tools
+        if tools is None:
+            tools = self._tools = {}
+            for front, (mount, key) in self._routes("tool").items():
+                handler = mount.handler("tools/call")
+                assert handler is not None  # (every server serves tools/call)
+                tools[front] = (mount, key, handler)
+        name = params.get("name")
+        found = tools.get(name) if type(name) is str else None
         if found is None:
-            return await self._own["tools/call"](params, context)
-        mount, name = found
-        handler = mount.handler("tools/call")
-        assert handler is not None  # (every server serves tools/call)
-        result = await handler({**params, "name": name}, context)
+            return self._own["tools/call"](params, context)
+        mount, back, handler = found
+        if mount.links:
+            return self._rewritten(mount, handler({**params, "name": back}, context))
+        return handler({**params, "name": back}, context)
+
+    @staticmethod
+    async def _rewritten(mount: Mount, called: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+        result = await called
         content = result.get("content")
         if content:
             result = {**result, "content": mount.rewrite_blocks(content)}
