@@ -134,7 +134,9 @@ def http_options(command: _F) -> _F:
 
 # What --stdio keeps of serve's parameters: every other one is about HTTP (and refused with it when
 # given on the command line; from the environment or a --config file, ignored).
-_STDIO_PARAMETERS: Final = frozenset({"target", "stdio", "log_level", "skills", "print_config"})
+_STDIO_PARAMETERS: Final = frozenset(
+    {"target", "stdio", "log_level", "skills", "print_config", "openapi", "base_url", "header"}
+)
 
 
 @click.command(cls=SettingsCommand)
@@ -144,6 +146,21 @@ _STDIO_PARAMETERS: Final = frozenset({"target", "stdio", "log_level", "skills", 
     is_flag=True,
     help="Serve one session over stdin and stdout instead of HTTP (for clients that start the server "
     "themselves); HTTP options are refused.",
+)
+@click.option(
+    "--openapi",
+    "openapi",
+    metavar="SPEC",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Serve the operations of this OpenAPI 3 spec (JSON or YAML) as tools that call the API, instead of TARGET.",
+)
+@click.option("--base-url", metavar="URL", help="With --openapi: the API's base URL (else the spec's first server).")
+@click.option(
+    "--header",
+    "header",
+    multiple=True,
+    metavar="'NAME: VALUE'",
+    help="With --openapi: a header sent on every API call (an API key, say); repeatable.",
 )
 @settings_options
 @click.pass_context
@@ -180,6 +197,10 @@ def serve(ctx: click.Context, /, **_: Any) -> None:
     the requestState of 2026-07-28 requests: give every worker and host the same one.
 
     \b
+    An HTTP API described by OpenAPI 3: --openapi spec.yaml --base-url URL serves each of its
+    operations as a tool calling the API (--header 'X-Api-Key: ...' for the API's own key).
+
+    \b
     --stdio serves the one session of a client that starts this command itself:
       {"command": "mcp-sse-server", "args": ["serve", "my_app:build_server", "--stdio"]}
 
@@ -199,7 +220,7 @@ def serve(ctx: click.Context, /, **_: Any) -> None:
         return
     if settings.stdio:
         _refuse_http_options(ctx)
-        _serve_stdio(settings.target, settings.log_level, settings.skills)
+        _serve_stdio(lambda: _resolve(settings), settings.log_level, settings.skills)
         return
     host, port, path, workers = settings.host, settings.port, settings.path, settings.workers
     certfile, keyfile, no_legacy_sse = settings.certfile, settings.keyfile, settings.no_legacy_sse
@@ -221,7 +242,7 @@ def serve(ctx: click.Context, /, **_: Any) -> None:
         derivable=port != 0 and not is_wildcard_host(host),
     )
     _refuse_exposure(host, settings.limits, auth)
-    resolved = resolve_target(settings.target).with_skills(load_skill_options(settings.skills))
+    resolved = _resolve(settings).with_skills(load_skill_options(settings.skills))
     label, served = resolved.label, resolved.served(per_session=settings.server_per_session)
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
@@ -264,6 +285,30 @@ def serve(ctx: click.Context, /, **_: Any) -> None:
 
 
 # --- TARGET (read by targets.py, as for every command) ---------------------------------------------
+
+
+def _resolve(settings: ServeSettings) -> Target:
+    """TARGET, or with ``--openapi`` the server its spec describes (built now: a bad spec or a
+    missing base URL is said before the port opens)."""
+    if settings.openapi is None:
+        if settings.base_url is not None or settings.header:
+            raise BadUsage("--base-url and --header go with --openapi")
+        return resolve_target(settings.target)
+    if settings.target is not None:
+        raise BadUsage(f"--openapi serves its spec: it does not go with TARGET ({settings.target})")
+    from ..openapi import OpenApiError, from_openapi
+
+    headers: dict[str, str] = {}
+    for header in settings.header:
+        name, colon, value = header.partition(":")
+        if not colon or not name.strip():
+            raise BadUsage(f"--header {header!r}: give it as 'NAME: VALUE'")
+        headers[name.strip()] = value.strip()
+    try:
+        server = from_openapi(settings.openapi, base_url=settings.base_url, headers=headers)
+    except OpenApiError as error:
+        raise BadUsage(f"--openapi {settings.openapi}: {error}") from None
+    return Target(f"openapi:{settings.openapi}", lambda: server, shared=True, instance=True)
 
 
 def load_skill_options(paths: Sequence[str]) -> list[SkillCatalog]:
@@ -341,8 +386,8 @@ def _refuse_exposure(host: str, limits: HttpLimits, auth: object | None) -> None
         )
 
 
-def _serve_stdio(target: str | None, log_level: str, skills: tuple[str, ...] = ()) -> None:
-    """Load TARGET and serve its one session over stdin and stdout until stdin ends."""
+def _serve_stdio(resolve: Callable[[], Target], log_level: str, skills: tuple[str, ...] = ()) -> None:
+    """Load TARGET (``resolve``) and serve its one session over stdin and stdout until stdin ends."""
     import asyncio
     import logging
 
@@ -352,7 +397,7 @@ def _serve_stdio(target: str | None, log_level: str, skills: tuple[str, ...] = (
     # Stdout and stdin are the protocol's from before the target is imported: what its code prints,
     # and the programs it runs, write to stderr and read nothing (transport/stdio_fds.py).
     with protocol_stdio():
-        resolved = resolve_target(target).with_skills(load_skill_options(skills))
+        resolved = resolve().with_skills(load_skill_options(skills))
         logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
         # One session, so one server: a per-session factory's first call (made while resolving) is it.
         server = resolved.factory()

@@ -25,7 +25,7 @@ Rules:
    masked: the password (and token-like query parameters) of a URL, and the
    whole value of an option whose name says it holds a token, secret, password,
    credentials or an authorization header (``--auth-client-secret-env`` names a
-   variable, not a secret).
+   variable, not a secret), and the values of ``--header`` (serve ``--openapi``'s API headers).
 """
 
 from __future__ import annotations
@@ -273,6 +273,9 @@ class ServeSettings:
 
     target: str | None
     stdio: bool
+    openapi: str | None
+    base_url: str | None
+    header: tuple[str, ...]
     host: str
     port: int
     path: str
@@ -359,6 +362,8 @@ def _masked(name: str, value: Any) -> Any:
     """
     if _secret_name().search(name) and not name.endswith("_env"):
         return _MASK
+    if name == "header":  # serve --openapi's 'NAME: VALUE' headers: an API key, most often
+        return tuple(f"{item.partition(':')[0].strip()}: {_MASK}" for item in value)
     if isinstance(value, str):
         return mask_url(value)
     if isinstance(value, tuple | frozenset):
