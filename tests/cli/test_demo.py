@@ -35,6 +35,7 @@ def test_capabilities_cover_the_protocol() -> None:
         "prompts": {"listChanged": True},
         "resources": {"subscribe": True, "listChanged": True},
         "tools": {"listChanged": True},
+        "extensions": {"io.modelcontextprotocol/ui": {}},  # the calculator is an MCP App
     }
 
 
@@ -48,6 +49,7 @@ async def test_tools_are_math_artifacts_and_the_tour() -> None:
         "draw_swatch",
         "describe_demo",
         "ask_model",
+        "calculator",
     ]
 
 
@@ -145,6 +147,7 @@ async def test_resources_and_the_template() -> None:
         "demo://readme",
         "demo://settings",
         "demo://swatch.png",
+        "ui://demo/calculator.html",
         *(ARTIFACT_TEMPLATE.replace("{type}", kind) for kind in ARTIFACT_TYPES),
     ]
     assert [template.uri_template for template in templates] == [ARTIFACT_TEMPLATE]
@@ -177,3 +180,17 @@ async def test_prompts() -> None:
     assert isinstance(request.content, TextContent) and "a login flow" in request.content.text
     assert isinstance(calculated.messages[0].content, TextContent)
     assert "(2 + 3) * 7" in calculated.messages[0].content.text
+
+
+async def test_the_calculator_answers_in_text_and_brings_its_app() -> None:
+    async with InMemoryClient(build_demo_server(), apps=True) as client:
+        added = await client.call_tool("calculator", {"a": 20, "b": 22})
+        halved = await client.call_tool("calculator", {"a": 1, "b": 2, "operation": "divide"})
+        by_zero = await client.call_tool("calculator", {"a": 1, "b": 0, "operation": "divide"})
+        (page,) = (await client.read_resource("ui://demo/calculator.html")).contents
+    assert added.content == [TextContent("20 + 22 = 42")]
+    assert added.structured_content == {"a": 20, "b": 22, "operation": "add", "symbol": "+", "result": 42}
+    assert halved.content == [TextContent("1 / 2 = 0.5")]
+    assert by_zero.is_error and "division by zero" in by_zero.content[0].text  # type: ignore[union-attr]
+    assert isinstance(page, TextResourceContents) and page.mime_type == "text/html;profile=mcp-app"
+    assert '"ui/initialize"' in page.text and "tools/call" in page.text

@@ -8,6 +8,8 @@ sees every feature at least once:
 - ``draw_swatch`` returns an image and a resource link;
 - ``describe_demo`` returns an embedded resource;
 - ``ask_model`` asks the client's model a question (sampling), when the client allows it;
+- ``calculator`` brings an MCP App (``demo_app.py``): hosts with the extension render its answer
+  in a small interactive calculator, every other client gets the text;
 - fixed resources (Markdown, JSON, a PNG), a resource template with listing and
   completion, and prompts with argument completion.
 
@@ -20,7 +22,7 @@ built-in servers' own ``Tool`` objects.
 
 >>> server = build_demo_server()
 >>> sorted(server.capabilities)
-['completions', 'logging', 'prompts', 'resources', 'tools']
+['completions', 'extensions', 'logging', 'prompts', 'resources', 'tools']
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from ..engine.types import (
     ToolAnnotations,
 )
 from .artifact_instructions import ARTIFACT_TYPES, ArtifactTypeError, artifact_instructions, artifact_tools
+from .demo_app import add_calculator_app
 from .math import MATH_TOOL_SPECS, math_tools
 
 __all__ = ["DEMO_NAME", "build_demo_server", "solid_png"]
@@ -87,7 +90,8 @@ This server shows every part of the Model Context Protocol that mcp-sse-server i
 
 - Tools: 19 math tools (add, divide, factorial, ...), get_artifact_instructions, slow_count
   (progress, logging, cancellation), draw_swatch (image content and a resource link),
-  describe_demo (an embedded resource) and ask_model (sampling, if your client allows it).
+  describe_demo (an embedded resource), ask_model (sampling, if your client allows it) and
+  calculator (an MCP App: hosts that render apps show an interactive calculator).
 - Resources: this file ({README_URI}), the server settings ({SETTINGS_URI}) and a PNG ({SWATCH_URI}).
 - A resource template, {ARTIFACT_TEMPLATE}, that lists and completes the artifact types.
 - Prompts: write_artifact and calculate, with argument completion.
@@ -322,5 +326,6 @@ def build_demo_server() -> McpServer:
         server.add_tool(tool)
     _add_tour_tools(server)
     _add_resources(server)
+    add_calculator_app(server)
     _add_prompts(server)
     return server
