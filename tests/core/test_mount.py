@@ -486,3 +486,32 @@ async def test_import_server_is_a_snapshot() -> None:
         assert "Oslo" in prompt["messages"][0]["content"]["text"]
     with pytest.raises(ValueError, match="already served"):
         parent.import_server(weather(), namespace="wx")
+
+
+# --- skills ---------------------------------------------------------------------------------------
+
+
+async def test_mounted_skills_are_listed_got_and_read_under_skill_ns(tmp_path: Any) -> None:
+    root = tmp_path / "skills" / "pdf"
+    (root / "references").mkdir(parents=True)
+    (root / "SKILL.md").write_text("---\nname: pdf\ndescription: Reads PDFs.\n---\n# pdf\n", encoding="utf-8")
+    (root / "references" / "FORMS.md").write_text("forms", encoding="utf-8")
+    child = McpServer("docs", skills=[tmp_path / "skills"])
+    parent = McpServer("front")
+    parent.mount(child, namespace="docs")
+    async with InMemoryClient(parent, mode=SESSION) as client:
+        listed = await client.request("skills/list", {})
+        [entry] = listed["skills"]
+        assert entry["uri"] == "skill://docs/pdf/SKILL.md"
+        assert sorted(file["uri"] for file in entry["resources"]) == [
+            "skill://docs/pdf/SKILL.md",
+            "skill://docs/pdf/references/FORMS.md",
+        ]
+        got = await client.request("skills/get", {"uri": "skill://docs/pdf/SKILL.md"})
+        assert got["skill"]["uri"] == "skill://docs/pdf/SKILL.md"
+        directory = await client.request("resources/directory/read", {"uri": "skill://docs/pdf/references"})
+        assert [row["uri"] for row in directory["resources"]] == ["skill://docs/pdf/references/FORMS.md"]
+        read = await client.read_resource("skill://docs/pdf/references/FORMS.md", raw=True)
+        assert read["contents"][0]["uri"] == "skill://docs/pdf/references/FORMS.md"
+        assert read["contents"][0]["text"] == "forms"
+        assert "skill://docs/pdf/SKILL.md" in [r["uri"] for r in await client.list_resources(raw=True)]

@@ -352,6 +352,11 @@ class Mount:
                     return {**block, "resource": {**inner, "uri": self.front("resource", uri)}}
         return block
 
+    def skill_entry(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """A ``skills/list``/``skills/get`` entry of the child with its URIs in front form."""
+        files = [{**file, "uri": self.front("resource", file["uri"])} for file in entry.get("resources") or ()]
+        return {**entry, "uri": self.front("resource", entry["uri"]), "resources": files}
+
     def rewrite_contents(self, result: dict[str, Any]) -> dict[str, Any]:
         """A ``resources/read`` result with the child's URIs in front form (rule 6)."""
         contents = result.get("contents")
@@ -412,6 +417,9 @@ class Mounts:
                 "resources/subscribe": partial(self.subscription, True),
                 "resources/unsubscribe": partial(self.subscription, False),
                 "completion/complete": self.complete,
+                "skills/list": self.list_skills,
+                "skills/get": partial(self.skill_uri, "skills/get"),
+                "resources/directory/read": partial(self.skill_uri, "resources/directory/read"),
             }
         )
         for method, route in routes.items():
@@ -581,6 +589,41 @@ class Mounts:
         assert handler is not None and isinstance(ref, dict)
         return await handler({**params, "ref": {**ref, field: key}}, context)
 
+    async def list_skills(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``skills/list``: the parent's skills, then each mount's under ``skill://<ns>/`` (rule 1)."""
+        catalog = self.server.skill_registry.catalog
+        items = catalog.entries()
+        offered = bool(catalog)
+        inner = _strip_cursor(params)
+        for mount in self.mounts:
+            handler = mount.handler("skills/list")
+            try:
+                listed = await handler(inner, context) if handler is not None else None
+            except McpError as error:
+                if error.code != METHOD_NOT_FOUND:
+                    raise
+                continue
+            if listed is not None:
+                offered = True
+                items.extend(mount.skill_entry(entry) for entry in listed.get("skills") or ())
+        if not offered:
+            raise McpError(METHOD_NOT_FOUND, "This server does not offer skills")
+        return self._pager.page("skills", "skills", items, params)
+
+    async def skill_uri(self, method: str, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        """``skills/get`` and ``resources/directory/read`` of a mounted skill URI: the child answers,
+        its URIs rewritten."""
+        found = self._resource_mount(params.get("uri"))
+        handler = None if found is None else found[0].handler(method)
+        if found is None or handler is None:
+            return await self._own[method](params, context)
+        mount, uri = found
+        result = await handler({**_strip_cursor(params), "uri": uri}, context)
+        if "skill" in result:
+            return {**result, "skill": mount.skill_entry(result["skill"])}
+        rows = [{**row, "uri": mount.front("resource", row["uri"])} for row in result.get("resources") or ()]
+        return self._pager.page("directory", "resources", rows, params)
+
     # --- what the parent advertises ------------------------------------------------------
 
     def capabilities(self, own: dict[str, Any]) -> dict[str, Any]:
@@ -645,6 +688,7 @@ class Composition:
         for registry in (child.tool_registry, child.resource_registry, child.prompt_registry):
             registry.on_change = mount.changed
             registry.pager = Pager()  # the parent pages (rule 5)
+        child.skill_registry.pager = Pager()
         _set_root(child, _root(parent))
         child._refresh_runners()
         for kind in ("tool", "prompt", "resource"):
