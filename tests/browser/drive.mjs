@@ -35,7 +35,7 @@ const browser = await chromium.launch({
 mark("launched");
 let failure = null;
 try {
-  const page = await browser.newPage({ viewport: { width: 640, height: 320 } });
+  const page = await browser.newPage({ viewport: { width: 680, height: 320 } });
   page.setDefaultTimeout(WAIT);
   page.on("console", (message) => {
     const type = message.type();

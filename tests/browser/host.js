@@ -79,7 +79,7 @@ async function main() {
     const target = byName.get(params.name);
     if (!target || !visibility(target).includes("app")) {
       note("call refused", params.name);
-      throw new Error(`tool ${params.name} is not available to apps`);
+      throw new Error(`${params.name} is not available to apps`);
     }
     note("call forwarded", params.name);
     return client.callTool(params);

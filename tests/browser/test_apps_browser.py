@@ -13,7 +13,9 @@ proxy's origin is not the host page's. That warning is the only console message 
 
 Needs node with the packages of tests/node/package.json and a ``chromium`` binary
 (``MCP_TEST_CHROMIUM``, else PATH); without them the tests skip locally and fail under
-MCP_TEST_NO_SKIP=1. Each case's screenshot is saved in its tmp dir (named in a failure).
+MCP_TEST_NO_SKIP=1. Each case's screenshot is saved in its tmp dir (named in a failure);
+docs/images/mcp-app.png is the ``app``/``2026-07-28`` case's, from
+``pytest tests/browser -k "renders and app-2026" --basetemp DIR``.
 """
 
 from __future__ import annotations
@@ -109,7 +111,8 @@ async def drive(bundle_dir: Path, tmp_path: Path, case: str, tool: str, era: str
     assert process.returncode == 0, stderr.decode()
     seen: dict[str, Any] = json.loads(stdout.decode().strip().splitlines()[-1])
     seen["calls"], seen["canary"], seen["screenshot"] = calls.seen, canary.hits, screenshot
-    assert seen["failure"] is None, f"{seen['failure']}\nscreenshot: {screenshot}\n{json.dumps(seen, default=str)}"
+    record = {key: seen.get(key) for key in ("host", "view", "console", "pageErrors", "calls", "canary")}
+    assert seen["failure"] is None, f"{seen['failure']}\nscreenshot: {screenshot}\n{json.dumps(record, default=str)}"
     assert not seen["host"]["errors"], seen["host"]["errors"]
     return seen
 
