@@ -515,3 +515,19 @@ async def test_mounted_skills_are_listed_got_and_read_under_skill_ns(tmp_path: A
         assert read["contents"][0]["uri"] == "skill://docs/pdf/references/FORMS.md"
         assert read["contents"][0]["text"] == "forms"
         assert "skill://docs/pdf/SKILL.md" in [r["uri"] for r in await client.list_resources(raw=True)]
+
+
+async def test_the_child_servers_own_log_reaches_the_requests_session() -> None:
+    child = McpServer("c")
+
+    async def noisy(arguments: dict[str, Any], ctx: RequestContext) -> str:
+        await child.log("warning", "from the child")  # the server's method, not the context's
+        return "ok"
+
+    child.add_tool(Tool("noisy", {"type": "object"}, noisy))
+    parent = McpServer("front")
+    parent.mount(child, namespace="c")
+    logs: list[Any] = []
+    async with InMemoryClient(parent, mode=SESSION, on_log=lambda params: logs.append(params.get("data"))) as client:
+        await client.call_tool("c_noisy")
+    assert logs == ["from the child"]

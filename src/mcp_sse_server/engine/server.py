@@ -319,7 +319,7 @@ class McpServer(Decorators, AppDecorators, Composition):
         context = current_context.get()
         if context is not None:
             owner = context.session
-            if isinstance(owner, ServerSession) and owner.server is self:
+            if isinstance(owner, ServerSession) and (owner.server is self or self._mounted_in is not None):
                 return owner
         if self._sessions_served > 1:
             raise RuntimeError(
