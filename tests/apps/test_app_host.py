@@ -167,7 +167,8 @@ async def test_bad_messages_get_an_error_or_are_dropped_never_a_crash() -> None:
     view = View()
     async with InMemoryClient(build_server()) as client:
         host = host_for(client, view)
-        for junk in ("text", 7, None, [], {"jsonrpc": "1.0"}, {"jsonrpc": "2.0", "method": 3}):
+        junks: list[Any] = ["text", 7, None, [], {"jsonrpc": "1.0"}, {"jsonrpc": "2.0", "method": 3}]
+        for junk in junks:
             await host.receive(junk)
         assert view.inbox.empty()
         await host.receive({"jsonrpc": "2.0", "id": 9, "method": "ping", "params": "no"})

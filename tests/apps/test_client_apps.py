@@ -1,13 +1,22 @@
 """MCP Apps, client side (client/apps.py): ``apps=True`` declares the extension in both eras,
-app tools and their visibility, an app read with its metadata, the CSP header and ``allow``."""
+app tools and their visibility, an app read with its metadata, the CSP header and ``allow``; and
+the demo's app from a real ``serve`` process over HTTP."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
 
 import pytest
 
 from apps.test_server_apps import PAGE, VIEW, build_server
-from mcp_sse_server import Csp, InMemoryClient, Permissions, allow_attribute, csp_header
+from fixtures.served import Served
+from mcp_sse_server import Csp, InMemoryClient, Permissions, TextContent, allow_attribute, csp_header
+from mcp_sse_server.client import AppHostSession, StreamableHttpClient
 from mcp_sse_server.client.apps import app_tools, audience, read_app
+
+SRC = Path(__file__).resolve().parents[2] / "src"
 
 MODES = ["session", "2026-07-28"]
 
@@ -76,3 +85,23 @@ def test_the_csp_header_allows_only_what_is_declared() -> None:
     every = Permissions(camera=True, microphone=True, geolocation=True, clipboard_write=True)
     assert allow_attribute(every) == "camera; microphone; geolocation; clipboard-write"
     assert Permissions.from_dict(every.to_dict()) == every
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_the_served_demo_brings_its_app_over_http(mode: str, tmp_path: Path) -> None:
+    served = Served(["--port", "0"], cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(SRC)})
+    try:
+        async with StreamableHttpClient(served.url, mode=mode, apps=True) as client:
+            (calculator,) = [tool for tool in await app_tools(client) if tool.name == "calculator"]
+            view = await read_app(client, calculator.resource_uri)
+            assert view.prefers_border is True and view.csp is None and "ui/initialize" in view.html
+            sent: list[dict[str, Any]] = []
+            host = AppHostSession(client, calculator.tool, send=sent.append, host_info={"name": "t", "version": "1"})
+            result = await host.run_tool({"a": 20, "b": 22})
+            assert result.content == [TextContent("20 + 22 = 42")] and sent == []  # the view has not initialized
+        async with StreamableHttpClient(served.url, mode=mode) as plain:
+            assert (await plain.call_tool("calculator", {"a": 6, "b": 7, "operation": "multiply"})).content == [
+                TextContent("6 * 7 = 42")
+            ]
+    finally:
+        served.stop()

@@ -88,9 +88,9 @@ class Peer:
         return await self.raw.result(method, params)
 
     async def capabilities_of_server(self) -> dict[str, Any]:
-        if self.stateless:
-            return (await self.result("server/discover"))["capabilities"]
-        return self.initialized["capabilities"]
+        found = (await self.result("server/discover")) if self.stateless else self.initialized
+        capabilities: dict[str, Any] = found["capabilities"]
+        return capabilities
 
     initialized: dict[str, Any]
 
@@ -202,7 +202,7 @@ def test_registration_errors_name_what_is_wrong(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="starts with ui://"):
         server.tool(app="view.html")(lambda: "x")
     with pytest.raises(ValueError, match="'model' and/or 'app'"):
-        server.tool(name="t", app=VIEW, visibility=["user"])(lambda: "x")
+        server.tool(name="t", app=VIEW, visibility=["user"])(lambda: "x")  # type: ignore[list-item]
     with pytest.raises(ValueError, match="'model' and/or 'app'"):
         server.tool(name="t", app=VIEW, visibility=[])(lambda: "x")
     with pytest.raises(ValueError, match="not both"):
