@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from .error_policy import ErrorAs as ErrorAs
     from .error_policy import ErrorPolicy as ErrorPolicy
     from .error_policy import ToolErrorAs as ToolErrorAs
+    from .json_lines import JsonLines as JsonLines
     from .rate_limit import RATE_LIMITED as RATE_LIMITED
     from .rate_limit import Buckets as Buckets
     from .rate_limit import MemoryBuckets as MemoryBuckets
