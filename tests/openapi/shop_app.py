@@ -1,5 +1,6 @@
 """A small real FastAPI app for the OpenAPI tests: path, query, header and body parameters, an
-enum, nested and recursive models, a union, a list response, a 204, a 404, and an API-key check.
+enum, nested and recursive models, a union, a list response, a 204, a 404, a redirect to another
+origin, and an API-key check.
 
 ``build_app()`` makes a fresh one (its state is its own); ``seen`` records the headers each call
 carried, so tests can tell what reached the API.
@@ -11,6 +12,7 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 from fastapi import FastAPI, Header, HTTPException, Query, Request, Response
+from fastapi.responses import RedirectResponse
 from pydantic import BaseModel
 
 API_KEY = "shop-key-123"
@@ -111,5 +113,9 @@ def build_app() -> tuple[FastAPI, list[dict[str, str]]]:
     @app.get("/fail")
     def fail() -> dict[str, str]:
         raise HTTPException(500, "<html><body><h1>Broken</h1>" + "x" * 5000 + "</body></html>")
+
+    @app.get("/moved")
+    def moved() -> RedirectResponse:
+        return RedirectResponse("http://127.0.0.2:9/elsewhere", status_code=307)
 
     return app, seen

@@ -98,6 +98,15 @@ async def test_per_request_credentials_come_from_the_callers_context() -> None:
     assert [(request["x-api-key"], request["x-on-behalf-of"]) for request in seen] == [(API_KEY, "anonymous")] * 2
 
 
+async def test_a_redirect_is_not_followed_with_the_key() -> None:
+    async with shop_api() as (base, spec, seen):
+        server = from_openapi(spec, base_url=base, headers={"x-api-key": API_KEY})
+        async with InMemoryClient(server) as client:
+            moved = await client.call_tool("moved", {})
+    assert moved.is_error and moved.content[0].text.startswith("HTTP 307 Temporary Redirect")  # type: ignore[union-attr]
+    assert len(seen) == 1  # and nothing was sent to the other origin (127.0.0.2:9 is closed)
+
+
 async def test_a_credential_header_parameter_is_never_an_argument() -> None:
     spec = {
         "openapi": "3.1.0",

@@ -2,8 +2,9 @@
 
 Rules:
 
-1. 4xx and 5xx answers are tool errors (``isError``) whose one text block says ``HTTP <status>
-   <reason>`` and an excerpt of the body: at most ``EXCERPT`` characters, HTML tags and runs of
+1. 3xx, 4xx and 5xx answers are tool errors (``isError``) whose one text block says ``HTTP <status>
+   <reason>`` and an excerpt of the body (redirects are not followed: one to another origin would
+   carry the API's credentials there): at most ``EXCERPT`` characters, HTML tags and runs of
    whitespace removed; the model reads what it did wrong. A request that fails (refused,
    timed out) is a tool error naming the failure's kind and its message, never a traceback.
 2. A 2xx JSON answer is structured content (and its compact JSON as text): an object as it is,
@@ -67,7 +68,7 @@ def _media_type(response: httpx.Response) -> str:
 
 
 def error_result(response: httpx.Response) -> CallToolResult:
-    """Rule 1 for an answer of status 400 or above."""
+    """Rule 1 for an answer of status 300 or above."""
     head = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
     body = excerpt(response.text) if response.content else ""
     return CallToolResult([TextContent(f"{head}: {body}" if body else head)], is_error=True)
@@ -82,7 +83,7 @@ def failure_result(error: httpx.HTTPError) -> CallToolResult:
 
 def tool_result(response: httpx.Response, wrapped: bool) -> CallToolResult:
     """Rules 1 and 2; ``wrapped``: the tool's output schema puts the value under ``result``."""
-    if response.status_code >= 400:
+    if response.status_code >= 300:
         return error_result(response)
     if not response.content:
         return CallToolResult([])

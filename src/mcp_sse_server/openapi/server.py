@@ -291,7 +291,7 @@ class _Builder:
             raise McpError(INTERNAL_ERROR, failure_result(error).content[0].to_dict()["text"]) from None
         if response.status_code == 404:
             raise NotFound(f"No resource {uri}")
-        if response.status_code >= 400:
+        if response.status_code >= 300:
             raise McpError(INTERNAL_ERROR, error_result(response).content[0].to_dict()["text"])
         return ReadResourceResult([resource_contents(uri, response)])
 
