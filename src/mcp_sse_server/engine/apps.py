@@ -48,7 +48,7 @@ import re
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, TypeVar, Unpack
 
 from .types import BlobResourceContents, ReadResourceResult, Resource, TextResourceContents
 
@@ -65,6 +65,7 @@ __all__ = [
     "LEGACY_RESOURCE_URI_KEY",
     "App",
     "AppDecorators",
+    "AppOptions",
     "AppRegistry",
     "Csp",
     "Permissions",
@@ -305,6 +306,25 @@ class App:
         raise TypeError(f"App {self.uri}: its HTML is str or bytes, got {type(html).__name__}")
 
 
+class AppOptions(TypedDict, total=False):
+    """What ``@server.app`` and ``server.add_app`` take besides the HTML (all optional)."""
+
+    name: str
+    """The resource's name (the function's, or the URI's last segment)."""
+    title: str | None
+    description: str | None
+    csp: Csp | None
+    """The origins the app may reach (none when absent)."""
+    permissions: Permissions | None
+    """The browser features it asks for."""
+    domain: str | None
+    """A dedicated sandbox origin, in the host's own format (passed through)."""
+    prefers_border: bool | None
+    """Whether the host should draw a border and background (its choice when None)."""
+    mime_type: str
+    """Only ``text/html;profile=mcp-app`` (ValueError otherwise); for code that says it."""
+
+
 class AppRegistry:
     """A server's apps, and the check of its tools' links to them (rules 1 and 4)."""
 
@@ -379,36 +399,16 @@ class AppDecorators:
             registry.check(self.tool_registry, self.resource_registry)
         return bool(registry)
 
-    def app(
-        self,
-        uri: str,
-        *,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        csp: Csp | None = None,
-        permissions: Permissions | None = None,
-        domain: str | None = None,
-        prefers_border: bool | None = None,
-        mime_type: str = APP_MIME_TYPE,
-    ) -> Callable[[_Function], _Function]:
+    def app(self, uri: str, **options: Unpack[AppOptions]) -> Callable[[_Function], _Function]:
         """Serve the HTML a function returns as the app at ``uri`` (rule 1): ``str`` as text,
         ``bytes`` as a blob; sync or async; given the ``RequestContext`` when it takes a
-        parameter. ``name`` defaults to the function's, ``description`` to its docstring."""
+        parameter. ``name`` defaults to the function's, ``description`` to its docstring; the
+        options are ``AppOptions``."""
 
         def register(function: _Function) -> _Function:
-            self._add_app(
-                uri,
-                _reader(function),
-                name=name or function.__name__,
-                title=title,
-                description=description if description is not None else inspect.getdoc(function),
-                csp=csp,
-                permissions=permissions,
-                domain=domain,
-                prefers_border=prefers_border,
-                mime_type=mime_type,
-            )
+            if options.get("description") is None:
+                options["description"] = inspect.getdoc(function)
+            self._add_app(uri, _reader(function), options.get("name") or function.__name__, options)
             return function
 
         return register
@@ -420,19 +420,12 @@ class AppDecorators:
         html: str | bytes | None = None,
         path: str | os.PathLike[str] | None = None,
         package: tuple[str, str] | None = None,
-        name: str | None = None,
-        title: str | None = None,
-        description: str | None = None,
-        csp: Csp | None = None,
-        permissions: Permissions | None = None,
-        domain: str | None = None,
-        prefers_border: bool | None = None,
-        mime_type: str = APP_MIME_TYPE,
+        **options: Unpack[AppOptions],
     ) -> App:
         """Serve a fixed HTML document as the app at ``uri`` (rule 1), from exactly one of
         ``html``, a file at ``path`` or package data ``package=("pkg", "dist/index.html")``, read
-        now. ``name`` defaults to the URI's last segment. Returns the app. ValueError for a
-        wrong scheme or MIME type, or not exactly one source."""
+        now. ``name`` defaults to the URI's last segment; the options are ``AppOptions``.
+        Returns the app. ValueError for a wrong scheme or MIME type, or not exactly one source."""
         given = [source for source in (html, path, package) if source is not None]
         if len(given) != 1:
             raise ValueError(f"App {uri}: give exactly one of html=, path= and package=")
@@ -445,38 +438,29 @@ class AppDecorators:
         else:
             assert html is not None
             document = html
-        return self._add_app(
-            uri,
-            document,
-            name=name or uri.rstrip("/").rsplit("/", 1)[-1] or uri,
-            title=title,
-            description=description,
-            csp=csp,
-            permissions=permissions,
-            domain=domain,
-            prefers_border=prefers_border,
-            mime_type=mime_type,
-        )
+        return self._add_app(uri, document, options.get("name") or uri.rstrip("/").rsplit("/", 1)[-1] or uri, options)
 
     def _add_app(
-        self,
-        uri: str,
-        source: str | bytes | Callable[[RequestContext], Any],
-        *,
-        name: str,
-        title: str | None,
-        description: str | None,
-        csp: Csp | None,
-        permissions: Permissions | None,
-        domain: str | None,
-        prefers_border: bool | None,
-        mime_type: str,
+        self, uri: str, source: str | bytes | Callable[[RequestContext], Any], name: str, options: AppOptions
     ) -> App:
+        mime_type = options.get("mime_type", APP_MIME_TYPE)
         if mime_type != APP_MIME_TYPE:
             raise ValueError(f"App {uri}: the MIME type of an app is {APP_MIME_TYPE} (got {mime_type!r})")
-        app = App(uri, name, csp, permissions, domain, prefers_border)
+        app = App(
+            uri,
+            name,
+            options.get("csp"),
+            options.get("permissions"),
+            options.get("domain"),
+            options.get("prefers_border"),
+        )
         meta = {"ui": app.ui_meta} if app.ui_meta else None
-        about: dict[str, Any] = {"title": title, "description": description, "mime_type": APP_MIME_TYPE, "meta": meta}
+        about: dict[str, Any] = {
+            "title": options.get("title"),
+            "description": options.get("description"),
+            "mime_type": APP_MIME_TYPE,
+            "meta": meta,
+        }
         if callable(source):
             resource = Resource(uri, name, _contents_reader(app, source), **about)
         else:
