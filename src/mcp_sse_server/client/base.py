@@ -110,6 +110,11 @@ class McpClient(Handshake, SessionFallback, ServerMethods, Listening):
     one small event (method, id, params or result/error, duration, transport name), on every
     transport and both eras (``client/hooks.py``). A request or response hook that raises
     fails the call; one on what the server sent is logged instead.
+
+    MCP Apps (``apps=True``): the client declares the ``io.modelcontextprotocol/ui`` extension in
+    both eras, for a host that renders apps; ``client/apps.py`` lists the tools that have one and
+    reads them (``app_tools``, ``read_app``), ``client/app_host.py``'s ``AppHostSession`` drives a
+    rendered one.
     """
 
     def _new_client(self, transport: ClientTransport, **options: Any) -> McpClient:
