@@ -174,11 +174,17 @@ async def accept(params: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": {"ok": True}}
 
 
-async def test_an_mrtr_rerun_sees_the_factory_value_of_its_first_round() -> None:
+def asking_server() -> tuple[McpServer, list[int], list[Any]]:
+    """A server with the asking tool, the factory values made and the values its runs saw."""
     made: list[int] = []
     values: list[Any] = []
     server = McpServer("s")
     server.add_tool(asking_tool(made, values))
+    return server, made, values
+
+
+async def test_an_mrtr_rerun_sees_the_factory_value_of_its_first_round() -> None:
+    server, made, values = asking_server()
     async with InMemoryClient(server, mode=STATELESS, elicitation_handler=accept) as client:
         result = await client.call_tool("confirm")
         assert result.content[0].text == "accept:1"  # type: ignore[union-attr]
@@ -187,10 +193,7 @@ async def test_an_mrtr_rerun_sees_the_factory_value_of_its_first_round() -> None
 
 
 async def test_a_session_call_and_a_task_make_one_factory_value_each() -> None:
-    made: list[int] = []
-    values: list[Any] = []
-    server = McpServer("s")
-    server.add_tool(asking_tool(made, values))
+    server, made, values = asking_server()
     async with InMemoryClient(server, mode=SESSION, elicitation_handler=accept) as client:
         assert (await client.call_tool("confirm")).content[0].text == "accept:1"  # type: ignore[union-attr]
         handle = await client.call_tool_task("confirm")

@@ -145,7 +145,7 @@ class ToolRegistry(Registry):
     task runtime of ``tasks`` (the server; without it, one in process, made when first needed).
     """
 
-    __slots__ = ("_host", "_runner", "_tools", "fallback", "strict_names")
+    __slots__ = ("_runner", "_tools", "fallback", "host", "strict_names")
 
     capability = "tools"
 
@@ -163,7 +163,7 @@ class ToolRegistry(Registry):
         self.strict_names = strict_names
         self.fallback = fallback
         self._runner: ToolRunner | None = None  # rule 5
-        self._host = tasks
+        self.host = tasks  # where task calls find their runtime (a mounted server's: its root, mount.py)
         self._tools: dict[str, _Entry] = {}
 
     # --- the registry ---------------------------------------------------------------------
@@ -178,15 +178,6 @@ class ToolRegistry(Registry):
         self._runner = runner
         for entry in self._tools.values():
             entry.direct = entry.tool.handler if runner is None else None
-
-    @property
-    def host(self) -> RuntimeHost | None:
-        """Where task calls find their runtime (a mounted server's: its root's, ``mount.py``)."""
-        return self._host
-
-    @host.setter
-    def host(self, host: RuntimeHost | None) -> None:
-        self._host = host
 
     def add(self, tool: Tool) -> None:
         """Register (or replace) ``tool``; ValueError when it is invalid (rule 1)."""
@@ -243,9 +234,9 @@ class ToolRegistry(Registry):
 
     def _runtime(self) -> TaskRuntime:
         """The task runtime: the ``tasks`` host's, else one in process, made on first use."""
-        if self._host is None:
-            self._host = _OwnRuntime()
-        return self._host.tasks
+        if self.host is None:
+            self.host = _OwnRuntime()
+        return self.host.tasks
 
     @property
     def tasks_declared(self) -> bool:
