@@ -135,7 +135,7 @@ def http_options(command: _F) -> _F:
 # What --stdio keeps of serve's parameters: every other one is about HTTP (and refused with it when
 # given on the command line; from the environment or a --config file, ignored).
 _STDIO_PARAMETERS: Final = frozenset(
-    {"target", "stdio", "log_level", "skills", "print_config", "openapi", "base_url", "header"}
+    {"target", "stdio", "otel", "log_level", "skills", "print_config", "openapi", "base_url", "header"}
 )
 
 
@@ -146,6 +146,13 @@ _STDIO_PARAMETERS: Final = frozenset(
     is_flag=True,
     help="Serve one session over stdin and stdout instead of HTTP (for clients that start the server "
     "themselves); HTTP options are refused.",
+)
+@click.option(
+    "--otel",
+    is_flag=True,
+    help="OpenTelemetry: a span and metrics for every request (needs the otel extra). With opentelemetry-sdk "
+    "and opentelemetry-exporter-otlp-proto-http installed they are exported over OTLP/HTTP as the OTEL_* "
+    "variables say (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME, ...).",
 )
 @click.option(
     "--openapi",
@@ -210,17 +217,37 @@ def serve(ctx: click.Context, /, **_: Any) -> None:
     MCP_SSE_SERVER_TARGET and target = "app.py:build". The command line wins over the
     environment, which wins over the file. --print-config shows what serve would use.
     """
-    import logging
-
-    from .workers import check_backend, request_state_keys_set, serve_worker, serve_workers
-
     settings = ServeSettings.from_context(ctx)
     if ctx.params["print_config"]:
         click.echo(print_config(ctx, settings))
         return
+    stop_otel = _start_otel() if settings.otel else None
+    try:
+        _serve(ctx, settings, stop_otel is not None)
+    finally:
+        if stop_otel is not None:
+            stop_otel()
+
+
+def _start_otel() -> Callable[[], None]:
+    """``--otel``: the providers from the ``OTEL_*`` variables (telemetry/setup.py); BadUsage naming
+    the extra without the OpenTelemetry API."""
+    from ..telemetry.setup import install_from_environment
+
+    try:
+        return install_from_environment()
+    except ImportError as error:
+        raise BadUsage(f"--otel: {error}") from None
+
+
+def _serve(ctx: click.Context, settings: ServeSettings, otel: bool) -> None:
+    import logging
+
+    from .workers import check_backend, request_state_keys_set, serve_worker, serve_workers
+
     if settings.stdio:
         _refuse_http_options(ctx)
-        _serve_stdio(lambda: _resolve(settings), settings.log_level, settings.skills)
+        _serve_stdio(lambda: _resolve(settings), settings.log_level, settings.skills, otel=otel)
         return
     host, port, path, workers = settings.host, settings.port, settings.path, settings.workers
     certfile, keyfile, no_legacy_sse = settings.certfile, settings.keyfile, settings.no_legacy_sse
@@ -244,6 +271,10 @@ def serve(ctx: click.Context, /, **_: Any) -> None:
     _refuse_exposure(host, settings.limits, auth)
     resolved = _resolve(settings).with_skills(load_skill_options(settings.skills))
     label, served = resolved.label, resolved.served(per_session=settings.server_per_session)
+    if otel:
+        from ..telemetry.setup import instrument
+
+        served = instrument(served)
     logging.basicConfig(
         level=settings.log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr
     )
@@ -386,7 +417,9 @@ def _refuse_exposure(host: str, limits: HttpLimits, auth: object | None) -> None
         )
 
 
-def _serve_stdio(resolve: Callable[[], Target], log_level: str, skills: tuple[str, ...] = ()) -> None:
+def _serve_stdio(
+    resolve: Callable[[], Target], log_level: str, skills: tuple[str, ...] = (), *, otel: bool = False
+) -> None:
     """Load TARGET (``resolve``) and serve its one session over stdin and stdout until stdin ends."""
     import asyncio
     import logging
@@ -401,5 +434,9 @@ def _serve_stdio(resolve: Callable[[], Target], log_level: str, skills: tuple[st
         logging.basicConfig(level=log_level.upper(), format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
         # One session, so one server: a per-session factory's first call (made while resolving) is it.
         server = resolved.factory()
+        if otel:
+            from ..telemetry.setup import instrument
+
+            server = instrument(server)
         click.echo(f"Serving {resolved.label} over stdio", err=True)
         asyncio.run(serve_stdio(server))

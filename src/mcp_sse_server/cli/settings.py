@@ -273,6 +273,7 @@ class ServeSettings:
 
     target: str | None
     stdio: bool
+    otel: bool
     openapi: str | None
     base_url: str | None
     header: tuple[str, ...]
