@@ -1,9 +1,21 @@
-"""``tools`` and ``call``: list the tools of the server TARGET names, or call one."""
+"""``tools`` and ``call``: list the tools of the server TARGET names, or call one.
+
+``call --traceparent 00-<trace id>-<parent id>-<flags>`` makes the call part of a trace another
+program started (a W3C ``traceparent``, checked before anything connects). With the
+OpenTelemetry API installed (the ``otel`` extra) the client's telemetry is switched on under that
+parent (global providers: an SDK configured in this process, by ``opentelemetry-instrument`` say,
+records the spans; without one nothing is recorded and the given parent is passed on as it is);
+without the API the ``traceparent`` is sent as given in the call's ``_meta``. Either way the
+server sees it in ``_meta``, and an HTTP server in the ``traceparent`` header too.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import re
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
@@ -18,6 +30,48 @@ from .values import DURATION
 if TYPE_CHECKING:
     from ..client import McpClient, TaskHandle
     from ..engine.types import CallToolResult
+
+# W3C Trace Context: version, trace id, parent id, flags (lower-case hex; the ids not all zeros).
+_TRACEPARENT: Final = re.compile(r"(?!ff)[0-9a-f]{2}-(?!0{32})[0-9a-f]{32}-(?!0{16})[0-9a-f]{16}-[0-9a-f]{2}")
+
+
+def check_traceparent(value: str | None) -> str | None:
+    """``value`` when it is a W3C ``traceparent``; BadUsage saying what one looks like otherwise.
+
+    >>> check_traceparent("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+    '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+    """
+    if value is None or _TRACEPARENT.fullmatch(value):
+        return value
+    raise BadUsage(
+        f"--traceparent {value!r} is not a W3C traceparent: 00-<32 hex digits>-<16 hex digits>-<2 hex digits>, "
+        "lower case, ids not all zeros"
+    )
+
+
+@contextlib.contextmanager
+def traced(spec: ServerSpec, traceparent: str | None) -> Iterator[dict[str, Any]]:
+    """Around the whole command: its clients traced under ``traceparent`` where OpenTelemetry is
+    installed (see the module); yields the ``_meta`` the call carries (the traceparent as given,
+    which a traced client replaces with its own span's context in the copy it sends)."""
+    if traceparent is None:
+        yield {}
+        return
+    try:
+        from ..telemetry.client import remote_parent
+    except ImportError:  # no OpenTelemetry API: the traceparent travels as it is
+        yield {"traceparent": traceparent}
+        return
+    make = spec.make
+
+    def make_traced() -> McpClient:
+        client = make()
+        client.telemetry = True
+        return client
+
+    spec.make = make_traced
+    with remote_parent(traceparent):
+        yield {"traceparent": traceparent}
 
 
 @click.command(help=f"List the tools of TARGET.\n\n{TARGET_HELP}")
@@ -92,6 +146,12 @@ def tools(spec: ServerSpec, as_json: bool, long: bool, verbose: bool) -> None:
 @click.option("--decline", is_flag=True, help="Decline every question the tool asks.")
 @click.option("--cancel", is_flag=True, help="Cancel every question the tool asks.")
 @click.option("--accept-url", is_flag=True, help="Accept a request to open a web page (URL elicitation) unasked.")
+@click.option(
+    "--traceparent",
+    metavar="TRACEPARENT",
+    help="Make the call part of this W3C trace (00-<trace id>-<parent id>-<flags>): the parent of its "
+    "OpenTelemetry span where the otel extra is installed, else sent as it is in the call's _meta.",
+)
 @click.pass_context
 def call(
     ctx: click.Context,
@@ -111,6 +171,7 @@ def call(
     decline: bool,
     cancel: bool,
     accept_url: bool,
+    traceparent: str | None,
 ) -> None:
     """Call TOOL on TARGET with KEY=VALUE arguments.
 
@@ -127,6 +188,7 @@ def call(
       mcp-sse-server call http://127.0.0.1:8080/mcp get_artifact_instructions type=svg
       mcp-sse-server call --detach http://127.0.0.1:8080/mcp render scene=cat
       mcp-sse-server call app.py ask_color --answer color=red
+      mcp-sse-server call --traceparent 00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01 math add a=1 b=2
 
     When the tool asks a question (elicitation), a terminal is asked its fields; without one,
     --answer, --accept, --decline or --cancel answer it, and a question they leave open is
@@ -134,6 +196,7 @@ def call(
     shown, and accepted by Enter on a terminal or --accept-url, else declined. A tool asking for
     a model (sampling) fails: this command runs none.
     """
+    check_traceparent(traceparent)
     chosen = [name for name, on in (("accept", accept), ("decline", decline), ("cancel", cancel)) if on]
     if len(chosen) > 1 or (answers and chosen and chosen[0] != "accept"):
         given = [f"--{name}" for name in chosen] + (["--answer"] if answers else [])
@@ -151,6 +214,7 @@ def call(
     )
     spec = answering(spec, answerer)
     detached: list[str] = []
+    meta: dict[str, Any] = {}
 
     async def invoke() -> CallToolResult | None:
         async with connected(spec, reporter) as client:
@@ -167,8 +231,16 @@ def call(
             try:
                 if as_task or detach:
                     return await as_a_task(client, tool, arguments, timeout, detached if detach else None)
-                return await client.call_tool(
-                    tool, arguments, on_progress=reporter.progress, timeout=timeout if timeout is not None else True
+                if not meta:
+                    return await client.call_tool(
+                        tool, arguments, on_progress=reporter.progress, timeout=timeout if timeout is not None else True
+                    )
+                from ..engine.types import call_tool_result_from_dict
+
+                params = {"name": tool, "arguments": arguments, "_meta": meta}
+                limit = timeout if timeout is not None else True
+                return call_tool_result_from_dict(
+                    await client.request("tools/call", params, timeout=limit, on_progress=reporter.progress)
                 )
             except (Failure, BadUsage):
                 raise
@@ -178,7 +250,9 @@ def call(
                 reporter.finish()
 
     try:
-        result = run(invoke())
+        with traced(spec, traceparent) as carried:
+            meta.update(carried)
+            result = run(invoke())
     except Failure:
         if answerer.problem is None:
             raise
