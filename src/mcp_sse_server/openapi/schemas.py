@@ -64,6 +64,7 @@ class SchemaConverter:
         components = spec.get("components") or {}
         self._components: Mapping[str, Any] = components.get("schemas") or {}
         self._defs: dict[tuple[Direction, str], tuple[dict[str, Any], frozenset[str]]] = {}
+        self._reached: dict[tuple[Direction, str], frozenset[str]] = {}
 
     def resolve(self, node: Any, _seen: tuple[str, ...] = ()) -> Any:
         """``node`` with a root ``$ref`` (to a parameter, a body, a response...) followed, as given."""
@@ -107,16 +108,25 @@ class SchemaConverter:
         return self.resolve(schema)
 
     def _closure(self, names: set[str], direction: Direction) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        todo = sorted(names)
-        while todo:
-            name = todo.pop()
-            if name in out:
-                continue
-            converted, reached = self._definition(name, direction)
-            out[name] = converted
-            todo.extend(sorted(reached - out.keys()))
-        return dict(sorted(out.items()))
+        reached: set[str] = set()
+        for name in names:
+            reached |= self._reach(name, direction)
+        return {name: self._definition(name, direction)[0] for name in sorted(reached)}
+
+    def _reach(self, name: str, direction: Direction) -> frozenset[str]:
+        """Every definition ``name`` needs, itself included (once per name and direction)."""
+        key = (direction, name)
+        found = self._reached.get(key)
+        if found is None:
+            seen = {name}
+            todo = [name]
+            while todo:
+                for other in self._definition(todo.pop(), direction)[1]:
+                    if other not in seen:
+                        seen.add(other)
+                        todo.append(other)
+            found = self._reached[key] = frozenset(seen)
+        return found
 
     def _definition(self, name: str, direction: Direction) -> tuple[dict[str, Any], frozenset[str]]:
         key = (direction, name)
