@@ -120,11 +120,12 @@ async def test_questions_become_input_required_rounds_behind_a_stateless_front(b
     # task); session: a session-era backend asks on its connection, from another task.
     back, _ = backend()
     rounds: list[str] = []
-    front = proxy(back, mode=backend_mode)
+    front = proxy(back, mode=backend_mode, roots=[{"uri": "file:///configured"}])
     async with InMemoryClient(front, mode="2026-07-28", **answers(rounds)) as client:
         result = await asyncio.wait_for(client.call_tool("ask"), BOUND)
         assert client.stateless
-        assert result.content[0].text == "Paris|blue|file:///front/root"  # type: ignore[union-attr]
+        # (Roots come from the proxy's roots=: rule 5.)
+        assert result.content[0].text == "Paris|blue|file:///configured"  # type: ignore[union-attr]
         # Each question asked of the front client once: replayed rounds answer from the retry's answers.
         assert rounds == ["sampling", "elicitation"]
         # Every round but the last ended the backend call (cancelled, or refused on its way).

@@ -15,7 +15,8 @@ Rules:
    request never waits longer than ``max_delay`` for it.
 4. What the backend asks of its client (sampling, elicitation, roots) goes to ``asker``, the
    function the proxy sets for the front this connection serves; without one the backend is
-   told -32601, as a client that cannot answer would. Its notifications go to
+   told -32601, as a client that cannot answer would. With ``roots`` given, roots/list is
+   answered with them and never asked. Its notifications go to
    ``on_notification``, its logs to ``on_log``.
 5. Starting is serialised: requests that find no client wait for the one start under way.
 6. A result comes back without what a 2026-07-28 backend stamps for its own client
@@ -80,6 +81,7 @@ class Backend:
         "mode",
         "on_log",
         "on_notification",
+        "roots",
         "timer",
     )
 
@@ -90,6 +92,7 @@ class Backend:
         *,
         capabilities: dict[str, Any] | None = None,
         mode: str = "auto",
+        roots: list[dict[str, Any]] | None = None,
         on_notification: Callable[[JsonRpcNotification], Any] | None = None,
         on_log: Callable[[LogMessage], Any] | None = None,
         first_delay: float = FIRST_DELAY,
@@ -103,6 +106,7 @@ class Backend:
         self.capabilities = capabilities or {}
         self.mode = mode  # the client's: "auto", "session" or a stateless revision
         self.asker: Asker | None = None
+        self.roots = roots  # when given, roots/list is answered with these, not asked of the front
         self.on_notification = on_notification
         self.on_log = on_log
         self.first_delay = first_delay
@@ -161,7 +165,7 @@ class Backend:
         if "elicitation" in capabilities:
             options["elicitation_handler"] = self._elicit
             options["elicitation_url"] = "url" in (capabilities["elicitation"] or {})
-        if "roots" in capabilities:
+        if "roots" in capabilities or self.roots is not None:
             options["roots"] = self._roots
         return options
 
@@ -178,6 +182,8 @@ class Backend:
         return await self._ask("elicitation/create", dict(request))
 
     async def _roots(self) -> list[dict[str, Any]]:
+        if self.roots is not None:
+            return self.roots
         roots = (await self._ask("roots/list", None)).get("roots")
         return roots if isinstance(roots, list) else []
 

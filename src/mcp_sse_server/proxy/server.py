@@ -36,7 +36,10 @@ Rules:
    connection serves, tied to the one call in flight when there is exactly one. Behind a
    stateless front the question becomes the front's ``input_required`` round: the backend call
    is cancelled and, on the retry, made again from the start, its questions answered in order
-   from the retry's answers (replay: side effects before a question repeat).
+   from the retry's answers (replay: side effects before a question repeat). A pooled
+   connection (any stateless front's) answers roots/list with ``roots=`` and declares no roots
+   without it: a backend may ask for roots right after its handshake, outside any call, and
+   no front request could answer that.
 6. Notifications: a session's backend sends its list changes, resource updates and
    ``elicitation/complete`` to that session (updates only for URIs it subscribed); its logs go
    through the front session's level (the backend is asked for every level). The control
@@ -85,8 +88,10 @@ _ASKED_CAPABILITY: Final = {
     "elicitation/create": "elicitation",
     "roots/list": "roots",
 }
-# What a pooled or control connection declares: it may serve any front (rule 1).
-_EVERY_CAPABILITY: Final = {"sampling": {}, "elicitation": {"form": {}, "url": {}}, "roots": {"listChanged": True}}
+# What a pooled connection declares: it may serve any front (rule 1).
+# (Not roots: a backend may ask for them outside any call, right after its handshake, where no
+# front could answer; a pooled connection declares roots only with ``roots=``, answering with those.)
+_EVERY_CAPABILITY: Final[dict[str, Any]] = {"sampling": {}, "elicitation": {"form": {}, "url": {}}}
 _LISTS: Final = {
     "tools/list": "tools",
     "prompts/list": "prompts",
@@ -189,6 +194,7 @@ class ProxyServer(McpServer):
         pool: int = 4,
         page_size: int | None = None,
         mode: str = "auto",
+        roots: Sequence[Mapping[str, Any]] | None = None,
         first_delay: float | None = None,
     ) -> None:
         super().__init__(name, page_size=page_size)
@@ -199,12 +205,14 @@ class ProxyServer(McpServer):
         self.factory = factory
         self.connections: Connections = connections
         self.mode = mode
+        self.roots = None if roots is None else [dict(root) for root in roots]
         self._pager = Pager(page_size)
         self.first_delay = FIRST_DELAY if first_delay is None else first_delay  # backend.py rule 3
         self._backend_capabilities: dict[str, Any] | None = None
         self._control = self._backend(_EVERY_CAPABILITY, on_notification=self._control_notified)
         self._pool = _Pool(self._pooled_backend, pool)
         self._fronts: dict[ServerSession, tuple[Backend, _Front]] = {}
+        self._closing: set[asyncio.Task[None]] = set()
         self.on_roots_list_changed = self._roots_changed
         handlers = self.handlers
         for method in ("initialize", "server/discover", "subscriptions/listen"):
@@ -266,6 +274,7 @@ class ProxyServer(McpServer):
 
     def _pooled_backend(self) -> Backend:
         backend = self._backend(_EVERY_CAPABILITY, on_notification=None)
+        backend.roots = self.roots
         backend.on_log = self._pooled_log(backend)
         return backend
 
@@ -298,7 +307,9 @@ class ProxyServer(McpServer):
         super().session_ended(session)
         found = self._fronts.pop(session, None)
         if found is not None:
-            in_background(found[0].close())
+            closing = in_background(found[0].close())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
 
     async def close(self) -> None:
         """Close every front session and every backend connection."""
@@ -306,6 +317,8 @@ class ProxyServer(McpServer):
         fronts, self._fronts = self._fronts, {}
         for backend, _front in fronts.values():
             await backend.close()
+        for closing in list(self._closing):  # (those of sessions that ended before)
+            await closing
         await self._pool.close()
         await self._control.close()
 
@@ -549,6 +562,7 @@ def proxy(
     pool: int = 4,
     page_size: int | None = None,
     mode: str = "auto",
+    roots: Sequence[Mapping[str, Any]] | None = None,
 ) -> ProxyServer:
     """An ``McpServer`` serving ``target`` (rules in the module docstring).
 
@@ -559,7 +573,8 @@ def proxy(
     config's name, else "proxy"); ``connections`` and ``pool`` choose how backend connections
     are shared (rule 1); ``page_size`` pages the front's lists; ``mode`` pins the backend's era
     (``"session"``, ``"2026-07-28"``; ``"auto"``: a session front's backend connection is a
-    session, the others probe). ValueError (ConfigError) for a
+    session, the others probe); ``roots`` (``{"uri", "name"?}`` dicts) answer the roots/list of
+    pooled connections (rule 5). ValueError (ConfigError) for a
     target that is none of the forms.
     """
     factory = client_factory(target)
@@ -572,4 +587,6 @@ def proxy(
         if isinstance(target, Mapping):
             configured = target.get("name")
         name = configured if isinstance(configured, str) and configured else "proxy"
-    return ProxyServer(factory, name=name, connections=connections, pool=pool, page_size=page_size, mode=mode)
+    return ProxyServer(
+        factory, name=name, connections=connections, pool=pool, page_size=page_size, mode=mode, roots=roots
+    )
