@@ -69,8 +69,9 @@ class Observer(Protocol):
         """A message arrived from another worker (Redis) with the trace context it was sent in;
         ``request``: the in-flight request it is about, when this worker serves it."""
 
-    def trace_carrier(self) -> dict[str, str] | None:
-        """The current trace context as W3C keys, to send along with a routed message."""
+    def forwarding(self, message_type: str, params: dict[str, Any] | None) -> dict[str, str] | None:
+        """A message (``cancel``: a ``notifications/cancelled`` with ``params``; ``answer``) is about
+        to be sent to the worker that needs it: the W3C trace context to send along."""
 
 
 class TelemetrySwitch(Protocol):

@@ -46,7 +46,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Final, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import orjson
 from redis.asyncio import Redis
@@ -63,6 +63,9 @@ from ..engine.jsonrpc import (
 )
 from ..engine.stores import CoordinatedSession, EventLog, SessionPeers, SessionStore, StoreUnavailable, TaskStore
 from .redis import DEFAULT_PREFIX, WriteBehind, logger, milliseconds, redis_unavailable
+
+if TYPE_CHECKING:
+    from ..engine.observe import Observer
 
 __all__ = [
     "Lease",
@@ -516,18 +519,22 @@ class StandaloneHolder:
 
 @dataclass(frozen=True, slots=True)
 class RoutedAnswer:
-    """A client's answer (JSON text) to a server-to-client request the receiving worker sent."""
+    """A client's answer (JSON text) to a server-to-client request the receiving worker sent;
+    ``trace``: the W3C trace context it was forwarded in (telemetry on), else None."""
 
     session_id: str
     message: str
+    trace: dict[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class RoutedCancel:
-    """The params of a ``notifications/cancelled`` for a request the receiving worker runs."""
+    """The params of a ``notifications/cancelled`` for a request the receiving worker runs (and the
+    trace context it was forwarded in, as for an answer)."""
 
     session_id: str
     params: dict[str, Any]
+    trace: dict[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -554,12 +561,17 @@ def encode_routed(message: RoutedMessage) -> dict[str, Any]:
     >>> encode_routed(WakeHolder("s1"))
     {'type': 'wake', 'session': 's1'}
     >>> decode_routed(encode_routed(RoutedCancel("s1", {"requestId": 3})))
-    RoutedCancel(session_id='s1', params={'requestId': 3})
+    RoutedCancel(session_id='s1', params={'requestId': 3}, trace=None)
+
+    An answer or a cancel forwarded with telemetry on carries ``trace`` (W3C keys); a worker of an
+    older version ignores the key, and one without it decodes as None.
     """
     if isinstance(message, RoutedAnswer):
-        return {"type": "answer", "session": message.session_id, "message": message.message}
+        encoded: dict[str, Any] = {"type": "answer", "session": message.session_id, "message": message.message}
+        return encoded if message.trace is None else {**encoded, "trace": message.trace}
     if isinstance(message, RoutedCancel):
-        return {"type": "cancel", "session": message.session_id, "params": message.params}
+        cancel: dict[str, Any] = {"type": "cancel", "session": message.session_id, "params": message.params}
+        return cancel if message.trace is None else {**cancel, "trace": message.trace}
     if isinstance(message, WakeHolder):
         return {"type": "wake", "session": message.session_id}
     return {"type": "release", "session": message.session_id, "holder": message.holder}
@@ -571,14 +583,42 @@ def decode_routed(data: Mapping[str, Any]) -> RoutedMessage | None:
     if not isinstance(session_id, str):
         return None
     if kind == "answer" and isinstance(data.get("message"), str):
-        return RoutedAnswer(session_id, data["message"])
+        return RoutedAnswer(session_id, data["message"], _trace_of(data))
     if kind == "cancel" and isinstance(data.get("params"), dict):
-        return RoutedCancel(session_id, data["params"])
+        return RoutedCancel(session_id, data["params"], _trace_of(data))
     if kind == "wake":
         return WakeHolder(session_id)
     if kind == "release" and isinstance(data.get("holder"), str):
         return ReleaseHolder(session_id, data["holder"])
     return None
+
+
+def _trace_of(data: Mapping[str, Any]) -> dict[str, str] | None:
+    """A routed message's trace context: string entries only; None when it has none."""
+    trace = data.get("trace")
+    if type(trace) is not dict:
+        return None
+    return {key: value for key, value in trace.items() if type(key) is str and type(value) is str} or None
+
+
+def _observer(session: CoordinatedSession | None) -> Observer | None:
+    """The telemetry of the server serving ``session`` here (an HTTP ``LiveSession`` names its
+    server), None when off: routing then carries no trace context."""
+    return getattr(getattr(session, "server", None), "observer", None)
+
+
+def _tell_routed(observer: Observer, session: CoordinatedSession, message: RoutedAnswer | RoutedCancel) -> None:
+    """Telemetry of a routed answer or cancel: counted, and a cancel is an event (with a link to
+    the forwarding worker's span) on the span of the request it cancels, when it runs here."""
+    in_flight = None
+    if isinstance(message, RoutedCancel):
+        connection = getattr(getattr(session, "session", None), "connection", None)
+        find = getattr(connection, "observation", None)
+        target = message.params.get("requestId")
+        if find is not None and isinstance(target, str | int):
+            in_flight = find(target)
+    kind = "answer" if isinstance(message, RoutedAnswer) else "cancel"
+    observer.routed(kind, message.trace, in_flight)
 
 
 _INTERRUPTED: Final = "Request interrupted: the server instance running it stopped"
@@ -684,7 +724,9 @@ class RedisCoordinator:
             session = self._sessions(session_id)
             if session is not None and session.runs(target):
                 return False  # running here: the local engine cancels it
-            await mesh.broadcast(encode_routed(RoutedCancel(session_id, params)))
+            observer = _observer(session)
+            trace = None if observer is None else observer.forwarding("cancel", params)
+            await mesh.broadcast(encode_routed(RoutedCancel(session_id, params, trace)))
             return True
         if (kind is not JsonRpcResponse and kind is not JsonRpcError) or message.id is None:  # type: ignore[union-attr]
             return False
@@ -694,7 +736,9 @@ class RedisCoordinator:
         if not await mesh.registry.alive(worker_id):
             logger.info("dropping an answer for worker %s, which is gone", worker_id)
             return True
-        await mesh.send(worker_id, encode_routed(RoutedAnswer(session_id, body.decode())))
+        observer = _observer(self._sessions(session_id))
+        trace = None if observer is None else observer.forwarding("answer", None)
+        await mesh.send(worker_id, encode_routed(RoutedAnswer(session_id, body.decode(), trace)))
         return True
 
     @contextlib.asynccontextmanager
@@ -757,6 +801,10 @@ class RedisCoordinator:
         session = self._sessions(message.session_id)
         if session is None:
             return
+        if isinstance(message, RoutedAnswer | RoutedCancel):
+            observer = _observer(session)
+            if observer is not None:
+                _tell_routed(observer, session, message)
         if isinstance(message, RoutedAnswer):
             session.on_message(parse_message(message.message.encode()))
         elif isinstance(message, RoutedCancel):

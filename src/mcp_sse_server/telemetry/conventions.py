@@ -84,6 +84,7 @@ class ATTRIBUTE:
     WORKER_ID: Final = "mcp_sse_server.worker.id"
     REASON: Final = "mcp_sse_server.reason"
     MESSAGE_TYPE: Final = "mcp_sse_server.message.type"
+    ROUTED: Final = "mcp_sse_server.routed"
 
 
 OTHER: Final = "_OTHER"

@@ -26,6 +26,10 @@ Rules of this module:
    off); ``mcp.server.session.duration`` only for sessions (a stateless request has none).
    Neither carries a session or request id.
 7. Nothing here raises into the engine: a failing hook is logged and the request goes on.
+8. Across workers (Redis): a ``notifications/cancelled`` forwarded to the worker running its
+   request gets a SERVER span where it arrived, and that span's context travels in the routed
+   message; the running worker adds a ``cancel (routed)`` event and a link to it on the
+   request's span. An answer carries the context it arrived in (``_meta``, headers, ambient).
 """
 
 from __future__ import annotations
@@ -159,6 +163,33 @@ class ServerObserver:
             return False
         return True
 
+    # --- the parent (rule 3) ---------------------------------------------------------------------
+
+    def _parent(self, meta: Any) -> tuple[otel_context.Context, list[Link]]:
+        """The parent context of a message with ``_meta`` ``meta``, and the contexts to link."""
+        http = current_http.get()
+        ambient = otel_context.get_current()
+        parent: otel_context.Context | None = None
+        links: list[Link] = []
+        from_meta = trace_carrier(source=meta) if type(meta) is dict else {}
+        if from_meta:
+            extracted = propagate.extract(from_meta)
+            if _valid(extracted):
+                parent = extracted
+        if http is not None and http.headers and self.settings.http_headers:
+            from_headers = propagate.extract(http.headers)
+            if _valid(from_headers):
+                header_span = trace.get_current_span(from_headers).get_span_context()
+                if parent is None:
+                    parent = from_headers
+                elif header_span != trace.get_current_span(parent).get_span_context():
+                    links.append(Link(header_span))
+        if parent is None:
+            parent = ambient
+        elif _valid(ambient):
+            links.append(Link(trace.get_current_span(ambient).get_span_context()))
+        return parent, links
+
     # --- engine.observe.Observer ----------------------------------------------------------------
 
     def inbound(self, request: JsonRpcRequest, connection: Any) -> _Request | None:
@@ -173,27 +204,7 @@ class ServerObserver:
         meta = params.get("_meta") if params is not None else None
         http = current_http.get()
         ambient = otel_context.get_current()
-        parent: otel_context.Context | None = None
-        links: list[Link] = []
-        from_meta = trace_carrier(source=meta) if type(meta) is dict else {}
-        if from_meta:
-            extracted = propagate.extract(from_meta)
-            if _valid(extracted):
-                parent = extracted
-        if http is not None and http.headers and self.settings.http_headers:
-            from_headers = propagate.extract(http.headers)
-            if _valid(from_headers):
-                if parent is None:
-                    parent = from_headers
-                elif (
-                    trace.get_current_span(from_headers).get_span_context()
-                    != trace.get_current_span(parent).get_span_context()
-                ):
-                    links.append(Link(trace.get_current_span(from_headers).get_span_context()))
-        if parent is None:
-            parent = ambient
-        elif _valid(ambient):
-            links.append(Link(trace.get_current_span(ambient).get_span_context()))
+        parent, links = self._parent(meta)
         method = guarded_method(request.method, self._registered)
         target = operation_target(request.method, params, self._known)
         attributes = request_attributes(method, params, request.id, target)
@@ -245,12 +256,30 @@ class ServerObserver:
         if request is not None:
             request.event(f"{message_type} (routed)", {}, trace_context)
 
-    def trace_carrier(self) -> dict[str, str] | None:
+    def forwarding(self, message_type: str, params: dict[str, Any] | None) -> dict[str, str] | None:
+        """Rule 8: the context a routed message carries to the worker that needs it."""
         if not self.settings.propagate:
             return None
-        carrier: dict[str, str] = {}
-        propagate.inject(carrier)
-        return carrier or None
+        try:
+            parent = self._parent(params.get("_meta") if params is not None else None)[0]
+            context = parent
+            if message_type == "cancel" and self.spans:
+                # The cancel has its SERVER span here, where it arrived; the worker running the
+                # request links its span to this one.
+                span = self.tracer.start_span(
+                    "notifications/cancelled",
+                    parent,
+                    SpanKind.SERVER,
+                    attributes={ATTRIBUTE.METHOD: "notifications/cancelled", ATTRIBUTE.ROUTED: True},
+                )
+                span.end()
+                context = trace.set_span_in_context(span, parent)
+            carrier: dict[str, str] = {}
+            propagate.inject(carrier, context)
+            return carrier or None
+        except Exception:  # rule 7
+            logger.exception("telemetry: could not forward the trace context of a routed %s", message_type)
+            return None
 
 
 class _Request:
