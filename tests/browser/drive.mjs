@@ -5,14 +5,13 @@
 // and bodies. The assertions are pytest's (test_apps_browser.py). A screenshot of the page goes
 // to SCREENSHOT whatever happened; every wait is bounded and the browser is always closed.
 //
-//   node drive.mjs HOST_URL CASE SCREENSHOT     (CASE: view | fetch; MCP_TEST_NODE_MODULES,
-//                                                MCP_TEST_CHROMIUM: the chromium binary)
+//   node drive.mjs HOST_URL CASE SCREENSHOT CHROMIUM   (CASE: view | fetch; CHROMIUM: the binary;
+//                                                       MCP_TEST_NODE_MODULES names node_modules)
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [hostUrl, kind, screenshot] = process.argv.slice(2);
+const [hostUrl, kind, screenshot, executablePath] = process.argv.slice(2);
 const modules = process.env.MCP_TEST_NODE_MODULES;
-const executablePath = process.env.MCP_TEST_CHROMIUM || "chromium";
 const { chromium } = await import(pathToFileURL(join(modules, "playwright-core/index.mjs")).href);
 
 const WAIT = 20_000; // each wait; only a broken case takes this long

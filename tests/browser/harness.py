@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import json
 import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import FileResponse, PlainTextResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 
 from mcp_sse_server import CallToolResult, Csp, McpServer, client_supports_apps, csp_header
 from mcp_sse_server.engine.context import RequestContext
@@ -123,15 +123,16 @@ def build_server(bundle_dir: Path, host_origin: str, sandbox_origin: str, calls:
     return server
 
 
-def host_app(mcp: McpHttpApp, bundle_dir: Path, canary: Canary) -> Starlette:
-    """The host origin: the page, its bundle, the canary and our MCP endpoint, one origin (so the
-    page's MCP requests need no CORS and pass the endpoint's Origin check)."""
+def host_app(mcp: McpHttpApp, bundle_dir: Path, canary: Canary, more: Sequence[BaseRoute] = ()) -> Starlette:
+    """The host origin: the page, its bundle, the canary, our MCP endpoint and ``more`` routes,
+    one origin (so the page's MCP requests need no CORS and pass the endpoint's Origin check)."""
     return Starlette(
         routes=[
             Route("/", lambda request: FileResponse(HERE / "host.html", headers=NO_STORE)),
             Route("/host.bundle.js", lambda request: FileResponse(bundle_dir / "host.bundle.js", headers=NO_STORE)),
             Route("/canary", canary.endpoint),
             Mount("/mcp", app=mcp),
+            *more,
         ]
     )
 

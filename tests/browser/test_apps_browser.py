@@ -1,11 +1,14 @@
 """MCP Apps rendered by a real browser: Debian's Chromium, driven by playwright-core (drive.mjs),
-loads a host page built on the official AppBridge and TypeScript Client (host.js, bundled by
-build.mjs) from the origin that also serves our MCP endpoint; the view runs in the inner frame of
-a sandbox proxy on another origin. Matrix: era (a 2025-11-25 session, 2026-07-28 stateless) x view
-(plain JSON-RPC, the official ``App`` class), plus a view whose fetches meet its CSP.
+loads a host page (host.js, bundled by build.mjs) from the origin that also serves our MCP
+endpoint; the view runs in the inner frame of a sandbox proxy on another origin. Matrix: host
+bridge (the official AppBridge with the TypeScript Client in the page, or our Python
+``AppHostSession`` behind it, python_host.py) x era (a 2025-11-25 session, 2026-07-28 stateless) x
+view (plain JSON-RPC, the official ``App`` class), plus a view whose fetches meet its CSP.
 
-What refuses a view's call to a model-only tool here is the host page's own check (host.js's
-``oncalltool``): AppBridge 2.0.4 forwards ``tools/call`` without looking at the tool's visibility.
+What refuses a view's call to a model-only tool: with our bridge, ``AppHostSession`` (rule 3 of
+client/app_host.py, -32602); with the official one, the host page's own ``oncalltool``, because
+AppBridge 2.0.4 forwards ``tools/call`` without looking at the tool's visibility. Either way the
+server never runs it.
 
 Expected noise: Chromium warns that a frame with both ``allow-scripts`` and ``allow-same-origin``
 can escape its sandbox. The spec requires exactly that on the proxy frame; it is safe because the
@@ -20,7 +23,6 @@ docs/images/mcp-app.png is the ``app``/``2026-07-28`` case's, from
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import shutil
@@ -30,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from fixtures.node import require_node
+from fixtures.node import require_node, run_node_json
 from mcp_sse_server.transport.http import McpHttpApp
 
 from .harness import (
@@ -44,6 +46,7 @@ from .harness import (
     sandbox_app,
     serving,
 )
+from .python_host import PythonHost
 
 pytestmark = pytest.mark.browser
 
@@ -80,40 +83,32 @@ def bundle_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
-async def drive(bundle_dir: Path, tmp_path: Path, case: str, tool: str, era: str) -> dict[str, Any]:
-    """Serve both origins, run drive.mjs through one case, and return what it saw (plus the
-    server's record: ``calls``, ``canary``)."""
+async def drive(
+    bundle_dir: Path, tmp_path: Path, case: str, tool: str, era: str, bridge: str = "official"
+) -> dict[str, Any]:
+    """Serve both origins, run drive.mjs through one case, and return what it saw, plus the
+    server's record (``calls``, ``canary``) and, with ``bridge="python"``, our ``PythonHost``."""
     browser = chromium()
-    node, modules = require_node()
+    require_node()
     host_sock, sandbox_sock = loopback_socket(), loopback_socket()
     host, sandbox = origin_of(host_sock), origin_of(sandbox_sock)
     calls, canary = Calls(), Canary()
     mcp = McpHttpApp(build_server(bundle_dir, host, sandbox, calls))
-    screenshot = tmp_path / f"{case}-{tool}-{era}.png"
-    url = f"{host}/?tool={tool}&era={era}&sandbox={sandbox}"
-    async with mcp, serving(host_app(mcp, bundle_dir, canary), host_sock), serving(sandbox_app(canary), sandbox_sock):
-        process = await asyncio.create_subprocess_exec(
-            node,
-            str(HERE / "drive.mjs"),
-            url,
-            case,
-            str(screenshot),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, "MCP_TEST_NODE_MODULES": modules, "MCP_TEST_CHROMIUM": browser},
-        )
+    python = PythonHost(f"{host}/mcp/") if bridge == "python" else None
+    screenshot = tmp_path / f"{case}-{tool}-{era}-{bridge}.png"
+    url = f"{host}/?tool={tool}&era={era}&sandbox={sandbox}&bridge={bridge}"
+    page = host_app(mcp, bundle_dir, canary, python.routes if python else [])
+    async with mcp, serving(page, host_sock), serving(sandbox_app(canary), sandbox_sock):
         try:
-            stdout, stderr = await asyncio.wait_for(process.communicate(), DRIVE_TIMEOUT)
+            seen = await run_node_json(HERE / "drive.mjs", url, case, str(screenshot), browser, timeout=DRIVE_TIMEOUT)
         finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
-    assert process.returncode == 0, stderr.decode()
-    seen: dict[str, Any] = json.loads(stdout.decode().strip().splitlines()[-1])
-    seen["calls"], seen["canary"], seen["screenshot"] = calls.seen, canary.hits, screenshot
+            if python is not None:
+                await python.close()
+    seen.update(calls=calls.seen, canary=canary.hits, screenshot=screenshot, python=python)
     record = {key: seen.get(key) for key in ("host", "view", "console", "pageErrors", "calls", "canary")}
     assert seen["failure"] is None, f"{seen['failure']}\nscreenshot: {screenshot}\n{json.dumps(record, default=str)}"
     assert not seen["host"]["errors"], seen["host"]["errors"]
+    assert python is None or not python.errors, python.errors
     return seen
 
 
@@ -127,12 +122,12 @@ def assert_quiet(seen: dict[str, Any], allowed: tuple[str, ...] = ()) -> None:
 
 
 def assert_era(seen: dict[str, Any], era: str) -> None:
-    """The page's MCP requests spoke ``era``, declaring the ui extension the way it carries it."""
+    """The page's MCP requests (the official client's) spoke ``era``, declaring the ui extension
+    the way it carries it."""
     posts = [r for r in seen["requests"] if r["method"] == "POST"]
     bodies = [json.loads(r["body"]) for r in posts]
     calls = [(r, b) for r, b in zip(posts, bodies, strict=True) if b.get("method") == "tools/call"]
     assert calls and all(r["headers"]["mcp-protocol-version"] == era for r, _ in calls)
-    assert seen["host"]["protocolVersion"] == era
     assert UI_EXTENSION in seen["host"]["serverExtensions"]  # initialize's or server/discover's
     if era == "2026-07-28":  # no session: every request carries the client's capabilities
         assert all("mcp-session-id" not in r["headers"] for r, _ in calls)
@@ -147,10 +142,11 @@ def assert_era(seen: dict[str, Any], era: str) -> None:
 
 @pytest.mark.parametrize("era", ERAS)
 @pytest.mark.parametrize("view", ["plain", "app"])
+@pytest.mark.parametrize("bridge", ["official", "python"])
 async def test_a_view_renders_the_result_calls_a_tool_and_is_refused_a_model_only_one(
-    bundle_dir: Path, tmp_path: Path, view: str, era: str
+    bundle_dir: Path, tmp_path: Path, bridge: str, view: str, era: str
 ) -> None:
-    seen = await drive(bundle_dir, tmp_path, "view", f"sum_{view}", era)
+    seen = await drive(bundle_dir, tmp_path, "view", f"sum_{view}", era, bridge)
 
     # First render: the tool's input and its result, as the host sent them after the handshake.
     assert seen["view"]["input"] == '{"a":2,"b":3}'
@@ -165,12 +161,23 @@ async def test_a_view_renders_the_result_calls_a_tool_and_is_refused_a_model_onl
     assert seen["calls"] == [(f"sum_{view}", True), ("add", True)]
     # What an agent is offered: not the app-only tool, the model-only one.
     assert "add" not in seen["host"]["modelTools"] and "secret" in seen["host"]["modelTools"]
-    # The order the spec asks of a host, and the view's size and log reached it.
-    events = [e["event"] for e in seen["host"]["events"]]
-    order = ["sandbox ready", "view initialized", "tool input sent", "tool result sent"]
-    assert [e for e in events if e in order] == order
-    assert {"size changed", "view log", "call forwarded", "call refused"} <= set(events)
-    assert_era(seen, era)
+    assert seen["host"]["protocolVersion"] == era
+    python: PythonHost | None = seen["python"]
+    if python is None:
+        # The order the spec asks of a host, and the view's size and log reached it.
+        events = [e["event"] for e in seen["host"]["events"]]
+        order = ["sandbox ready", "view initialized", "tool input sent", "tool result sent"]
+        assert [e for e in events if e in order] == order
+        assert {"size changed", "view log", "call forwarded", "call refused"} <= set(events)
+        assert_era(seen, era)
+    else:
+        # Our session answered ui/initialize first, then sent tool-input, then tool-result.
+        said = [m.get("method", "answer") for m in python.sent]
+        assert said[:3] == ["answer", "ui/notifications/tool-input", "ui/notifications/tool-result"]
+        assert python.sent[0]["result"]["protocolVersion"] == "2026-01-26"
+        refusal = next(m for m in python.sent if "error" in m)
+        assert refusal["error"]["code"] == -32602  # rule 3 of client/app_host.py
+        assert {kind for kind, _ in python.events} == {"size", "log"}
     assert_quiet(seen)
 
 
