@@ -8,6 +8,7 @@ carried, so tests can tell what reached the API.
 
 from __future__ import annotations
 
+import asyncio
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -54,9 +55,18 @@ class Link(BaseModel):
     url: str
 
 
-def build_app() -> tuple[FastAPI, list[dict[str, str]]]:
+class Slow:
+    """What the ``/slow`` route saw: that it started, and that it was cancelled."""
+
+    def __init__(self) -> None:
+        self.started = asyncio.Event()
+        self.cancelled = asyncio.Event()
+
+
+def build_app(slow: Slow | None = None) -> tuple[FastAPI, list[dict[str, str]]]:
     """A fresh app and the list of the headers of each request it served."""
     app = FastAPI(title="Shop", version="1.0")
+    gate = slow or Slow()
     items: dict[int, StoredItem] = {1: StoredItem(id=1, name="kettle", price=20.0, colour=Colour.blue)}
     seen: list[dict[str, str]] = []
 
@@ -113,6 +123,16 @@ def build_app() -> tuple[FastAPI, list[dict[str, str]]]:
     @app.get("/fail")
     def fail() -> dict[str, str]:
         raise HTTPException(500, "<html><body><h1>Broken</h1>" + "x" * 5000 + "</body></html>")
+
+    @app.get("/slow")
+    async def slow_route() -> dict[str, str]:
+        gate.started.set()
+        try:
+            await asyncio.sleep(60)  # bounded: the test cancels it long before
+        except asyncio.CancelledError:
+            gate.cancelled.set()
+            raise
+        return {"done": "late"}
 
     @app.get("/moved")
     def moved() -> RedirectResponse:

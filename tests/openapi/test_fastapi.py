@@ -4,6 +4,7 @@ SDK 2.3 client over HTTP."""
 
 from __future__ import annotations
 
+import asyncio
 import warnings
 from typing import Any
 
@@ -16,7 +17,7 @@ from mcp_sse_server.client import InMemoryClient, StreamableHttpClient
 from mcp_sse_server.openapi import from_fastapi
 from mcp_sse_server.transport.http import McpHttpServer
 
-from .shop_app import API_KEY, build_app
+from .shop_app import API_KEY, Slow, build_app
 
 # Each route: the call, and what a good answer holds (structured content, or None for 204).
 CALLS: list[tuple[str, dict[str, Any], Any]] = [
@@ -53,7 +54,7 @@ def contains(whole: Any, part: Any) -> bool:
 def test_the_routes_become_tools_with_readable_names_and_schemas() -> None:
     server, _ = shop_server()
     tools = {tool.name: tool for tool in server.tools}
-    assert set(tools) == {name for name, _, _ in CALLS} | {"fail", "moved"}
+    assert set(tools) == {name for name, _, _ in CALLS} | {"fail", "moved", "slow_route"}
     create = tools["create_item"].input_schema
     assert create["required"] == ["name", "price"]  # the body's model, flattened
     assert create["properties"]["colour"]["$ref"] == "#/$defs/Colour"
@@ -124,7 +125,7 @@ async def test_each_route_over_http_through_the_official_sdk(mode: Any) -> None:
             warnings.simplefilter("ignore")
             async with Client(streamable_http_client(http.endpoint), mode=mode) as sdk:
                 listed = {tool.name for tool in (await sdk.list_tools()).tools}
-                assert listed == {name for name, _, _ in CALLS} | {"fail", "moved"}
+                assert listed == {name for name, _, _ in CALLS} | {"fail", "moved", "slow_route"}
                 for name, arguments, expected in CALLS:
                     result = await sdk.call_tool(name, arguments)
                     assert not result.is_error, (name, result)
@@ -140,3 +141,14 @@ async def test_arguments_that_break_the_schema_never_reach_the_api(arguments: di
     async with InMemoryClient(server) as client:
         result = await client.call_tool("read_item", arguments)
     assert result.is_error and seen == []
+
+
+async def test_cancelling_the_call_cancels_the_api_request() -> None:
+    slow = Slow()
+    app, _ = build_app(slow)
+    async with InMemoryClient(from_fastapi(app)) as client:
+        call = asyncio.create_task(client.call_tool("slow_route", {}))
+        await asyncio.wait_for(slow.started.wait(), 30)
+        call.cancel()
+        await asyncio.wait_for(slow.cancelled.wait(), 30)  # bounded: only catches a hang
+        assert call.cancelled() or call.done()

@@ -149,7 +149,9 @@ async def test_routes_exclude_and_turn_gets_into_resources_and_templates() -> No
     app, _ = build_app()
     async with serve(app) as base:
         server = from_openapi(
-            app.openapi(), base_url=base, routes=[Route("exclude", path=r"^/(fail|private|moved)$"), *GETS_AS_RESOURCES]
+            app.openapi(),
+            base_url=base,
+            routes=[Route("exclude", path=r"^/(fail|private|moved|slow)$"), *GETS_AS_RESOURCES],
         )
         tools = {tool.name for tool in server.tools}
         async with InMemoryClient(server) as client:
