@@ -84,7 +84,9 @@ def _client_telemetry(settings: object) -> ClientTelemetry | None:
     ``True``, a ``telemetry.Telemetry`` or another ``ClientTelemetry``'s settings switch it on."""
     if settings is None or settings is False:
         return None
-    # (imports OpenTelemetry: an ImportError naming the otel extra when the API is missing)
+    from ..telemetry.config import require_api
+
+    require_api()  # an ImportError naming the otel extra when the API is missing
     from ..telemetry.client import ClientTelemetry
 
     return settings if isinstance(settings, ClientTelemetry) else ClientTelemetry(settings)
@@ -442,10 +444,11 @@ class ClientCore(ABC):
 
         return self._telemetry.logical(self, method, params, run)
 
-    def _note(self, event: str, attributes: Mapping[str, Any]) -> None:
-        """An event on the open logical call's span (a round, a retry, the fallback); nothing when off."""
+    def _note(self, event: str, **details: Any) -> None:
+        """An event on the open logical call's span (``telemetry.client.EVENTS``: a retry, an
+        ``input_required`` round, the session fallback); nothing when telemetry is off."""
         if self._telemetry is not None:
-            self._telemetry.note(event, attributes)
+            self._telemetry.note(event, details)
 
     async def _reinitialize(self, handshakes: int) -> None:
         """A new session after the server forgot ours; concurrent calls that met the same expired

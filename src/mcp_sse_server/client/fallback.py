@@ -31,7 +31,7 @@ import asyncio
 import contextlib
 import logging
 from abc import abstractmethod
-from typing import Any, Final
+from typing import Any
 
 from ..engine.jsonrpc import INTERNAL_ERROR, McpError
 from ..engine.protocol import ProgressCallback
@@ -44,10 +44,6 @@ from .transport import ClientTransport
 __all__ = ["SessionFallback"]
 
 logger = logging.getLogger("mcp_sse_server.client")
-
-# The span event of a call repeated on a session (telemetry on), naming what the server could not ask.
-FALLBACK: Final = "mcp_sse_server.session_fallback"
-_REASON: Final = "mcp_sse_server.reason"
 
 
 class SessionFallback(StatelessCalls):
@@ -77,12 +73,12 @@ class SessionFallback(StatelessCalls):
             session = None if isinstance(error, ConnectionError) else await self._fallback_for(error, method)
             if session is None:
                 raise
-            self._note(FALLBACK, {_REASON: str(missing_back_channel(error))})
+            self._note("session_fallback", reason=str(missing_back_channel(error)))
             return await session.request(method, params, timeout=timeout, on_progress=on_progress)
         if method == "tools/call" and result.get("isError") is True:
             session = await self._fallback_for(result, method)
             if session is not None:
-                self._note(FALLBACK, {_REASON: str(missing_back_channel(result))})
+                self._note("session_fallback", reason=str(missing_back_channel(result)))
                 return await session.request(method, params, timeout=timeout, on_progress=on_progress)
         return result
 

@@ -13,8 +13,8 @@ Rules:
 4. A request whose stream broke before its answer (``StreamLostError``) is sent again once, with
    a new id, except ``tools/call``: it may have side effects, so the caller decides.
 5. With telemetry on, the whole of one such request is one span (``ClientCore._traced_call``);
-   each retry and ``input_required`` round is an event of it (``_note``, events named
-   ``RETRY`` and ``INPUT_REQUIRED``), and every request sent for it carries its context.
+   each retry and ``input_required`` round is an event of it (``_note``), and every request
+   sent for it carries its context.
 """
 
 from __future__ import annotations
@@ -43,12 +43,6 @@ logger = logging.getLogger("mcp_sse_server.client")
 # Requests that may answer input_required (MRTR).
 _INPUT_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 _STATE_ONLY_DELAYS: Final = (0.05, 0.1, 0.2, 0.25)
-# The span events of a logical call (rule 5), and their attributes.
-RETRY: Final = "mcp_sse_server.retry"
-INPUT_REQUIRED: Final = "mcp_sse_server.input_required"
-_REASON: Final = "mcp_sse_server.reason"
-_ROUND: Final = "mcp_sse_server.round"
-_ASKED: Final = "mcp_sse_server.input.methods"
 
 
 class StatelessCalls(ClientCore):
@@ -85,7 +79,7 @@ class StatelessCalls(ClientCore):
                     raise
                 reissued = True
                 logger.info("the stream of %s broke before its answer; sending it again", method)
-                self._note(RETRY, {_REASON: "stream_lost"})
+                self._note("retry", reason="stream_lost")
                 continue
             except McpError as error:
                 if error.code == UNSUPPORTED_PROTOCOL_VERSION:
@@ -94,13 +88,13 @@ class StatelessCalls(ClientCore):
                     if mutual and not retried_version:
                         retried_version = True
                         self.protocol_version = mutual[-1]
-                        self._note(RETRY, {_REASON: "unsupported_protocol_version"})
+                        self._note("retry", reason="unsupported_protocol_version")
                         continue
                     raise refusal from None
                 if error.code == HEADER_MISMATCH and method == "tools/call" and not retried_headers:
                     # Our Mcp-Param-* headers came from a stale tools/list: refresh it and retry.
                     retried_headers = True
-                    self._note(RETRY, {_REASON: "header_mismatch"})
+                    self._note("retry", reason="header_mismatch")
                     self.invalidate_cache("tools/list")
                     await self._relist_tools()
                     continue
@@ -133,7 +127,7 @@ class StatelessCalls(ClientCore):
             if self._telemetry is not None:
                 entries = (requests or {}).values()
                 asked = sorted({str(entry.get("method")) for entry in entries if isinstance(entry, dict)})
-                self._note(INPUT_REQUIRED, {_ROUND: rounds + 1, _ASKED: asked})
+                self._note("input_required", round=rounds + 1, methods=asked)
             retry = {
                 key: value for key, value in (params or {}).items() if key not in ("inputResponses", "requestState")
             }

@@ -5,7 +5,8 @@ Rules of this module:
 
 1. It is imported only when a client's telemetry is switched on (``McpClient(telemetry=...)``),
    and it is the client's only module that imports ``opentelemetry``; without the API installed
-   switching it on raises ``ImportError`` naming the ``otel`` extra (``require_api``).
+   switching it on raises ``ImportError`` naming the ``otel`` extra (``config.require_api``,
+   which the client asks first).
 2. Names, attributes and the error rules are ``conventions``': a span is named
    ``{method} {target}`` (the tool or prompt the caller named: a client names what it calls),
    every JSON-RPC error code is an error (``error.type`` and ``rpc.response.status_code`` are the
@@ -45,6 +46,10 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Final, Protocol
 
+from opentelemetry import context as otel_context
+from opentelemetry import metrics, propagate, trace
+from opentelemetry.trace import Span, SpanKind, StatusCode
+
 from ..engine.jsonrpc import McpError
 from .conventions import (
     ATTRIBUTE,
@@ -62,19 +67,22 @@ from .conventions import (
     span_name,
 )
 
-try:
-    from opentelemetry import context as otel_context
-    from opentelemetry import metrics, propagate, trace
-    from opentelemetry.trace import Span, SpanKind, StatusCode
-except ImportError as missing:  # pragma: no cover - exercised in a subprocess without the API
-    raise ImportError(
-        "client telemetry needs the OpenTelemetry API: pip install 'mcp-sse-server[otel]' "
-        f"(opentelemetry-api is not importable: {missing})"
-    ) from None
-
-__all__ = ["ClientTelemetry", "Traced", "remote_parent"]
+__all__ = ["EVENTS", "ClientTelemetry", "Traced", "remote_parent"]
 
 _SCOPE: Final = "mcp_sse_server.client"
+
+EVENTS: Final = {
+    "retry": "mcp_sse_server.retry",
+    "input_required": "mcp_sse_server.input_required",
+    "session_fallback": "mcp_sse_server.session_fallback",
+}
+"""The span events of a logical call (rule 4), by the word the client notes them with."""
+# Their attributes, by the keyword the client gives each with.
+_DETAILS: Final = {
+    "reason": ATTRIBUTE.REASON,
+    "round": "mcp_sse_server.round",
+    "methods": "mcp_sse_server.input.methods",
+}
 _PROPAGATION_ONLY: Final = "propagation_only"
 
 # How each of this package's client transports reaches its server (transport class name).
@@ -180,14 +188,14 @@ class ClientTelemetry:
     # --- requests sent -------------------------------------------------------------------
 
     def _start(self, client: Traced, method: str, params: Mapping[str, Any] | None, request_id: Any) -> _Call:
-        attributes = request_attributes(method, params, request_id, operation_target(method, params))
+        target = operation_target(method, params)
+        attributes = request_attributes(method, params, request_id, target)
         attributes.update(_peer(client))
         if client.protocol_version is not None:
             attributes[ATTRIBUTE.PROTOCOL_VERSION] = client.protocol_version
         span = None
         if self._spans:
-            name = span_name(method, operation_target(method, params))
-            span = self._tracer.start_span(name, kind=SpanKind.CLIENT, attributes=attributes)
+            span = self._tracer.start_span(span_name(method, target), kind=SpanKind.CLIENT, attributes=attributes)
         return _Call(method, attributes, span)
 
     def _inject(self, params: dict[str, Any] | None, span: Span | None) -> dict[str, Any] | None:
@@ -294,11 +302,12 @@ class ClientTelemetry:
         self._end(client, call, result, None)
         return result
 
-    def note(self, name: str, attributes: Mapping[str, Any]) -> None:
-        """An event on the open logical call's span (a round, a retry, the session fallback)."""
+    def note(self, event: str, details: Mapping[str, Any]) -> None:
+        """An event on the open logical call's span: ``event`` one of ``EVENTS``' words,
+        ``details`` keyed as ``_DETAILS``."""
         logical = _LOGICAL.get()
         if logical is not None and logical.span.is_recording():
-            logical.span.add_event(name, dict(attributes))
+            logical.span.add_event(EVENTS[event], {_DETAILS[key]: value for key, value in details.items()})
 
     # --- requests answered ---------------------------------------------------------------
 
