@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from .jsonrpc import JsonRpcNotification, JsonRpcRequest
     from .transport import Reply
 
-__all__ = ["HttpOrigin", "Observation", "Observer", "TelemetrySwitch", "current_http"]
+__all__ = ["HttpOrigin", "Observation", "Observer", "TaskObservation", "TelemetrySwitch", "current_http"]
 
 
 class HttpOrigin(NamedTuple):
@@ -49,6 +49,16 @@ class Observation(Protocol):
         """Something happened to the request (``trace``: the W3C context it came from, linked)."""
 
 
+class TaskObservation(Protocol):
+    """One task (``engine/tasks.py``) under observation, from its start to its terminal status."""
+
+    def status(self, status: str, detail: str | None = None) -> None:
+        """The task's status changed (``input_required``: ``detail`` is the method it asks)."""
+
+    def ended(self, status: str, outcome: dict[str, Any] | None) -> None:
+        """The task ended ``completed``, ``failed`` or ``cancelled`` with ``outcome`` (as stored)."""
+
+
 class Observer(Protocol):
     """What the engine and the transports call when an observer is set (``McpServer(telemetry=...)``)."""
 
@@ -58,6 +68,10 @@ class Observer(Protocol):
 
     def notification(self, notification: JsonRpcNotification, request: Observation | None) -> None:
         """A notification arrived; ``request`` is the in-flight request it cancels, if any."""
+
+    def task_started(self, record: Any, core: bool) -> TaskObservation | None:
+        """A tool call became the task ``record`` (a ``TaskRecord``; ``core``: 2025-11-25's kind),
+        in the context of the request that made it."""
 
     def session_ended(self, session: Any, duration: float, error: str | None) -> None:
         """A session of ``duration`` seconds ended (``error``: why, when it ended abnormally)."""

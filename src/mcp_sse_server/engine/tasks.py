@@ -82,7 +82,7 @@ import secrets
 import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import Any, Final, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeAlias
 
 import orjson
 
@@ -101,6 +101,9 @@ from .stateless import RequestSession
 from .stateless_meta import RELATED_TASK, TASKS_EXTENSION
 from .stores import StoreUnavailable, TaskStore
 from .types import TaskStarts, TaskSupport
+
+if TYPE_CHECKING:
+    from .observe import TaskObservation
 
 __all__ = [
     "RELATED_TASK",
@@ -611,6 +614,7 @@ class RunningTask:
         "context",
         "core",
         "job",
+        "observation",
         "record",
         "runtime",
         "started",
@@ -639,6 +643,7 @@ class RunningTask:
         self.job: asyncio.Task[dict[str, Any]] | None = None
         self.stopping = False  # the server stops: the task fails (rule 9), it is not cancelled
         self.watcher: asyncio.Task[None] | None = None  # with a shared store: a cancel from elsewhere
+        self.observation: TaskObservation | None = None  # telemetry: the task's span (engine/observe.py)
 
     @property
     def tool(self) -> str:
@@ -666,6 +671,9 @@ class RunningTask:
         record = self.runtime.new_record(self.template)
         await self.runtime.store.create(record)
         self.record = record
+        observer = getattr(self.context.connection, "observer", None)  # (an ObservedConnection's)
+        if observer is not None:
+            self.observation = observer.task_started(record, self.core)
         self.runtime._started(self)
         await announce(self.context, record)
         if not self.started.done():
@@ -746,6 +754,8 @@ class RunningTask:
         runtime = self.runtime
         finish = runtime.store.finish(self.task_id, status, outcome, message, runtime.clock())
         ended = await asyncio.shield(finish)
+        if self.observation is not None:
+            self.observation.ended(status, outcome)
         if ended is None:
             logger.info("task %s ended %s after it had ended or expired", self.task_id[:8], status)
         await announce(self.context, ended)
@@ -757,6 +767,8 @@ class RunningTask:
         if asked is None:
             raise asyncio.CancelledError("the task ended")
         key, asking = asked
+        if self.observation is not None:
+            self.observation.status("input_required", method)
         await announce(self.context, asking)
         while True:
             record = await store.get(self.task_id, runtime.clock())

@@ -30,6 +30,11 @@ Rules of this module:
    request gets a SERVER span where it arrived, and that span's context travels in the routed
    message; the running worker adds a ``cancel (routed)`` event and a link to it on the
    request's span. An answer carries the context it arrived in (``_meta``, headers, ambient).
+9. A task (both generations) is an INTERNAL span ``task {tool}`` from its start to its terminal
+   status, in a trace of its own linked to the call that made it (``task_trace="child"``: a
+   child of that call); status changes are events; ``failed`` is an error by rule 4 (a core
+   task failed by an ``isError`` result is ``tool_error``), ``cancelled`` is not. Every
+   ``tasks/*`` request's span carries ``mcp_sse_server.task.id``.
 """
 
 from __future__ import annotations
@@ -236,6 +241,34 @@ class ServerObserver:
             reason = (notification.params or {}).get("reason")
             request.event(CANCELLED, {ATTRIBUTE.REASON: reason} if type(reason) is str else {})
 
+    def task_started(self, record: Any, core: bool) -> _Task | None:
+        """Rule 9: the task's own span, linked to (or a child of) the call that made it."""
+        if not self.spans:
+            return None
+        try:
+            creator = trace.get_current_span().get_span_context()
+            attributes: dict[str, Any] = {
+                ATTRIBUTE.TOOL_NAME: record.tool if record.tool in self.server.tool_registry else OTHER,
+                ATTRIBUTE.TASK_ID: record.id,
+                ATTRIBUTE.TASK_GENERATION: "core" if core else "extension",
+            }
+            if self.settings.task_trace == "child":
+                parent, links = None, []
+            else:  # a trace of its own: a long task neither stretches nor outlives the caller's
+                parent, links = otel_context.Context(), [Link(creator)] if creator.is_valid else []
+            span = self.tracer.start_span(
+                span_name("task", attributes[ATTRIBUTE.TOOL_NAME]),
+                parent,
+                SpanKind.INTERNAL,
+                attributes=attributes,
+                links=links,
+            )
+            span.add_event("working")
+            return _Task(span)
+        except Exception:  # rule 7
+            logger.exception("telemetry: could not observe task %s", getattr(record, "id", "?"))
+            return None
+
     def session_ended(self, session: Any, duration: float, error: str | None) -> None:
         revision = getattr(session, "revision", None)
         if revision is None or not self.metrics:  # never initialized, or a stateless request's
@@ -280,6 +313,37 @@ class ServerObserver:
         except Exception:  # rule 7
             logger.exception("telemetry: could not forward the trace context of a routed %s", message_type)
             return None
+
+
+class _Task:
+    """One task's span (``engine.observe.TaskObservation``): statuses as events, ended with the task."""
+
+    __slots__ = ("span",)
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+
+    def status(self, status: str, detail: str | None = None) -> None:
+        self.span.add_event(status, {"mcp_sse_server.asked": detail} if detail else {})
+
+    def ended(self, status: str, outcome: dict[str, Any] | None) -> None:
+        span = self.span
+        if not span.is_recording():
+            return
+        span.add_event(status)
+        if status == "failed":
+            error = (outcome or {}).get("error")
+            code = error.get("code") if type(error) is dict else None
+            error_type = (
+                server_error_type(code) if type(code) is int else TOOL_ERROR
+            )  # (a core task's isError result fails it)
+            if error_type is not None:
+                span.set_attribute(ATTRIBUTE.ERROR_TYPE, error_type)
+                span.set_status(Status(StatusCode.ERROR, error.get("message") if type(error) is dict else None))
+        elif status == "completed" and is_tool_error("tools/call", (outcome or {}).get("result")):
+            span.set_attribute(ATTRIBUTE.ERROR_TYPE, TOOL_ERROR)
+            span.set_status(Status(StatusCode.ERROR))
+        span.end()
 
 
 class _Request:
