@@ -28,7 +28,7 @@ from opentelemetry.trace import SpanKind, StatusCode
 
 from client.hooked_server import build
 from mcp_sse_server import McpServer
-from mcp_sse_server.client import InMemoryClient, McpClient, StdioClient, StreamableHttpClient
+from mcp_sse_server.client import InMemoryClient, McpClient, SseClient, StdioClient, StreamableHttpClient
 from mcp_sse_server.client.hooks import RequestEvent
 from mcp_sse_server.engine.jsonrpc import JsonRpcRequest, McpError
 from mcp_sse_server.engine.types import CallToolResult, TextContent
@@ -198,6 +198,32 @@ async def test_a_call_is_one_client_span_its_context_on_the_wire(traced: Traced,
     assert len(sessions) == (1 if era == "session" else 0)
     if sessions:
         assert sessions[0].attributes["mcp.protocol.version"] == version and "error.type" not in sessions[0].attributes
+
+
+async def test_the_legacy_sse_transport_sends_the_context_in_meta_and_headers(traced: Traced) -> None:
+    wire = Wire()
+    http = await McpHttpServer.bind(build, port=0)
+    try:
+        async with (
+            httpx.AsyncClient(event_hooks={"request": [wire.on_http]}) as http_client,
+            SseClient(
+                http.endpoint.rpartition("/")[0] + "/sse",
+                http_client=http_client,
+                telemetry=traced.settings,
+                event_hooks=wire.hooks(),
+            ) as client,
+        ):
+            await client.call_tool("add", {"a": 2, "b": 3})
+            version = client.protocol_version
+    finally:
+        await http.close()
+    span = traced.span("tools/call add")
+    attributes = dict(span.attributes or {})
+    assert attributes["network.transport"] == "tcp" and attributes["mcp.protocol.version"] == version
+    (sent,) = wire.sent("tools/call")
+    assert parent_sent(sent["_meta"]) == traceparent_of(span)
+    carried = [headers["traceparent"] for headers in wire.posts if "traceparent" in headers]
+    assert carried[-1] == sent["_meta"]["traceparent"]
 
 
 async def test_the_callers_meta_is_never_changed(traced: Traced) -> None:
