@@ -22,8 +22,9 @@ class Seen:
 
 
 def backend(page_size: int | None = 2) -> tuple[McpServer, Seen]:
-    """A server with tools ``t0``..``t4``, ``add``, ``fail``, ``slow``, ``ask``, ``chatty``,
-    ``grow``, ``touch``; resources, a template and a prompt with completion."""
+    """A server with tools ``t0``..``t4``, ``add``, ``fail``, ``slow``, ``progress``, ``ask``,
+    ``visit`` (a URL elicitation), ``chatty``, ``grow``, ``touch``; resources, a template and a
+    prompt with completion."""
     server = McpServer("back", "1.0.0", page_size=page_size, instructions="the backend's")
     seen = Seen()
 
@@ -84,6 +85,13 @@ def backend(page_size: int | None = 2) -> tuple[McpServer, Seen]:
         return CallToolResult.text(text)
 
     tool("ask", ask)
+
+    async def visit(args: dict[str, Any], ctx: RequestContext) -> CallToolResult:
+        params = {"mode": "url", "message": "sign in", "url": "https://example.test/login", "elicitationId": "e1"}
+        answered = await ctx.session.request("elicitation/create", params, "elicitation", 30)
+        return CallToolResult.text(answered["action"])
+
+    tool("visit", visit)
 
     async def chatty(args: dict[str, Any], ctx: RequestContext) -> CallToolResult:
         await ctx.log("debug", "a debug line")

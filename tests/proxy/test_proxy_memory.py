@@ -132,6 +132,24 @@ async def test_questions_become_input_required_rounds_behind_a_stateless_front(b
         assert (await client.call_tool("add", {"a": 1, "b": 1})).structured_content == {"sum": 2}
 
 
+async def test_a_url_elicitation_reaches_only_a_front_that_declared_url_mode() -> None:
+    back, _ = backend()
+    seen: list[dict[str, Any]] = []
+
+    async def elicit(request: Any) -> dict[str, Any]:
+        seen.append(dict(request))
+        return {"action": "accept"}
+
+    async with InMemoryClient(proxy(back), mode="session", elicitation_handler=elicit, elicitation_url=True) as client:
+        result = await asyncio.wait_for(client.call_tool("visit"), BOUND)
+        assert result.content[0].text == "accept"  # type: ignore[union-attr]
+        assert seen[0]["url"] == "https://example.test/login" and seen[0]["mode"] == "url"
+    async with InMemoryClient(proxy(back), mode="session", elicitation_handler=elicit) as client:  # form only
+        with pytest.raises(McpError):  # the backend's client refuses a mode its front did not declare
+            await asyncio.wait_for(client.call_tool("visit"), BOUND)
+    assert len(seen) == 1
+
+
 async def test_a_question_the_front_cannot_answer_fails_the_call_cleanly(mode: str) -> None:
     back, _ = backend()
     async with InMemoryClient(proxy(back), mode=mode) as client:  # no handlers: nothing declared

@@ -253,3 +253,73 @@ async def test_the_old_sdk_stdio_server_through_the_proxy(mode: str) -> None:
             assert added.content[0].text == "5"  # type: ignore[union-attr]
     finally:
         await front.close()
+
+
+async def test_a_stdio_backend_killed_mid_call_fails_that_call_and_is_restarted(everything: ProxyServer) -> None:
+    everything.first_delay = 0.05
+    started = asyncio.Event()
+    async with InMemoryClient(everything, mode="session") as client:
+        call = asyncio.create_task(
+            client.call_tool(
+                "trigger-long-running-operation",
+                {"duration": 30, "steps": 30},
+                on_progress=lambda p, t, m: started.set(),
+            )
+        )
+        await asyncio.wait_for(started.wait(), BOUND)
+        backend = next(iter(everything._fronts.values()))[0].started
+        assert backend is not None and backend.connection is not None
+        process = backend.connection.transport.process  # type: ignore[attr-defined]
+        process.kill()
+        failed = await asyncio.wait_for(call, BOUND)
+        assert failed.is_error
+        assert failed.content[0].text.startswith("Backend everything is unavailable")  # type: ignore[union-attr]
+        assert "Traceback" not in failed.content[0].text  # type: ignore[union-attr]
+        summed = await asyncio.wait_for(client.call_tool("get-sum", {"a": 2, "b": 2}), BOUND)  # a new process
+        assert not summed.is_error and "4" in summed.content[0].text  # type: ignore[union-attr]
+
+
+@pytest.fixture
+def sdk_peer(request: pytest.FixtureRequest) -> Any:
+    from fixtures.peers import Peer
+
+    peer = Peer(*request.param)
+    try:
+        yield peer
+    finally:
+        peer.kill()
+
+
+@pytest.mark.parametrize("sdk_peer", [("sse",)], indirect=True)
+@pytest.mark.parametrize("mode", ["session", "2026-07-28"])
+async def test_a_legacy_sse_backend_through_the_proxy(sdk_peer: Any, mode: str) -> None:
+    front = proxy(f"{sdk_peer.base}/sse", name="legacy")
+    try:
+        async with InMemoryClient(front, mode=mode, sampling_handler=sample) as client:
+            assert {"add", "slow", "ask_model"} <= {tool.name for tool in await client.list_tools()}
+            added = await client.call_tool("add", {"a": 2, "b": 3})
+            assert added.content[0].text == "5"  # type: ignore[union-attr]
+            asked = await asyncio.wait_for(client.call_tool("ask_model", {"question": "capital?"}), BOUND)
+            assert "sampled-by-front" in str(asked.content)
+    finally:
+        await front.close()
+
+
+@pytest.mark.parametrize("sdk_peer", [("http",)], indirect=True)
+@pytest.mark.parametrize("mode", ["session", "2026-07-28"])
+async def test_cancelling_the_front_call_reaches_an_http_backend(sdk_peer: Any, mode: str) -> None:
+    cancelled = sdk_peer.watch("SLOW-CANCELLED")
+    started = asyncio.Event()
+    front = proxy(f"{sdk_peer.base}/mcp", name="sdk")
+    try:
+        async with InMemoryClient(front, mode=mode) as client:
+            call = asyncio.create_task(
+                client.call_tool("slow", {"steps": 2000}, on_progress=lambda p, t, m: started.set())
+            )
+            await asyncio.wait_for(started.wait(), BOUND)
+            call.cancel()
+            await asyncio.wait_for(cancelled.wait(), BOUND)
+            added = await client.call_tool("add", {"a": 1, "b": 1})
+            assert added.content[0].text == "2"  # type: ignore[union-attr]
+    finally:
+        await front.close()

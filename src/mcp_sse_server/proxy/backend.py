@@ -195,7 +195,7 @@ class Backend:
         try:
             result = await client.request(method, params, on_progress=on_progress)
         except McpError as error:
-            if error.code == CONNECTION_CLOSED and _closed(client):
+            if isinstance(error, ConnectionError) or (error.code == CONNECTION_CLOSED and _closed(client)):
                 raise self._lost(client, error) from None
             raise
         except (OSError, EOFError, RuntimeError) as error:  # (what the transports raise when the peer is gone)
