@@ -305,3 +305,21 @@ async def test_a_batch_entry_gets_a_span_each(otel: Otel) -> None:
         await client.close()
     ids = sorted(dict(s.attributes or {})["jsonrpc.request.id"] for s in otel.spans() if s.name == "tools/call add")
     assert ids == ["101", "102"]
+
+
+async def test_a_rate_limit_refusal_is_counted(otel: Otel) -> None:
+    from mcp_sse_server.middleware.rate_limit import RateLimit
+
+    server = make_server(otel)
+    server.add_middleware(RateLimit(rate=0.001, burst=1))
+    refused = 0
+    async with InMemoryClient(server) as client:  # (its discovery may take the one token)
+        for _ in range(3):
+            try:
+                await client.call_tool("add", {"a": 1, "b": 2})
+            except McpError as error:
+                assert error.code == -32029
+                refused += 1
+    assert refused >= 2
+    counted = otel.points("mcp_sse_server.requests.rejected")
+    assert [(dict(p.attributes), p.value) for p in counted] == [({"mcp_sse_server.reason": "rate_limit"}, refused)]

@@ -15,7 +15,9 @@ Rules, kept here and nowhere else:
 3. A refusal is ``McpError(RATE_LIMITED, "Rate limit exceeded", {"retryAfterMs": n})``, ``n``
    the milliseconds until a token is back. The code is -32029, in JSON-RPC's server range and
    free in MCP; not -32000, which this library's client and both official SDKs use for a
-   connection that closed, so a refusal is never mistaken for a dead connection.
+   connection that closed, so a refusal is never mistaken for a dead connection. With
+   telemetry on, each refusal is also counted (``mcp_sse_server.requests.rejected``, reason
+   ``rate_limit``).
 4. The buckets live in a ``Buckets`` store: ``MemoryBuckets`` (this process; at most
    ``max_keys`` callers, the least recently seen forgotten first) or ``RedisBuckets``
    (``redis_buckets.py``: one atomic script per take, so N workers share one budget).
@@ -115,5 +117,8 @@ class RateLimit(Middleware):
             key = caller_key(context, params) if self._key is None else self._key(context)
             wait = await self.store.take(key or "anonymous", self.rate, self.burst)
             if wait:
+                observer = getattr(context.connection, "observer", None)  # telemetry (engine/observe.py)
+                if observer is not None:
+                    observer.rejected("rate_limit")
                 raise McpError(RATE_LIMITED, "Rate limit exceeded", {"retryAfterMs": wait})
         return await call_next(params)
