@@ -17,7 +17,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind
 
-from mcp_sse_server.client import StdioClient
+from fixtures.peers import Peer, running_peer
+from mcp_sse_server.client import StdioClient, StreamableHttpClient
 from mcp_sse_server.engine.types import TextContent
 
 pytest.importorskip("mcp.server.mcpserver")  # the official SDK 2.x, in this virtualenv
@@ -47,6 +48,13 @@ def settings(exporter: InMemorySpanExporter) -> Iterator[Settings]:
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     yield Settings(provider)
     provider.shutdown()
+
+
+@pytest.fixture
+def sdk_http() -> Iterator[Peer]:
+    """The official SDK's Streamable HTTP server (tests/client/sdk_peer.py), whose tools ask the
+    client directly: at 2026-07-28 that needs the session fallback."""
+    yield from running_peer("http")
 
 
 def peer_spans(path: Path) -> list[dict[str, Any]]:
@@ -109,3 +117,26 @@ async def test_a_call_repeated_on_a_session_by_the_fallback_is_one_span(
     answered = [span for span in exporter.get_finished_spans() if span.name == "elicitation/create"]
     assert len(answered) == 1 and answered[0].kind is SpanKind.SERVER
     assert answered[0].context.trace_id == call.context.trace_id
+
+
+async def test_the_fallback_sessions_requests_are_children_of_the_call(
+    sdk_http: Peer, exporter: InMemorySpanExporter, settings: Settings
+) -> None:
+    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {"colour": "teal"}}
+
+    async with StreamableHttpClient(f"{sdk_http.base}/mcp", elicitation_handler=elicit, telemetry=settings) as ours:
+        answered = await ours.call_tool("ask_user")
+        assert ours.stateless and ours.fallback_session is not None
+    assert "accept: teal" in str(answered.content)
+
+    spans = exporter.get_finished_spans()
+    (call,) = [span for span in spans if span.name == "tools/call ask_user" and span.parent is None]
+    assert [event.name for event in call.events] == ["mcp_sse_server.session_fallback"]
+    # The session opened for it and the call repeated there: CLIENT spans of their own, its children.
+    children = {
+        span.name: span for span in spans if span.parent is not None and span.parent.span_id == call.context.span_id
+    }
+    assert {"initialize", "tools/call ask_user"} <= set(children)
+    repeated = dict(children["tools/call ask_user"].attributes or {})
+    assert repeated["mcp.protocol.version"] != "2026-07-28" and "mcp.session.id" in repeated
