@@ -90,6 +90,8 @@ LAYERS: Final[dict[str, int]] = {
     "engine.mount": 7,
     "engine.transform": 3,
     "engine.apps": 7,
+    "engine.app_links": 2,
+    "engine.app_decorators": 7,
     "engine.files": 7,
     "engine.tools": 7,
     "engine.resources": 7,

@@ -28,8 +28,14 @@ CORE_TOP = 7
 
 # Function-local imports allowed between core modules: each defers an import until it is needed
 # (typed.py imports pydantic, request_state.py cryptography; visibility.py's rule classes load
-# with a server's first rule, so a server without rules starts without them).
-DEFERRED = {"mcp_sse_server.engine.typed", "mcp_sse_server.engine.request_state", "mcp_sse_server.engine.visibility"}
+# with a server's first rule and apps.py with its first app, so a server without them starts
+# without them).
+DEFERRED = {
+    "mcp_sse_server.engine.typed",
+    "mcp_sse_server.engine.request_state",
+    "mcp_sse_server.engine.visibility",
+    "mcp_sse_server.engine.apps",
+}
 
 
 def _load_scan() -> ModuleType:

@@ -37,7 +37,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final, Literal, Self, TypeAlias
 
 from ..engine import versions
-from ..engine.apps import APP_MIME_TYPE, APPS_EXTENSION
+from ..engine.app_links import APP_MIME_TYPE, APPS_EXTENSION
 from ..engine.context import RequestContext
 from ..engine.jsonrpc import (
     CONNECTION_CLOSED,

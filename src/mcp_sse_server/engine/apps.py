@@ -47,14 +47,20 @@ import logging
 import re
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal, TypedDict, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypedDict, TypeVar
 
+from .app_links import (
+    APP_MIME_TYPE,
+    APPS_EXTENSION,
+    LEGACY_RESOURCE_URI_KEY,
+    Visibility,
+    check_uri,
+    client_supports_apps,
+    tool_ui_meta,
+)
 from .types import BlobResourceContents, ReadResourceResult, Resource, TextResourceContents
 
 if TYPE_CHECKING:
-    import os
-
     from .context import RequestContext
     from .resources import ResourceRegistry
     from .tools import ToolRegistry
@@ -64,7 +70,7 @@ __all__ = [
     "APP_MIME_TYPE",
     "LEGACY_RESOURCE_URI_KEY",
     "App",
-    "AppDecorators",
+    "AppHost",
     "AppOptions",
     "AppRegistry",
     "Csp",
@@ -73,20 +79,12 @@ __all__ = [
     "allow_attribute",
     "client_supports_apps",
     "csp_header",
+    "register_app",
     "tool_ui_meta",
 ]
 
 logger = logging.getLogger("mcp_sse_server")
 
-APPS_EXTENSION: Final = "io.modelcontextprotocol/ui"
-"""The extension's id, the key under ``capabilities.extensions``."""
-APP_MIME_TYPE: Final = "text/html;profile=mcp-app"
-"""The MIME type of an app's HTML (the only one the extension defines)."""
-LEGACY_RESOURCE_URI_KEY: Final = "ui/resourceUri"
-"""The deprecated flat ``_meta`` key for a tool's app, still read by hosts (rule 3)."""
-
-Visibility = Literal["model", "app"]
-_VISIBILITIES: Final = ("model", "app")
 _LARGE_HTML: Final = 5 * 1024 * 1024  # hosts inline the HTML in one postMessage: warn above this
 # An origin as CSP source lists take it: scheme://host[:port], ``*.`` only as the leading label.
 _ORIGIN: Final = re.compile(r"(?:https?|wss?)://(?:\*\.)?[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*(?::\d{1,5})?")
@@ -227,48 +225,6 @@ def allow_attribute(permissions: Permissions | None) -> str:
     return "; ".join(feature for attribute, _, feature in _PERMISSION_KEYS if getattr(permissions, attribute))
 
 
-def client_supports_apps(context: RequestContext) -> bool:
-    """True when the client of this request declared the extension with the app MIME type
-    (rule 6): in its session's ``initialize``, or in a 2026-07-28 request's ``_meta``."""
-    capabilities = getattr(context.session, "client_capabilities", None)
-    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
-    declared = extensions.get(APPS_EXTENSION) if isinstance(extensions, dict) else None
-    mime_types = declared.get("mimeTypes") if isinstance(declared, dict) else None
-    return isinstance(mime_types, list) and APP_MIME_TYPE in mime_types
-
-
-def _check_uri(uri: str, what: str) -> None:
-    if not isinstance(uri, str) or not uri.startswith("ui://") or len(uri) == len("ui://"):
-        raise ValueError(f"{what}: an app's URI starts with ui:// (got {uri!r})")
-
-
-def tool_ui_meta(
-    name: str, meta: Mapping[str, Any] | None, app: str | None, visibility: Collection[Visibility] | None
-) -> dict[str, Any] | None:
-    """The ``_meta`` of tool ``name`` linked to ``app`` with ``visibility`` (rule 3); ValueError
-    for a URI outside ``ui://``, an unknown or empty visibility, or a ``ui`` key in ``meta``."""
-    if app is None and visibility is None:
-        return dict(meta) if meta is not None else None
-    if meta is not None and "ui" in meta:
-        raise ValueError(f"Tool {name!r}: give app=/visibility= or meta['ui'], not both")
-    ui: dict[str, Any] = {}
-    out = dict(meta or {})
-    if app is not None:
-        _check_uri(app, f"Tool {name!r}")
-        ui["resourceUri"] = out[LEGACY_RESOURCE_URI_KEY] = app
-    if visibility is not None:
-        if isinstance(visibility, str):
-            raise TypeError(f"Tool {name!r}: visibility is a list, such as ['app'] (got {visibility!r})")
-        chosen = [each for each in _VISIBILITIES if each in visibility]
-        unknown = [each for each in visibility if each not in _VISIBILITIES]
-        if unknown or not chosen:
-            raise ValueError(f"Tool {name!r}: visibility takes 'model' and/or 'app' (got {list(visibility)!r})")
-        if len(chosen) < len(_VISIBILITIES):  # both is the default: left out
-            ui["visibility"] = chosen
-    out["ui"] = ui
-    return out
-
-
 @dataclass(frozen=True, slots=True)
 class App:
     """A registered app: its ``ui://`` resource and the ``_meta.ui`` it is served with (rule 2)."""
@@ -282,7 +238,7 @@ class App:
     ui_meta: dict[str, Any] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        _check_uri(self.uri, "App")
+        check_uri(self.uri, "App")
         ui: dict[str, Any] = {}
         if self.csp is not None:
             ui["csp"] = self.csp.to_dict()
@@ -366,114 +322,54 @@ class AppRegistry:
         self.served = True
 
 
-class AppDecorators:
-    """``@server.app`` and ``server.add_app``: ``McpServer`` inherits them (the module's rules)."""
-
-    __slots__ = ()
-
-    if TYPE_CHECKING:  # (McpServer's)
-        resource_registry: ResourceRegistry
-        tool_registry: ToolRegistry
-
-        def add_resource(self, resource: Resource) -> None: ...
+class AppHost(Protocol):
+    """What ``register_app`` needs of a server (``McpServer``, through ``app_decorators.py``)."""
 
     @property
-    def apps(self) -> AppRegistry:
-        """The server's apps (made with the first: a server without apps pays nothing)."""
-        found: AppRegistry | None = self.__dict__.get("_apps")
-        if found is None:
-            found = self.__dict__["_apps"] = AppRegistry()
-        return found
+    def apps(self) -> AppRegistry: ...
 
-    def _link_app(self, tool: str, uri: str) -> None:
-        """Rule 4 for a tool registered with ``app=``."""
-        self.apps.linked(tool, uri)
-
-    def _check_apps(self) -> bool:
-        """Rules 1 and 4 when the server first serves a session or tells its capabilities (only
-        for a server with apps or links); True when it has an app."""
-        registry: AppRegistry | None = self.__dict__.get("_apps")
-        if registry is None:
-            return False
-        if not registry.served:
-            registry.check(self.tool_registry, self.resource_registry)
-        return bool(registry)
-
-    def app(self, uri: str, **options: Unpack[AppOptions]) -> Callable[[_Function], _Function]:
-        """Serve the HTML a function returns as the app at ``uri`` (rule 1): ``str`` as text,
-        ``bytes`` as a blob; sync or async; given the ``RequestContext`` when it takes a
-        parameter. ``name`` defaults to the function's, ``description`` to its docstring; the
-        options are ``AppOptions``."""
-
-        def register(function: _Function) -> _Function:
-            if options.get("description") is None:
-                options["description"] = inspect.getdoc(function)
-            self._add_app(uri, _reader(function), options.get("name") or function.__name__, options)
-            return function
-
-        return register
-
-    def add_app(
-        self,
-        uri: str,
-        *,
-        html: str | bytes | None = None,
-        path: str | os.PathLike[str] | None = None,
-        package: tuple[str, str] | None = None,
-        **options: Unpack[AppOptions],
-    ) -> App:
-        """Serve a fixed HTML document as the app at ``uri`` (rule 1), from exactly one of
-        ``html``, a file at ``path`` or package data ``package=("pkg", "dist/index.html")``, read
-        now. ``name`` defaults to the URI's last segment; the options are ``AppOptions``.
-        Returns the app. ValueError for a wrong scheme or MIME type, or not exactly one source."""
-        given = [source for source in (html, path, package) if source is not None]
-        if len(given) != 1:
-            raise ValueError(f"App {uri}: give exactly one of html=, path= and package=")
-        if path is not None:
-            document: str | bytes = Path(path).read_text(encoding="utf-8")
-        elif package is not None:
-            import importlib.resources  # (here: a server that reads no package data does not pay for it)
-
-            document = importlib.resources.files(package[0]).joinpath(package[1]).read_text(encoding="utf-8")
-        else:
-            assert html is not None
-            document = html
-        return self._add_app(uri, document, options.get("name") or uri.rstrip("/").rsplit("/", 1)[-1] or uri, options)
-
-    def _add_app(
-        self, uri: str, source: str | bytes | Callable[[RequestContext], Any], name: str, options: AppOptions
-    ) -> App:
-        mime_type = options.get("mime_type", APP_MIME_TYPE)
-        if mime_type != APP_MIME_TYPE:
-            raise ValueError(f"App {uri}: the MIME type of an app is {APP_MIME_TYPE} (got {mime_type!r})")
-        app = App(
-            uri,
-            name,
-            options.get("csp"),
-            options.get("permissions"),
-            options.get("domain"),
-            options.get("prefers_border"),
-        )
-        meta = {"ui": app.ui_meta} if app.ui_meta else None
-        about: dict[str, Any] = {
-            "title": options.get("title"),
-            "description": options.get("description"),
-            "mime_type": APP_MIME_TYPE,
-            "meta": meta,
-        }
-        if callable(source):
-            resource = Resource(uri, name, _contents_reader(app, source), **about)
-        else:
-            data = source.encode() if isinstance(source, str) else source
-            if len(data) > _LARGE_HTML:
-                logger.warning("App %s is %d bytes: hosts send it in one message to the iframe", uri, len(data))
-            resource = Resource(uri, name, size=len(data), contents=app.contents(source), **about)
-        self.add_resource(resource)
-        self.apps.apps[uri] = app
-        return app
+    def add_resource(self, resource: Resource) -> None: ...
 
 
-def _reader(function: HtmlFunction) -> Callable[[RequestContext], Any]:
+def register_app(
+    server: AppHost,
+    uri: str,
+    source: str | bytes | Callable[[RequestContext], Any],
+    name: str,
+    options: AppOptions,
+) -> App:
+    """Register the app at ``uri`` on ``server`` (rules 1 and 2): its resource, then its entry."""
+    mime_type = options.get("mime_type", APP_MIME_TYPE)
+    if mime_type != APP_MIME_TYPE:
+        raise ValueError(f"App {uri}: the MIME type of an app is {APP_MIME_TYPE} (got {mime_type!r})")
+    app = App(
+        uri,
+        name,
+        options.get("csp"),
+        options.get("permissions"),
+        options.get("domain"),
+        options.get("prefers_border"),
+    )
+    meta = {"ui": app.ui_meta} if app.ui_meta else None
+    about: dict[str, Any] = {
+        "title": options.get("title"),
+        "description": options.get("description"),
+        "mime_type": APP_MIME_TYPE,
+        "meta": meta,
+    }
+    if callable(source):
+        resource = Resource(uri, name, _contents_reader(app, source), **about)
+    else:
+        data = source.encode() if isinstance(source, str) else source
+        if len(data) > _LARGE_HTML:
+            logger.warning("App %s is %d bytes: hosts send it in one message to the iframe", uri, len(data))
+        resource = Resource(uri, name, size=len(data), contents=app.contents(source), **about)
+    server.add_resource(resource)
+    server.apps.apps[uri] = app
+    return app
+
+
+def function_reader(function: HtmlFunction) -> Callable[[RequestContext], Any]:
     """``function`` as ``reader(context)``: given the context when it takes a parameter."""
     takes_context = bool(inspect.signature(function).parameters)
     return function if takes_context else (lambda context: function())

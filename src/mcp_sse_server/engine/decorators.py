@@ -16,7 +16,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from types import EllipsisType
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from .apps import Visibility, tool_ui_meta
+from .app_links import Visibility, tool_ui_meta
 from .context import RequestContext
 from .not_found import NotFound
 from .types import (

@@ -37,7 +37,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from . import transports
-from .apps import APPS_EXTENSION, AppDecorators
+from .app_decorators import AppDecorators
+from .app_links import APPS_EXTENSION
 from .background import in_background
 from .completion import Completion
 from .context import RequestContext, current_context
