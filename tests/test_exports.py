@@ -20,6 +20,7 @@ PACKAGES = [
     "mcp_sse_server.client",
     "mcp_sse_server.client.oauth",
     "mcp_sse_server.middleware",
+    "mcp_sse_server.openapi",
     "mcp_sse_server.servers",
     "mcp_sse_server.stores",
     "mcp_sse_server.transport",

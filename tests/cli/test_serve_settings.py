@@ -12,10 +12,9 @@ import pytest
 
 from fixtures.commands import Cli, Main
 from fixtures.served import Served
-from mcp_sse_server.cli import cli as group
+from mcp_sse_server.cli.serve import serve as SERVE
 from mcp_sse_server.cli.values import DURATION, SIZE
 
-SERVE = group.commands["serve"]
 NOT_SETTINGS = {"help", "config", "print_config"}
 SETTINGS = [parameter for parameter in SERVE.params if parameter.name not in NOT_SETTINGS]
 
