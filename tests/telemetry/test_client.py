@@ -226,6 +226,21 @@ async def test_the_legacy_sse_transport_sends_the_context_in_meta_and_headers(tr
     assert carried[-1] == sent["_meta"]["traceparent"]
 
 
+async def test_a_session_the_server_ends_is_measured_with_an_error(traced: Traced) -> None:
+    async with StdioClient(
+        sys.executable, [str(HOOKED)], {"PYTHONPATH": SRC}, mode="session", telemetry=traced.settings
+    ) as client:
+        await client.call_tool("add", {"a": 1, "b": 1})
+        process = client.transport.process
+        assert process is not None
+        process.kill()  # the server goes away under the session
+        await asyncio.wait_for(process.wait(), 30)
+        with pytest.raises(McpError):
+            await client.call_tool("add", {"a": 1, "b": 1})
+    (ended,) = traced.points("mcp.client.session.duration")
+    assert ended.attributes["error.type"] == "-32000" and ended.count == 1
+
+
 async def test_the_callers_meta_is_never_changed(traced: Traced) -> None:
     wire = Wire()
     params = {"name": "add", "arguments": {"a": 1, "b": 1}, "_meta": {"mine": True}}
