@@ -147,6 +147,10 @@ async def test_a_url_elicitation_reaches_only_a_front_that_declared_url_mode() -
     async with InMemoryClient(proxy(back), mode="session", elicitation_handler=elicit) as client:  # form only
         with pytest.raises(McpError):  # the backend's client refuses a mode its front did not declare
             await asyncio.wait_for(client.call_tool("visit"), BOUND)
+    stateless = InMemoryClient(proxy(back), mode="2026-07-28", elicitation_handler=elicit, elicitation_url=True)
+    async with stateless as client:  # 2026-07-28 has no URL elicitation: refused, not forwarded
+        with pytest.raises(McpError):
+            await asyncio.wait_for(client.call_tool("visit"), BOUND)
     assert len(seen) == 1
 
 

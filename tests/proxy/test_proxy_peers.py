@@ -124,7 +124,10 @@ async def test_server_everything_roots_subscriptions_and_logs_reach_a_session_fr
         assert set(levels) <= {"error", "critical", "alert", "emergency"}  # the front's level filters
 
 
-async def test_server_everything_behind_an_http_front_for_the_official_client(everything: ProxyServer) -> None:
+@pytest.mark.parametrize("sdk_mode", ["legacy", "auto"])  # auto: 2026-07-28, input_required rounds
+async def test_server_everything_behind_an_http_front_for_the_official_client(
+    everything: ProxyServer, sdk_mode: str
+) -> None:
     asked: list[str] = []
 
     async def sampling(context: Any, params: t.CreateMessageRequestParams) -> t.CreateMessageResult:
@@ -149,10 +152,11 @@ async def test_server_everything_behind_an_http_front_for_the_official_client(ev
             warnings.simplefilter("ignore")
             async with Client(
                 streamable_http_client(http.endpoint, http_client=client),
-                mode="legacy",
+                mode=sdk_mode,
                 sampling_callback=sampling,
                 elicitation_callback=elicitation,
             ) as sdk:
+                assert (sdk.protocol_version == "2026-07-28") == (sdk_mode == "auto")
                 names = {tool.name for tool in (await sdk.list_tools()).tools}
                 assert {"get-sum", "trigger-sampling-request", "trigger-elicitation-request"} <= names
                 sampled = await sdk.call_tool("trigger-sampling-request", {"prompt": "hi"})

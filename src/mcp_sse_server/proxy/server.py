@@ -91,7 +91,8 @@ _ASKED_CAPABILITY: Final = {
 # What a pooled connection declares: it may serve any front (rule 1).
 # (Not roots: a backend may ask for them outside any call, right after its handshake, where no
 # front could answer; a pooled connection declares roots only with ``roots=``, answering with those.)
-_EVERY_CAPABILITY: Final[dict[str, Any]] = {"sampling": {}, "elicitation": {"form": {}, "url": {}}}
+# (Nor URL elicitation: 2026-07-28 removed it, and only stateless fronts use these connections.)
+_EVERY_CAPABILITY: Final[dict[str, Any]] = {"sampling": {}, "elicitation": {"form": {}}}
 _LISTS: Final = {
     "tools/list": "tools",
     "prompts/list": "prompts",
