@@ -23,8 +23,8 @@ class Seen:
 
 def backend(page_size: int | None = 2) -> tuple[McpServer, Seen]:
     """A server with tools ``t0``..``t4``, ``add``, ``fail``, ``slow``, ``progress``, ``ask``,
-    ``visit`` (a URL elicitation), ``chatty``, ``grow``, ``touch``; resources, a template and a
-    prompt with completion."""
+    ``visit`` (a URL elicitation), ``connection`` (which backend session), ``chatty``, ``grow``,
+    ``touch``; resources, a template and a prompt with completion."""
     server = McpServer("back", "1.0.0", page_size=page_size, instructions="the backend's")
     seen = Seen()
 
@@ -92,6 +92,8 @@ def backend(page_size: int | None = 2) -> tuple[McpServer, Seen]:
         return CallToolResult.text(answered["action"])
 
     tool("visit", visit)
+    # Which backend connection served the call (each is its own session of this server).
+    tool("connection", lambda args, ctx: CallToolResult.text(str(id(ctx.session))))
 
     async def chatty(args: dict[str, Any], ctx: RequestContext) -> CallToolResult:
         await ctx.log("debug", "a debug line")

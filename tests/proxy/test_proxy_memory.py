@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from mcp_sse_server import McpError
+from mcp_sse_server import McpError, McpServer
 from mcp_sse_server.client import InMemoryClient
 from mcp_sse_server.engine.jsonrpc import JsonRpcNotification
 from mcp_sse_server.proxy import ProxyServer, proxy
@@ -210,9 +210,33 @@ async def test_a_backend_that_dies_fails_the_call_and_is_restarted() -> None:
         assert again.structured_content == {"sum": 4}
 
 
+async def test_principal_connections_keep_each_principal_on_its_own() -> None:
+    from mcp_sse_server.engine.tokens import AccessToken, current_access_token
+
+    back, _ = backend()
+    front = proxy(back, connections="principal", pool=1)
+
+    async def served_by(client: InMemoryClient, subject: str | None) -> str:
+        token = None if subject is None else AccessToken("https://issuer.test", subject=subject)
+        reset = current_access_token.set(token)  # (an in-memory request is served in this task)
+        try:
+            return str((await client.call_tool("connection")).content[0].text)  # type: ignore[union-attr]
+        finally:
+            current_access_token.reset(reset)
+
+    async with InMemoryClient(front, mode="session") as one, InMemoryClient(front, mode="2026-07-28") as two:
+        ann, bob = await served_by(one, "ann"), await served_by(one, "bob")
+        assert ann != bob
+        assert await served_by(two, "ann") == ann  # another front session, the same principal
+        assert await served_by(two, None) not in (ann, bob)
+    await front.close()
+
+
 def test_a_target_of_no_known_form_is_a_value_error() -> None:
     with pytest.raises(ValueError, match="proxy target"):
         proxy([])
+    with pytest.raises(ValueError, match="connections"):
+        proxy(McpServer("x"), connections="shared")  # type: ignore[arg-type]
 
 
 def test_the_package_exports_resolve_lazily() -> None:

@@ -16,7 +16,9 @@ Rules:
    nothing scales out behind it. ``"pooled"``: the requests of every
    front that may ask something (``tools/call``, ``prompts/get``, ``resources/read``) lease one
    of ``pool`` connections exclusively for the call; lists and completion use the control
-   connection. Stateless (2026-07-28) requests are always served the pooled way. A separate
+   connection. ``"principal"``: the same, from a pool of each token principal's own (issuer,
+   subject, client id; requests without a token share one), so no backend connection carries
+   two users' calls. Stateless (2026-07-28) requests are always served the pooled way. A separate
    control connection, opened by the first request, gives the capabilities and instructions
    the front advertises and serves stateless lists.
 2. Lists: every page of the backend's list is fetched (at most ``MAX_PAGES``, a repeated cursor
@@ -46,7 +48,7 @@ Rules:
    connection's list changes reach ``subscriptions/listen`` listeners. A front
    ``roots/list_changed`` is passed to every session backend (the engine does not say whose).
 7. Not forwarded: tasks (the backend's ``tasks`` capability is not advertised; a call is a
-   plain call), ``ping`` (answered by the front), skills, per-principal connections.
+   plain call), ``ping`` (answered by the front), skills.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ __all__ = ["MAX_PAGES", "ProxyServer", "proxy"]
 MAX_PAGES: Final = 100
 """The most pages of one backend list fetched for one front list."""
 
-Connections = Literal["session", "pooled"]
+Connections = Literal["session", "pooled", "principal"]
 
 _KEPT_META: Final = ("traceparent", "tracestate", "baggage")
 _TRACE_KEYS: Final = frozenset(_KEPT_META)
@@ -199,8 +201,8 @@ class ProxyServer(McpServer):
         first_delay: float | None = None,
     ) -> None:
         super().__init__(name, page_size=page_size)
-        if connections not in ("session", "pooled"):
-            raise ValueError(f'connections must be "session" or "pooled", not {connections!r}')
+        if connections not in ("session", "pooled", "principal"):
+            raise ValueError(f'connections must be "session", "pooled" or "principal", not {connections!r}')
         if pool < 1:
             raise ValueError("pool must be at least 1")
         self.factory = factory
@@ -211,7 +213,10 @@ class ProxyServer(McpServer):
         self.first_delay = FIRST_DELAY if first_delay is None else first_delay  # backend.py rule 3
         self._backend_capabilities: dict[str, Any] | None = None
         self._control = self._backend(_EVERY_CAPABILITY, on_notification=self._control_notified)
+        self.pool = pool
         self._pool = _Pool(self._pooled_backend, pool)
+        # connections="principal": a pool of each token principal's own (None: no token).
+        self._pools: dict[tuple[str, str | None, str | None] | None, _Pool] = {}
         self._fronts: dict[ServerSession, tuple[Backend, _Front]] = {}
         self._closing: set[asyncio.Task[None]] = set()
         self.on_roots_list_changed = self._roots_changed
@@ -289,6 +294,14 @@ class ProxyServer(McpServer):
 
         return log
 
+    def _principal_pool(self, context: RequestContext) -> _Pool:
+        token = context.auth
+        principal = None if token is None else token.principal
+        pool = self._pools.get(principal)
+        if pool is None:
+            pool = self._pools[principal] = _Pool(self._pooled_backend, self.pool)
+        return pool
+
     def _session_backend(self, session: ServerSession) -> tuple[Backend, _Front]:
         found = self._fronts.get(session)
         if found is None:
@@ -320,7 +333,8 @@ class ProxyServer(McpServer):
             await backend.close()
         for closing in list(self._closing):  # (those of sessions that ended before)
             await closing
-        await self._pool.close()
+        for pool in (self._pool, *self._pools.values()):
+            await pool.close()
         await self._control.close()
 
     # --- notifications -----------------------------------------------------------------------
@@ -447,7 +461,8 @@ class ProxyServer(McpServer):
                 return await backend.request(method, params, on_progress)
             finally:
                 front.calls.remove(context)
-        backend = await self._pool.lease()
+        pool = self._pool if self.connections != "principal" else self._principal_pool(context)
+        backend = await pool.lease()
         front = _Front(session)
         front.calls.append(context)
         backend.asker = front.ask
@@ -466,7 +481,7 @@ class ProxyServer(McpServer):
                 waiting.uncancel()
             raise InputRequired from None
         finally:
-            self._pool.release(backend)
+            pool.release(backend)
         if front.asked:  # (the backend answered the refusal with a result of its own)
             raise InputRequired
         return result
