@@ -175,10 +175,12 @@ async def test_logs_are_filtered_by_the_front_level() -> None:
         assert lines == ["a warning line"]
 
 
-async def test_list_changes_and_resource_updates_reach_the_session() -> None:
+@pytest.mark.parametrize("connections", ["session", "pooled"])
+async def test_list_changes_and_resource_updates_reach_the_session(connections: Any) -> None:
     back, _ = backend()
     seen: list[JsonRpcNotification] = []
-    async with InMemoryClient(proxy(back), mode="session", on_notification=seen.append) as client:
+    front = proxy(back, connections=connections)
+    async with InMemoryClient(front, mode="session", on_notification=seen.append) as client:
         await client.list_tools()
         await client.request("resources/subscribe", {"uri": "note://a"})
         await client.call_tool("grow")

@@ -45,7 +45,9 @@ Rules:
 6. Notifications: a session's backend sends its list changes, resource updates and
    ``elicitation/complete`` to that session (updates only for URIs it subscribed); its logs go
    through the front session's level (the backend is asked for every level). The control
-   connection's list changes reach ``subscriptions/listen`` listeners. A front
+   connection's list changes reach ``subscriptions/listen`` listeners (and, with connections
+   other than ``"session"``, every front session: their subscriptions and list changes travel
+   on the control connection, its resource updates reach the sessions that subscribed). A front
    ``roots/list_changed`` is passed to every session backend (the engine does not say whose).
 7. Not forwarded: tasks (the backend's ``tasks`` capability is not advertised; a call is a
    plain call), ``ping`` (answered by the front), skills.
@@ -354,9 +356,16 @@ class ProxyServer(McpServer):
 
     def _control_notified(self, notification: JsonRpcNotification) -> None:
         method = notification.method
-        if method.endswith("/list_changed") and self._event_bus is not None:
-            kind = method.split("/")[1]
-            in_background(self._event_bus.publish({"kind": kind}))
+        if method.endswith("/list_changed"):
+            if self.connections != "session":
+                self._list_changed(method)  # every front session, and the listeners
+            elif self._event_bus is not None:  # (sessions hear their own backend connection)
+                in_background(self._event_bus.publish({"kind": method.split("/")[1]}))
+        elif method == "notifications/resources/updated":
+            # Subscriptions went over this connection (connections other than "session").
+            uri = (notification.params or {}).get("uri")
+            if isinstance(uri, str):
+                in_background(self.notify_resource_updated(uri))
 
     def _roots_changed(self) -> None:
         for backend, _front in list(self._fronts.values()):
