@@ -3,7 +3,8 @@ sent, named and attributed by the conventions, its context injected into a copy 
 the HTTP headers); one span per logical 2026-07-28 call across its ``input_required`` rounds and
 retries; a SERVER span when the client answers what the server asked; both client histograms.
 Real transports (in memory, Streamable HTTP on a socket, stdio to a child process), both eras, the
-SDK's in-memory exporter and metric reader passed in, never set globally."""
+SDK's in-memory exporter and metric reader passed in through ``Telemetry`` (the ``otel`` fixture),
+never set globally."""
 
 from __future__ import annotations
 
@@ -12,19 +13,15 @@ import contextlib
 import subprocess
 import sys
 import textwrap
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
+from server_otel import Otel  # (the otel fixture: tests/telemetry/conftest.py)
 
 from client.hooked_server import build
 from mcp_sse_server import McpServer
@@ -38,57 +35,6 @@ HERE = Path(__file__).parent
 REPO = HERE.parents[1]
 HOOKED = REPO / "tests" / "client" / "hooked_server.py"  # add, ask (elicits), whoami: its build()
 SRC = str(REPO / "src")
-
-
-@dataclass(frozen=True)
-class Settings:
-    """What ``McpClient(telemetry=...)`` reads (``telemetry.Telemetry`` has these fields too)."""
-
-    tracer_provider: TracerProvider
-    meter_provider: MeterProvider
-    spans: bool = True
-    metrics: bool = True
-    propagate: bool = True
-    mode: str = "native"
-
-
-@dataclass
-class Traced:
-    """An SDK pipeline a test reads back."""
-
-    exporter: InMemorySpanExporter
-    reader: InMemoryMetricReader
-    settings: Settings
-
-    def spans(self, kind: SpanKind | None = None) -> list[ReadableSpan]:
-        return [span for span in self.exporter.get_finished_spans() if kind is None or span.kind is kind]
-
-    def span(self, name: str) -> ReadableSpan:
-        found = [span for span in self.spans() if span.name == name]
-        assert len(found) == 1, [span.name for span in self.spans()]
-        return found[0]
-
-    def points(self, metric: str) -> list[Any]:
-        data = self.reader.get_metrics_data()
-        found: list[Any] = []
-        for resource in data.resource_metrics if data is not None else ():
-            for scope in resource.scope_metrics:
-                for each in scope.metrics:
-                    if each.name == metric:
-                        found.extend(each.data.data_points)
-        return found
-
-
-@pytest.fixture
-def traced() -> Iterator[Traced]:
-    exporter = InMemorySpanExporter()
-    tracer_provider = TracerProvider()
-    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-    reader = InMemoryMetricReader()
-    meter_provider = MeterProvider(metric_readers=[reader])
-    yield Traced(exporter, reader, Settings(tracer_provider, meter_provider))
-    tracer_provider.shutdown()
-    meter_provider.shutdown()
 
 
 def traceparent_of(span: ReadableSpan) -> str:
@@ -154,15 +100,15 @@ NETWORK = {"inmemory": None, "streamable": "tcp", "stdio": "pipe"}
 
 @pytest.mark.parametrize("mode", ["auto", "session"])
 @pytest.mark.parametrize("transport", ["inmemory", "streamable", "stdio"])
-async def test_a_call_is_one_client_span_its_context_on_the_wire(traced: Traced, transport: str, mode: str) -> None:
+async def test_a_call_is_one_client_span_its_context_on_the_wire(otel: Otel, transport: str, mode: str) -> None:
     wire = Wire()
-    async with client_over(transport, wire, mode=mode, telemetry=traced.settings) as client:
+    async with client_over(transport, wire, mode=mode, telemetry=otel.telemetry()) as client:
         result = await client.call_tool("add", {"a": 2, "b": 3})
         era, version = client.era, client.protocol_version
     assert result.structured_content == {"result": 5}
     assert era == ("stateless" if mode == "auto" else "session")
 
-    span = traced.span("tools/call add")
+    span = otel.span("tools/call add")
     assert span.kind is SpanKind.CLIENT and span.status.status_code is StatusCode.UNSET
     attributes = dict(span.attributes or {})
     assert attributes["mcp.method.name"] == "tools/call"
@@ -184,23 +130,21 @@ async def test_a_call_is_one_client_span_its_context_on_the_wire(traced: Traced,
         assert wire.posts[-1]["traceparent"] == sent["_meta"]["traceparent"]
 
     # The handshake is traced too: initialize, or the server/discover probe.
-    assert {item.name for item in traced.spans(SpanKind.CLIENT)} >= {
-        "initialize" if era == "session" else "server/discover"
-    }
+    assert {item.name for item in otel.spans()} >= {"initialize" if era == "session" else "server/discover"}
 
     (point,) = [
-        p for p in traced.points("mcp.client.operation.duration") if p.attributes["mcp.method.name"] == "tools/call"
+        p for p in otel.points("mcp.client.operation.duration") if p.attributes["mcp.method.name"] == "tools/call"
     ]
     assert point.count == 1 and point.attributes["gen_ai.tool.name"] == "add"
     assert "mcp.session.id" not in point.attributes and "jsonrpc.request.id" not in point.attributes
     assert point.explicit_bounds[:3] == (0.01, 0.02, 0.05)
-    sessions = traced.points("mcp.client.session.duration")
+    sessions = otel.points("mcp.client.session.duration")
     assert len(sessions) == (1 if era == "session" else 0)
     if sessions:
         assert sessions[0].attributes["mcp.protocol.version"] == version and "error.type" not in sessions[0].attributes
 
 
-async def test_the_legacy_sse_transport_sends_the_context_in_meta_and_headers(traced: Traced) -> None:
+async def test_the_legacy_sse_transport_sends_the_context_in_meta_and_headers(otel: Otel) -> None:
     wire = Wire()
     http = await McpHttpServer.bind(build, port=0)
     try:
@@ -209,7 +153,7 @@ async def test_the_legacy_sse_transport_sends_the_context_in_meta_and_headers(tr
             SseClient(
                 http.endpoint.rpartition("/")[0] + "/sse",
                 http_client=http_client,
-                telemetry=traced.settings,
+                telemetry=otel.telemetry(),
                 event_hooks=wire.hooks(),
             ) as client,
         ):
@@ -217,7 +161,7 @@ async def test_the_legacy_sse_transport_sends_the_context_in_meta_and_headers(tr
             version = client.protocol_version
     finally:
         await http.close()
-    span = traced.span("tools/call add")
+    span = otel.span("tools/call add")
     attributes = dict(span.attributes or {})
     assert attributes["network.transport"] == "tcp" and attributes["mcp.protocol.version"] == version
     (sent,) = wire.sent("tools/call")
@@ -226,9 +170,9 @@ async def test_the_legacy_sse_transport_sends_the_context_in_meta_and_headers(tr
     assert carried[-1] == sent["_meta"]["traceparent"]
 
 
-async def test_a_session_the_server_ends_is_measured_with_an_error(traced: Traced) -> None:
+async def test_a_session_the_server_ends_is_measured_with_an_error(otel: Otel) -> None:
     async with StdioClient(
-        sys.executable, [str(HOOKED)], {"PYTHONPATH": SRC}, mode="session", telemetry=traced.settings
+        sys.executable, [str(HOOKED)], {"PYTHONPATH": SRC}, mode="session", telemetry=otel.telemetry()
     ) as client:
         await client.call_tool("add", {"a": 1, "b": 1})
         process = client.transport.process
@@ -237,28 +181,28 @@ async def test_a_session_the_server_ends_is_measured_with_an_error(traced: Trace
         await asyncio.wait_for(process.wait(), 30)
         with pytest.raises(McpError):
             await client.call_tool("add", {"a": 1, "b": 1})
-    (ended,) = traced.points("mcp.client.session.duration")
+    (ended,) = otel.points("mcp.client.session.duration")
     assert ended.attributes["error.type"] == "-32000" and ended.count == 1
 
 
-async def test_the_callers_meta_is_never_changed(traced: Traced) -> None:
+async def test_the_callers_meta_is_never_changed(otel: Otel) -> None:
     wire = Wire()
     params = {"name": "add", "arguments": {"a": 1, "b": 1}, "_meta": {"mine": True}}
     for mode in ("auto", "session"):
-        async with client_over("inmemory", wire, mode=mode, telemetry=traced.settings) as client:
+        async with client_over("inmemory", wire, mode=mode, telemetry=otel.telemetry()) as client:
             await client.request("tools/call", params)
     assert params == {"name": "add", "arguments": {"a": 1, "b": 1}, "_meta": {"mine": True}}
     assert all(sent["_meta"]["mine"] is True and "traceparent" in sent["_meta"] for sent in wire.sent("tools/call"))
 
 
-async def test_a_stateless_call_with_an_input_round_is_one_span(traced: Traced) -> None:
+async def test_a_stateless_call_with_an_input_round_is_one_span(otel: Otel) -> None:
     wire = Wire()
-    async with client_over("inmemory", wire, telemetry=traced.settings, elicitation_handler=elicit) as client:
+    async with client_over("inmemory", wire, telemetry=otel.telemetry(), elicitation_handler=elicit) as client:
         result = await client.call_tool("ask", {})
         assert client.era == "stateless"
     assert isinstance(result.content[0], TextContent) and result.content[0].text == "you said teal"
 
-    call = traced.span("tools/call ask")
+    call = otel.span("tools/call ask")
     rounds = wire.sent("tools/call")
     assert len(rounds) == 2  # the first ask, and the retry with the answer
     assert {parent_sent(sent["_meta"]) for sent in rounds} == {traceparent_of(call)}
@@ -268,29 +212,25 @@ async def test_a_stateless_call_with_an_input_round_is_one_span(traced: Traced) 
         "mcp_sse_server.input.methods": ("elicitation/create",),
     }
     # The client answering the question: a SERVER span inside the call's span.
-    answered = traced.span("elicitation/create")
+    answered = otel.span("elicitation/create")
     assert answered.kind is SpanKind.SERVER and answered.parent is not None
     assert answered.parent.span_id == call.context.span_id
     assert "jsonrpc.request.id" not in (answered.attributes or {})  # an inputRequests key is no id
     assert (
         len(
-            [
-                p
-                for p in traced.points("mcp.client.operation.duration")
-                if p.attributes["mcp.method.name"] == "tools/call"
-            ]
+            [p for p in otel.points("mcp.client.operation.duration") if p.attributes["mcp.method.name"] == "tools/call"]
         )
         == 1
     )
 
 
-async def test_a_server_request_on_a_session_is_a_server_span_parented_by_its_meta(traced: Traced) -> None:
+async def test_a_server_request_on_a_session_is_a_server_span_parented_by_its_meta(otel: Otel) -> None:
     parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 
     async def sample(request: Any) -> dict[str, Any]:
         return {"role": "assistant", "content": {"type": "text", "text": "hi"}, "model": "m"}
 
-    async with InMemoryClient(build(), mode="session", telemetry=traced.settings, sampling_handler=sample) as client:
+    async with InMemoryClient(build(), mode="session", telemetry=otel.telemetry(), sampling_handler=sample) as client:
         # What a traced server sends: the request with its CLIENT span's context in _meta.
         handler = client.handle_request
         meta = {"traceparent": parent}
@@ -299,18 +239,18 @@ async def test_a_server_request_on_a_session_is_a_server_span_parented_by_its_me
         assert answer["model"] == "m"
         with pytest.raises(McpError):  # no roots: -32601, the caller's fault, not an error here
             await handler(JsonRpcRequest(8, "roots/list", {}), None)  # type: ignore[arg-type]
-    sampled = traced.span("sampling/createMessage")
+    sampled = otel.span("sampling/createMessage")
     assert sampled.kind is SpanKind.SERVER and sampled.parent is not None
     assert f"{sampled.context.trace_id:032x}" == parent.split("-")[1]
     assert f"{sampled.parent.span_id:016x}" == parent.split("-")[2]
     assert dict(sampled.attributes or {})["jsonrpc.request.id"] == "7"
-    refused = traced.span("roots/list")
+    refused = otel.span("roots/list")
     assert refused.status.status_code is StatusCode.UNSET
     assert dict(refused.attributes or {})["rpc.response.status_code"] == "-32601"
 
 
 @pytest.mark.parametrize("mode", ["auto", "session"])
-async def test_errors_are_classified(traced: Traced, mode: str) -> None:
+async def test_errors_are_classified(otel: Otel, mode: str) -> None:
     server = McpServer("failing")
 
     @server.tool()
@@ -326,7 +266,7 @@ async def test_errors_are_classified(traced: Traced, mode: str) -> None:
     def refused() -> CallToolResult:
         return CallToolResult([TextContent("no")], is_error=True)
 
-    async with InMemoryClient(server, mode=mode, telemetry=traced.settings) as client:
+    async with InMemoryClient(server, mode=mode, telemetry=otel.telemetry()) as client:
         with pytest.raises(McpError):
             await client.request("tools/call", {"name": "missing", "arguments": {}})
         assert (await client.call_tool("refused", {})).is_error
@@ -335,54 +275,54 @@ async def test_errors_are_classified(traced: Traced, mode: str) -> None:
         with contextlib.suppress(McpError):  # a tool's exception: an error result, or -32603
             await client.call_tool("broken", {})
 
-    missing = traced.span("tools/call missing")
+    missing = otel.span("tools/call missing")
     assert missing.status.status_code is StatusCode.ERROR
     assert dict(missing.attributes or {})["error.type"] == dict(missing.attributes or {})["rpc.response.status_code"]
-    assert dict(traced.span("tools/call refused").attributes or {})["error.type"] == "tool_error"
-    timed_out = traced.span("tools/call slow")
+    assert dict(otel.span("tools/call refused").attributes or {})["error.type"] == "tool_error"
+    timed_out = otel.span("tools/call slow")
     assert dict(timed_out.attributes or {})["error.type"] == "timeout"
     assert timed_out.status.status_code is StatusCode.ERROR
-    for span in traced.spans():
+    for span in otel.spans():
         assert "secret detail" not in (span.status.description or "")
-    failures = {p.attributes.get("error.type") for p in traced.points("mcp.client.operation.duration")}
+    failures = {p.attributes.get("error.type") for p in otel.points("mcp.client.operation.duration")}
     assert {"tool_error", "timeout"} <= failures
 
 
-async def test_spans_off_keeps_metrics_and_propagation_only_keeps_the_context(traced: Traced) -> None:
+async def test_spans_off_keeps_metrics_and_propagation_only_keeps_the_context(otel: Otel) -> None:
     from opentelemetry import trace
 
     wire = Wire()
-    no_spans = Settings(traced.settings.tracer_provider, traced.settings.meter_provider, spans=False)
+    no_spans = otel.telemetry(spans=False)
     async with client_over("inmemory", wire, mode="session", telemetry=no_spans) as client:
         await client.call_tool("add", {"a": 1, "b": 2})
-    assert traced.spans() == []
-    assert len(traced.points("mcp.client.operation.duration")) == 2  # initialize, tools/call
+    assert otel.spans() == []
+    assert len(otel.points("mcp.client.operation.duration")) == 2  # initialize, tools/call
 
-    outer_tracer = traced.settings.tracer_provider.get_tracer("app")
-    only = Settings(traced.settings.tracer_provider, traced.settings.meter_provider, mode="propagation_only")
+    outer_tracer = otel.tracer_provider.get_tracer("app")
+    only = otel.telemetry(mode="propagation_only")
     wire = Wire()
     async with client_over("inmemory", wire, mode="session", telemetry=only) as client:
         with outer_tracer.start_as_current_span("agent step") as outer:
             await client.call_tool("add", {"a": 1, "b": 2})
-    assert [span.name for span in traced.spans()] == ["agent step"]
+    assert [span.name for span in otel.spans()] == ["agent step"]
     (sent,) = wire.sent("tools/call")
     context = outer.get_span_context()
     assert parent_sent(sent["_meta"]) == f"00-{context.trace_id:032x}-{context.span_id:016x}"
     assert trace.get_current_span() is trace.INVALID_SPAN  # nothing left attached
 
 
-async def test_a_span_is_a_child_of_the_callers_and_the_clients_telemetry_can_be_switched(traced: Traced) -> None:
-    tracer = traced.settings.tracer_provider.get_tracer("app")
+async def test_a_span_is_a_child_of_the_callers_and_the_clients_telemetry_can_be_switched(otel: Otel) -> None:
+    tracer = otel.tracer_provider.get_tracer("app")
     async with InMemoryClient(build(), mode="session") as client:
         assert client.telemetry is None
         await client.call_tool("add", {"a": 1, "b": 2})
-        assert traced.spans() == []
-        client.telemetry = traced.settings
+        assert otel.spans() == []
+        client.telemetry = otel.telemetry()
         with tracer.start_as_current_span("agent step") as outer:
             await client.call_tool("add", {"a": 1, "b": 2})
         client.telemetry = None
         await client.call_tool("add", {"a": 1, "b": 2})
-    call = traced.span("tools/call add")
+    call = otel.span("tools/call add")
     assert call.parent is not None and call.parent.span_id == outer.get_span_context().span_id
 
 
@@ -419,27 +359,3 @@ def test_telemetry_off_imports_no_opentelemetry() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
-
-
-def test_switching_it_on_without_the_api_names_the_extra() -> None:
-    done = _run(
-        """
-        import sys
-        class Missing:
-            def find_spec(self, name, path=None, target=None):
-                if name == "opentelemetry" or name.startswith("opentelemetry."):
-                    raise ImportError(f"No module named {name!r}")
-                return None
-        sys.meta_path.insert(0, Missing())
-        from mcp_sse_server import McpServer
-        from mcp_sse_server.client import InMemoryClient
-        try:
-            InMemoryClient(McpServer("s"), telemetry=True)
-        except ImportError as error:
-            print(error)
-        print(InMemoryClient(McpServer("s")).telemetry)
-        """
-    )
-    assert done.returncode == 0, done.stderr
-    assert "pip install 'mcp-sse-server[otel]'" in done.stdout
-    assert done.stdout.strip().endswith("None")

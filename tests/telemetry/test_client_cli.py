@@ -3,7 +3,8 @@ server is the official SDK's over stdio (sdk_traced_server.py: its tool answers 
 ``traceparent`` it was sent; its own OpenTelemetry writes its spans to a file), the command a real
 process: with an SDK configured in it, the call's CLIENT span has the given parent and the server's
 span is that span's child; with the API and no SDK, and without OpenTelemetry at all, the server
-is sent the given traceparent as it is; a malformed one is a usage error before anything runs."""
+is sent the given traceparent as it is; a malformed one is a usage error before anything runs.
+And a client switched on without the OpenTelemetry API says which extra to install."""
 
 from __future__ import annotations
 
@@ -67,6 +68,30 @@ sys.meta_path.insert(0, Hidden())
 def flush():
     print(sorted(m for m in sys.modules if m.startswith("opentelemetry")), file=sys.stderr)
 """
+
+
+def test_switching_telemetry_on_without_the_api_names_the_extra() -> None:
+    code = """
+    from mcp_sse_server import McpServer
+    from mcp_sse_server.client import InMemoryClient
+    try:
+        InMemoryClient(McpServer("s"), telemetry=True)
+    except ImportError as error:
+        print(error)
+    print(InMemoryClient(McpServer("s")).telemetry)
+    flush()
+    """
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(NO_OTEL) + textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO / "src")},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "pip install 'mcp-sse-server[otel]'" in done.stdout
+    assert done.stdout.strip().endswith("None")  # off, a client is made without it
+    assert done.stderr.strip().endswith("[]")
 
 
 def call(prelude: str, tmp_path: Path, *args: str) -> tuple[subprocess.CompletedProcess[str], list[dict[str, Any]]]:

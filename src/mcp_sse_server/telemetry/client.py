@@ -263,19 +263,8 @@ class ClientTelemetry:
         if logical is not None and logical.client is client:
             return await send(self._inject(params, logical.span))
         call = self._start(client, method, params, request_id)
-        token = None
-        if call.span is not None and call.span.is_recording():
-            token = otel_context.attach(trace.set_span_in_context(call.span))
-        try:
-            result = await send(self._inject(params, call.span))
-        except BaseException as error:
-            self._end(client, call, None, error)
-            raise
-        finally:
-            if token is not None:
-                otel_context.detach(token)
-        self._end(client, call, result, None)
-        return result
+        recording = call.span is not None and call.span.is_recording()
+        return await self._run(client, call, send, self._inject(params, call.span), attach=recording)
 
     async def logical(
         self,
@@ -288,17 +277,36 @@ class ClientTelemetry:
         context injected, which every round and retry of the call then carries."""
         call = self._start(client, method, params, None)
         span = call.span if call.span is not None else trace.get_current_span()
-        scope = _LOGICAL.set(_Logical(client, span))
-        token = otel_context.attach(trace.set_span_in_context(span)) if call.span is not None else None
+        scope = _Logical(client, span)
+        return await self._run(
+            client, call, run, self._inject(params, call.span), attach=call.span is not None, scope=scope
+        )
+
+    async def _run(
+        self,
+        client: Traced,
+        call: _Call,
+        send: Callable[[dict[str, Any] | None], Awaitable[dict[str, Any]]],
+        sent: dict[str, Any] | None,
+        *,
+        attach: bool,
+        scope: _Logical | None = None,
+    ) -> dict[str, Any]:
+        """``send(sent)`` and end ``call`` with its outcome; ``attach``: its span is current
+        meanwhile (a logical call's always, so that what nests under it follows its sampling; a
+        wire request's only when it records); ``scope``: the logical call it opens (rule 4)."""
+        token = otel_context.attach(trace.set_span_in_context(call.span)) if attach and call.span is not None else None
+        opened = _LOGICAL.set(scope) if scope is not None else None
         try:
-            result = await run(self._inject(params, call.span))
+            result = await send(sent)
         except BaseException as error:
             self._end(client, call, None, error)
             raise
         finally:
+            if opened is not None:
+                _LOGICAL.reset(opened)
             if token is not None:
                 otel_context.detach(token)
-            _LOGICAL.reset(scope)
         self._end(client, call, result, None)
         return result
 
