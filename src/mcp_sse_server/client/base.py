@@ -111,6 +111,15 @@ class McpClient(Handshake, SessionFallback, ServerMethods, Listening):
     transport and both eras (``client/hooks.py``). A request or response hook that raises
     fails the call; one on what the server sent is logged instead.
 
+    OpenTelemetry (``telemetry``, off by default; the ``otel`` extra): ``telemetry=Telemetry()``
+    (``mcp_sse_server.telemetry``; ``True`` for every default) makes a CLIENT span per request,
+    named and attributed by the MCP semantic conventions, one per 2026-07-28 call across its
+    ``input_required`` rounds, retries and session fallback, a SERVER span when the client
+    answers the server, and the ``mcp.client.operation.duration`` and
+    ``mcp.client.session.duration`` histograms; the span's context goes in a copy of each
+    request's ``_meta`` (and the HTTP headers), so the server's spans join the caller's trace
+    (``telemetry/client.py``). Off, nothing of OpenTelemetry is imported.
+
     MCP Apps (``apps=True``): the client declares the ``io.modelcontextprotocol/ui`` extension in
     both eras, for a host that renders apps; ``client/apps.py`` lists the tools that have one and
     reads them (``app_tools``, ``read_app``), ``client/app_host.py``'s ``AppHostSession`` drives a
