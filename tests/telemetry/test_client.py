@@ -23,7 +23,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 from server_otel import Otel  # (the otel fixture: tests/telemetry/conftest.py)
 
+from client.asgi_server import serve
 from client.hooked_server import build
+from client.test_stateless_scripted import Reply, Server, error
 from mcp_sse_server import McpServer
 from mcp_sse_server.client import InMemoryClient, McpClient, SseClient, StdioClient, StreamableHttpClient
 from mcp_sse_server.client.hooks import RequestEvent
@@ -222,6 +224,34 @@ async def test_a_stateless_call_with_an_input_round_is_one_span(otel: Otel) -> N
         )
         == 1
     )
+
+
+async def test_a_stateless_calls_retries_are_events_of_its_one_span(otel: Otel) -> None:
+    """A scripted 2026-07-28 server: the call's first tools/call meets -32020 (its tools/list is
+    stale), the retry -32022 naming a revision both speak, the third is answered."""
+    refusals = [
+        lambda message: error(message, -32020, "Mcp-Param-Region header does not match"),
+        lambda message: error(message, -32022, "Unsupported protocol version", {"supported": ["2026-07-28"]}),
+    ]
+
+    def script(message: dict[str, Any], headers: dict[str, str]) -> Reply | None:
+        return refusals.pop(0)(message) if message["method"] == "tools/call" and refusals else None
+
+    server = Server(script)
+    async with serve(server.app) as base, StreamableHttpClient(f"{base}/mcp", telemetry=otel.telemetry()) as client:
+        await client.call_tool("add", {})
+    call = otel.span("tools/call add")
+    assert [(event.name, dict(event.attributes or {})) for event in call.events] == [
+        ("mcp_sse_server.retry", {"mcp_sse_server.reason": "header_mismatch"}),
+        ("mcp_sse_server.retry", {"mcp_sse_server.reason": "unsupported_protocol_version"}),
+    ]
+    assert call.status.status_code is StatusCode.UNSET  # the call succeeded in the end
+    sent = [headers["traceparent"].rpartition("-")[0] for headers, _ in server.posted("tools/call")]
+    assert sent == [traceparent_of(call)] * 3
+    # The tools/list the retry needed is a span of its own, inside the call's.
+    (relisted,) = [span for span in otel.spans() if span.name == "tools/list" and span.parent is not None]
+    assert relisted.parent is not None and relisted.parent.span_id == call.context.span_id
+    assert server.posted("tools/list")[-1][0]["traceparent"].rpartition("-")[0] == traceparent_of(relisted)
 
 
 async def test_a_server_request_on_a_session_is_a_server_span_parented_by_its_meta(otel: Otel) -> None:
