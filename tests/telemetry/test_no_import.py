@@ -93,3 +93,41 @@ def test_the_same_probe_does_see_opentelemetry_once_switched_on(tmp_path: Path) 
     env = {**os.environ, "PYTHONPATH": str(SRC)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
     assert done.stdout.strip() == "True", done.stderr
+
+
+DORMANT = """
+import asyncio, json
+from opentelemetry import trace
+from mcp_sse_server import InMemoryClient, McpServer
+from mcp_sse_server.telemetry import Telemetry
+
+server = McpServer("dormant", telemetry=Telemetry())  # the API's global proxies: no SDK installed
+observer = server.observer
+
+
+@server.tool()
+def where() -> str:
+    return format(trace.get_current_span().get_span_context().trace_id, "032x")
+
+
+async def main() -> None:
+    async with InMemoryClient(server) as client:
+        parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+        meta = {"traceparent": parent}
+        seen = await client.request("tools/call", {"name": "where", "arguments": {}, "_meta": meta})
+        plain = await client.request("tools/call", {"name": "where", "arguments": {}})
+    print(json.dumps([observer.dormant(), seen["content"][0]["text"], plain["content"][0]["text"]]))
+
+
+asyncio.run(main())
+"""
+
+
+def test_with_the_api_and_no_sdk_nothing_is_recorded_and_the_callers_context_passes_on() -> None:
+    env = {**os.environ, "PYTHONPATH": str(SRC)}
+    done = subprocess.run([sys.executable, "-c", DORMANT], capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stderr
+    dormant, seen, plain = json.loads(done.stdout.strip().splitlines()[-1])
+    assert dormant is True
+    assert seen == "0af7651916cd43dd8448eb211c80319c"  # the handler runs in the caller's trace
+    assert plain == "0" * 32

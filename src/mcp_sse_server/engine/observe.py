@@ -62,6 +62,9 @@ class TaskObservation(Protocol):
 class Observer(Protocol):
     """What the engine and the transports call when an observer is set (``McpServer(telemetry=...)``)."""
 
+    def dormant(self) -> bool:
+        """True while nothing would be recorded (no SDK installed): only trace context is passed on."""
+
     def inbound(self, request: JsonRpcRequest, connection: Any) -> Observation | None:
         """A request arrived on ``connection`` and is about to be dispatched, in the task that serves
         it (so a span made current here is the handler's parent); None: not observed."""

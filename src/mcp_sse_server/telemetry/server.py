@@ -35,6 +35,11 @@ Rules of this module:
    child of that call); status changes are events; ``failed`` is an error by rule 4 (a core
    task failed by an ``isError`` result is ``tool_error``), ``cancelled`` is not. Every
    ``tasks/*`` request's span carries ``mcp_sse_server.task.id``.
+10. With the global providers (no provider given) and no SDK installed, nothing could be
+    recorded: a request makes no span and records nothing (checked per request, so an SDK
+    installed later is used from then on); only a caller's trace context in ``_meta`` is made
+    current for the handler, so that what it calls downstream is propagated in the caller's
+    trace (the HTTP headers are not looked at: observed.py rule 4).
 """
 
 from __future__ import annotations
@@ -76,6 +81,7 @@ __all__ = ["SCOPE_NAME", "ServerObserver", "trace_carrier"]
 logger = logging.getLogger("mcp_sse_server")
 
 SCOPE_NAME: Final = "mcp_sse_server"
+_METRICS_STATE: Any = metrics._internal  # (where the API keeps the global meter provider)
 _INPUT_REQUIRED: Final = "input_required"
 
 
@@ -134,6 +140,15 @@ class ServerObserver:
         meter = meter_provider.get_meter(SCOPE_NAME, version)
         self.spans = settings.spans and settings.mode == "native"
         self.metrics = settings.metrics and settings.mode == "native"
+        # Rule 10: with the global providers and no SDK installed yet, nothing is recorded. Whether
+        # one was installed is read from the API's module globals: get_tracer_provider() reads
+        # the environment on every call (2-4 µs); an API release without them is never dormant.
+        self._may_sleep = (
+            (settings.tracer_provider is None or not self.spans)
+            and (settings.meter_provider is None or not self.metrics)
+            and hasattr(trace, "_TRACER_PROVIDER")
+            and hasattr(_METRICS_STATE, "_METER_PROVIDER")
+        )
         self.operation_duration = meter.create_histogram(
             METRIC.SERVER_OPERATION_DURATION,
             unit=METRIC.UNIT_SECONDS,
@@ -197,12 +212,32 @@ class ServerObserver:
 
     # --- engine.observe.Observer ----------------------------------------------------------------
 
-    def inbound(self, request: JsonRpcRequest, connection: Any) -> _Request | None:
+    def dormant(self) -> bool:
+        """True while nothing would be recorded (rule 10): the global providers are the API's
+        proxies (no SDK installed) or their signal is off."""
+        return (
+            self._may_sleep
+            and (not self.spans or trace._TRACER_PROVIDER is None)
+            and (not self.metrics or _METRICS_STATE._METER_PROVIDER is None)
+        )
+
+    def inbound(self, request: JsonRpcRequest, connection: Any) -> _Request | _Attached | None:
         try:
+            if self.dormant():
+                return self._propagate_only(request)
             return self._inbound(request, connection)
         except Exception:  # rule 7
             logger.exception("telemetry: could not observe %s", request.method)
             return None
+
+    def _propagate_only(self, request: JsonRpcRequest) -> _Attached | None:
+        """Rule 10: no span, and the caller's context (if it sent one) made current for the handler."""
+        params = request.params
+        meta = params.get("_meta") if params is not None else None
+        if type(meta) is not dict or ("traceparent" not in meta and "baggage" not in meta):
+            return None  # no context to pass on: the request is served as without telemetry
+        parent = self._parent(meta)[0]
+        return _Attached(otel_context.attach(parent))
 
     def _inbound(self, request: JsonRpcRequest, connection: Any) -> _Request:
         params = request.params
@@ -313,6 +348,24 @@ class ServerObserver:
         except Exception:  # rule 7
             logger.exception("telemetry: could not forward the trace context of a routed %s", message_type)
             return None
+
+
+class _Attached:
+    """A request served with the caller's context current and nothing recorded (rule 10)."""
+
+    __slots__ = ("token",)
+
+    def __init__(self, token: Any) -> None:
+        self.token = token
+
+    def failed(self, error: Exception) -> None:
+        pass
+
+    def event(self, name: str, attributes: dict[str, Any], trace_context: dict[str, str] | None = None) -> None:
+        pass
+
+    def finish(self, reply: Reply | None, error: BaseException | None) -> None:
+        otel_context.detach(self.token)
 
 
 class _Task:

@@ -14,6 +14,9 @@ Rules of this module:
    verdict), 404 for a request naming a session (``session_not_found``), 413 (``size``),
    429 (``limit``), 503 (``unavailable``). Shed connections are counted where they are shed
    (``connections.py``), before any ASGI request exists.
+4. While the observer is dormant (OpenTelemetry's API without an SDK: nothing is recorded), a
+   request passes through untouched: no context variable, no count, and the trace headers are
+   not read (a caller's ``_meta`` context is still passed on: telemetry/server.py rule 10).
 """
 
 from __future__ import annotations
@@ -44,6 +47,10 @@ class ObservedHttp:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        observer = self.observer
+        if observer.dormant():  # rule 4: nothing is recorded
+            await self.app(scope, receive, send)
+            return
         trace_headers: dict[str, str] = {}
         session = origin = host = None
         for name, value in scope["headers"]:
@@ -55,16 +62,7 @@ class ObservedHttp:
                 origin = value
             elif name == b"host":
                 host = value
-        client = scope.get("client")
-        token = current_http.set(
-            HttpOrigin(
-                client[0] if client else None,
-                client[1] if client else None,
-                scope.get("http_version", "1.1"),
-                trace_headers,
-            )
-        )
-        observer = self.observer
+        token = current_http.set(_origin(scope, trace_headers))
 
         async def watched(message: Message) -> None:
             if message["type"] == "http.response.start":
@@ -85,3 +83,10 @@ class ObservedHttp:
             await self.app(scope, receive, watched)
         finally:
             current_http.reset(token)
+
+
+def _origin(scope: Scope, trace_headers: dict[str, str]) -> HttpOrigin:
+    client = scope.get("client")
+    return HttpOrigin(
+        client[0] if client else None, client[1] if client else None, scope.get("http_version", "1.1"), trace_headers
+    )
