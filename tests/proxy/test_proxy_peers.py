@@ -279,7 +279,12 @@ async def test_a_stdio_backend_killed_mid_call_fails_that_call_and_is_restarted(
         assert failed.is_error
         assert failed.content[0].text.startswith("Backend everything is unavailable")  # type: ignore[union-attr]
         assert "Traceback" not in failed.content[0].text  # type: ignore[union-attr]
-        summed = await asyncio.wait_for(client.call_tool("get-sum", {"a": 2, "b": 2}), BOUND)  # a new process
+        for _ in range(int(BOUND * 10)):  # bounded: refused at once until the backoff ends
+            summed = await asyncio.wait_for(client.call_tool("get-sum", {"a": 2, "b": 2}), BOUND)
+            if not summed.is_error:
+                break
+            assert "starting again in" in summed.content[0].text  # type: ignore[union-attr]
+            await asyncio.sleep(0.1)
         assert not summed.is_error and "4" in summed.content[0].text  # type: ignore[union-attr]
 
 

@@ -9,10 +9,11 @@ Rules:
    could not start) fails the request it happened in with ``BackendUnavailable``, whose message
    names the backend and says what happened; a JSON-RPC error the backend answered is not a
    failure and passes as the ``McpError`` it is (code, message, data).
-3. After a failure the next start waits ``first_delay`` seconds, doubled with each failure in a
-   row up to ``max_delay``, counted from the failure on ``timer``; a success resets it. A request
-   waits out what is left of the delay, so the front never hammers a dying backend and a
-   request never waits longer than ``max_delay`` for it.
+3. After a failure no start is tried for ``first_delay`` seconds, doubled with each failure in
+   a row up to ``max_delay``, counted from the failure on ``timer``; a success resets it. A
+   request in that time fails at once with ``BackendUnavailable`` naming the last failure and
+   the time left: the front never hammers a dying backend, and never makes a request wait on
+   one (a gateway's lists stay quick with a dead entry).
 4. What the backend asks of its client (sampling, elicitation, roots) goes to ``asker``, the
    function the proxy sets for the front this connection serves; without one the backend is
    told -32601, as a client that cannot answer would. With ``roots`` given, roots/list is
@@ -71,6 +72,7 @@ class Backend:
         "_client",
         "_delay_until",
         "_failures",
+        "_reason",
         "_starting",
         "asker",
         "capabilities",
@@ -116,6 +118,7 @@ class Backend:
         self._starting: asyncio.Lock | None = None
         self._failures = 0
         self._delay_until = 0.0
+        self._reason = ""  # the last failure's, for the requests refused while it lasts
 
     @property
     def started(self) -> McpClient | None:
@@ -134,7 +137,9 @@ class Backend:
                 return self._client
             wait = self._delay_until - self.timer()
             if wait > 0:
-                await asyncio.sleep(min(wait, self.max_delay))
+                raise BackendUnavailable(
+                    f"Backend {self.label} is unavailable: {self._reason}; starting again in {wait:.1f} s"
+                )
             client = self.factory(**self._options())
             try:
                 await client.initialize()
@@ -143,7 +148,7 @@ class Backend:
                 raise
             except Exception as error:
                 await _close_quietly(client)
-                self._failed()
+                self._failed(f"it could not be started: {_why(error)}")
                 raise BackendUnavailable(f"Backend {self.label} could not be started: {_why(error)}") from error
             self._failures = 0
             self._client = client
@@ -216,12 +221,13 @@ class Backend:
     def _lost(self, client: McpClient, error: BaseException) -> BackendUnavailable:
         if self._client is client:
             self._client = None
-            self._failed()
+            self._failed(_why(error))
             asyncio.get_running_loop().create_task(_close_quietly(client))
         logger.warning("backend %s failed: %s", self.label, _why(error))
         return BackendUnavailable(f"Backend {self.label} is unavailable: {_why(error)}")
 
-    def _failed(self) -> None:
+    def _failed(self, reason: str) -> None:
+        self._reason = reason
         self._failures += 1
         delay = min(self.max_delay, self.first_delay * 2.0 ** min(self._failures - 1, 16))
         self._delay_until = self.timer() + delay

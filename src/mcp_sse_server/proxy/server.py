@@ -65,7 +65,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from ..engine.background import in_background
 from ..engine.context import RequestContext, current_context
 from ..engine.jsonrpc import INTERNAL_ERROR, JsonRpcNotification, McpError
-from ..engine.registry import Pager
+from ..engine.registry import Pager, params_str
 from ..engine.server import McpServer
 from ..engine.session import ServerSession
 from ..engine.stateless import InputRequired, RequestSession
@@ -221,6 +221,10 @@ class ProxyServer(McpServer):
         self._pools: dict[tuple[str, str | None, str | None] | None, _Pool] = {}
         self._fronts: dict[ServerSession, tuple[Backend, _Front]] = {}
         self._closing: set[asyncio.Task[None]] = set()
+        # Where change notifications are announced, and the URIs they name as the front knows
+        # them: this server's own, unless a gateway serves it under a namespace (gateway.py).
+        self.announcer: McpServer = self
+        self.front_uri: Callable[[str], str] = str
         self.on_roots_list_changed = self._roots_changed
         handlers = self.handlers
         for method in ("initialize", "server/discover", "subscriptions/listen"):
@@ -341,31 +345,31 @@ class ProxyServer(McpServer):
 
     # --- notifications -----------------------------------------------------------------------
 
-    @staticmethod
-    def _relay(session: ServerSession) -> Callable[[JsonRpcNotification], None]:
+    def _relay(self, session: ServerSession) -> Callable[[JsonRpcNotification], None]:
         def relay(notification: JsonRpcNotification) -> None:
             method, params = notification.method, notification.params
             if method.endswith("/list_changed") or method == "notifications/elicitation/complete":
                 session.notify_soon(method, params)
             elif method == "notifications/resources/updated":
                 uri = (params or {}).get("uri")
-                if isinstance(uri, str) and session.is_subscribed(uri):
-                    session.notify_soon(method, params)
+                if isinstance(uri, str) and session.is_subscribed(front := self.front_uri(uri)):
+                    session.notify_soon(method, {**(params or {}), "uri": front})
 
         return relay
 
     def _control_notified(self, notification: JsonRpcNotification) -> None:
         method = notification.method
+        announcer = self.announcer
         if method.endswith("/list_changed"):
             if self.connections != "session":
-                self._list_changed(method)  # every front session, and the listeners
-            elif self._event_bus is not None:  # (sessions hear their own backend connection)
-                in_background(self._event_bus.publish({"kind": method.split("/")[1]}))
+                announcer._list_changed(method)  # every front session, and the listeners
+            elif announcer._event_bus is not None:  # (sessions hear their own backend connection)
+                in_background(announcer._event_bus.publish({"kind": method.split("/")[1]}))
         elif method == "notifications/resources/updated":
             # Subscriptions went over this connection (connections other than "session").
             uri = (notification.params or {}).get("uri")
             if isinstance(uri, str):
-                in_background(self.notify_resource_updated(uri))
+                in_background(announcer.notify_resource_updated(self.front_uri(uri)))
 
     def _roots_changed(self) -> None:
         for backend, _front in list(self._fronts.values()):
@@ -434,12 +438,12 @@ class ProxyServer(McpServer):
     async def _subscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         session = context.session
         result = await self._session_call("resources/subscribe", params, context)
-        session.subscribe(params.get("uri"))
+        session.subscribe(self.front_uri(params_str(params, "uri")))
         return result
 
     async def _unsubscribe(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         session = context.session
-        session.unsubscribe(params.get("uri"))
+        session.unsubscribe(self.front_uri(params_str(params, "uri")))
         return await self._session_call("resources/unsubscribe", params, context)
 
     async def _session_call(self, method: str, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
