@@ -1,5 +1,6 @@
 """``Otel``: an SDK tracer and meter provider with in-memory exporters, read back by the
-server-side telemetry tests (the ``otel`` fixture of conftest.py makes one per test)."""
+server-side telemetry tests (the ``otel`` fixture of conftest.py makes one per test); ``raw``: a
+``RawClient`` of a server over MemoryTransport, initialized at a session revision if given."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from fixtures.sessions import RawClient
+from mcp_sse_server import McpServer, MemoryTransport
 from mcp_sse_server.telemetry import Telemetry
 
 
@@ -50,3 +53,13 @@ class Otel:
                     if each.name == metric:
                         found.extend(each.data.data_points)
         return found
+
+
+async def raw(server: McpServer, revision: str | None) -> RawClient:
+    """A RawClient of ``server``; with ``revision``, its session initialized at it (else 2026-07-28 requests)."""
+    server_side, client_side = MemoryTransport.pair()
+    await server.connect(server_side)
+    client = RawClient(server, client_side)
+    if revision is not None:
+        await client.initialize(protocol_version=revision)
+    return client

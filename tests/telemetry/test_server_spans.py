@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, StatusCode
-from server_otel import Otel
+from server_otel import Otel, raw
 
 from fixtures.sessions import RawClient
 from mcp_sse_server import InMemoryClient, McpServer, MemoryTransport
@@ -57,15 +57,6 @@ def make_server(otel: Otel, **options: Any) -> McpServer:
 
     server.handlers.register("custom/explode", explode)
     return server
-
-
-async def raw(server: McpServer, revision: str | None) -> RawClient:
-    server_side, client_side = MemoryTransport.pair()
-    await server.connect(server_side)
-    client = RawClient(server, client_side)
-    if revision is not None:
-        await client.initialize(protocol_version=revision)
-    return client
 
 
 def with_meta(params: dict[str, Any], revision: str | None, **meta: Any) -> dict[str, Any]:

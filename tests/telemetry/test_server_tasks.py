@@ -9,10 +9,9 @@ from typing import Any
 
 import pytest
 from opentelemetry.trace import SpanKind, StatusCode
-from server_otel import Otel
+from server_otel import Otel, raw
 
-from fixtures.sessions import RawClient
-from mcp_sse_server import CallToolResult, McpServer, MemoryTransport, Tool
+from mcp_sse_server import CallToolResult, McpServer, Tool
 from mcp_sse_server.engine.context import RequestContext
 from mcp_sse_server.engine.jsonrpc import INTERNAL_ERROR, McpError
 from mcp_sse_server.engine.memory_stores import MemoryTaskStore
@@ -38,15 +37,6 @@ def make_server(otel: Otel, **options: Any) -> McpServer:
 
     server.add_tool(Tool("job", handler=job, task_support="optional"))
     return server
-
-
-async def raw(server: McpServer, revision: str | None) -> RawClient:
-    server_side, client_side = MemoryTransport.pair()
-    await server.connect(server_side)
-    client = RawClient(server, client_side)
-    if revision is not None:
-        await client.initialize(protocol_version=revision)
-    return client
 
 
 async def ended(otel: Otel, name: str) -> Any:
