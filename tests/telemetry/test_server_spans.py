@@ -294,7 +294,9 @@ async def test_a_batch_entry_gets_a_span_each(otel: Otel) -> None:
             await client.response(request_id)
     finally:
         await client.close()
-    ids = sorted(dict(s.attributes or {})["jsonrpc.request.id"] for s in otel.spans() if s.name == "tools/call add")
+    ids = sorted(
+        str(dict(s.attributes or {})["jsonrpc.request.id"]) for s in otel.spans() if s.name == "tools/call add"
+    )
     assert ids == ["101", "102"]
 
 
