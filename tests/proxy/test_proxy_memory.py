@@ -244,5 +244,5 @@ def test_a_target_of_no_known_form_is_a_value_error() -> None:
 def test_the_package_exports_resolve_lazily() -> None:
     import mcp_sse_server.proxy as package
 
-    assert sorted(package.__all__) == ["BackendUnavailable", "ProxyServer", "proxy"]
+    assert sorted(package.__all__) == ["BackendUnavailable", "GatewayServer", "ProxyServer", "from_config", "proxy"]
     assert package.proxy is proxy

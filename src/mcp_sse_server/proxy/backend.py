@@ -143,11 +143,10 @@ class Backend:
             client = self.factory(**self._options())
             try:
                 await client.initialize()
-            except McpError:
-                await _close_quietly(client)
-                raise
             except Exception as error:
                 await _close_quietly(client)
+                if isinstance(error, McpError) and not isinstance(error, ConnectionError):
+                    raise  # (the backend answered: a refusal, not an outage)
                 self._failed(f"it could not be started: {_why(error)}")
                 raise BackendUnavailable(f"Backend {self.label} could not be started: {_why(error)}") from error
             self._failures = 0

@@ -1,0 +1,229 @@
+"""``from_config``: one ``McpServer`` serving every entry of an ``mcpServers`` file, each through
+a ``proxy`` under its namespace (``mcp-sse-server serve --gateway FILE``).
+
+The file is what ``client/config.py`` reads (``{"mcpServers": {name: entry}}``, each entry a
+``ServerConfig``), plus these keys of an entry: ``namespace``, ``enabled``, and the proxy's
+``connections``, ``pool``, ``mode`` and ``roots``. The file is trusted input: it starts programs.
+
+Rules:
+
+1. Namespaces: an entry's ``namespace``, else its name lower-cased; it must be
+   ``[a-z][a-z0-9-]{0,31}`` (``engine/mount.py`` rule 1: tools and prompts ``<ns>_<name>``,
+   resources and templates ``<ns>+<uri>``), else ``ConfigError`` naming the entry and asking
+   for one. Always applied, whatever the number of entries, so adding an entry renames nothing.
+   Two entries with one namespace are a ``ConfigError``.
+2. ``"enabled": false``: the entry is listed nowhere and never started.
+3. Backends start lazily, each on the first request that needs it (a list, or a call to one
+   of its names), and are stopped by ``close()``.
+4. A list asks every enabled entry; one that fails is left out and the result carries
+   ``_meta: {"degraded": true, "failedBackends": [namespace, ...]}``, never an empty success;
+   one that offers nothing of the kind (-32601) adds nothing.
+   The merged list is paged with the gateway's own cursors (``page_size``).
+5. A request for a name or URI is routed by its namespace to that entry's proxy, with the
+   entry's own name or URI; a name of no entry is the -32602 an unknown name gets. A dead
+   entry's tool calls answer ``isError`` "Backend NAME is unavailable: ..." (``server.py``
+   rule 4). URIs in ``resources/read`` contents come back in their front form.
+6. Everything else (what a backend asks, progress, cancellation, logs, list changes,
+   resource updates with front URIs) is each proxy's (``server.py``), for the gateway's sessions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from ..engine.context import RequestContext
+from ..engine.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, McpError
+from ..engine.mount import Kind, back_key, check_namespace, front_key
+from ..engine.registry import Pager
+from ..engine.server import McpServer
+from ..engine.session import ServerSession
+from .server import ProxyServer, client_factory
+
+__all__ = ["GatewayServer", "from_config"]
+
+# Entry keys this module reads (the others are ServerConfig's).
+_PROXY_KEYS: Final = ("connections", "pool", "mode", "roots")
+_LISTS: Final[dict[str, tuple[str, Kind, str]]] = {
+    "tools/list": ("tools", "tool", "name"),
+    "prompts/list": ("prompts", "prompt", "name"),
+    "resources/list": ("resources", "resource", "uri"),
+    "resources/templates/list": ("resourceTemplates", "template", "uriTemplate"),
+}
+# What the gateway declares: backends start lazily, so it cannot ask them at the handshake.
+_CAPABILITIES: Final = {
+    "tools": {"listChanged": True},
+    "prompts": {"listChanged": True},
+    "resources": {"subscribe": True, "listChanged": True},
+    "completions": {},
+    "logging": {},
+}
+
+Handler = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
+
+
+class GatewayServer(McpServer):
+    """Serves several ``ProxyServer``, each under its namespace (rules in the module docstring;
+    build one with ``from_config``)."""
+
+    def __init__(self, entries: Mapping[str, ProxyServer], *, name: str = "gateway", page_size: int | None = None):
+        super().__init__(name, page_size=page_size)
+        self.entries = dict(entries)  # namespace -> its proxy
+        self._pager = Pager(page_size)
+        for namespace, entry in self.entries.items():
+            check_namespace(namespace)
+            entry.announcer = self
+            entry.front_uri = _front_uri(namespace)
+        self.on_roots_list_changed = self._roots_changed
+        handlers = self.handlers
+        for method in _LISTS:
+            handlers.register(method, self._lister(method))
+        handlers.register("tools/call", self._router("tools/call", "tool", "name"))
+        handlers.register("prompts/get", self._router("prompts/get", "prompt", "name"))
+        handlers.register("resources/read", self._read)
+        handlers.register("resources/subscribe", self._router("resources/subscribe", "resource", "uri"))
+        handlers.register("resources/unsubscribe", self._router("resources/unsubscribe", "resource", "uri"))
+        handlers.register("completion/complete", self._complete)
+
+    @property
+    def capabilities(self) -> dict[str, Any]:
+        """Tools, prompts, resources (with subscriptions), completion and logging, always."""
+        return {key: dict(value) for key, value in _CAPABILITIES.items()}
+
+    def _roots_changed(self) -> None:
+        for entry in self.entries.values():
+            entry._roots_changed()
+
+    def session_ended(self, session: ServerSession) -> None:
+        """The front session ended: so did each entry's backend connection for it."""
+        super().session_ended(session)
+        for entry in self.entries.values():
+            entry.session_ended(session)
+
+    async def close(self) -> None:
+        """Close every front session, then every entry's backends."""
+        await super().close()
+        for entry in self.entries.values():
+            await entry.close()
+
+    # --- routing ---------------------------------------------------------------------------
+
+    def _entry(self, kind: Kind, front: Any) -> tuple[str, ProxyServer, str] | None:
+        """The namespace, entry and entry's own name or URI that ``front`` routes to (rule 5)."""
+        if not isinstance(front, str):
+            return None
+        namespace = front.partition("_" if kind in ("tool", "prompt") else "+")[0]
+        entry = self.entries.get(namespace)
+        back = None if entry is None else back_key(namespace, kind, front)
+        return None if entry is None or back is None else (namespace, entry, back)
+
+    def _router(self, method: str, kind: Kind, key: str) -> Handler:
+        async def route(params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+            found = self._entry(kind, params.get(key))
+            if found is None:
+                raise McpError(INVALID_PARAMS, f"Unknown {kind}: {params.get(key)}")
+            _namespace, entry, back = found
+            return await entry.handlers[method]({**params, key: back}, context)
+
+        return route
+
+    async def _read(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        found = self._entry("resource", params.get("uri"))
+        if found is None:
+            raise McpError(INVALID_PARAMS, f"Unknown resource: {params.get('uri')}")
+        namespace, entry, back = found
+        result = await entry.handlers["resources/read"]({**params, "uri": back}, context)
+        contents = result.get("contents")
+        if isinstance(contents, list):
+            mapped = [_mapped(item, "uri", namespace, "resource") for item in contents if isinstance(item, dict)]
+            result = {**result, "contents": mapped}
+        return result
+
+    async def _complete(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        ref = params.get("ref")
+        if not isinstance(ref, dict):
+            raise McpError(INVALID_PARAMS, 'Invalid "ref": expected an object')
+        kind: Kind = "prompt" if ref.get("type") == "ref/prompt" else "template"
+        key = "name" if kind == "prompt" else "uri"
+        found = self._entry(kind, ref.get(key))
+        if found is None:
+            raise McpError(INVALID_PARAMS, f"Unknown {kind}: {ref.get(key)}")
+        _namespace, entry, back = found
+        return await entry.handlers["completion/complete"]({**params, "ref": {**ref, key: back}}, context)
+
+    def _lister(self, method: str) -> Handler:
+        collection, kind, key = _LISTS[method]
+
+        async def handle(params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+            items: list[dict[str, Any]] = []
+            failed: list[str] = []
+            for namespace, entry in self.entries.items():
+                try:
+                    found = await entry.handlers[method]({}, context)
+                except McpError as error:
+                    if error.code == METHOD_NOT_FOUND:
+                        continue  # (an entry that offers nothing of this kind)
+                    if error.code != INTERNAL_ERROR:
+                        raise
+                    failed.append(namespace)
+                    continue
+                items.extend(_mapped(item, key, namespace, kind) for item in found.get(collection) or ())
+            result = self._pager.page(method, collection, items, params)
+            if failed:
+                result["_meta"] = {"degraded": True, "failedBackends": failed}
+            return result
+
+        return handle
+
+
+def _front_uri(namespace: str) -> Callable[[str], str]:
+    return lambda uri: front_key(namespace, "resource", uri)
+
+
+def _mapped(item: dict[str, Any], key: str, namespace: str, kind: Kind) -> dict[str, Any]:
+    value = item.get(key)
+    return {**item, key: front_key(namespace, kind, value)} if isinstance(value, str) else item
+
+
+def from_config(source: str | os.PathLike[str] | Mapping[str, Any], *, name: str = "gateway") -> GatewayServer:
+    """A ``GatewayServer`` for the ``mcpServers`` of ``source``: a JSON file's path, or its content
+    as a dict (rules in the module docstring). ``ConfigError`` (a ValueError) names the entry and
+    key at fault; OSError when the file cannot be read."""
+    from ..client.config import ConfigError, ServerConfig
+
+    data: Any = source
+    if not isinstance(source, Mapping):
+        try:
+            data = json.loads(Path(source).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise ConfigError((), f"{os.fspath(source)} is not JSON: {error}") from None
+    servers = data.get("mcpServers") if isinstance(data, Mapping) else None
+    if not isinstance(servers, Mapping):
+        raise ConfigError(("mcpServers",), "expected an object of server entries")
+    entries: dict[str, ProxyServer] = {}
+    for entry_name, entry in servers.items():
+        where = ("mcpServers", entry_name)
+        if not isinstance(entry, Mapping):
+            raise ConfigError(where, "expected an object")
+        if entry.get("enabled", True) is False:
+            continue
+        namespace = entry.get("namespace", str(entry_name).lower())
+        try:
+            check_namespace(namespace)
+        except ValueError:
+            raise ConfigError(
+                (*where, "namespace"), f"{namespace!r} is not a namespace: give one matching [a-z][a-z0-9-]{{0,31}}"
+            ) from None
+        if not namespace or namespace in entries:
+            raise ConfigError((*where, "namespace"), f"{namespace!r} is already another entry's: give another")
+        own = {key: value for key, value in entry.items() if key not in ("namespace", "enabled", *_PROXY_KEYS)}
+        config = ServerConfig.from_dict(own, str(entry_name))
+        options = {key: entry[key] for key in _PROXY_KEYS if key in entry}
+        try:
+            entries[namespace] = ProxyServer(client_factory(config), name=str(entry_name), **options)
+        except (TypeError, ValueError) as error:
+            raise ConfigError(where, str(error)) from None
+    return GatewayServer(entries, name=name)

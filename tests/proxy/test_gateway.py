@@ -1,0 +1,122 @@
+"""from_config: one server for a whole mcpServers file (proxy/gateway.py rules), with real
+backends: the built-in math server in process, server-everything and the SDK 1.2.1 server over
+stdio, one entry that cannot start and one disabled."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_sse_server import McpError
+from mcp_sse_server.client import InMemoryClient
+from mcp_sse_server.client.config import ConfigError
+from mcp_sse_server.proxy.gateway import GatewayServer, from_config
+from proxy.test_proxy_peers import BOUND, npm_server, old_sdk_python, sample
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def servers() -> dict[str, Any]:
+    everything = npm_server("server-everything")
+    return {
+        "mcpServers": {
+            "Math": {"type": "inmemory", "command": "math"},
+            "everything": {"command": everything[0], "args": [*everything[1:], "stdio"], "namespace": "ev"},
+            "old": {"command": old_sdk_python(), "args": [str(ROOT / "tests/client/old_sdk_peer.py"), "stdio"]},
+            "dead": {"command": sys.executable, "args": ["-c", "import sys; sys.exit(3)"]},
+            "off": {"command": "never-started", "enabled": False},
+        }
+    }
+
+
+@pytest.fixture
+async def gateway() -> AsyncIterator[GatewayServer]:
+    server = from_config(servers())
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+@pytest.mark.parametrize("mode", ["session", "2026-07-28"])
+async def test_every_entry_is_served_under_its_namespace_and_a_dead_one_degrades_the_list(
+    gateway: GatewayServer, mode: str
+) -> None:
+    async with InMemoryClient(gateway, mode=mode, sampling_handler=sample) as client:
+        listed = await asyncio.wait_for(client.request("tools/list", {}), BOUND)
+        names = [tool["name"] for tool in listed["tools"]]
+        assert {"math_add", "ev_get-sum", "old_add", "old_echo"} <= set(names)
+        assert all(name.split("_", 1)[0] in ("math", "ev", "old") for name in names)  # nothing from off
+        assert listed["_meta"]["degraded"] is True and listed["_meta"]["failedBackends"] == ["dead"]
+        added = await client.call_tool("old_add", {"a": 2, "b": 3})
+        assert added.content[0].text == "5"  # type: ignore[union-attr]
+        summed = await client.call_tool("ev_get-sum", {"a": 1, "b": 2})
+        assert "3" in summed.content[0].text  # type: ignore[union-attr]
+        sampled = await asyncio.wait_for(client.call_tool("ev_trigger-sampling-request", {"prompt": "x"}), BOUND)
+        assert "sampled-by-front" in sampled.content[0].text  # type: ignore[union-attr]
+        dead = await client.call_tool("dead_anything", {})
+        assert dead.is_error and "Backend dead" in dead.content[0].text  # type: ignore[union-attr]
+        with pytest.raises(McpError) as unknown:
+            await client.call_tool("nowhere_add", {})
+        assert unknown.value.code == -32602
+        resources = await client.list_resources()
+        uri = next(resource.uri for resource in resources if resource.uri.startswith("ev+demo://"))
+        read = await client.read_resource(uri)
+        assert read.contents[0].uri == uri  # the front form, back
+        templates = await client.list_resource_templates()
+        assert any(template.uri_template.startswith("ev+demo://") for template in templates)
+        completed = await client.complete({"type": "ref/prompt", "name": "ev_completable-prompt"}, "department", "E")
+        assert completed.values == ["Engineering"]
+
+
+async def test_resource_updates_reach_the_session_under_the_front_uri(gateway: GatewayServer) -> None:
+    updates: list[str] = []
+
+    def seen(notification: Any) -> None:
+        if notification.method == "notifications/resources/updated":
+            updates.append(notification.params["uri"])
+
+    async with InMemoryClient(gateway, mode="session", on_notification=seen) as client:
+        uri = "ev+demo://resource/dynamic/text/1"
+        await client.request("resources/subscribe", {"uri": uri})
+        await client.call_tool("ev_toggle-subscriber-updates", {})
+        for _ in range(int(BOUND * 20)):  # bounded
+            if updates:
+                break
+            await asyncio.sleep(0.05)
+        assert set(updates) == {uri}
+
+
+async def test_closing_the_gateway_ends_every_backend_process(gateway: GatewayServer) -> None:
+    async with InMemoryClient(gateway, mode="session") as client:
+        await client.list_tools()
+        processes = [
+            backend.started.connection.transport.process  # type: ignore[union-attr]
+            for entry in (gateway.entries["ev"], gateway.entries["old"])
+            for backend in [*(found[0] for found in entry._fronts.values()), entry._control]
+            if backend.started is not None
+        ]
+        assert processes
+    await gateway.close()
+    assert all(process.returncode is not None for process in processes)
+
+
+def test_a_file_is_read_and_bad_entries_are_named(tmp_path: Path) -> None:
+    path = tmp_path / "servers.json"
+    path.write_text(json.dumps({"mcpServers": {"Calc": {"type": "inmemory", "command": "math"}}}))
+    assert list(from_config(path).entries) == ["calc"]
+    with pytest.raises(ConfigError, match="namespace"):
+        from_config({"mcpServers": {"My Server": {"command": "x"}}})
+    with pytest.raises(ConfigError, match="another entry"):
+        from_config({"mcpServers": {"a": {"command": "x"}, "b": {"command": "y", "namespace": "a"}}})
+    with pytest.raises(ConfigError, match="mcpServers"):
+        from_config({"servers": {}})
+    path.write_text("{not json")
+    with pytest.raises(ConfigError, match="not JSON"):
+        from_config(path)
