@@ -18,7 +18,7 @@ Needs node with the packages of tests/node/package.json and a ``chromium`` binar
 (``MCP_TEST_CHROMIUM``, else PATH); without them the tests skip locally and fail under
 MCP_TEST_NO_SKIP=1. Each case's screenshot is saved in its tmp dir (named in a failure);
 docs/images/mcp-app.png is the ``app``/``2026-07-28`` case's, from
-``pytest tests/browser -k "renders and app-2026" --basetemp DIR``.
+``pytest tests/browser -k "renders and official-app-2026" --basetemp DIR``.
 """
 
 from __future__ import annotations
@@ -60,13 +60,15 @@ def chromium() -> str:
     """The chromium binary; the test is skipped without one."""
     found = os.environ.get("MCP_TEST_CHROMIUM") or shutil.which("chromium")
     if not found or not os.path.isfile(found):
-        pytest.skip("chromium is not installed (scripts/setup.sh: setup_chromium installs Debian's package)")
+        looked = f"MCP_TEST_CHROMIUM={found}" if os.environ.get("MCP_TEST_CHROMIUM") else "no chromium on PATH"
+        pytest.skip(f"chromium is not installed ({looked}; scripts/setup.sh: setup_chromium installs Debian's)")
     return found
 
 
 @pytest.fixture(scope="module")
 def bundle_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """build.mjs's output, built once for the module."""
+    """build.mjs's output, built once for the module (not built without a browser to use it)."""
+    chromium()
     node, modules = require_node()
     for package in ("@modelcontextprotocol/ext-apps", "playwright-core", "esbuild"):
         if not os.path.isdir(os.path.join(modules, package)):
