@@ -2,10 +2,36 @@
 
 It correlates outbound requests with their responses (with timeouts and
 cancellation), runs inbound requests as tasks (with cancellation by
-``notifications/cancelled``), routes progress notifications to the caller
-that asked for them, and fails everything pending when the transport closes.
+``notifications/cancelled``; started eagerly where Python can, below),
+routes progress notifications to the caller that asked for them, and fails
+everything pending when the transport closes.
 What a request *means* is the owner's business: the owner implements
 ``handle_request`` and ``handle_notification``.
+
+Eager starts (``start_eagerly``). A request that arrives as a message (stdio,
+an in-process or a routed message: ``on_message``) is served in a task of its
+own, so that ``notifications/cancelled`` can cancel it; most requests finish
+without waiting on anything, and an ordinary task costs a loop iteration
+before its handler even starts. Rules:
+
+1. On Python 3.12 and later the task starts eagerly (``asyncio.Task(...,
+   eager_start=True)``): its first step runs at once, as the current task, in
+   a copy of the caller's context; a request that finishes in that step is
+   answered before the loop runs again (the task is returned done).
+2. On 3.11 it is an ordinary task, started by the loop, as before.
+3. A request that suspends goes on exactly as in an ordinary task:
+   cancellation, context variables, ``asyncio.current_task()`` and the scopes
+   that depend on it are those of a task.
+
+Why not, on 3.11, drive the first step by hand (``coroutine.send(None)``) and
+make a task only when it suspends: whatever the step enters before suspending
+is bound to the task current during the step, and the rest runs in another.
+An anyio cancel scope (httpx opens one per request) then fails with
+"Attempted to exit cancel scope in a different task", and an
+``asyncio.timeout`` entered there cancels the caller's task. 3.11's task,
+written in C, cannot run a step synchronously, and a pure-Python task costs
+more than the iteration it saves (``tests/core/test_eager.py`` holds both
+cases).
 """
 
 from __future__ import annotations
@@ -13,9 +39,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
+from typing import TYPE_CHECKING, Any, Final, Protocol, TypeVar
 
 from .context import RequestContext, current_context
 from .jsonrpc import (
@@ -35,9 +62,22 @@ from .transport import Reply, Transport
 if TYPE_CHECKING:
     from .observe import Observation, Observer
 
-__all__ = ["Connection", "ConnectionOwner", "ObservedConnection", "ProgressCallback"]
+__all__ = ["EAGER", "Connection", "ConnectionOwner", "ObservedConnection", "ProgressCallback", "start_eagerly"]
 
 logger = logging.getLogger("mcp_sse_server")
+
+T = TypeVar("T")
+
+EAGER: Final = sys.version_info >= (3, 12)
+"""True where ``start_eagerly`` starts its tasks eagerly (the module's rule 1)."""
+
+
+def start_eagerly(coroutine: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -> asyncio.Task[T]:
+    """A task running ``coroutine`` on ``loop``, its first step already run where tasks can start
+    eagerly (the module's rules); ``task.done()`` says whether it finished there."""
+    if sys.version_info >= (3, 12):
+        return asyncio.Task(coroutine, loop=loop, eager_start=True)
+    return loop.create_task(coroutine)
 
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]
@@ -146,7 +186,11 @@ class Connection:
             return
         context = RequestContext(self, request)
         self._inflight[request.id] = context
-        context.task = asyncio.get_running_loop().create_task(self._serve(request, context))
+        # A task of its own (notifications/cancelled cancels it), started eagerly where Python
+        # can (rule 1 above): a request that never waits is answered before the loop runs again.
+        task = start_eagerly(self._serve(request, context), asyncio.get_running_loop())
+        if not task.done():
+            context.task = task
 
     async def _serve(self, request: JsonRpcRequest, context: RequestContext) -> None:
         response = await self.dispatch(request, context)
