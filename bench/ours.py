@@ -34,6 +34,9 @@ is built once) or `on_session` (before the one-server refactor, up to
                                    a Backend of RedisSessionStore, RedisEventLog and clock=time.time
                                    (older code: bind's keywords of those names), no coordinator, no
                                    shared event bus or tasks (the stores' own cost)
+    python bench/ours.py PORT --asgi
+                                   the same with the fast path off: HttpSettings(fast_path=False), every
+                                   request through uvicorn's ASGI cycle (bench/fast_path.py's ASGI rows)
     mcp-sse-server serve bench/ours.py:build_server ...
                                    the same server through the CLI (run.py's Redis points:
                                    `--redis-url URL --workers N`, and the in-process store beside them)
@@ -310,7 +313,7 @@ class GcWatch:
 
 
 async def serve(port: int, redis_url: str | None = None, decorated: bool = False, json_replies: bool = False,
-                jwt_token: str | None = None) -> None:
+                jwt_token: str | None = None, asgi: bool = False) -> None:
     """Bind, print the endpoint, serve until SIGTERM or SIGINT, close. `jwt_token`: --jwt's PATH."""
     McpHttpServer = load_http()
     factory = make_factory(decorated)
@@ -326,6 +329,8 @@ async def serve(port: int, redis_url: str | None = None, decorated: bool = False
         if why:
             raise SystemExit(f"--jwt: {why}")
         options.update(jwt_options(port, jwt_token))
+    if asgi:
+        options["fast_path"] = False
     watch = GcWatch()
     bind = McpHttpServer.bind
     http = await bind(served, **app_arguments(bind, {**bind_options(bind, port), **options}))
@@ -359,7 +364,7 @@ def main() -> None:
     redis_url = flags[flags.index("--redis") + 1] if "--redis" in flags else None
     jwt_token = flags[flags.index("--jwt") + 1] if "--jwt" in flags else None
     run = serve(port, redis_url, decorated="--decorated" in flags, json_replies="--json" in flags,
-                jwt_token=jwt_token)
+                jwt_token=jwt_token, asgi="--asgi" in flags)
     try:
         import uvloop  # the peers' uvicorn picks uvloop too, so both sides get the same loop
     except ImportError:

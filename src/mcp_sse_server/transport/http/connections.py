@@ -379,7 +379,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
         if len(self.headers) > self.max_header_count:
             self.pending_refusal = self._shared.too_many_headers
             raise _Refused
-        _headers_complete(self)
+        self._start_cycle()
+
+    # uvicorn's: the request's cycle, started or queued behind the one in flight (fast_protocol.py has another).
+    _start_cycle = _headers_complete
 
     def on_message_complete(self) -> None:
         self.head_left = self.max_head
@@ -502,7 +505,14 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self.refuse(self._shared.body_timeout)
 
 
-def protocol_class(limits: HttpLimits, observer: Observer | None = None) -> type[asyncio.Protocol]:
-    """The protocol class for ``uvicorn.Config(http=...)`` of one server with ``limits`` (and telemetry)."""
+def protocol_class(
+    limits: HttpLimits,
+    observer: Observer | None = None,
+    base: type[LimitedHttpToolsProtocol] | None = None,
+    attributes: dict[str, Any] | None = None,
+) -> type[asyncio.Protocol]:
+    """The protocol class for ``uvicorn.Config(http=...)`` of one server with ``limits`` (and telemetry):
+    a subclass of ``base`` (``LimitedHttpToolsProtocol`` unless given) with ``attributes`` besides."""
+    base = LimitedHttpToolsProtocol if base is None else base
     shared = _Shared(limits, observer)
-    return type("LimitedHttpToolsProtocol", (LimitedHttpToolsProtocol,), {"_shared": shared})
+    return type(base.__name__, (base,), {**(attributes or {}), "_shared": shared})

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..loop import run_loop
 from .app import McpHttpApp, SessionFactory
-from .limits import HttpLimits
 from .listener import Listener
 from .security import is_loopback_host
 from .settings import DEFAULT_SETTINGS, HttpSettings
@@ -41,7 +40,6 @@ from .settings import DEFAULT_SETTINGS, HttpSettings
 if TYPE_CHECKING:
     import uvicorn
 
-    from ...engine.observe import Observer
     from ...engine.server import McpServer
     from ...engine.stores import Backend
 
@@ -53,8 +51,11 @@ DEFAULT_PATH = "/mcp"
 """Where ``bind`` serves the endpoint when the settings name no path."""
 
 
-def _protocol_options(limits: HttpLimits, observer: Observer | None = None) -> dict[str, Any]:
-    """uvicorn.Config's HTTP protocol options: ours with every connection limit (see connections.py)."""
+def _protocol_options(app: McpHttpApp) -> dict[str, Any]:
+    """uvicorn.Config's HTTP protocol options: ours with every connection limit (see connections.py),
+    with the fast path for the endpoint unless the settings turn it off (fast_protocol.py)."""
+    limits = app.limits
+    observer = app.server.observer if app.server is not None else None
     try:
         import httptools  # noqa: F401
     except ImportError:  # pragma: no cover - PyPy and friends: h11 caps the head itself; no read timeouts
@@ -65,14 +66,17 @@ def _protocol_options(limits: HttpLimits, observer: Observer | None = None) -> d
             "timeout_keep_alive": math.ceil(limits.connection_idle_timeout),
         }
     from .connections import protocol_class
+    from .fast_protocol import fast_protocol_class
 
+    path = app.path
+    fast = app.settings.fast_path and path is not None and path.isascii() and "%" not in path
     # No limit_concurrency here: connections.py decides at accept, shedding an idle connection before it
     # refuses. uvicorn's own limit is checked later, when each request's head is complete, against all
     # open connections: with it at max_connections, the request of a connection just admitted by shedding
     # (the set full again, itself included) would get uvicorn's plain-text 503. The h11 fallback above
     # keeps it, without shedding.
     return {
-        "http": protocol_class(limits, observer),
+        "http": fast_protocol_class(limits, app, path, observer) if fast and path else protocol_class(limits, observer),
         # uvicorn's own timer after a response; the watchdog enforces the same timeout for every idle connection.
         "timeout_keep_alive": math.ceil(limits.connection_idle_timeout),
     }
@@ -183,7 +187,7 @@ class McpHttpServer:
             await app.start()
             config = uvicorn.Config(
                 app,
-                **_protocol_options(app.limits, app.server.observer if app.server is not None else None),
+                **_protocol_options(app),
                 ws="none",
                 lifespan="off",
                 interface="asgi3",

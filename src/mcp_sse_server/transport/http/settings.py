@@ -66,6 +66,11 @@ class HttpSettings:
         request needs a bearer token its verifier accepts, and the
         protected-resource metadata is served beside the endpoint. Required (or
         ``limits.allowed_origins``) to listen beyond loopback.
+    ``fast_path`` (True)
+        ``McpHttpServer.bind`` and ``on_socket`` answer the endpoint's requests
+        without uvicorn's per-request ASGI cycle (``fast_protocol.py``); False
+        serves every request through uvicorn's cycle. No effect on the app
+        mounted elsewhere or run by another ASGI server.
     """
 
     path: str | None = None
@@ -73,6 +78,7 @@ class HttpSettings:
     json_response: bool = False
     legacy_sse: bool | LegacyPaths = True
     auth: ResourceServer | None = None
+    fast_path: bool = True
 
     def __post_init__(self) -> None:
         if self.path is not None and (not isinstance(self.path, str) or not self.path.startswith("/")):
@@ -85,6 +91,8 @@ class HttpSettings:
             raise TypeError(f"legacy_sse must be True, False or a LegacyPaths, not {self.legacy_sse!r}")
         if self.auth is not None and not isinstance(self.auth, ResourceServer):
             raise TypeError(f"auth must be an auth.ResourceServer, not {type(self.auth).__name__}")
+        if not isinstance(self.fast_path, bool):
+            raise TypeError(f"fast_path must be True or False, not {self.fast_path!r}")
         paths = self.legacy_paths
         if paths is not None and self.path in (paths.stream, paths.messages):
             raise ValueError(f"the endpoint's path {self.path!r} is one of the 2024-11-05 transport's paths")

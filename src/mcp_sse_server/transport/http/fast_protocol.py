@@ -1,0 +1,345 @@
+"""The fast path: requests to the MCP endpoint answered without uvicorn's per-request ASGI cycle.
+
+``McpHttpServer.bind`` (and ``on_socket``, so every worker process) serves
+with ``FastHttpToolsProtocol``, a subclass of the limited protocol of
+``connections.py`` (itself uvicorn's httptools protocol with our limits).
+The rules:
+
+1. Which requests take it: HTTP/1.1, no ``Upgrade``, the method POST, GET or
+   DELETE, and a request target that is exactly the endpoint's path (bytes
+   equal: no query string, no percent escape). Everything else (OAuth
+   metadata, the 2024-11-05 transport, a query string, HEAD, HTTP/1.0) goes
+   through uvicorn's own ``RequestResponseCycle``, unchanged. Both paths call
+   the same ``McpHttpApp`` (routing, security, transports): only the server's
+   side of the ASGI exchange differs.
+2. What the fast path does not build per request: uvicorn's scope (a
+   per-connection template is copied instead: the client, server and scheme
+   are the connection's), its ``asyncio.Event`` (``_Signal`` makes a future
+   only when ``receive`` must wait), the keep-alive timer armed after every
+   response (the watchdog of ``connections.py`` enforces the idle timeout for
+   every connection), the regular-expression check of every response header
+   (one count of CR and LF over the whole head instead: a header that would
+   split the response is refused with the same RuntimeError), and a second
+   write: a response with a ``Content-Length`` writes its head with its
+   first body chunk, in one ``transport.write``. A streamed response (no
+   length, so chunked) writes its head at once.
+3. What stays as uvicorn does it, attribute for attribute (``connections.py``
+   and uvicorn's ``shutdown`` and ``connection_lost`` read the cycle): one
+   task per request, tracked in the server's task set; pipelined requests
+   queued and started in order as each response completes, with reading
+   paused meanwhile; a request body over 64 KiB unread pauses reading until
+   the app's next ``receive``; ``send`` waits while the transport's buffer is
+   full; ``Expect: 100-continue`` is answered at the app's first ``receive``
+   (never, if the app answers first: a 413 for a declared length over the
+   limit reads nothing); ``keep_alive`` follows the parser, HTTP/1.1's
+   default, and a graceful shutdown clears it so the connection closes after
+   the response in flight; a response that fails before it starts is a 500,
+   after that the connection is closed.
+4. Turned off with ``HttpSettings(fast_path=False)``: then the limited
+   protocol of ``connections.py`` serves every request through uvicorn's cycle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any, Final
+
+from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
+
+from .connections import LimitedHttpToolsProtocol, protocol_class
+
+if TYPE_CHECKING:
+    from ...engine.observe import Observer
+    from .asgi import ASGIApp, Message
+    from .limits import HttpLimits
+
+__all__ = ["FastCycle", "FastHttpToolsProtocol", "fast_protocol_class"]
+
+logger = logging.getLogger("mcp_sse_server.http")
+
+_FAST_METHODS: Final = frozenset({b"POST", b"GET", b"DELETE"})
+_HIGH_WATER: Final = 65536  # unread request body bytes before reading pauses (uvicorn's figure)
+_CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
+_LAST_CHUNK: Final = b"0\r\n\r\n"
+_CLOSE_LINE: Final = b"connection: close\r\n"
+_CHUNKED_LINE: Final = b"transfer-encoding: chunked\r\n"
+_ERROR_500: Final = (
+    b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 21\r\nconnection: close\r\n\r\nInternal Server Error"
+)
+
+
+class _Signal:
+    """What uvicorn's ``asyncio.Event`` is to its cycle, with a future made only when someone waits."""
+
+    __slots__ = ("is_set", "waiter")
+
+    def __init__(self) -> None:
+        self.is_set = False
+        self.waiter: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        self.is_set = True
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    def clear(self) -> None:
+        self.is_set = False
+
+    async def wait(self) -> None:
+        if not self.is_set:
+            waiter = self.waiter = asyncio.get_running_loop().create_future()
+            await waiter
+
+
+class FastCycle:
+    """One request on the fast path: the ``receive`` and ``send`` of its ASGI exchange (rules 2 and 3).
+
+    Its public attributes are those of uvicorn's ``RequestResponseCycle`` that
+    the protocols read and write (``connections.py`` says which)."""
+
+    __slots__ = (
+        "body",
+        "disconnected",
+        "expected_length",
+        "flow",
+        "head",
+        "keep_alive",
+        "message_event",
+        "more_body",
+        "on_response",
+        "response_complete",
+        "response_started",
+        "scope",
+        "streamed",
+        "transport",
+        "waiting_for_100_continue",
+    )
+
+    def __init__(self, scope: dict[str, Any], protocol: FastHttpToolsProtocol, keep_alive: bool, expect: bool) -> None:
+        self.scope = scope
+        self.transport = protocol.transport
+        self.flow = protocol.flow
+        self.on_response: Any = protocol.on_response_complete
+        self.message_event = _Signal()
+        self.keep_alive = keep_alive
+        self.waiting_for_100_continue = expect
+        self.disconnected = False
+        self.body = bytearray()
+        self.more_body = True
+        self.response_started = False
+        self.response_complete = False
+        self.head: bytes | None = None  # a Content-Length response's head, written with its first chunk
+        self.streamed = False
+        self.expected_length = 0
+
+    async def run_asgi(self, app: ASGIApp) -> None:
+        """Run the app for this request (uvicorn's ``_start_asgi_task`` makes it the request's task)."""
+        try:
+            await app(self.scope, self.receive, self.send)
+        except BaseException as error:
+            logger.error("the MCP endpoint failed outside its own error handling", exc_info=error)
+            if not self.response_started and not self.disconnected:
+                self.response_started = True
+                self.keep_alive = False
+                self.transport.write(_ERROR_500)
+                self._complete()
+            else:
+                self.transport.close()
+            if not isinstance(error, Exception):
+                raise
+        else:
+            if not self.response_complete and not self.disconnected:
+                logger.error("the MCP endpoint returned without completing its response")
+                self.transport.close()
+        finally:
+            self.on_response = _nothing
+
+    async def receive(self) -> Message:
+        if self.waiting_for_100_continue:
+            self.waiting_for_100_continue = False
+            if not self.transport.is_closing():
+                self.transport.write(_CONTINUE)
+        if not self.disconnected and not self.response_complete:
+            self.flow.resume_reading()
+            event = self.message_event
+            if not event.is_set:
+                await event.wait()
+            event.is_set = False
+        if self.disconnected or self.response_complete:
+            return {"type": "http.disconnect"}
+        body = self.body
+        self.body = bytearray()
+        return {"type": "http.request", "body": bytes(body), "more_body": self.more_body}
+
+    async def send(self, message: Message) -> None:
+        flow = self.flow
+        if flow.write_paused and not self.disconnected:
+            await flow.drain()
+        if self.disconnected:
+            return
+        if not self.response_started:
+            if message["type"] != "http.response.start":
+                raise RuntimeError(f"Expected ASGI message 'http.response.start', but got {message['type']!r}")
+            self._start(message["status"], message.get("headers", ()))
+        elif not self.response_complete:
+            if message["type"] != "http.response.body":
+                raise RuntimeError(f"Expected ASGI message 'http.response.body', but got {message['type']!r}")
+            self._body(message.get("body", b""), message.get("more_body", False))
+        else:
+            raise RuntimeError(f"Unexpected ASGI message {message['type']!r} after the response completed")
+
+    def _start(self, status: int, headers: Any) -> None:
+        self.response_started = True
+        self.waiting_for_100_continue = False
+        lines = [STATUS_LINE[status]]
+        length = -1
+        for name, value in headers:
+            name = name.lower()
+            if name == b"content-length":
+                length = int(value)
+            elif name == b"connection" and b"close" in value.lower():
+                self.keep_alive = False
+            elif name == b"transfer-encoding":
+                continue  # ours to decide, from the length (every body here is chunked or has a length)
+            lines.append(b"%s: %s\r\n" % (name, value))
+        if not self.keep_alive:
+            lines.append(_CLOSE_LINE)
+        if length < 0 and status not in (204, 304):
+            self.streamed = True
+            lines.append(_CHUNKED_LINE)
+        lines.append(b"\r\n")
+        head = b"".join(lines)
+        # Every line ends with the CRLF added here; any other CR or LF came from a header and would split it.
+        if head.count(b"\n") != len(lines) or head.count(b"\r") != len(lines):
+            raise RuntimeError("Invalid HTTP header: a name or value holds CR or LF")
+        if self.streamed:
+            self.transport.write(head)
+        else:
+            self.expected_length = max(length, 0)
+            self.head = head
+
+    def _body(self, body: bytes, more_body: bool) -> None:
+        head = self.head
+        if self.streamed:
+            data = b"%x\r\n%s\r\n" % (len(body), body) if body else b""
+            if not more_body:
+                data += _LAST_CHUNK
+        else:
+            left = self.expected_length - len(body)
+            if left < 0:
+                raise RuntimeError("Response content longer than Content-Length")
+            if not more_body and left:
+                raise RuntimeError("Response content shorter than Content-Length")
+            self.expected_length = left
+            data = body
+        if head is not None:
+            self.head = None
+            data = head + data
+        if data:
+            self.transport.write(data)
+        if not more_body:
+            self._complete()
+
+    def _complete(self) -> None:
+        self.response_complete = True
+        self.message_event.set()
+        if not self.keep_alive:
+            self.transport.close()
+        self.on_response()
+
+
+def _nothing() -> None:
+    pass
+
+
+class FastHttpToolsProtocol(LimitedHttpToolsProtocol):
+    """The limited protocol with the fast path for the endpoint (rules above); ``fast_protocol_class``
+    makes one per server. Beyond what ``connections.py`` lists, it relies on uvicorn's
+    ``on_message_begin`` (the scope it builds), ``on_headers_complete``, ``_start_asgi_task`` (which
+    runs a cycle's ``run_asgi`` as a tracked task), ``pipeline`` and ``server_state``."""
+
+    _endpoint: ASGIApp  # the three: set on the per-server subclass
+    _target: bytes
+    _template: dict[str, Any]
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._template = {
+            "type": "http",
+            "asgi": {"version": self.asgi_version, "spec_version": "2.3"},
+            "http_version": "1.1",
+            "server": self.server,
+            "client": self.client,
+            "scheme": self.scheme,
+            "root_path": self.root_path,
+            "path": self._target.decode("ascii"),
+            "raw_path": self._target,
+            "query_string": b"",
+        }
+
+    def on_message_begin(self) -> None:
+        # uvicorn's scope waits until the head tells which path serves the request (_fall_back).
+        self.url = b""
+        self.expect_100_continue = False
+        self.headers = []
+
+    def _start_cycle(self) -> None:
+        parser = self.parser
+        method = parser.get_method()
+        if (
+            self.url != self._target
+            or method not in _FAST_METHODS
+            or parser.get_http_version() != "1.1"
+            or parser.should_upgrade()
+        ):
+            self._fall_back()
+            return
+        scope = self._template.copy()
+        scope["method"] = method.decode("ascii")
+        scope["headers"] = self.headers
+        existing = self.cycle
+        cycle = FastCycle(scope, self, parser.should_keep_alive(), self.expect_100_continue)
+        self.cycle = cycle  # type: ignore[assignment]
+        if existing is None or existing.response_complete:
+            self._start_asgi_task(cycle, self._endpoint)  # type: ignore[arg-type]
+        else:
+            # Pipelined: answered in order, each started when the one before it completes.
+            self.flow.pause_reading()
+            self.pipeline.appendleft((cycle, self._endpoint))  # type: ignore[arg-type]
+
+    def _fall_back(self) -> None:
+        """uvicorn's own cycle for this request: its scope (what its on_message_begin builds, around
+        the URL and headers already read), then its on_headers_complete."""
+        url, headers, expect = self.url, self.headers, self.expect_100_continue
+        HttpToolsProtocol.on_message_begin(self)
+        self.url, self.headers, self.expect_100_continue = url, headers, expect
+        self.scope["headers"] = headers
+        HttpToolsProtocol.on_headers_complete(self)
+
+    def on_response_complete(self) -> None:
+        # uvicorn's, without its keep-alive timer (the watchdog closes idle connections).
+        self.server_state.total_requests += 1
+        if self.transport.is_closing():
+            return
+        self.flow.resume_reading()
+        if self.pipeline:
+            cycle, app = self.pipeline.pop()
+            self._start_asgi_task(cycle, app)
+
+
+def fast_protocol_class(
+    limits: HttpLimits, endpoint: ASGIApp, path: str, observer: Observer | None = None
+) -> type[asyncio.Protocol]:
+    """The protocol class for ``uvicorn.Config(http=...)`` serving ``endpoint`` at ``path`` on the
+    fast path, with every limit of ``connections.py`` (and telemetry)."""
+    return protocol_class(
+        limits,
+        observer,
+        base=FastHttpToolsProtocol,
+        attributes={"_endpoint": endpoint, "_target": path.encode("ascii")},
+    )

@@ -1,0 +1,253 @@
+"""HTTP/1.1 behaviour of McpHttpServer.bind on both paths (transport/http/fast_protocol.py): the fast
+path for the endpoint (the default) and uvicorn's ASGI cycle (``HttpSettings(fast_path=False)``).
+
+Every test runs on both, over real loopback sockets written by hand, and checks
+which cycle served the endpoint's request, so removing the fast path fails the
+``[fast]`` ones. Waits are safety nets, never measurements.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import orjson
+import pytest
+from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
+
+from fixtures.asgi import WAIT
+from fixtures.http_app import Gate, build_server
+from fixtures.messages import initialize_message, notification, request
+from mcp_sse_server.transport.http import HttpLimits, HttpSettings, McpHttpServer
+from mcp_sse_server.transport.http.fast_protocol import FastCycle
+
+pytestmark = pytest.mark.parametrize("fast", [True, False], ids=["fast", "asgi"])
+
+ACCEPT = b"application/json, text/event-stream"
+
+
+@asynccontextmanager
+async def serving(fast: bool, gate: Gate | None = None, **limits: Any) -> AsyncIterator[McpHttpServer]:
+    settings = HttpSettings(limits=HttpLimits(**limits), fast_path=fast)
+    http = await McpHttpServer.bind(build_server(gate), settings=settings)
+    try:
+        yield http
+    finally:
+        await http.close(deadline=2.0)
+
+
+def post(body: bytes, session: str = "", *, target: bytes = b"/mcp", extra: bytes = b"") -> bytes:
+    """The bytes of one POST with a Content-Length."""
+    sid = f"mcp-session-id: {session}\r\nmcp-protocol-version: 2025-06-18\r\n".encode() if session else b""
+    return (
+        b"POST "
+        + target
+        + b" HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: "
+        + ACCEPT
+        + b"\r\n"
+        + sid
+        + extra
+        + b"content-length: %d\r\n\r\n" % len(body)
+        + body
+    )
+
+
+def call(n: int, session: str) -> bytes:
+    return post(orjson.dumps(request(n, "tools/call", {"name": "add", "arguments": {"a": n, "b": 1}})), session)
+
+
+class Raw:
+    """A hand-driven HTTP/1.1 connection."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.reader, self.writer = reader, writer
+
+    @classmethod
+    async def open(cls, http: McpHttpServer) -> Raw:
+        return cls(*await asyncio.open_connection("127.0.0.1", http.port))
+
+    async def send(self, data: bytes) -> None:
+        self.writer.write(data)
+        await self.writer.drain()
+
+    async def head(self) -> tuple[int, dict[str, str]]:
+        async with asyncio.timeout(WAIT):
+            raw = await self.reader.readuntil(b"\r\n\r\n")
+        lines = raw.decode("latin-1").split("\r\n")
+        pairs = (line.split(": ", 1) for line in lines[1:] if line)
+        return int(lines[0].split()[1]), {name.lower(): value for name, value in pairs}
+
+    async def response(self) -> tuple[int, dict[str, str], bytes]:
+        """One response with a Content-Length: status, headers, body."""
+        status, headers = await self.head()
+        async with asyncio.timeout(WAIT):
+            body = await self.reader.readexactly(int(headers["content-length"]))
+        return status, headers, body
+
+    async def closed(self) -> bytes:
+        async with asyncio.timeout(WAIT):
+            return await self.reader.read()
+
+    def close(self) -> None:
+        self.writer.close()
+
+
+async def session(raw: Raw) -> str:
+    await raw.send(post(orjson.dumps(initialize_message())))
+    status, headers, _ = await raw.response()
+    assert status == 200
+    sid = headers["mcp-session-id"]
+    await raw.send(post(orjson.dumps(notification("notifications/initialized")), sid))
+    assert (await raw.response())[0] == 202
+    return sid
+
+
+def cycle_types(http: McpHttpServer) -> set[type]:
+    return {type(c.cycle) for c in http._server.server_state.connections if c.cycle is not None}
+
+
+def served_by(fast: bool) -> type:
+    return FastCycle if fast else RequestResponseCycle
+
+
+def result_text(body: bytes) -> str:
+    data = body.split(b"data: ", 1)[1] if b"data: " in body else body
+    return str(orjson.loads(data.strip())["result"]["content"][0]["text"])
+
+
+async def test_keep_alive_and_the_cycle_that_served(fast: bool) -> None:
+    async with serving(fast) as http:
+        raw = await Raw.open(http)
+        sid = await session(raw)
+        for n in range(3):  # one connection for all of them
+            await raw.send(call(n, sid))
+            status, headers, body = await raw.response()
+            assert status == 200 and "connection" not in headers
+            assert result_text(body) == str(n + 1)
+        assert cycle_types(http) == {served_by(fast)}
+        raw.close()
+
+
+async def test_pipelined_requests_are_answered_in_order(fast: bool) -> None:
+    async with serving(fast) as http:
+        raw = await Raw.open(http)
+        sid = await session(raw)
+        await raw.send(b"".join(call(n, sid) for n in range(8)))  # one write: the server reads them at once
+        answers = [result_text((await raw.response())[2]) for _ in range(8)]
+        assert answers == [str(n + 1) for n in range(8)]
+        raw.close()
+
+
+async def test_a_query_string_takes_uvicorns_cycle_and_is_served_alike(fast: bool) -> None:
+    async with serving(fast) as http:
+        raw = await Raw.open(http)
+        sid = await session(raw)
+        body = orjson.dumps(request(7, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}}))
+        await raw.send(post(body, sid, target=b"/mcp?x=1"))
+        status, _, reply = await raw.response()
+        assert status == 200 and result_text(reply) == "5"
+        assert cycle_types(http) == {RequestResponseCycle}
+        raw.close()
+
+
+async def test_content_length_with_transfer_encoding_is_refused(fast: bool) -> None:
+    async with serving(fast) as http:
+        raw = await Raw.open(http)
+        smuggled = b"GET /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n\r\n"
+        await raw.send(
+            b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: "
+            + ACCEPT
+            + b"\r\ncontent-length: %d\r\ntransfer-encoding: chunked\r\n\r\n0\r\n\r\n" % (5 + len(smuggled))
+            + smuggled
+        )
+        status, headers = await raw.head()
+        assert status == 400 and headers["connection"] == "close"
+        assert b"HTTP/1.1" not in await raw.closed()  # nothing answered the smuggled request
+
+
+async def test_a_body_over_the_limit_is_413_before_it_is_sent(fast: bool) -> None:
+    async with serving(fast, max_request_bytes=1000) as http:
+        raw = await Raw.open(http)
+        head = post(b"", extra=b"expect: 100-continue\r\n").replace(b"content-length: 0", b"content-length: 5000")
+        await raw.send(head)  # the head alone: the body is never sent
+        status, _, body = await raw.response()
+        assert status == 413 and b"exceeds the limit of 1000 bytes" in body
+        raw.close()
+
+
+async def test_expect_100_continue(fast: bool) -> None:
+    async with serving(fast) as http:
+        raw = await Raw.open(http)
+        body = orjson.dumps(initialize_message())
+        full = post(body, extra=b"expect: 100-continue\r\n")
+        await raw.send(full[: -len(body)])
+        async with asyncio.timeout(WAIT):
+            assert await raw.reader.readuntil(b"\r\n\r\n") == b"HTTP/1.1 100 Continue\r\n\r\n"
+        await raw.send(body)
+        status, headers, _ = await raw.response()
+        assert status == 200 and headers["mcp-session-id"]
+        assert cycle_types(http) == {served_by(fast)}
+        raw.close()
+
+
+async def test_a_chunked_request_body(fast: bool) -> None:
+    async with serving(fast) as http:
+        raw = await Raw.open(http)
+        body = orjson.dumps(initialize_message())
+        chunks = b"".join(b"%x\r\n%s\r\n" % (len(part), part) for part in (body[:10], body[10:40], body[40:]))
+        await raw.send(
+            b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\naccept: "
+            + ACCEPT
+            + b"\r\ntransfer-encoding: chunked\r\n\r\n"
+            + chunks
+        )
+        await asyncio.sleep(0.05)  # the last chunk in a read of its own
+        await raw.send(b"0\r\n\r\n")
+        status, headers, _ = await raw.response()
+        assert status == 200 and headers["mcp-session-id"]
+        raw.close()
+
+
+async def test_a_streamed_reply_is_chunked(fast: bool) -> None:
+    async with serving(fast) as http:
+        raw = await Raw.open(http)
+        sid = await session(raw)
+        params = {"name": "add", "arguments": {"a": 1, "b": 2}, "_meta": {"progressToken": "p"}}
+        await raw.send(post(orjson.dumps(request(3, "tools/call", params)), sid))
+        status, headers = await raw.head()
+        assert status == 200 and headers["content-type"].startswith("text/event-stream")
+        if headers.get("transfer-encoding") == "chunked":
+            async with asyncio.timeout(WAIT):
+                rest = await raw.reader.readuntil(b"0\r\n\r\n")
+            assert b'"text":"3"' in rest
+        raw.close()
+
+
+async def test_a_slowloris_head_is_closed_by_the_header_timeout(fast: bool) -> None:
+    async with serving(fast, header_timeout=0.3) as http:
+        raw = await Raw.open(http)
+        await raw.send(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n")  # and nothing more
+        status, headers = await raw.head()
+        assert status == 408 and headers["connection"] == "close"
+        await raw.closed()
+
+
+async def test_shutdown_lets_a_request_in_flight_finish(fast: bool) -> None:
+    gate = Gate()
+    async with serving(fast, gate) as http:
+        raw = await Raw.open(http)
+        sid = await session(raw)
+        await raw.send(post(orjson.dumps(request(9, "tools/call", {"name": "wait", "arguments": {}})), sid))
+        async with asyncio.timeout(WAIT):
+            await gate.entered.wait()
+        closing = asyncio.create_task(http.close(deadline=WAIT))
+        await asyncio.sleep(0.05)
+        gate.release.set()
+        status, _ = await raw.head()
+        assert status == 200
+        rest = await raw.closed()  # the reply, then the connection closes
+        assert b"released" in rest
+        async with asyncio.timeout(WAIT):
+            await closing
