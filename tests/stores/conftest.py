@@ -15,6 +15,7 @@ import pytest
 import redis
 
 from fixtures.http_app import Clock, Gate, http_app
+from fixtures.redis_cluster import RedisCluster, redis_cluster_running
 from fixtures.redis_server import (
     RedisServer,
     Workers,
@@ -94,8 +95,22 @@ async def workers(
 _DBS = iter(range(1, 16))
 
 
-@pytest.fixture
-def redis_url(redis_server: RedisServer) -> str:
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    """A Redis Cluster (3 primaries, 3 replicas) for the whole run, started on first use."""
+    with redis_cluster_running(tmp_path_factory.mktemp("cluster")) as cluster:
+        yield cluster
+
+
+@pytest.fixture(params=["single", "cluster"])
+def redis_url(request: pytest.FixtureRequest) -> str:
+    """An empty Redis for the served processes: a database of one redis-server, or a whole
+    Redis Cluster (``redis+cluster://``, emptied), each test once on each."""
+    if request.param == "cluster":
+        cluster: RedisCluster = request.getfixturevalue("redis_cluster")
+        cluster.flush()
+        return cluster.url
+    redis_server: RedisServer = request.getfixturevalue("redis_server")
     db = next(_DBS)
     client = redis.Redis(port=redis_server.port)
     client.select(db)  # type: ignore[no-untyped-call]

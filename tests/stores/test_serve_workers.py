@@ -13,15 +13,15 @@ from typing import Any
 
 import httpx
 import pytest
-import redis
 
+from fixtures.redis_cluster import sync_client
 from fixtures.redis_server import RedisServer
 
 from .serving import WAIT, RawSession, serving, sse_events
 
 
 def workers_registered(url: str) -> list[bytes]:
-    client = redis.Redis.from_url(url)
+    client = sync_client(url)
     try:
         return list(client.zrange("mcp:{workers}", 0, -1))
     finally:

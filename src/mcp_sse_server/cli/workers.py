@@ -110,12 +110,20 @@ def check_redis(url: str) -> None:
     """Fail in one line when Redis cannot be reached (before anything listens or forks)."""
     import redis
 
+    from ..stores.redis_cluster import CLUSTER_SCHEMES, cluster_node_message, cluster_probe
+
+    cluster = url.partition("://")[0] in CLUSTER_SCHEMES
     try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+        client = (
+            cluster_probe(url, 5) if cluster else redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
+        )
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--backend") from error
     try:
         client.ping()
+        # A cluster node named as one Redis would fail the first request that spans slots: say so now.
+        if not cluster and str(client.info("cluster").get("cluster_enabled", 0)) == "1":
+            raise click.BadParameter(cluster_node_message(url), param_hint="--backend")
     except (redis.exceptions.RedisError, OSError) as error:
         raise Failure(f"cannot reach Redis at {url}: {describe_error(error)}") from error
     finally:

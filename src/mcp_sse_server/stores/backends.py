@@ -11,6 +11,8 @@ The schemes known from the start (``register_backend`` adds others):
 ``memory:``                        every store in this process (``MemoryBackend``), the default
 ``redis://``, ``rediss://`` (TLS),  Redis, shared by every worker and host given the same URL
 ``unix://`` (a socket path)        (``RedisBackend``; the ``redis`` extra)
+``redis+cluster://h:p,h:p``,       a Redis (or Valkey) Cluster, any of its nodes as seeds
+``rediss+cluster://`` (TLS)        (``RedisBackend`` on a ``RedisCluster``)
 =================================  ==========================================================
 
 A factory takes the URL and the endpoint's limits (``limits=``, sizes its stores: an
@@ -54,7 +56,14 @@ def _redis(url: str, /, *, limits: StoreSizes, **options: Any) -> Backend:
 
 
 # Each scheme's factory: the table itself is private, so that every scheme added is checked.
-_FACTORIES: Final[dict[str, BackendFactory]] = {"memory": _memory, "redis": _redis, "rediss": _redis, "unix": _redis}
+_FACTORIES: Final[dict[str, BackendFactory]] = {
+    "memory": _memory,
+    "redis": _redis,
+    "rediss": _redis,
+    "unix": _redis,
+    "redis+cluster": _redis,
+    "rediss+cluster": _redis,
+}
 _SCHEME: Final = re.compile(r"[a-z][a-z0-9+.-]*")  # RFC 3986, section 3.1 (lowercase: schemes are case-blind)
 
 

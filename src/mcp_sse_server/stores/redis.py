@@ -50,6 +50,7 @@ import dataclasses
 import logging
 import math
 import secrets
+import zlib
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from typing import Any, Final
 
@@ -72,6 +73,7 @@ from ..engine.stores import (
     StoreUnavailable,
     StreamWriter,
 )
+from . import redis_cluster
 
 _pack: Callable[[tuple[Any, ...]], bytes] | None
 try:
@@ -162,7 +164,9 @@ def _valid_stream_id(stream_id: str) -> bool:
 
 def check_client(redis: Redis) -> None:
     """ValueError for a client that decodes replies: the stores read bytes."""
-    if redis.connection_pool.connection_kwargs.get("decode_responses"):
+    pool = getattr(redis, "connection_pool", None)  # (a RedisCluster has none: one pool per node)
+    kwargs = pool.connection_kwargs if pool is not None else redis.get_connection_kwargs()  # type: ignore[no-untyped-call]
+    if kwargs.get("decode_responses"):
         raise ValueError("the Redis stores need a client with decode_responses=False (messages are bytes)")
 
 
@@ -213,6 +217,32 @@ redis.call('PUBLISH', ARGV[2], ARGV[1])
 return gone
 """
 
+# On a cluster the index is elsewhere (another slot): these change the record alone, and the index
+# follows in a command of its own (see ``RedisSessionStore``).
+_CREATE_RECORD: Final = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], 'd', ARGV[1], 's', ARGV[2], 'v', 0)
+redis.call('PEXPIRE', KEYS[1], ARGV[5])
+return 1
+"""
+
+_TOUCH_RECORD: Final = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 's', ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return 1
+"""
+
+_DELETE_RECORD: Final = """
+local gone = redis.call('DEL', KEYS[1])
+redis.call('PUBLISH', ARGV[2], ARGV[1])
+return gone
+"""
+
+# The sessions index on a cluster: this many pairs of sorted sets, each in a slot of its own, a
+# session in the pair its id hashes to (so no one shard holds every session's touches).
+CLUSTER_INDEX_SHARDS: Final = 16
+
 
 def _encode_record(record: SessionRecord) -> bytes:
     return orjson.dumps({name: getattr(record, name) for name in _RECORD_FIELDS})
@@ -252,6 +282,7 @@ class RedisSessionStore(SessionStore):
         "_touch",
         "born_key",
         "changes_channel",
+        "cluster",
         "expiry_slack",
         "idle_timeout",
         "max_lifetime",
@@ -281,14 +312,32 @@ class RedisSessionStore(SessionStore):
         self.seen_key = f"{prefix}:{{sessions}}:seen"
         self.born_key = f"{prefix}:{{sessions}}:born"
         self.changes_channel = f"{prefix}:sessions:changed"
-        self._create = redis.register_script(_CREATE)
+        # On a cluster a script names one slot: the record's scripts leave the index out (it is
+        # written next, by a command of its own), and the index is split over several slots.
+        self.cluster = redis_cluster.is_cluster(redis)
+        self._create = redis.register_script(_CREATE_RECORD if self.cluster else _CREATE)
         self._save = redis.register_script(_SAVE)
-        self._touch = redis.register_script(_TOUCH)
-        self._delete = redis.register_script(_DELETE)
+        self._touch = redis.register_script(_TOUCH_RECORD if self.cluster else _TOUCH)
+        self._delete = redis.register_script(_DELETE_RECORD if self.cluster else _DELETE)
 
     def key(self, session_id: str) -> str:
         """The record's key."""
         return f"{self.prefix}:{{{session_id}}}"
+
+    def index_keys(self, session_id: str) -> tuple[str, str]:
+        """The ``seen`` and ``born`` sorted sets that index the session."""
+        if not self.cluster:
+            return self.seen_key, self.born_key
+        shard = zlib.crc32(session_id.encode()) % CLUSTER_INDEX_SHARDS
+        return self._shard(shard, "seen"), self._shard(shard, "born")
+
+    def _shard(self, shard: int, which: str) -> str:
+        return f"{self.prefix}:{{sessions.{shard}}}:{which}"
+
+    def _all_index_keys(self, which: str) -> list[str]:
+        if not self.cluster:
+            return [self.seen_key if which == "seen" else self.born_key]
+        return [self._shard(shard, which) for shard in range(CLUSTER_INDEX_SHARDS)]
 
     def _ttl_ms(self, record: SessionRecord, now: float) -> int:
         left = min(self.idle_timeout, record.created_at + self.max_lifetime - now)
@@ -297,9 +346,10 @@ class RedisSessionStore(SessionStore):
     async def create(self, record: SessionRecord) -> None:
         if not valid_session_id(record.id):
             raise ValueError("session ids must be visible ASCII without braces, at most 200 characters")
+        seen, born = self.index_keys(record.id)
         with redis_unavailable("create"):
             created = await self._create(
-                keys=[self.key(record.id), self.seen_key, self.born_key],
+                keys=[self.key(record.id)] if self.cluster else [self.key(record.id), seen, born],
                 args=[
                     _encode_record(record),
                     repr(record.last_seen),
@@ -308,6 +358,11 @@ class RedisSessionStore(SessionStore):
                     self._ttl_ms(record, record.last_seen),
                 ],
             )
+            if created and self.cluster:  # (a worker dying in between leaves a record the key expiry ends)
+                async with self.redis.pipeline(transaction=False) as pipe:
+                    pipe.zadd(seen, {record.id: record.last_seen})
+                    pipe.zadd(born, {record.id: record.created_at})
+                    await pipe.execute()
         if not created:
             raise ValueError("duplicate session id")
 
@@ -338,28 +393,47 @@ class RedisSessionStore(SessionStore):
         record.last_seen = now
         if not valid_session_id(record.id):
             return
-        keys = [self.key(record.id), self.seen_key]
+        seen = self.index_keys(record.id)[0]
+        keys = [self.key(record.id)] if self.cluster else [self.key(record.id), seen]
         args: list[str | int] = [repr(now), record.id, self._ttl_ms(record, now)]
         if self.writes is not None:
             self.writes.script(self._touch, keys, args)
+            if self.cluster:  # (of a session deleted meanwhile: a stale entry, which ``expired`` returns)
+                self.writes.command("ZADD", seen, "XX", repr(now), record.id)
             return
         with redis_unavailable("touch"):
             await self._touch(keys=keys, args=args)
+            if self.cluster:
+                await self.redis.zadd(seen, {record.id: now}, xx=True)
 
     async def delete(self, session_id: str) -> bool:
         if not valid_session_id(session_id):
             return False
+        seen, born = self.index_keys(session_id)
         with redis_unavailable("delete"):
-            gone = await self._delete(
-                keys=[self.key(session_id), self.seen_key, self.born_key], args=[session_id, self.changes_channel]
-            )
+            if not self.cluster:
+                gone = await self._delete(
+                    keys=[self.key(session_id), seen, born], args=[session_id, self.changes_channel]
+                )
+                return bool(gone)
+            gone = await self._delete(keys=[self.key(session_id)], args=[session_id, self.changes_channel])
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.zrem(seen, session_id)
+                pipe.zrem(born, session_id)
+                await pipe.execute()
         return bool(gone)
 
     async def count(self) -> int:
         """Sessions in the index: the live ones, plus any whose key Redis expired before the app
         reaped them (``expired`` returns those, and ``delete`` clears them)."""
+        keys = self._all_index_keys("seen")
         with redis_unavailable("count"):
-            return int(await self.redis.zcard(self.seen_key))
+            if len(keys) == 1:
+                return int(await self.redis.zcard(keys[0]))
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.zcard(key)
+                return sum(int(size) for size in await pipe.execute())
 
     def changes(self) -> RecordWatch:
         """A subscription to the sessions any worker saves or deletes (``start`` it)."""
@@ -380,10 +454,12 @@ class RedisSessionStore(SessionStore):
     async def expired(self, now: float, idle_timeout: float, max_lifetime: float) -> list[str]:
         with redis_unavailable("expired"):
             async with self.redis.pipeline(transaction=False) as pipe:
-                pipe.zrangebyscore(self.seen_key, "-inf", repr(now - idle_timeout))
-                pipe.zrangebyscore(self.born_key, "-inf", repr(now - max_lifetime))
-                idle, old = await pipe.execute()
-        ids = dict.fromkeys(member.decode() for member in [*idle, *old])
+                for key in self._all_index_keys("seen"):
+                    pipe.zrangebyscore(key, "-inf", repr(now - idle_timeout))
+                for key in self._all_index_keys("born"):
+                    pipe.zrangebyscore(key, "-inf", repr(now - max_lifetime))
+                found = await pipe.execute()
+        ids = dict.fromkeys(member.decode() for members in found for member in members)
         return list(ids)
 
 
@@ -400,7 +476,7 @@ class RecordWatch:
     __slots__ = (  # (redis-py holds connect callbacks weakly: hence __weakref__)
         "__weakref__",
         "_on_change",
-        "_pubsub",
+        "_pubsubs",
         "_reader",
         "_subscribed",
         "announced",
@@ -412,18 +488,25 @@ class RecordWatch:
         self.redis = redis
         self.channel = channel
         self.announced = 0
-        self._pubsub: Any = None  # (redis-py's PubSub is untyped)
+        # One subscription; on a cluster one on each primary. A cluster hands a PUBLISH to the
+        # subscribers of the node that ran it before it answers, and to those of the other nodes
+        # later, over its bus: only a subscription on the record's own node hears a change before
+        # the writer's next request can reach this worker. (So each change is heard once per
+        # primary: ``on_change`` is idempotent.)
+        self._pubsubs: list[Any] = []  # (redis-py's PubSub is untyped)
         self._subscribed = False
         self._reader: asyncio.Task[None] | None = None
         self._on_change: Callable[[str | None, int | None], None] = lambda session_id, version: None
 
     @property
     def trusted(self) -> bool:
-        pubsub = self._pubsub
-        if not self._subscribed or pubsub is None:
+        if not self._subscribed or not self._pubsubs:
             return False
-        connection = pubsub.connection
-        return connection is not None and bool(connection.is_connected)
+        for pubsub in self._pubsubs:
+            connection = pubsub.connection
+            if connection is None or not connection.is_connected:
+                return False
+        return True
 
     async def start(self, on_change: Callable[[str | None, int | None], None]) -> None:
         if self._reader is not None:
@@ -433,23 +516,30 @@ class RecordWatch:
         self._reader = asyncio.get_running_loop().create_task(self._read())
 
     async def _subscribe(self) -> None:
-        pubsub: Any = self.redis.pubsub()
+        pubsubs: list[Any] = []
         with redis_unavailable("subscribe to record changes"):
             try:
-                await pubsub.subscribe(self.channel)
+                if redis_cluster.is_cluster(self.redis):
+                    cluster: Any = self.redis
+                    await cluster.initialize()
+                    pubsubs = [cluster.pubsub(node=node) for node in cluster.get_primaries()]
+                else:
+                    pubsubs = [self.redis.pubsub()]
                 async with asyncio.timeout(5.0):
-                    while True:
-                        message = await pubsub.get_message(timeout=1.0)
-                        if message is not None and message.get("type") == "subscribe":
-                            break
-                pubsub.connection.register_connect_callback(self._reconnected)
+                    for pubsub in pubsubs:
+                        await pubsub.subscribe(self.channel)
+                        while True:
+                            message = await pubsub.get_message(timeout=1.0)
+                            if message is not None and message.get("type") == "subscribe":
+                                break
+                        pubsub.connection.register_connect_callback(self._reconnected)
             except TimeoutError:
-                await pubsub.aclose()
+                await self._close_all(pubsubs)
                 raise StoreUnavailable("Redis did not confirm the record-change subscription") from None
             except BaseException:
-                await pubsub.aclose()
+                await self._close_all(pubsubs)
                 raise
-        self._pubsub, self._subscribed = pubsub, True
+        self._pubsubs, self._subscribed = pubsubs, True
         self._missed()  # copies read before the subscription was confirmed are not trusted
 
     async def _reconnected(self, connection: Any) -> None:
@@ -463,27 +553,39 @@ class RecordWatch:
         backoff = 0.05
         while True:
             try:
-                if self._pubsub is None:
+                if not self._pubsubs:
                     await self._subscribe()
                     backoff = 0.05
-                with redis_unavailable("read record changes"):
-                    message = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
-            except (StoreUnavailable, redis_errors.RedisError) as error:
+                if len(self._pubsubs) == 1:
+                    await self._read_from(self._pubsubs[0])
+                else:
+                    async with asyncio.TaskGroup() as group:  # (ends when one of them breaks)
+                        for pubsub in self._pubsubs:
+                            group.create_task(self._read_from(pubsub))
+            except* (StoreUnavailable, redis_errors.RedisError) as errors:
                 self._subscribed = False
                 self._missed()
                 await self._drop()
-                logger.warning("the record-change subscription broke (copies are read again): %s", error)
+                logger.warning("the record-change subscription broke (copies are read again): %s", errors.exceptions[0])
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)
-                continue
+
+    async def _read_from(self, pubsub: Any) -> None:
+        while True:
+            with redis_unavailable("read record changes"):
+                message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=None)
             if message is not None and message.get("type") == "message":
                 session_id, _, version = message["data"].decode().partition(" ")
                 self.announced += 1
                 self._on_change(session_id, int(version) if version.isdigit() else None)
 
     async def _drop(self) -> None:
-        pubsub, self._pubsub = self._pubsub, None
-        if pubsub is not None:
+        pubsubs, self._pubsubs = self._pubsubs, []
+        await self._close_all(pubsubs)
+
+    @staticmethod
+    async def _close_all(pubsubs: list[Any]) -> None:
+        for pubsub in pubsubs:
             with contextlib.suppress(redis_errors.RedisError, OSError):
                 await pubsub.aclose()
 
@@ -547,10 +649,11 @@ class WriteBehind:
     (Redis unreachable) is lost: its waiters get ``StoreUnavailable``, and it is logged.
     """
 
-    __slots__ = ("_flusher", "_queued", "_sending", "_sources", "redis")
+    __slots__ = ("_flusher", "_queued", "_sending", "_sources", "cluster", "redis")
 
     def __init__(self, redis: Redis) -> None:
         self.redis = redis
+        self.cluster = redis_cluster.is_cluster(redis)
         self._queued: _Batch | None = None  # filling up: goes out next
         self._sending: _Batch | None = None  # on the wire
         self._flusher: asyncio.Task[None] | None = None
@@ -635,7 +738,11 @@ class WriteBehind:
         error reply is returned, not raised). Not redis-py's pipeline: hiredis packs a command in
         C, and the replies are read under one deadline, without a pipeline's bookkeeping nor a
         timeout per reply: that is most of the CPU a write costs, and a streamed call makes
-        eleven (bench/README.md, "Sessions in Redis")."""
+        eleven (bench/README.md, "Sessions in Redis"). On a cluster, one such trip per node
+        (``redis_cluster.round_trip``)."""
+        if self.cluster:
+            with redis_unavailable("write"):
+                return await redis_cluster.round_trip(self.redis, commands, _pack, _BATCH_TIMEOUT)
         pool: Any = self.redis.connection_pool  # (its get_connection is untyped)
         with redis_unavailable("write"):
             connection = await pool.get_connection()

@@ -6,7 +6,8 @@
 >>> await http.close()  # the app closes its backend  # doctest: +SKIP
 
 (``stores.backend_from_url`` makes one from a ``redis://``, ``rediss://`` or ``unix://``
-URL.) Build it in each worker process (after a fork, never before: a Redis client is not
+URL, or from ``redis+cluster://host:port,host:port``: a Redis Cluster, see
+``stores/redis_cluster.py``.) Build it in each worker process (after a fork, never before: a Redis client is not
 shared across processes). The app that receives it starts it (it checks that Redis answers
 and opens the event bus) and closes it at shutdown, once the writes behind are in Redis.
 
@@ -22,7 +23,8 @@ from typing import Any
 from redis.asyncio import Redis
 
 from ..engine.stores import DEFAULT_SIZES, Backend, StoreSizes
-from .redis import DEFAULT_PREFIX, RedisEventBus, RedisEventLog, RedisSessionStore, WriteBehind
+from .redis import DEFAULT_PREFIX, RedisEventBus, RedisEventLog, RedisSessionStore, WriteBehind, redis_unavailable
+from .redis_cluster import CLUSTER_SCHEMES, cluster_client, is_cluster, refuse_cluster_node
 from .redis_routing import RedisCoordinator, WorkerMesh
 from .redis_tasks import RedisTaskStore
 
@@ -35,7 +37,7 @@ class RedisBackend(Backend):
     it, on the wall clock every worker agrees on. Shared: every server the app serves takes its
     event bus and task store."""
 
-    __slots__ = ("_started", "mesh", "redis")
+    __slots__ = ("_started", "mesh", "redis", "url")
 
     sessions: RedisSessionStore
     events: RedisEventLog
@@ -88,18 +90,29 @@ class RedisBackend(Backend):
         )
         self.redis = redis
         self.mesh = mesh
+        self.url: str | None = None  # (from_url's: named in the error for a cluster node)
         self._started = False
 
     @classmethod
     def from_url(cls, url: str, **options: Any) -> RedisBackend:
         """The backend of one worker on the Redis at ``url`` (``redis://``, ``rediss://``,
-        ``unix://``); ``options`` are the constructor's keywords (``limits``, ``prefix``,
-        ``worker_ttl``, ``worker_id``). No connection is made before ``start``."""
-        return cls(Redis.from_url(url), **options)
+        ``unix://``, or a cluster: ``redis+cluster://host:port,host:port``); ``options`` are the
+        constructor's keywords (``limits``, ``prefix``, ``worker_ttl``, ``worker_id``). No
+        connection is made before ``start``."""
+        if url.partition("://")[0] in CLUSTER_SCHEMES:
+            backend = cls(cluster_client(url), **options)
+        else:
+            backend = cls(Redis.from_url(url), **options)
+        backend.url = url
+        return backend
 
     async def start(self, timeout: float = 5.0) -> None:
-        """Check Redis answers and open the event bus (``StoreUnavailable`` when it cannot); once."""
+        """Check Redis answers and open the event bus (``StoreUnavailable`` when it cannot); once.
+        A ``redis://`` URL that reaches a cluster node is a ValueError naming the cluster URL."""
         if not self._started:
+            if self.url is not None and not is_cluster(self.redis):
+                with redis_unavailable("start"):
+                    await refuse_cluster_node(self.redis, self.url)
             await self.bus.start(timeout)
             self._started = True
 
