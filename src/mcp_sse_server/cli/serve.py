@@ -135,7 +135,7 @@ def http_options(command: _F) -> _F:
 # What --stdio keeps of serve's parameters: every other one is about HTTP (and refused with it when
 # given on the command line; from the environment or a --config file, ignored).
 _STDIO_PARAMETERS: Final = frozenset(
-    {"target", "stdio", "otel", "log_level", "skills", "print_config", "openapi", "base_url", "header"}
+    {"target", "stdio", "otel", "log_level", "skills", "print_config", "openapi", "base_url", "header", "gateway"}
 )
 
 
@@ -168,6 +168,14 @@ _STDIO_PARAMETERS: Final = frozenset(
     multiple=True,
     metavar="'NAME: VALUE'",
     help="With --openapi: a header sent on every API call (an API key, say); repeatable.",
+)
+@click.option(
+    "--gateway",
+    "gateway",
+    metavar="FILE",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Serve every server of this mcpServers JSON file, each under its namespace (tool ns_name, "
+    "resource ns+uri), instead of TARGET; backends start on first use.",
 )
 @settings_options
 @click.pass_context
@@ -206,6 +214,10 @@ def serve(ctx: click.Context, /, **_: Any) -> None:
     \b
     An HTTP API described by OpenAPI 3: --openapi spec.yaml --base-url URL serves each of its
     operations as a tool calling the API (--header 'X-Api-Key: ...' for the API's own key).
+
+    \b
+    Servers you already have: --gateway servers.json serves every entry of its mcpServers
+    (stdio commands, URLs) through one endpoint, each under its namespace.
 
     \b
     --stdio serves the one session of a client that starts this command itself:
@@ -321,6 +333,8 @@ def _serve(ctx: click.Context, settings: ServeSettings, otel: bool) -> None:
 def _resolve(settings: ServeSettings) -> Target:
     """TARGET, or with ``--openapi`` the server its spec describes (built now: a bad spec or a
     missing base URL is said before the port opens)."""
+    if settings.gateway is not None:
+        return _gateway(settings)
     if settings.openapi is None:
         if settings.base_url is not None or settings.header:
             raise BadUsage("--base-url and --header go with --openapi")
@@ -340,6 +354,22 @@ def _resolve(settings: ServeSettings) -> Target:
     except OpenApiError as error:
         raise BadUsage(f"--openapi {settings.openapi}: {error}") from None
     return Target(f"openapi:{settings.openapi}", lambda: server, shared=True, instance=True)
+
+
+def _gateway(settings: ServeSettings) -> Target:
+    """``--gateway FILE``: one server for the file's mcpServers (``proxy/gateway.py``), read now: a
+    bad entry is said before the port opens."""
+    if settings.target is not None or settings.openapi is not None:
+        raise BadUsage("--gateway serves its file: it does not go with TARGET or --openapi")
+    from ..client.config import ConfigError
+    from ..proxy.gateway import from_config
+
+    assert settings.gateway is not None
+    try:
+        server = from_config(settings.gateway)
+    except (ConfigError, OSError) as error:
+        raise BadUsage(f"--gateway {settings.gateway}: {error}") from None
+    return Target(f"gateway:{settings.gateway}", lambda: server, shared=True, instance=True)
 
 
 def load_skill_options(paths: Sequence[str]) -> list[SkillCatalog]:

@@ -277,6 +277,7 @@ class ServeSettings:
     openapi: str | None
     base_url: str | None
     header: tuple[str, ...]
+    gateway: str | None
     host: str
     port: int
     path: str

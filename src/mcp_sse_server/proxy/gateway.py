@@ -103,11 +103,11 @@ class GatewayServer(McpServer):
         for entry in self.entries.values():
             entry.session_ended(session)
 
-    async def close(self) -> None:
-        """Close every front session, then every entry's backends."""
-        await super().close()
+    async def close_server_scope(self) -> None:
+        """Close every entry's backends (``close`` and the HTTP app's shutdown end here)."""
+        await super().close_server_scope()
         for entry in self.entries.values():
-            await entry.close()
+            await entry.close_server_scope()
 
     # --- routing ---------------------------------------------------------------------------
 

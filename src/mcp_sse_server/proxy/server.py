@@ -333,7 +333,12 @@ class ProxyServer(McpServer):
 
     async def close(self) -> None:
         """Close every front session and every backend connection."""
-        await super().close()
+        await super().close()  # (which ends in close_server_scope, below)
+
+    async def close_server_scope(self) -> None:
+        """Close every backend connection (a stdio backend's process ends with it), as the HTTP
+        app's shutdown does; a later request opens them again."""
+        await super().close_server_scope()
         fronts, self._fronts = self._fronts, {}
         for backend, _front in fronts.values():
             await backend.close()
