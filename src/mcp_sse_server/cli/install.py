@@ -102,7 +102,10 @@ def default_name(target: str) -> str:
         stem = urlsplit(target).hostname or "server"
     elif ":" in target and " " not in target:
         location = target.rpartition(":")[0]
-        stem = os.path.splitext(os.path.basename(location))[0].rpartition(".")[2]
+        if location.endswith(".py"):
+            stem = os.path.splitext(os.path.basename(location))[0]
+        else:  # a module: its last dotted part
+            stem = location.rpartition(".")[2]
     elif target.endswith(".py") and " " not in target:
         stem = os.path.splitext(os.path.basename(target))[0]
     else:

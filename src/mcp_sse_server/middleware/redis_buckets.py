@@ -1,6 +1,7 @@
 """RedisBuckets: ``RateLimit``'s token buckets in Redis, so that every worker spends one budget.
 
->>> from redis.asyncio import Redis  # doctest: +SKIP
+>>> from redis.asyncio import Redis
+>>> from mcp_sse_server.middleware import RateLimit, RedisBuckets
 >>> limit = RateLimit(rate=5.0, burst=20, store=RedisBuckets(Redis.from_url("redis://127.0.0.1:6379/0")))
 
 Rules, kept here and nowhere else:

@@ -1,6 +1,7 @@
 """RedisCache: ``ResponseCache``'s entries in Redis, shared by every worker.
 
->>> from redis.asyncio import Redis  # doctest: +SKIP
+>>> from redis.asyncio import Redis
+>>> from mcp_sse_server.middleware import ResponseCache, RedisCache
 >>> cache = ResponseCache(ttl=60.0, store=RedisCache(Redis.from_url("redis://127.0.0.1:6379/0")))
 
 Rules, kept here and nowhere else:
