@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import redis
 
+from fixtures.redis_cluster import sync_client
 from fixtures.served import Served as ServeProcess
 
 WAIT = 20.0  # bounded: a process that does not start or stop in this long has failed
@@ -56,13 +56,11 @@ def build():
 
 @contextlib.contextmanager
 def two_workers_on_redis(
-    redis_port: int, db: int, cwd: Path, env: dict[str, str] | None = None
+    url: str, cwd: Path, env: dict[str, str] | None = None
 ) -> Iterator[tuple[Served, Served, str]]:
-    """Two ``serve --redis-url`` processes of the tests' server on Redis database ``db`` (emptied
-    before and after), and that database's URL; each must stop cleanly (status 0, no traceback)."""
-    url = f"redis://127.0.0.1:{redis_port}/{db}"
-    client = redis.Redis.from_url(url)
-    client.flushdb()
+    """Two ``serve --redis-url`` processes of the tests' server on the empty Redis ``url`` (a
+    database, or a cluster: emptied after), and ``url``; each must stop cleanly (status 0, no traceback)."""
+    client = sync_client(url)
     (cwd / "target.py").write_text(TEST_SERVER)
     args = [f"{cwd / 'target.py'}:build", "--port", "0", "--redis-url", url]
     env = {"PYTHONPATH": os.pathsep.join([str(SRC), str(TESTS)]), **(env or {})}
@@ -73,7 +71,10 @@ def two_workers_on_redis(
                 status, stderr = served.stop()
                 assert status == 0 and "Traceback" not in stderr, stderr
     finally:
-        client.flushdb()
+        if url.startswith("redis+cluster://"):
+            client.flushall(target_nodes=client.PRIMARIES)
+        else:
+            client.flushdb()
         client.close()
 
 

@@ -11,16 +11,14 @@ from pathlib import Path
 import httpx
 import pytest
 
-from fixtures.redis_server import RedisServer
-
 from .serving import ACCEPT, WAIT, RawSession, Served, two_workers_on_redis
 
 ROUNDS = 40
 
 
 @pytest.fixture
-def two_workers(redis_server: RedisServer, tmp_path: Path) -> Iterator[tuple[Served, Served]]:
-    with two_workers_on_redis(redis_server.port, 12, tmp_path) as (a, b, _):
+def two_workers(redis_url: str, tmp_path: Path) -> Iterator[tuple[Served, Served]]:
+    with two_workers_on_redis(redis_url, tmp_path) as (a, b, _):
         yield a, b
 
 

@@ -12,11 +12,10 @@ from typing import Any
 import httpx2
 import mcp.types as t
 import pytest
-import redis
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from fixtures.redis_server import RedisServer
+from fixtures.redis_cluster import indexed_sessions
 from mcp_sse_server.client import StreamableHttpClient
 
 from .serving import RoundRobinProxy, two_workers_on_redis
@@ -33,9 +32,9 @@ def keys() -> str | None:
 
 
 @pytest.fixture
-def backends(redis_server: RedisServer, tmp_path: Path, keys: str | None) -> Iterator[tuple[RoundRobinProxy, str]]:
+def backends(redis_url: str, tmp_path: Path, keys: str | None) -> Iterator[tuple[RoundRobinProxy, str]]:
     env = {} if keys is None else {"MCP_REQUEST_STATE_KEYS": keys}
-    with two_workers_on_redis(redis_server.port, 14, tmp_path, env) as (a, b, url):
+    with two_workers_on_redis(redis_url, tmp_path, env) as (a, b, url):
         proxy = RoundRobinProxy([a.port, b.port])
         try:
             yield proxy, url
@@ -44,11 +43,7 @@ def backends(redis_server: RedisServer, tmp_path: Path, keys: str | None) -> Ite
 
 
 def live_sessions(url: str) -> int:
-    client = redis.Redis.from_url(url)
-    try:
-        return int(client.zcard("mcp:{sessions}:seen"))
-    finally:
-        client.close()
+    return indexed_sessions(url)
 
 
 def endpoint(proxy: RoundRobinProxy) -> str:
