@@ -386,7 +386,10 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_message_complete(self) -> None:
         self.head_left = self.max_head
-        _message_complete(self)
+        self._end_body()
+
+    # uvicorn's: the request's body is complete (fast_protocol.py has another).
+    _end_body = _message_complete
 
     def send_400_response(self, msg: str) -> None:
         # uvicorn's data_received calls this for any parser error, ours (_Refused) included.

@@ -14,8 +14,10 @@ The rules:
    side of the ASGI exchange differs.
 2. What the fast path does not build per request: uvicorn's scope (a
    per-connection template is copied instead: the client, server and scheme
-   are the connection's), its ``asyncio.Event`` (``_Signal`` makes a future
-   only when ``receive`` must wait), the keep-alive timer armed after every
+   are the connection's), its ``asyncio.Event`` (the cycle is its own
+   ``message_event``, with a future made only when ``receive`` must wait),
+   the done callback of its task (the task leaves the server's task set as
+   it ends), the keep-alive timer armed after every
    response (the watchdog of ``connections.py`` enforces the idle timeout for
    every connection), the regular-expression check of every response header
    (one count of CR and LF over the whole head instead: a header that would
@@ -70,32 +72,6 @@ _ERROR_500: Final = (
 )
 
 
-class _Signal:
-    """What uvicorn's ``asyncio.Event`` is to its cycle, with a future made only when someone waits."""
-
-    __slots__ = ("is_set", "waiter")
-
-    def __init__(self) -> None:
-        self.is_set = False
-        self.waiter: asyncio.Future[None] | None = None
-
-    def set(self) -> None:
-        self.is_set = True
-        waiter = self.waiter
-        if waiter is not None:
-            self.waiter = None
-            if not waiter.done():
-                waiter.set_result(None)
-
-    def clear(self) -> None:
-        self.is_set = False
-
-    async def wait(self) -> None:
-        if not self.is_set:
-            waiter = self.waiter = asyncio.get_running_loop().create_future()
-            await waiter
-
-
 class FastCycle:
     """One request on the fast path: the ``receive`` and ``send`` of its ASGI exchange (rules 2 and 3).
 
@@ -108,6 +84,7 @@ class FastCycle:
         "expected_length",
         "flow",
         "head",
+        "is_set",
         "keep_alive",
         "message_event",
         "more_body",
@@ -116,7 +93,10 @@ class FastCycle:
         "response_started",
         "scope",
         "streamed",
+        "task",
+        "tasks",
         "transport",
+        "waiter",
         "waiting_for_100_continue",
     )
 
@@ -125,7 +105,11 @@ class FastCycle:
         self.transport = protocol.transport
         self.flow = protocol.flow
         self.on_response: Any = protocol.on_response_complete
-        self.message_event = _Signal()
+        self.tasks = protocol.tasks
+        self.task: asyncio.Task[None] | None = None
+        self.message_event = self  # (set, is_set, wait: what uvicorn's asyncio.Event is to its cycle)
+        self.is_set = False
+        self.waiter: asyncio.Future[None] | None = None
         self.keep_alive = keep_alive
         self.waiting_for_100_continue = expect
         self.disconnected = False
@@ -158,6 +142,25 @@ class FastCycle:
                 self.transport.close()
         finally:
             self.on_response = _nothing
+            self.tasks.discard(self.task)
+
+    # --- the request's message event ---------------------------------------------------------
+
+    def set(self) -> None:
+        """Body bytes arrived, the body is complete, or the request ended: wake ``receive``."""
+        self.is_set = True
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def wait(self) -> None:
+        if not self.is_set:
+            waiter = self.waiter = asyncio.get_running_loop().create_future()
+            await waiter
+
+    # --- ASGI ---------------------------------------------------------------------------------
 
     async def receive(self) -> Message:
         if self.waiting_for_100_continue:
@@ -166,10 +169,9 @@ class FastCycle:
                 self.transport.write(_CONTINUE)
         if not self.disconnected and not self.response_complete:
             self.flow.resume_reading()
-            event = self.message_event
-            if not event.is_set:
-                await event.wait()
-            event.is_set = False
+            if not self.is_set:
+                await self.wait()
+            self.is_set = False
         if self.disconnected or self.response_complete:
             return {"type": "http.disconnect"}
         body = self.body
@@ -247,7 +249,7 @@ class FastCycle:
 
     def _complete(self) -> None:
         self.response_complete = True
-        self.message_event.set()
+        self.set()
         if not self.keep_alive:
             self.transport.close()
         self.on_response()
@@ -260,8 +262,9 @@ def _nothing() -> None:
 class FastHttpToolsProtocol(LimitedHttpToolsProtocol):
     """The limited protocol with the fast path for the endpoint (rules above); ``fast_protocol_class``
     makes one per server. Beyond what ``connections.py`` lists, it relies on uvicorn's
-    ``on_message_begin`` (the scope it builds), ``on_headers_complete``, ``_start_asgi_task`` (which
-    runs a cycle's ``run_asgi`` as a tracked task), ``pipeline`` and ``server_state``."""
+    ``on_message_begin`` (the scope it builds), ``on_headers_complete``, ``on_body``,
+    ``on_message_complete``, ``_start_asgi_task`` (which runs a cycle's ``run_asgi`` as a tracked
+    task), ``pipeline``, ``tasks`` and ``server_state``: for uvicorn's cycles, called as they are."""
 
     _endpoint: ASGIApp  # the three: set on the per-server subclass
     _target: bytes
@@ -306,7 +309,7 @@ class FastHttpToolsProtocol(LimitedHttpToolsProtocol):
         cycle = FastCycle(scope, self, parser.should_keep_alive(), self.expect_100_continue)
         self.cycle = cycle  # type: ignore[assignment]
         if existing is None or existing.response_complete:
-            self._start_asgi_task(cycle, self._endpoint)  # type: ignore[arg-type]
+            self._start_asgi_task(cycle, self._endpoint)
         else:
             # Pipelined: answered in order, each started when the one before it completes.
             self.flow.pause_reading()
@@ -320,6 +323,31 @@ class FastHttpToolsProtocol(LimitedHttpToolsProtocol):
         self.url, self.headers, self.expect_100_continue = url, headers, expect
         self.scope["headers"] = headers
         HttpToolsProtocol.on_headers_complete(self)
+
+    def _start_asgi_task(self, cycle: Any, app: Any) -> None:
+        if cycle.__class__ is not FastCycle:
+            HttpToolsProtocol._start_asgi_task(self, cycle, app)
+            return
+        task = cycle.task = self.loop.create_task(cycle.run_asgi(app))
+        self.tasks.add(task)
+
+    def on_body(self, body: bytes) -> None:
+        cycle: Any = self.cycle
+        if cycle.__class__ is not FastCycle:
+            HttpToolsProtocol.on_body(self, body)
+        elif not cycle.response_complete:
+            cycle.body += body
+            if len(cycle.body) > _HIGH_WATER:
+                self.flow.pause_reading()
+            cycle.set()
+
+    def _end_body(self) -> None:
+        cycle: Any = self.cycle
+        if cycle.__class__ is not FastCycle:
+            HttpToolsProtocol.on_message_complete(self)
+        elif not cycle.response_complete:
+            cycle.more_body = False
+            cycle.set()
 
     def on_response_complete(self) -> None:
         # uvicorn's, without its keep-alive timer (the watchdog closes idle connections).
