@@ -120,3 +120,22 @@ def test_a_file_is_read_and_bad_entries_are_named(tmp_path: Path) -> None:
     path.write_text("{not json")
     with pytest.raises(ConfigError, match="not JSON"):
         from_config(path)
+
+
+async def test_mirrored_argument_headers_are_the_entrys_under_the_front_name() -> None:
+    from mcp_sse_server import McpServer, Tool
+    from mcp_sse_server.proxy import proxy
+
+    backend = McpServer("routed")
+    schema = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}
+    backend.add_tool(Tool("route", schema, lambda args, ctx: args["region"]))
+    gateway = GatewayServer({"wx": proxy(backend)})
+    try:
+        assert gateway.mirrored_headers("wx_route") == ()  # (nothing listed yet)
+        async with InMemoryClient(gateway, mode="2026-07-28") as client:
+            assert [tool.name for tool in await client.list_tools()] == ["wx_route"]
+        [header] = gateway.mirrored_headers("wx_route")
+        assert (header.name, header.path) == ("Region", ("region",))
+        assert gateway.mirrored_headers("route") == gateway.mirrored_headers("other_route") == ()
+    finally:
+        await gateway.close()

@@ -22,7 +22,8 @@ Rules:
 5. A request for a name or URI is routed by its namespace to that entry's proxy, with the
    entry's own name or URI; a name of no entry is the -32602 an unknown name gets. A dead
    entry's tool calls answer ``isError`` "Backend NAME is unavailable: ..." (``server.py``
-   rule 4). URIs in ``resources/read`` contents come back in their front form.
+   rule 4). URIs in ``resources/read`` contents come back in their front form. The
+   ``Mcp-Param-*`` headers of a tool are its entry's (from that entry's last tools list).
 6. Everything else (what a backend asks, progress, cancellation, logs, list changes,
    resource updates with front URIs) is each proxy's (``server.py``), for the gateway's sessions.
 """
@@ -41,6 +42,7 @@ from ..engine.mount import Kind, back_key, check_namespace, front_key
 from ..engine.registry import Pager
 from ..engine.server import McpServer
 from ..engine.session import ServerSession
+from ..engine.stateless_meta import MirroredHeader
 from .server import ProxyServer, client_factory
 
 __all__ = ["GatewayServer", "from_config"]
@@ -78,6 +80,7 @@ class GatewayServer(McpServer):
             entry.announcer = self
             entry.front_uri = _front_uri(namespace)
         self.on_roots_list_changed = self._roots_changed
+        self.mirrored_headers = self._mirrored_headers
         handlers = self.handlers
         for method in _LISTS:
             handlers.register(method, self._lister(method))
@@ -92,6 +95,10 @@ class GatewayServer(McpServer):
     def capabilities(self) -> dict[str, Any]:
         """Tools, prompts, resources (with subscriptions), completion and logging, always."""
         return {key: dict(value) for key, value in _CAPABILITIES.items()}
+
+    def _mirrored_headers(self, name: str) -> tuple[MirroredHeader, ...]:
+        found = self._entry("tool", name)
+        return () if found is None else found[1].mirrored_headers(found[2])
 
     def _roots_changed(self) -> None:
         for entry in self.entries.values():

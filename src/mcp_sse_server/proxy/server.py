@@ -24,7 +24,9 @@ Rules:
 2. Lists: every page of the backend's list is fetched (at most ``MAX_PAGES``, a repeated cursor
    is an error), then the front pages the whole list with its own cursors (``page_size``): a
    backend cursor never reaches the front, and a front cursor without paging is -32602.
-   Listed tools lose ``execution`` (the front runs no backend task: rule 7).
+   Listed tools lose ``execution`` (the front runs no backend task: rule 7). The
+   ``x-mcp-header`` arguments of the last tools list are the ``Mcp-Param-*`` headers the HTTP
+   layer checks on a 2026-07-28 call (a call to a tool not listed yet is not checked).
 3. Calls: the request is forwarded with its params, ``_meta`` cut down to the trace context
    (``traceparent``, ``tracestate``, ``baggage``); the front's progress token is replaced by the
    backend client's own and the backend's progress reported on the front token, values that do
@@ -69,6 +71,7 @@ from ..engine.registry import Pager, params_str
 from ..engine.server import McpServer
 from ..engine.session import ServerSession
 from ..engine.stateless import InputRequired, RequestSession
+from ..engine.stateless_meta import MirroredHeader, mirrored_headers
 from ..engine.transports import is_url
 from ..engine.types import CallToolResult
 from .backend import FIRST_DELAY, Backend, BackendUnavailable, ClientFactory
@@ -226,6 +229,9 @@ class ProxyServer(McpServer):
         self.announcer: McpServer = self
         self.front_uri: Callable[[str], str] = str
         self.on_roots_list_changed = self._roots_changed
+        # The Mcp-Param-* headers of each backend tool, from its last tools/list (rule 2).
+        self._headers: dict[str, tuple[MirroredHeader, ...]] = {}
+        self.mirrored_headers = self._mirrored_headers
         handlers = self.handlers
         for method in ("initialize", "server/discover", "subscriptions/listen"):
             handlers.register(method, self._after_control(handlers[method]))
@@ -414,9 +420,13 @@ class ProxyServer(McpServer):
                 raise McpError(INTERNAL_ERROR, f"Backend {self.name} listed more than {MAX_PAGES} pages of {method}")
             if key == "tools":
                 items = [_without(entry, "execution") for entry in items]
+                self._headers = _headers_of(items)
             return self._pager.page(method, key, items, params)
 
         return handle
+
+    def _mirrored_headers(self, name: str) -> tuple[MirroredHeader, ...]:
+        return self._headers.get(name, ())
 
     async def _call_tool(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         try:
@@ -586,6 +596,22 @@ def client_factory(target: McpServer | str | Sequence[str] | ServerConfig | Mapp
         return create_client(config, **options)
 
     return configured
+
+
+def _headers_of(tools: list[dict[str, Any]]) -> dict[str, tuple[MirroredHeader, ...]]:
+    """Tool name -> the arguments it mirrors in headers (a schema whose ``x-mcp-header`` the
+    specification forbids mirrors none here: the backend judges its own calls)."""
+    found: dict[str, tuple[MirroredHeader, ...]] = {}
+    for tool in tools:
+        name, schema = tool.get("name"), tool.get("inputSchema")
+        if isinstance(name, str) and type(schema) is dict:
+            try:
+                headers = mirrored_headers(schema)
+            except ValueError:
+                continue
+            if headers:
+                found[name] = headers
+    return found
 
 
 def proxy(
