@@ -5,7 +5,7 @@
 // and bodies. The assertions are pytest's (test_apps_browser.py). A screenshot of the page goes
 // to SCREENSHOT whatever happened; every wait is bounded and the browser is always closed.
 //
-//   node drive.mjs HOST_URL CASE SCREENSHOT CHROMIUM   (CASE: view | fetch; CHROMIUM: the binary;
+//   node drive.mjs HOST_URL CASE SCREENSHOT CHROMIUM   (CASE: view | fetch | demo; CHROMIUM: the binary;
 //                                                       MCP_TEST_NODE_MODULES names node_modules)
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
@@ -62,6 +62,13 @@ try {
     await view.locator("#secret").click();
     await until("refused", /^$/);
     // The size-changed notification of an auto-resizing view may trail the first render.
+    await page.waitForFunction(() => window.__host.events.some((e) => e.event === "size changed"));
+  } else if (kind === "demo") {
+    // The demo's calculator (servers/demo_app.py): its first answer, then the view computes again.
+    await until("answer", /^…$/);
+    await view.locator('button[data-op="multiply"]').click();
+    await view.locator("#answer").filter({ hasText: "*" }).waitFor();
+    out.view.computed = await text("answer");
     await page.waitForFunction(() => window.__host.events.some((e) => e.event === "size changed"));
   } else {
     await until("declared", /^…$/);

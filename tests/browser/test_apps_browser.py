@@ -18,7 +18,8 @@ Needs node with the packages of tests/node/package.json and a ``chromium`` binar
 (``MCP_TEST_CHROMIUM``, else PATH); without them the tests skip locally and fail under
 MCP_TEST_NO_SKIP=1. Each case's screenshot is saved in its tmp dir (named in a failure);
 docs/images/mcp-app.png is the ``app``/``2026-07-28`` case's, from
-``pytest tests/browser -k "renders and official-app-2026" --basetemp DIR``.
+``pytest tests/browser -k "renders and official-app-2026" --basetemp DIR``; docs/images/demo-calculator.png
+is the demo case's at 2026-07-28 (``-k "demo and 2026"``).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from typing import Any
 import pytest
 
 from fixtures.node import require_node, run_node_json
+from mcp_sse_server import McpServer
+from mcp_sse_server.servers.demo import build_demo_server
 from mcp_sse_server.transport.http import McpHttpApp
 
 from .harness import (
@@ -86,16 +89,23 @@ def bundle_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 async def drive(
-    bundle_dir: Path, tmp_path: Path, case: str, tool: str, era: str, bridge: str = "official"
+    bundle_dir: Path,
+    tmp_path: Path,
+    case: str,
+    tool: str,
+    era: str,
+    bridge: str = "official",
+    server: McpServer | None = None,
 ) -> dict[str, Any]:
     """Serve both origins, run drive.mjs through one case, and return what it saw, plus the
-    server's record (``calls``, ``canary``) and, with ``bridge="python"``, our ``PythonHost``."""
+    server's record (``calls``, ``canary``) and, with ``bridge="python"``, our ``PythonHost``.
+    ``server``: serve that one instead of the fixture's (``calls`` stays empty then)."""
     browser = chromium()
     require_node()
     host_sock, sandbox_sock = loopback_socket(), loopback_socket()
     host, sandbox = origin_of(host_sock), origin_of(sandbox_sock)
     calls, canary = Calls(), Canary()
-    mcp = McpHttpApp(build_server(bundle_dir, host, sandbox, calls))
+    mcp = McpHttpApp(server or build_server(bundle_dir, host, sandbox, calls))
     python = PythonHost(f"{host}/mcp/") if bridge == "python" else None
     screenshot = tmp_path / f"{case}-{tool}-{era}-{bridge}.png"
     url = f"{host}/?tool={tool}&era={era}&sandbox={sandbox}&bridge={bridge}"
@@ -198,3 +208,22 @@ async def test_a_views_fetch_of_an_origin_it_did_not_declare_is_blocked_by_its_c
     assert any('directive: "connect-src http://localhost:' in m["text"] for m in violations), violations
     assert_era(seen, era)
     assert_quiet(seen, allowed=("Content Security Policy",))
+
+
+@pytest.mark.parametrize("era", ERAS)
+async def test_the_demo_servers_calculator_renders_and_computes_again_from_its_view(
+    bundle_dir: Path, tmp_path: Path, era: str
+) -> None:
+    # The app scripts/serve.sh shows (servers/demo_app.py), as the demo serves it, in a real host.
+    seen = await drive(bundle_dir, tmp_path, "demo", "calculator", era, server=build_demo_server())
+
+    assert seen["host"]["result"]["structuredContent"]["result"] == 5
+    assert seen["view"]["answer"] == "2 + 3 = 5"  # the first render: the host's call of the tool
+    assert seen["view"]["computed"] == "2 * 3 = 6"  # the view's own call, inputs filled from tool-input
+    bodies = [json.loads(r["body"]) for r in seen["requests"] if r["method"] == "POST"]
+    calls = [b["params"]["arguments"] for b in bodies if b.get("method") == "tools/call"]
+    assert calls == [{"a": 2, "b": 3}, {"a": 2, "b": 3, "operation": "multiply"}]
+    events = [e["event"] for e in seen["host"]["events"]]
+    assert "call forwarded" in events and "size changed" in events
+    assert_era(seen, era)
+    assert_quiet(seen)
