@@ -18,6 +18,7 @@ from mcp_sse_server import (
     APP_MIME_TYPE,
     APPS_EXTENSION,
     Csp,
+    InMemoryClient,
     McpServer,
     MemoryTransport,
     Permissions,
@@ -25,6 +26,8 @@ from mcp_sse_server import (
     client_supports_apps,
 )
 from mcp_sse_server.engine import versions
+from mcp_sse_server.servers.demo import build_demo_server
+from mcp_sse_server.servers.demo_app import CALCULATOR_URI
 
 ROOT = Path(__file__).resolve().parents[2]
 MODULES = Path(os.environ.get("MCP_TEST_NODE_MODULES") or ROOT / ".tools/node/node_modules")
@@ -173,6 +176,40 @@ async def test_a_client_without_the_extension_sees_the_same_tools_and_gets_text(
     assert json.loads(added["content"][0]["text"]) == {"sum": 42, "apps": True}
     (item,) = (await plain.result("resources/read", {"uri": "ui://calc/live.html"}))["contents"]
     assert "blob" in item  # bytes are a blob, for any client
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+async def test_the_demo_servers_app_validates_and_serves_a_client_without_the_extension(
+    revision: str, peer: Open, schema: Callable[[str], Any]
+) -> None:
+    # What scripts/serve.sh serves: the calculator app (servers/demo_app.py) among the demo's tools.
+    server = build_demo_server()
+    plain, declared = await peer(server, revision), await peer(server, revision, DECLARED)
+    assert (await declared.capabilities_of_server())["extensions"][APPS_EXTENSION] == {}
+    listed = await declared.result("tools/list")
+    assert await plain.result("tools/list") == listed
+    linked = [tool for tool in listed["tools"] if "ui" in tool.get("_meta", {})]
+    assert [tool["name"] for tool in linked] == ["calculator"]
+    schema("McpUiToolMeta").validate(linked[0]["_meta"]["ui"])
+    resources = (await declared.result("resources/list"))["resources"]
+    (entry,) = [resource for resource in resources if resource["uri"].startswith("ui://")]
+    assert entry["uri"] == CALCULATOR_URI and entry["mimeType"] == APP_MIME_TYPE
+    schema("McpUiResourceMeta").validate(entry["_meta"]["ui"])
+    for client in (plain, declared):
+        (item,) = (await client.result("resources/read", {"uri": CALCULATOR_URI}))["contents"]
+        assert item["mimeType"] == APP_MIME_TYPE and "ui/initialize" in item["text"]
+        schema("McpUiResourceMeta").validate(item["_meta"]["ui"])
+        arguments = {"a": 6, "b": 7, "operation": "multiply"}
+        result = await client.result("tools/call", {"name": "calculator", "arguments": arguments})
+        assert result["content"] == [{"type": "text", "text": "6 * 7 = 42"}] and not result.get("isError")
+
+
+async def test_what_our_client_declares_validates_against_the_extension_schema(
+    schema: Callable[[str], Any],
+) -> None:
+    async with InMemoryClient(build_server(), apps=True) as client:
+        for capabilities in (client.capabilities, client.stateless_capabilities):
+            schema("McpUiClientCapabilities").validate(capabilities["extensions"][APPS_EXTENSION])
 
 
 async def test_a_server_without_apps_declares_no_extension(peer: Open) -> None:
