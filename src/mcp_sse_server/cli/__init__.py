@@ -24,8 +24,10 @@ Exit status: 0 on success, 1 for a failure (an unreachable server, an
 ``isError`` result), 2 for a usage error (a bad argument, an unknown tool or
 server), 130 when interrupted.
 
-Modules: ``app`` (the group, global options, :func:`main`), ``serve`` (and what
-TARGET names), ``dev``, ``workers`` (``serve``'s processes and backends), ``registry``
+Modules: ``app`` (the group, global options, :func:`main`), ``targets`` (the one TARGET
+grammar every command reads), ``serve`` and ``settings`` (its options from flags, the
+environment and a TOML file), ``dev``, ``install`` and ``app_configs`` (entries in the
+configuration files of the apps people use), ``workers`` (``serve``'s processes and backends), ``registry``
 (``servers``), ``reach`` (the client commands' TARGET and connection options),
 ``call`` (``tools`` and ``call``), ``elicit`` and ``answers`` (what ``call`` answers
 when a tool asks: forms, web pages, sampling), ``browse`` (``resources``, ``prompts``,
