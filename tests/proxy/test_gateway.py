@@ -139,3 +139,51 @@ async def test_mirrored_argument_headers_are_the_entrys_under_the_front_name() -
         assert gateway.mirrored_headers("route") == gateway.mirrored_headers("other_route") == ()
     finally:
         await gateway.close()
+
+
+async def test_a_changed_file_adds_and_removes_entries_and_announces_it(tmp_path: Path) -> None:
+    from mcp_sse_server.engine.jsonrpc import JsonRpcNotification
+
+    config = tmp_path / "servers.json"
+    math = {"type": "inmemory", "command": "math"}
+    config.write_text(json.dumps({"mcpServers": {"Math": math}}))
+    gateway = from_config(config, watch_interval=0.02)
+    seen: list[JsonRpcNotification] = []
+
+    async def changed() -> set[str]:
+        for _ in range(500):
+            if seen:
+                await asyncio.sleep(0.05)  # (the three lists' notifications arrive together)
+                break
+            await asyncio.sleep(0.01)
+        methods = {notification.method for notification in seen}
+        seen.clear()
+        return methods
+
+    try:
+        async with InMemoryClient(gateway, mode="session", on_notification=seen.append) as client:
+            before = {tool.name for tool in await client.list_tools()}
+            assert before and all(name.startswith("math_") for name in before)
+            kept = gateway.entries["math"]
+            # An entry added beside one left as it was:
+            config.write_text(json.dumps({"mcpServers": {"Math": math, "Twin": math}}))
+            every = {f"notifications/{kind}/list_changed" for kind in ("tools", "prompts", "resources")}
+            assert await changed() == every
+            names = {tool.name for tool in await client.list_tools()}
+            assert names == before | {"twin_" + name.removeprefix("math_") for name in before}
+            assert gateway.entries["math"] is kept  # (its backend connection kept too)
+            # A file that no longer reads changes nothing:
+            config.write_text("{not json")
+            assert await gateway.reload() is False
+            assert list(gateway.entries) == ["math", "twin"]
+            # An entry removed (by disabling it):
+            config.write_text(json.dumps({"mcpServers": {"Math": {**math, "enabled": False}, "Twin": math}}))
+            assert "notifications/tools/list_changed" in await changed()
+            names = {tool.name for tool in await client.list_tools()}
+            assert names and all(name.startswith("twin_") for name in names)
+            with pytest.raises(McpError) as unknown:
+                await client.call_tool("math_add", {"a": 1, "b": 2})
+            assert unknown.value.code == -32602
+            assert await gateway.reload() is False  # (nothing changed since)
+    finally:
+        await gateway.close()

@@ -26,16 +26,25 @@ Rules:
    ``Mcp-Param-*`` headers of a tool are its entry's (from that entry's last tools list).
 6. Everything else (what a backend asks, progress, cancellation, logs, list changes,
    resource updates with front URIs) is each proxy's (``server.py``), for the gateway's sessions.
+7. A gateway read from a file watches it (``watch_interval`` seconds between looks at its size,
+   time and inode, from the first request on; ``reload()`` looks now): when it changed, the
+   entries added, removed or edited take effect, the entries left as they were keep their
+   backends, an edited or removed entry's backends are closed (their calls in flight fail),
+   and every session and listener is told the tool, prompt and resource lists changed. A file
+   that no longer reads (bad JSON, a bad entry, gone) is logged and the entries stay as they were.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
+from ..engine.background import in_background
 from ..engine.context import RequestContext
 from ..engine.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from ..engine.mount import Kind, back_key, check_namespace, front_key
@@ -64,21 +73,45 @@ _CAPABILITIES: Final = {
     "logging": {},
 }
 
+_CHANGED: Final = (
+    "notifications/tools/list_changed",
+    "notifications/prompts/list_changed",
+    "notifications/resources/list_changed",
+)
+
 Handler = Callable[[dict[str, Any], RequestContext], Awaitable[dict[str, Any]]]
+StatKey = tuple[int, int, int, int]
+# An entry as the file gives it: its name and its keys (what a reload compares).
+Configured = tuple[str, dict[str, Any]]
+
+logger = logging.getLogger("mcp_sse_server.proxy")
 
 
 class GatewayServer(McpServer):
     """Serves several ``ProxyServer``, each under its namespace (rules in the module docstring;
     build one with ``from_config``)."""
 
-    def __init__(self, entries: Mapping[str, ProxyServer], *, name: str = "gateway", page_size: int | None = None):
+    def __init__(
+        self,
+        entries: Mapping[str, ProxyServer],
+        *,
+        name: str = "gateway",
+        page_size: int | None = None,
+        source: str | os.PathLike[str] | None = None,
+        watch_interval: float = 1.0,
+    ):
         super().__init__(name, page_size=page_size)
         self.entries = dict(entries)  # namespace -> its proxy
         self._pager = Pager(page_size)
         for namespace, entry in self.entries.items():
             check_namespace(namespace)
-            entry.announcer = self
-            entry.front_uri = _front_uri(namespace)
+            self._attach(namespace, entry)
+        # The file this gateway reloads (rule 7), what it was when read, and its entries then.
+        self.source = None if source is None else Path(source)
+        self.watch_interval = watch_interval
+        self._seen: StatKey | None = None
+        self._configured: dict[str, Configured] = {}
+        self._watcher: asyncio.Task[None] | None = None
         self.on_roots_list_changed = self._roots_changed
         self.mirrored_headers = self._mirrored_headers
         handlers = self.handlers
@@ -96,6 +129,60 @@ class GatewayServer(McpServer):
         """Tools, prompts, resources (with subscriptions), completion and logging, always."""
         return {key: dict(value) for key, value in _CAPABILITIES.items()}
 
+    def _attach(self, namespace: str, entry: ProxyServer) -> None:
+        entry.announcer = self
+        entry.front_uri = _front_uri(namespace)
+
+    # --- reloading (rule 7) ----------------------------------------------------------------
+
+    def _watch(self) -> None:
+        if self._watcher is None and self.source is not None:
+            self._watcher = in_background(self._watching())
+
+    async def _watching(self) -> None:
+        while True:
+            await asyncio.sleep(self.watch_interval)
+            try:
+                await self.reload()
+            except Exception:  # (a backend that fails to close must not end the watching)
+                logger.exception("gateway %s: reloading %s failed", self.name, self.source)
+
+    async def reload(self) -> bool:
+        """Take the file's changes now, if it changed since it was read (rule 7); whether the
+        entries changed."""
+        source = self.source
+        if source is None:
+            return False
+        key = _stat_key(source)
+        if key == self._seen:
+            return False
+        self._seen = key
+        try:
+            configured = _configured(json.loads(source.read_text(encoding="utf-8")))
+            kept = self._configured
+            entries = {
+                namespace: self.entries[namespace]
+                if kept.get(namespace) == found and namespace in self.entries
+                else _proxy(*found)
+                for namespace, found in configured.items()
+            }
+        except (OSError, ValueError) as error:  # (ConfigError and JSONDecodeError are ValueErrors)
+            logger.warning("gateway %s: %s no longer reads (%s); entries kept as they were", self.name, source, error)
+            return False
+        dropped = [entry for namespace, entry in self.entries.items() if entries.get(namespace) is not entry]
+        if not dropped and list(entries) == list(self.entries):
+            self._configured = configured
+            return False
+        for namespace, entry in entries.items():
+            self._attach(namespace, entry)
+        self.entries, self._configured = entries, configured
+        logger.info("gateway %s: %s changed; entries now %s", self.name, source, ", ".join(entries) or "none")
+        for method in _CHANGED:
+            self._list_changed(method)
+        for entry in dropped:
+            await entry.close_server_scope()
+        return True
+
     def _mirrored_headers(self, name: str) -> tuple[MirroredHeader, ...]:
         found = self._entry("tool", name)
         return () if found is None else found[1].mirrored_headers(found[2])
@@ -111,8 +198,12 @@ class GatewayServer(McpServer):
             entry.session_ended(session)
 
     async def close_server_scope(self) -> None:
-        """Close every entry's backends (``close`` and the HTTP app's shutdown end here)."""
+        """Close every entry's backends (``close`` and the HTTP app's shutdown end here), and stop
+        watching the file (a later request watches it again)."""
         await super().close_server_scope()
+        watcher, self._watcher = self._watcher, None
+        if watcher is not None:
+            watcher.cancel()
         for entry in self.entries.values():
             await entry.close_server_scope()
 
@@ -120,6 +211,8 @@ class GatewayServer(McpServer):
 
     def _entry(self, kind: Kind, front: Any) -> tuple[str, ProxyServer, str] | None:
         """The namespace, entry and entry's own name or URI that ``front`` routes to (rule 5)."""
+        if self._watcher is None:
+            self._watch()
         if not isinstance(front, str):
             return None
         namespace = front.partition("_" if kind in ("tool", "prompt") else "+")[0]
@@ -165,9 +258,11 @@ class GatewayServer(McpServer):
         collection, kind, key = _LISTS[method]
 
         async def handle(params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+            if self._watcher is None:
+                self._watch()
             items: list[dict[str, Any]] = []
             failed: list[str] = []
-            for namespace, entry in self.entries.items():
+            for namespace, entry in list(self.entries.items()):
                 try:
                     found = await entry.handlers[method]({}, context)
                 except McpError as error:
@@ -195,22 +290,23 @@ def _mapped(item: dict[str, Any], key: str, namespace: str, kind: Kind) -> dict[
     return {**item, key: front_key(namespace, kind, value)} if isinstance(value, str) else item
 
 
-def from_config(source: str | os.PathLike[str] | Mapping[str, Any], *, name: str = "gateway") -> GatewayServer:
-    """A ``GatewayServer`` for the ``mcpServers`` of ``source``: a JSON file's path, or its content
-    as a dict (rules in the module docstring). ``ConfigError`` (a ValueError) names the entry and
-    key at fault; OSError when the file cannot be read."""
-    from ..client.config import ConfigError, ServerConfig
+def _stat_key(path: Path) -> StatKey | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino, info.st_mtime_ns, info.st_size)
 
-    data: Any = source
-    if not isinstance(source, Mapping):
-        try:
-            data = json.loads(Path(source).read_text(encoding="utf-8"))
-        except json.JSONDecodeError as error:
-            raise ConfigError((), f"{os.fspath(source)} is not JSON: {error}") from None
+
+def _configured(data: Any) -> dict[str, Configured]:
+    """Namespace -> (entry name, entry) of each enabled entry of an ``mcpServers`` document
+    (rules 1 and 2); ConfigError naming the entry and key at fault."""
+    from ..client.config import ConfigError
+
     servers = data.get("mcpServers") if isinstance(data, Mapping) else None
     if not isinstance(servers, Mapping):
         raise ConfigError(("mcpServers",), "expected an object of server entries")
-    entries: dict[str, ProxyServer] = {}
+    found: dict[str, Configured] = {}
     for entry_name, entry in servers.items():
         where = ("mcpServers", entry_name)
         if not isinstance(entry, Mapping):
@@ -224,13 +320,46 @@ def from_config(source: str | os.PathLike[str] | Mapping[str, Any], *, name: str
             raise ConfigError(
                 (*where, "namespace"), f"{namespace!r} is not a namespace: give one matching [a-z][a-z0-9-]{{0,31}}"
             ) from None
-        if not namespace or namespace in entries:
+        if not namespace or namespace in found:
             raise ConfigError((*where, "namespace"), f"{namespace!r} is already another entry's: give another")
-        own = {key: value for key, value in entry.items() if key not in ("namespace", "enabled", *_PROXY_KEYS)}
-        config = ServerConfig.from_dict(own, str(entry_name))
-        options = {key: entry[key] for key in _PROXY_KEYS if key in entry}
+        found[namespace] = (str(entry_name), dict(entry))
+    return found
+
+
+def _proxy(entry_name: str, entry: dict[str, Any]) -> ProxyServer:
+    """The proxy serving one entry; ConfigError naming it when its keys cannot work."""
+    from ..client.config import ConfigError, ServerConfig
+
+    own = {key: value for key, value in entry.items() if key not in ("namespace", "enabled", *_PROXY_KEYS)}
+    config = ServerConfig.from_dict(own, entry_name)
+    options = {key: entry[key] for key in _PROXY_KEYS if key in entry}
+    try:
+        return ProxyServer(client_factory(config), name=entry_name, **options)
+    except (TypeError, ValueError) as error:
+        raise ConfigError(("mcpServers", entry_name), str(error)) from None
+
+
+def from_config(
+    source: str | os.PathLike[str] | Mapping[str, Any], *, name: str = "gateway", watch_interval: float = 1.0
+) -> GatewayServer:
+    """A ``GatewayServer`` for the ``mcpServers`` of ``source``: a JSON file's path (watched for
+    changes every ``watch_interval`` seconds, rule 7), or its content as a dict (rules in the
+    module docstring). ``ConfigError`` (a ValueError) names the entry and key at fault; OSError
+    when the file cannot be read."""
+    from ..client.config import ConfigError
+
+    data: Any = source
+    seen = None
+    if not isinstance(source, Mapping):
+        seen = _stat_key(Path(source))  # (before reading: a write after this is seen as a change)
         try:
-            entries[namespace] = ProxyServer(client_factory(config), name=str(entry_name), **options)
-        except (TypeError, ValueError) as error:
-            raise ConfigError(where, str(error)) from None
-    return GatewayServer(entries, name=name)
+            data = json.loads(Path(source).read_text(encoding="utf-8"))
+        except json.JSONDecodeError as error:
+            raise ConfigError((), f"{os.fspath(source)} is not JSON: {error}") from None
+    configured = _configured(data)
+    entries = {namespace: _proxy(*found) for namespace, found in configured.items()}
+    if isinstance(source, Mapping):
+        return GatewayServer(entries, name=name)
+    gateway = GatewayServer(entries, name=name, source=source, watch_interval=watch_interval)
+    gateway._seen, gateway._configured = seen, configured
+    return gateway
