@@ -10,6 +10,8 @@
   after it failed to answer (an outage is 503 for the tokens that need it, never 401).
 * ``ResourceServer`` (``resource.py``): an endpoint's settings as a protected resource
   (``McpHttpApp(auth=...)``), and what it tells clients.
+* ``DPoP``, ``DPoPNonces``, ``MemoryReplay``, ``RedisReplay`` (``dpop.py``): DPoP-bound
+  tokens (RFC 9449), their proofs' replay cache and stateless nonces.
 
 Imported on first use: a server without authorization loads none of it.
 """
@@ -34,6 +36,10 @@ if TYPE_CHECKING:
     from ..engine.tokens import (
         VerifierUnavailable as VerifierUnavailable,
     )
+    from .dpop import DPoP as DPoP
+    from .dpop import DPoPNonces as DPoPNonces
+    from .dpop import MemoryReplay as MemoryReplay
+    from .dpop import RedisReplay as RedisReplay
     from .introspection import IntrospectionVerifier as IntrospectionVerifier
     from .jwt_verifier import JwtVerifier as JwtVerifier
     from .resource import ResourceServer as ResourceServer

@@ -24,6 +24,10 @@ Rules (the digest's RS-1 to RS-9; RFC 9728, RFC 6750):
    ``insufficient_scope`` naming what the operation needs, with the scopes the
    token already has that this server knows of (so a client that replaces its
    grant keeps them); a malformed request: ``invalid_request``.
+6. DPoP (RFC 9449): ``dpop=DPoP("allowed")`` or ``DPoP("required")`` (``auth/dpop.py``);
+   None, the default, is off and imports nothing of it. The metadata then lists
+   ``dpop_signing_alg_values_supported`` (and ``dpop_bound_access_tokens_required``
+   when required), and a challenge of the ``DPoP`` scheme carries ``algs`` too.
 
 >>> server = ResourceServer("https://mcp.example/mcp", ("https://as.example",), verifier=None, required_scopes={"mcp"})
 >>> server.metadata_path
@@ -39,11 +43,14 @@ Rules (the digest's RS-1 to RS-9; RFC 9728, RFC 6750):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..engine.scopes import check_scopes
 from ..engine.tokens import TokenVerifier
+
+if TYPE_CHECKING:
+    from .dpop import DPoP
 
 __all__ = ["METADATA_ROOT", "ResourceServer"]
 
@@ -57,13 +64,16 @@ class ResourceServer:
     ``required_scopes`` are needed for every request; ``scopes_supported`` are
     what the metadata lists (the required ones by default); ``resource_name``
     is a human-readable name for it; ``root_metadata`` also serves the metadata
-    at the root form of its URL; ``implies`` maps a scope to those it grants too.
+    at the root form of its URL; ``implies`` maps a scope to those it grants too;
+    ``dpop``: DPoP-bound tokens (rule 6; None: off).
     """
 
     __slots__ = (
         "_expanded",
         "_implied",
         "authorization_servers",
+        "dpop",
+        "dpop_origin",
         "metadata_path",
         "metadata_paths",
         "metadata_url",
@@ -85,6 +95,7 @@ class ResourceServer:
         resource_name: str | None = None,
         root_metadata: bool = True,
         implies: Mapping[str, Iterable[str]] | None = None,
+        dpop: DPoP | None = None,
     ) -> None:
         parts = urlsplit(resource)
         if parts.scheme not in ("https", "http") or not parts.netloc or parts.fragment:
@@ -104,6 +115,12 @@ class ResourceServer:
         self.metadata_url = f"{parts.scheme}://{parts.netloc}{self.metadata_path}"
         self._implied = _closure(implies or {})
         self._expanded: dict[frozenset[str], frozenset[str]] = {}
+        self.dpop = dpop
+        self.dpop_origin = ""
+        if dpop is not None:
+            from .dpop import origin_of
+
+            self.dpop_origin = origin_of(resource)  # (check 6: proofs name this origin, never Host's)
 
     @property
     def expands(self) -> bool:
@@ -133,6 +150,10 @@ class ResourceServer:
             document["scopes_supported"] = list(self.scopes_supported)
         if self.resource_name is not None:
             document["resource_name"] = self.resource_name
+        if self.dpop is not None:
+            document["dpop_signing_alg_values_supported"] = list(self.dpop.algorithms)
+            if self.dpop.required:
+                document["dpop_bound_access_tokens_required"] = True
         return document
 
     def challenge(
@@ -142,18 +163,22 @@ class ResourceServer:
         needed: Iterable[str] = (),
         granted: Iterable[str] = (),
         description: str | None = None,
+        scheme: str = "Bearer",
     ) -> str:
-        """The ``WWW-Authenticate`` value of a refusal (rule 3)."""
+        """The ``WWW-Authenticate`` value of a refusal (rule 3), of ``scheme`` ``Bearer`` or
+        ``DPoP`` (rule 6)."""
         scopes = set(needed) | set(self.required_scopes) | (set(granted) & set(self.scopes_supported))
         parts = []
         if error is not None:
             parts.append(f'error="{error}"')
             if description:
                 parts.append(f'error_description="{_quotable(description)}"')
+        if scheme == "DPoP" and self.dpop is not None:
+            parts.append(f'algs="{" ".join(self.dpop.algorithms)}"')
         if scopes:
             parts.append(f'scope="{" ".join(sorted(scopes))}"')
         parts.append(f'resource_metadata="{self.metadata_url}"')
-        return "Bearer " + ", ".join(parts)
+        return f"{scheme} " + ", ".join(parts)
 
 
 def _closure(implies: Mapping[str, Iterable[str]]) -> dict[str, frozenset[str]]:

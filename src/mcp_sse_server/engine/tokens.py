@@ -53,11 +53,18 @@ class AccessToken:
     expires_at: float | None = None
     audience: tuple[str, ...] = ()
     claims: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    # The RFC 7638 thumbprint of the key the token is bound to (RFC 9449 ``cnf.jkt``; read from
+    # ``claims`` when not given): such a token is good only with a DPoP proof by that key.
+    jkt: str | None = None
     # Made once: every request of a session compares it with the one that opened the session.
     _principal: tuple[str, str | None, str | None] = dataclasses.field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_principal", (self.issuer, self.subject, self.client_id))
+        if self.jkt is None:
+            cnf = self.claims.get("cnf")
+            if isinstance(cnf, Mapping) and isinstance(cnf.get("jkt"), str):
+                object.__setattr__(self, "jkt", cnf["jkt"])
 
     def has_scopes(self, needed: Iterable[str]) -> bool:
         """True when every scope in ``needed`` was granted."""

@@ -24,15 +24,23 @@ Order, for an HTTP request (``auth/resource.py`` states what each answer carries
    endpoints): a request naming a tool, prompt or resource whose ``scopes``
    the token lacks is 403 ``insufficient_scope`` naming them, before it is
    served (``scopes.py`` says which request needs what).
+6. DPoP (``ResourceServer(dpop=...)``, ``auth/dpop.py``): an ``Authorization: DPoP`` request
+   is checked there, proof first, then the token, its binding and scopes, then replay, and is
+   refused with ``DPoP`` challenges (``use_dpop_nonce`` with a fresh ``DPoP-Nonce``); a nonce
+   that runs out within a minute is renewed in the reply's ``DPoP-Nonce``. With ``required``
+   a ``Bearer`` request is answered as one without credentials. A token bound to a key
+   (``cnf.jkt``) sent as ``Bearer`` is refused in every mode, off included (a downgrade).
+   Without credentials, ``allowed`` challenges with both schemes, ``required`` with ``DPoP``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import hmac
 import logging
 from collections.abc import Collection
-from typing import Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 import orjson
 
@@ -43,11 +51,16 @@ from .asgi import ASGIApp, Receive, Scope, Send
 from .errors import SERVER_BUSY, HttpError
 from .request import McpRequest, below
 
+if TYPE_CHECKING:
+    from ...auth.dpop import DPoP
+
 __all__ = ["SCOPE_KEY", "BearerMiddleware", "ScopeCheck", "ScopedServer", "request_principal"]
 
 logger = logging.getLogger("mcp_sse_server.auth")
 
 SCOPE_KEY: Final = "mcp_sse_server.access_token"
+_NONCE_KEY: Final = "mcp_sse_server.dpop_nonce"  # a nonce to renew in the reply (rule 6)
+_NONCE_RENEWAL: Final = 60.0  # seconds a nonce has left when a fresh one goes with the reply
 
 _CORS: Final = [
     (b"access-control-allow-origin", b"*"),
@@ -61,7 +74,18 @@ class BearerMiddleware:
     ``path`` is the endpoint's path (None: every path but the metadata's); ``also``
     are other paths guarded as it is, below the app's mount point (``root_path``)."""
 
-    __slots__ = ("_document", "_expands", "_metadata_paths", "_required", "_verified", "also", "app", "path", "server")
+    __slots__ = (
+        "_document",
+        "_dpop",
+        "_expands",
+        "_metadata_paths",
+        "_required",
+        "_verified",
+        "also",
+        "app",
+        "path",
+        "server",
+    )
 
     def __init__(
         self, app: ASGIApp, server: ResourceServer, path: str | None = None, *, also: Collection[str] = ()
@@ -80,6 +104,9 @@ class BearerMiddleware:
         self._metadata_paths = server.metadata_paths
         self._required = server.required_scopes
         self._expands = server.expands
+        self._dpop: DPoP | None = server.dpop
+        if self._dpop is not None and self._dpop.required:
+            self._verified = None  # (the fast path takes Bearer only, which this mode refuses)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -101,6 +128,8 @@ class BearerMiddleware:
             token = await self._authenticate(request, scope, send)
             if token is None:
                 return
+            if self._dpop is not None and _NONCE_KEY in scope:
+                send = _with_nonce(send, scope.pop(_NONCE_KEY))
         scope[SCOPE_KEY] = token
         reset = current_access_token.set(token)
         try:
@@ -131,7 +160,7 @@ class BearerMiddleware:
         if query and b"access_token=" in query:
             return None
         token = verified.get(hashlib.sha256(header[7:]).digest())
-        if token is None:
+        if token is None or token.jkt is not None:  # (a bound token as Bearer: _authenticate refuses it)
             return None
         token = self._granted(token)
         return token if self._required <= token.scopes else None
@@ -149,8 +178,13 @@ class BearerMiddleware:
             )
             return None
         scheme, _, credentials = (header or b"").partition(b" ")
-        if header is None or scheme.lower() != b"bearer":
-            await self._refuse(send, 401, None, "Unauthorized: this server needs a bearer token")
+        scheme = scheme.lower()
+        dpop = self._dpop
+        if dpop is not None and scheme == b"dpop":
+            return await self._authenticate_dpop(request, scope, send, credentials.strip())
+        if header is None or scheme != b"bearer" or (dpop is not None and dpop.required):
+            needs = "a DPoP-bound token" if dpop is not None and dpop.required else "a bearer token"
+            await self._refuse(send, 401, None, f"Unauthorized: this server needs {needs}")
             return None
         value = credentials.strip()
         if not value:
@@ -174,6 +208,15 @@ class BearerMiddleware:
                 headers=[(b"retry-after", b"%d" % error.retry_after)],
             ).write(send)
             return None
+        if token.jkt is not None:  # RFC 9449 §7.2: a bound token without its proof is a downgrade
+            await self._refuse(
+                send,
+                401,
+                "invalid_token",
+                "Unauthorized: the token is bound to a DPoP key; send it as Authorization: DPoP with a proof",
+                "bound to a DPoP key",
+            )
+            return None
         token = self._granted(token)
         if not token.has_scopes(server.required_scopes):
             await self._refuse(
@@ -186,6 +229,91 @@ class BearerMiddleware:
             return None
         return token
 
+    async def _authenticate_dpop(
+        self, request: McpRequest, scope: Scope, send: Send, credentials: bytes
+    ) -> AccessToken | None:
+        """Rule 6: the checks of ``auth/dpop.py`` in their order; the token, or None once a
+        refusal was sent."""
+        from ...auth.dpop import DPoPRefused
+
+        dpop = self._dpop
+        server = self.server
+        assert dpop is not None and server.verifier is not None
+        if not credentials:
+            await self._refuse(send, 400, "invalid_request", "Bad request: the DPoP credentials are empty", dpop=True)
+            return None
+        proof = request.headers.get(b"dpop")
+        if proof is None or (request.repeated and request.count(b"dpop") > 1):
+            reason = "send exactly one DPoP proof header"
+            await self._refuse(send, 401, "invalid_dpop_proof", f"Unauthorized: {reason}", reason, dpop=True)
+            return None
+        value = credentials.decode("latin-1")
+        raw_path = scope.get("raw_path")
+        path = raw_path.decode("latin-1") if raw_path else request.path
+        try:
+            checked = dpop.check(proof, request.method, server.dpop_origin, path, value)
+        except DPoPRefused as refused:
+            logger.info("refused a DPoP proof: %s", refused.reason)
+            extra = []
+            if refused.error == "use_dpop_nonce" and dpop.nonces is not None:
+                extra.append((b"dpop-nonce", dpop.nonces.issue().encode()))
+            message = "Unauthorized: the DPoP proof is not valid"
+            if refused.error == "use_dpop_nonce":
+                message = "Unauthorized: send the proof again with the nonce in DPoP-Nonce"
+            await self._refuse(send, 401, refused.error, message, refused.reason, dpop=True, extra=extra)
+            return None
+        try:
+            token = await server.verifier.verify(value)
+        except InvalidToken as invalid:
+            logger.info("refused a DPoP token: %s", invalid.reason)
+            await self._refuse(
+                send, 401, "invalid_token", "Unauthorized: the access token is not valid", invalid.reason, dpop=True
+            )
+            return None
+        except VerifierUnavailable as error:
+            await self._unavailable(send, error)
+            return None
+        if token.jkt is None or not hmac.compare_digest(token.jkt.encode(), checked.jkt.encode()):
+            reason = "not bound to a DPoP key" if token.jkt is None else "bound to another DPoP key"
+            await self._refuse(
+                send, 401, "invalid_token", "Unauthorized: the token is not bound to the proof's key", reason, dpop=True
+            )
+            return None
+        token = self._granted(token)
+        if not token.has_scopes(server.required_scopes):
+            await self._refuse(
+                send,
+                403,
+                "insufficient_scope",
+                "Forbidden: the token lacks a scope this server requires",
+                granted=token.scopes,
+                dpop=True,
+            )
+            return None
+        try:
+            fresh = await dpop.first_use(checked)
+        except VerifierUnavailable as error:
+            await self._unavailable(send, error)
+            return None
+        if not fresh:
+            logger.info("refused a replayed DPoP proof")
+            reason = "the proof was used before"
+            await self._refuse(send, 401, "invalid_dpop_proof", f"Unauthorized: {reason}", reason, dpop=True)
+            return None
+        if checked.nonce_left is not None and checked.nonce_left < _NONCE_RENEWAL and dpop.nonces is not None:
+            scope[_NONCE_KEY] = dpop.nonces.issue().encode()
+        return token
+
+    @staticmethod
+    async def _unavailable(send: Send, error: VerifierUnavailable) -> None:
+        logger.debug("could not check a DPoP request: %s", error)
+        await HttpError(
+            503,
+            "Service unavailable: the token cannot be checked now; try again later",
+            SERVER_BUSY,
+            headers=[(b"retry-after", b"%d" % error.retry_after)],
+        ).write(send)
+
     async def _refuse(
         self,
         send: Send,
@@ -195,9 +323,33 @@ class BearerMiddleware:
         description: str | None = None,
         *,
         granted: frozenset[str] = frozenset(),
+        dpop: bool = False,
+        extra: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
-        challenge = self.server.challenge(error, granted=granted, description=description)
-        await HttpError(status, message, headers=[(b"www-authenticate", challenge.encode("latin-1"))]).write(send)
+        """Refuse with the challenges of rule 6: ``dpop`` (a DPoP request's refusal) the ``DPoP``
+        one only; else ``Bearer``, with ``DPoP`` beside it when allowed, or alone when required."""
+        server = self.server
+        mode = self._dpop
+        schemes: tuple[str, ...]
+        if dpop or (mode is not None and mode.required and error is None):
+            schemes = ("DPoP",)
+        elif mode is not None:
+            schemes = ("Bearer", "DPoP")
+        else:
+            schemes = ("Bearer",)
+        headers = [
+            (
+                b"www-authenticate",
+                server.challenge(
+                    error if index == 0 else None,
+                    granted=granted,
+                    description=description if index == 0 else None,
+                    scheme=scheme,
+                ).encode("latin-1"),
+            )
+            for index, scheme in enumerate(schemes)
+        ]
+        await HttpError(status, message, headers=headers + (extra or [])).write(send)
 
     async def _metadata(self, request: McpRequest, send: Send) -> None:
         if request.method == "OPTIONS":
@@ -245,13 +397,25 @@ class ScopeCheck:
         if granted.issuperset(needed):
             return
         missing = " ".join(sorted(needed - granted))
-        challenge = self.server.challenge("insufficient_scope", needed=needed, granted=granted)
+        scheme = "DPoP" if token is not None and token.jkt is not None else "Bearer"
+        challenge = self.server.challenge("insufficient_scope", needed=needed, granted=granted, scheme=scheme)
         raise HttpError(
             403,
             f"Forbidden: {message.method} of this {_target(message.method)} needs the scope {missing}",
             headers=[(b"www-authenticate", challenge.encode("latin-1"))],
             request_id=message.id,
         )
+
+
+def _with_nonce(send: Send, nonce: bytes) -> Send:
+    """``send`` adding ``DPoP-Nonce`` to the reply's headers (a nonce renewed, rule 6)."""
+
+    async def sending(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", ()), (b"dpop-nonce", nonce)]}
+        await send(message)
+
+    return sending
 
 
 def _target(method: str) -> str:
