@@ -187,3 +187,37 @@ async def test_a_changed_file_adds_and_removes_entries_and_announces_it(tmp_path
             assert await gateway.reload() is False  # (nothing changed since)
     finally:
         await gateway.close()
+
+
+@pytest.mark.parametrize("mode", ["session", "2026-07-28"])
+async def test_server_filesystem_and_both_python_http_servers_through_one_gateway(tmp_path: Path, mode: str) -> None:
+    from client.test_peer_matrix import running
+    from proxy.test_proxy_peers import npm_server
+
+    (tmp_path / "a.txt").write_text("in the root")
+    files = npm_server("server-filesystem")
+    with running("sdk", "stateful") as sdk_url, running("fastmcp", "stateful") as fastmcp_url:
+        entries = {
+            "files": {"command": files[0], "args": [*files[1:], str(tmp_path)]},
+            "sdk": {"url": sdk_url},
+            "fast": {"url": fastmcp_url},
+        }
+        gateway = from_config({"mcpServers": entries})
+        try:
+            async with InMemoryClient(gateway, mode=mode, sampling_handler=sample) as client:
+                names = {tool.name for tool in await client.list_tools()}
+                assert {"files_read_text_file", "sdk_echo", "sdk_sample", "fast_echo", "fast_sample"} <= names
+                read = await client.call_tool("files_read_text_file", {"path": str(tmp_path / "a.txt")})
+                assert "in the root" in read.content[0].text  # type: ignore[union-attr]
+                for namespace in ("sdk", "fast"):
+                    echoed = await client.call_tool(f"{namespace}_echo", {"text": "hello"})
+                    assert echoed.content[0].text == "hello"  # type: ignore[union-attr]
+                    sampled = await asyncio.wait_for(client.call_tool(f"{namespace}_sample", {"prompt": "?"}), BOUND)
+                    assert "sampled-by-front" in str(sampled.content)
+                    note = await client.read_resource(f"{namespace}+memo://note")
+                    assert note.contents[0].text == "a note"  # type: ignore[union-attr]
+                    assert note.contents[0].uri == f"{namespace}+memo://note"
+                    prompt = await client.get_prompt(f"{namespace}_greet", {"name": "Alice"})
+                    assert "Alice" in str(prompt.messages[0].content)
+        finally:
+            await gateway.close()
