@@ -36,7 +36,13 @@ is built once) or `on_session` (before the one-server refactor, up to
                                    shared event bus or tasks (the stores' own cost)
     python bench/ours.py PORT --asgi
                                    the same with the fast path off: HttpSettings(fast_path=False), every
-                                   request through uvicorn's ASGI cycle (bench/fast_path.py's ASGI rows)
+                                   request through uvicorn's ASGI cycle (bench/fast_path.py's ASGI rows,
+                                   run.py's `ours-asgi`)
+    python bench/ours.py PORT --starlette
+                                   the same McpHttpApp mounted in Starlette at /mcp (Mount, the parent's
+                                   lifespan=mcp.lifespan, as docs/http.md shows), run by plain uvicorn with
+                                   httptools and uvloop, as a user mounting it would: served at /mcp/
+                                   (run.py's `ours-starlette`, the ASGI path); working tree only
     mcp-sse-server serve bench/ours.py:build_server ...
                                    the same server through the CLI (run.py's Redis points:
                                    `--redis-url URL --workers N`, and the in-process store beside them)
@@ -349,6 +355,23 @@ async def serve(port: int, redis_url: str | None = None, decorated: bool = False
         watch.write()
 
 
+async def serve_mounted(port: int, json_replies: bool = False) -> None:
+    """--starlette: McpHttpApp mounted in a Starlette app, the parent run by uvicorn's own server."""
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from mcp_sse_server.transport.http import HttpLimits, HttpSettings, McpHttpApp
+
+    settings = HttpSettings(limits=HttpLimits(max_sessions=200_000), json_response=json_replies)
+    mcp = McpHttpApp(make_factory()(), settings=settings)
+    app = Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=mcp.lifespan)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, loop="none", http="httptools", log_level="warning",
+                            access_log=False, timeout_graceful_shutdown=1)
+    print(f"listening on http://127.0.0.1:{port}/mcp/", flush=True)
+    await uvicorn.Server(config).serve()  # (uvicorn's own SIGTERM and SIGINT handling, graceful shutdown)
+
+
 def main() -> None:
     if sys.argv[1:] == ["--probe"]:
         try:
@@ -363,8 +386,11 @@ def main() -> None:
     port, flags = int(sys.argv[1]), sys.argv[2:]
     redis_url = flags[flags.index("--redis") + 1] if "--redis" in flags else None
     jwt_token = flags[flags.index("--jwt") + 1] if "--jwt" in flags else None
-    run = serve(port, redis_url, decorated="--decorated" in flags, json_replies="--json" in flags,
-                jwt_token=jwt_token, asgi="--asgi" in flags)
+    if "--starlette" in flags:
+        run = serve_mounted(port, json_replies="--json" in flags)
+    else:
+        run = serve(port, redis_url, decorated="--decorated" in flags, json_replies="--json" in flags,
+                    jwt_token=jwt_token, asgi="--asgi" in flags)
     try:
         import uvloop  # the peers' uvicorn picks uvloop too, so both sides get the same loop
     except ImportError:

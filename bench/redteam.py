@@ -4,6 +4,7 @@
     python bench/redteam.py --idle 20000     # more idle connections (needs the fd limit)
     python bench/redteam.py --only idle --idle 3000 --cap 2000   # beyond the connection cap
     python bench/redteam.py --only header_flood slow
+    python bench/redteam.py --asgi           # the same server with the fast path off
 
 Not a unit test: it starts ``mcp-sse-server serve bench/redteam.py:build_server``
 in a child process (short timeouts so the slow checks fit), attacks it from
@@ -83,14 +84,24 @@ def build_server() -> Any:
     return server
 
 
-class Server:
-    """``mcp-sse-server serve`` in a child process."""
+# --asgi: `serve` has no switch for the fast path, so the child gives bind and on_socket the limited
+# protocol of connections.py, which is what HttpSettings(fast_path=False) gives them (server.py).
+ASGI_CHILD = """import sys
+from mcp_sse_server.transport.http import connections, fast_protocol
+fast_protocol.fast_protocol_class = lambda limits, app, path, observer=None: connections.protocol_class(
+    limits, observer)
+from mcp_sse_server.cli import main
+sys.exit(main())
+"""
 
-    def __init__(self, max_connections: int) -> None:
+
+class Server:
+    """``mcp-sse-server serve`` in a child process (``asgi``: with the fast path off)."""
+
+    def __init__(self, max_connections: int, asgi: bool = False) -> None:
         command = [
             sys.executable,
-            "-m",
-            "mcp_sse_server",
+            *(["-c", ASGI_CHILD] if asgi else ["-m", "mcp_sse_server"]),
             "serve",
             f"{os.path.abspath(__file__)}:build_server",
             "--port",
@@ -546,6 +557,7 @@ async def main() -> int:
     parser.add_argument("--churn", type=int, default=1000, help="sessions to open and delete")
     parser.add_argument("--seed", type=int, default=1, help="seed of the fuzz mutations")
     parser.add_argument("--only", nargs="*", choices=sorted(CHECKS), help="run only these checks")
+    parser.add_argument("--asgi", action="store_true", help="every request through uvicorn's cycle (no fast path)")
     options = parser.parse_args()
     options.idle = max(1, min(options.idle, 20_000))
     limit = raise_fd_limit(options.idle + 1024)
@@ -553,7 +565,7 @@ async def main() -> int:
         options.idle = max(1, limit - 256)
         print(f"(fd limit {limit}: opening {options.idle} idle connections)")
     options.cap = options.cap or max(4096, options.idle + 512)
-    server = Server(max_connections=options.cap)
+    server = Server(max_connections=options.cap, asgi=options.asgi)
     failures = 0
     try:
         for name, check in CHECKS.items():

@@ -18,10 +18,16 @@ BARE = "bare-asgi"  # the ceiling: reads each request's body (as every MCP serve
 BARE_NOREAD = "bare-asgi-noread"  # the same app answering without reading the body (the ceiling until now)
 # Ours serving with bearer tokens (ours.py --jwt): point 1 and the pairs only, compared with ours.
 OURS_JWT = "ours-jwt"
+# Issue 41: ours on the ASGI path (bind with fast_path=False; McpHttpApp mounted in Starlette under plain
+# uvicorn), and Python's ceiling for one HTTP exchange (raw_protocol.py: an asyncio.Protocol on httptools).
+OURS_ASGI, OURS_STARLETTE, RAW = "ours-asgi", "ours-starlette", "raw-protocol"
 BEARER_CPU = 1.10  # must hold: server CPU per request with a token verified before ≤ this times ours' without
 LABELS = {
     OURS: "mcp-sse-server (ours)",
     OURS_JWT: "mcp-sse-server, bearer tokens (`ours-jwt`)",
+    OURS_ASGI: "ours, ASGI path (`fast_path=False`)",
+    OURS_STARLETTE: "ours mounted in Starlette (uvicorn)",
+    RAW: "raw asyncio.Protocol + httptools (Python's ceiling)",
     "official": "official Python SDK",
     "fastmcp": "fastmcp",
     "typescript": "TypeScript SDK",
@@ -110,8 +116,8 @@ def point_label(call: str, revision: str) -> str:
 
 
 def is_bare(name: str) -> bool:
-    """Either bare ASGI app (no MCP: no sessions, no revisions)."""
-    return name in (BARE, BARE_NOREAD)
+    """Either bare ASGI app, or the raw protocol (no MCP: no sessions, no revisions)."""
+    return name in (BARE, BARE_NOREAD, RAW)
 
 
 def is_ours(name: str) -> bool:
@@ -362,7 +368,7 @@ def memory_table(results: dict[str, Any]) -> list[str]:
              "|---|---:|" + "---:|" * len(counts) + "---:|---:|"]
     ours_per = _per_session(mem.get(OURS, {}))
     for name in results["order"]:
-        if name not in mem and name in (BARE_NOREAD, OURS_JWT):
+        if name not in mem and name in (BARE_NOREAD, OURS_JWT, OURS_ASGI, OURS_STARLETTE):
             continue  # one process for both bare rows: measured as the ceiling's; ours-jwt: point 1 only
         m = mem.get(name, {})
         if m.get("skip") or m.get("empty_kb") is None:
@@ -755,7 +761,8 @@ def pairs_table(results: dict[str, Any]) -> list[str]:
              "got)**", "",
              "| server | call | " + " | ".join(f"round {i + 1}" for i in range(rounds)) + " | median | p50 / p99 ms "
              "(medians) |", "|---|---|" + "---:|" * rounds + "---:|---:|"]
-    calls = {"sse": "2025-06-18 session, SSE", MODERN_KEY: f"{MODERN}, no session", "json": "2025-06-18 session, JSON"}
+    calls = {"sse": "2025-06-18 session, SSE", MODERN_KEY: f"{MODERN}, no session", "json": "2025-06-18 session, JSON",
+             revision_key(STREAMED, REVISIONS[0]): "2025-06-18 session, streamed (progress, then the reply)"}
     for key, loads in points.items():
         name, _, call = key.rpartition(":")
         cells = []
@@ -1064,6 +1071,128 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, str]]:
     return out
 
 
+FAST_REF = "a3542c1"  # issue 41's baseline: before the fast path
+FAST_GAIN, FAST_STREAMED_GAIN, FAST_FAIRNESS = 1.8, 1.5, 3.0
+STREAMED_KEY = revision_key(STREAMED, REVISIONS[0])
+
+
+def _figure(results: dict[str, Any], name: str | None, key: str) -> dict[str, Any] | None:
+    """A point's {"per_cpu", "p50_us", "p99_us", "disturbed", "how"}: the pairs' median, else the main point."""
+    paired = pair_summary(results, name, key)
+    if paired:
+        return {**paired, "how": "pairs"}
+    main = _load(results.get("http", {}).get(name, {}).get(key)) if name else None
+    if main is None or not _per_cpu(main):
+        return None
+    return {"per_cpu": _per_cpu(main), "p50_us": main["p50_us"], "p99_us": main["p99_us"],
+            "disturbed": main.get("disturbed", False), "how": "main"}
+
+
+def fast_path_table(results: dict[str, Any]) -> list[str]:
+    """Issue 41's rows side by side: the raw protocol, ours on the fast path, on the ASGI path (bind
+    with fast_path=False, and mounted in Starlette), the bare ASGI app and ours@a3542c1; quick calls
+    per server CPU-second (the pairs' medians where measured), with ratios to ours and to the raw
+    protocol; then each point of the main tables (SSE, JSON, stateless, 100 sessions p50/p99)."""
+    base = baseline_of(results, FAST_REF)
+    names = [n for n in (RAW, OURS, OURS_ASGI, OURS_STARLETTE, BARE, base) if n and n in results.get("http", {})]
+    if OURS not in names or len(names) < 2:
+        return []
+    ours = _figure(results, OURS, "sse")
+    raw = _figure(results, RAW, "sse")
+    lines = ["**The fast path (issue 41): quick `tools/call` on a 2025-06-18 session, SSE, 16 connections, "
+             "requests per server CPU-second; the interleaved pairs' medians (p) where measured, else the main "
+             "point (m)**", "",
+             "| server | per server CPU-s | ours (fast path) vs it | share of the raw protocol |",
+             "|---|---:|---:|---:|"]
+    for name in names:
+        f = _figure(results, name, "sse")
+        if f is None:
+            lines.append(f"| {server_label(name)} | {_why_not(results, name, 'sse')} | | |")
+            continue
+        vs = "—" if name == OURS or not ours else f"{ours['per_cpu'] / f['per_cpu']:.2f}x"
+        share = f"{100 * f['per_cpu'] / raw['per_cpu']:.0f}%" if raw else "—"
+        mark = " (p)" if f["how"] == "pairs" else " (m)"
+        lines.append(f"| {server_label(name)} | {_num(f['per_cpu'])}{mark}{' †' if f.get('disturbed') else ''} | "
+                     f"{vs} | {share} |")
+    http = results.get("http", {})
+    points = (("sse", "SSE"), ("json", "JSON"), (MODERN_KEY, f"{MODERN} stateless"), (STREAMED_KEY, "streamed"))
+    lines += ["", "**The same servers, every main point: requests per server CPU-second (p50 / p99 ms); "
+              "100 sessions with one request each in flight: p50 / p99 ms and their ratio**", "",
+              "| server | " + " | ".join(label for _, label in points) + " | 100 sessions |",
+              "|---|" + "---:|" * (len(points) + 1)]
+    for name in names:
+        entry, cells = http.get(name, {}), []
+        for key, _ in points:
+            pt = _load(entry.get(key))
+            cells.append(f"{_num(_per_cpu(pt) or 0)} ({_ms(pt['p50_us'])} / {_ms(pt['p99_us'])})"
+                         if pt and _per_cpu(pt) else "—")
+        many = _load(entry.get("sessions100"))
+        cells.append(f"{_ms(many['p50_us'])} / {_ms(many['p99_us'])} ({many['p99_us'] / many['p50_us']:.1f}x)"
+                     if many and many.get("p50_us") else "—")
+        lines.append(f"| {server_label(name)} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def fast_path_must_hold(results: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(target, measured, verdict) for issue 41's "must hold" list that one run.py run measures
+    (bench/redteam.py's checks run apart: bench/README.md's fast-path section)."""
+    base = baseline_of(results, FAST_REF)
+    out: list[tuple[str, str, str]] = []
+
+    def fig(name: str | None, key: str) -> dict[str, Any] | None:
+        return _figure(results, name, key)
+
+    def shown(f: dict[str, Any]) -> str:
+        return f"{_num(f['per_cpu'])}/CPU-s{' (pairs)' if f['how'] == 'pairs' else ' (main)'}" + (
+            " †" if f.get("disturbed") else "")
+
+    def versus(target: str, a: dict[str, Any] | None, b: dict[str, Any] | None, want: float, what: tuple[str, str],
+               missing: tuple[str | None, str], extra: str = "") -> None:
+        if a and b:
+            ratio = a["per_cpu"] / b["per_cpu"]
+            out.append((target, f"{ratio:.2f}x: {what[0]} {shown(a)}, {what[1]} {shown(b)}{extra}",
+                        _verdict(ratio >= want)))
+        else:
+            out.append((target, _why_not(results, missing[0], missing[1], FAST_REF), _verdict(None)))
+
+    ours, bare = fig(OURS, "sse"), fig(BARE, "sse")
+    extra = f"; the bare ASGI app {shown(bare)} ({ours['per_cpu'] / bare['per_cpu']:.2f}x)" if ours and bare else ""
+    versus(f"session quick call ≥ {FAST_GAIN:g}x `ours@{FAST_REF}`, per server CPU-second (fast path)", ours,
+           fig(base, "sse"), FAST_GAIN, ("ours", f"`{base}`"), (OURS if not ours else base, "sse"), extra)
+    versus(f"stateless {MODERN} call ≥ the session call", fig(OURS, MODERN_KEY), ours, 1.0,
+           (MODERN, "session"), (OURS, MODERN_KEY))
+    versus("JSON replies ≥ SSE replies", fig(OURS, "json"), ours, 1.0, ("JSON", "SSE"), (OURS, "json"))
+    versus(f"streamed calls (progress, then the reply) ≥ {FAST_STREAMED_GAIN:g}x `ours@{FAST_REF}`",
+           fig(OURS, STREAMED_KEY), fig(base, STREAMED_KEY), FAST_STREAMED_GAIN, ("ours", f"`{base}`"),
+           (OURS if not fig(OURS, STREAMED_KEY) else base, STREAMED_KEY))
+    http = results.get("http", {})
+    for name in (OURS, OURS_ASGI):
+        many = _load(http.get(name, {}).get("sessions100"))
+        target = f"100 sessions, one request each in flight: p99 ≤ {FAST_FAIRNESS:g}x p50 ({server_label(name)})"
+        if many and many.get("p50_us"):
+            ratio = many["p99_us"] / many["p50_us"]
+            out.append((target, f"{ratio:.1f}x: p50 {_ms(many['p50_us'])} ms, p99 {_ms(many['p99_us'])} ms"
+                        f"{' †' if many.get('disturbed') else ''}", _verdict(ratio <= FAST_FAIRNESS)))
+        elif name in http:
+            out.append((target, _why_not(results, name, "sessions100"), _verdict(None)))
+    mem = results.get("memory", {})
+    a, b = _per_session(mem.get(OURS, {})), _per_session(mem.get(base, {})) if base else None
+    target = f"idle session memory no larger than `ours@{FAST_REF}`'s"
+    at = max(_points(mem.get(OURS, {})) or [0])
+    out.append((target, f"ours {a:.2f} KB, `{base}` {b:.2f} KB (at {at:,} sessions)" if a is not None and b is not None
+                else f"no figure (ours {a}, `ours@{FAST_REF}` {b})", _verdict(None if a is None or b is None
+                                                                         else a <= b)))
+    inm = results.get("inmemory", {})
+    for way, what in (("inmemory-client", "`InMemoryClient.call_tool`"),
+                      ("memory-transport", "raw request through `MemoryTransport`")):
+        target = f"in-process round trip, {what}: median no slower than `ours@{FAST_REF}`"
+        x = inm.get(way, {}).get("median_us")
+        y = inm.get(way + ref_suffix(base), {}).get("median_us") if base else None
+        out.append((target, f"{x / y:.2f}x the time: ours {x:.2f} µs, `{base}` {y:.2f} µs (best round's medians)"
+                    if x and y else "not measured", _verdict(None if not x or not y else x <= y)))
+    return out
+
+
 def server_tables(results: dict[str, Any]) -> list[str]:
     """The tables of the servers side by side: HTTP points, revisions, memory."""
     lines = http_table(results, "sse", "HTTP `tools/call`, 16 connections on one session, SSE replies")
@@ -1117,6 +1246,11 @@ def render(results: dict[str, Any]) -> str:
     lines += ["", *pairs] if pairs else []
     bearer = bearer_table(results)
     lines += ["", *bearer] if bearer else []
+    fast = fast_path_table(results)
+    if fast:
+        lines += ["", *fast, "", f"**Must hold (issue 41, the fast path; `--baseline {FAST_REF}`)**", "",
+                  "| must hold | measured | |", "|---|---|---|"]
+        lines += [f"| {t} | {m} | {v} |" for t, m, v in fast_path_must_hold(results)]
     lines += ["", '**Must hold (issue "The request path in one pass", and issue 19\'s bearer tokens; every '
               'throughput per server CPU-second, i.e. requests/s over the share of its core the server used)**', "",
               "| must hold | measured | |", "|---|---|---|"]

@@ -5,6 +5,13 @@ CPU 1. Run bench/setup.sh first (bench/run.sh does both).
     python3 bench/run.py [--quick] [--servers ours,ours-jwt,official,...,ours-redis] [--baseline REF]... [--src PATH]
                          [--readme]
 
+Issue 41's rows: `raw-protocol` (raw_protocol.py, an asyncio.Protocol on httptools: Python's
+ceiling for one HTTP exchange), `ours-asgi` (ours with HttpSettings(fast_path=False)) and
+`ours-starlette` (McpHttpApp mounted in Starlette under plain uvicorn), each in the default
+run; report.py's "fast path" tables and must-hold list read them and `ours@a3542c1`
+(`--baseline a3542c1`). The chart (plot.py, matplotlib from bench/.peers/plot) goes to
+bench/results/throughput.png, and with --readme to bench/throughput.png.
+
 Prints Markdown tables (HTTP throughput and latency, many sessions, memory,
 in-process round trip, start-up) with ratios against our server, and saves
 them with the raw figures in bench/results/latest.{md,json}. --readme also
@@ -58,7 +65,8 @@ PEERS = BENCH / ".peers"
 BASELINES = BENCH / ".baseline"  # git-ignored: REF's src/ for --baseline REF, reused while REF names the same commit
 RESULTS = BENCH / "results"
 TOKENS = RESULTS / "tokens"  # ours-jwt's access tokens, one file per server (ours.py --jwt writes it)
-ORDER = [report.OURS, report.OURS_JWT, "official", "fastmcp", "typescript", report.BARE, report.BARE_NOREAD]
+ORDER = [report.OURS, report.OURS_JWT, report.OURS_ASGI, report.OURS_STARLETTE, "official", "fastmcp", "typescript",
+         report.RAW, report.BARE, report.BARE_NOREAD]
 REDIS = "ours-redis"  # --servers name of the Redis-store points (ours only), which run after the servers
 BOTH_CPUS = f"{SERVER_CPU},{LOAD_CPU}"  # the workers points: server, redis-server and wrk share both cores
 DISTURBED = 0.9  # a saturated server's share of its core below which other work interfered
@@ -109,6 +117,8 @@ class Peer:
     auth_why: str = ""  # ours only: why this code cannot serve with bearer tokens (ours.py --jwt)
     token_file: Callable[[int], Path] | None = None  # (port) -> where it writes the token every request carries
     point1_only: bool = False  # ours-jwt: point 1 (SSE and JSON replies) and the pairs, nothing else
+    path: str = "/mcp"  # the endpoint (ours-starlette: /mcp/, a Mount's)
+    memory: bool = True  # the idle-session memory points (not for ours-asgi and ours-starlette: ours' sessions)
 
 
 def our_python() -> str:
@@ -198,6 +208,20 @@ def ours_jwt_peer(src: Path) -> Peer:
     return peer
 
 
+def ours_asgi_peers(src: Path) -> list[Peer]:
+    """Ours on the ASGI path (issue 41): `ours-asgi`, bind() with `HttpSettings(fast_path=False)`
+    (ours.py --asgi: every request through uvicorn's cycle), and `ours-starlette`, the same
+    McpHttpApp mounted in Starlette and run by plain uvicorn (ours.py --starlette, at /mcp/).
+    Both get point 1, the 100 sessions, the stateless point and the pairs; no memory points."""
+    py, made = our_python(), []
+    for name, flag, path in ((report.OURS_ASGI, "--asgi", "/mcp"), (report.OURS_STARLETTE, "--starlette", "/mcp/")):
+        peer = ours_peer(name, src)
+        peer.argv = (lambda f: lambda p, j: [py, str(BENCH / "ours.py"), str(p), f, *(["--json"] if j else [])])(flag)
+        peer.imports, peer.path, peer.memory = (), path, False
+        made.append(peer)
+    return made
+
+
 def cli_launcher() -> list[str]:
     """How to run this project's `mcp-sse-server` command (the .venv's script, else the module)."""
     script = ROOT / ".venv" / "bin" / "mcp-sse-server"
@@ -235,6 +259,7 @@ def peers(baselines: dict[str, Path], src: Path = ROOT / "src") -> list[Peer]:
 
     ours = [ours_peer(report.OURS, src)] + [ours_peer(name, base) for name, base in baselines.items()]
     ours.append(ours_jwt_peer(src))  # (not one of ours' versions: report.is_ours says no)
+    ours += ours_asgi_peers(src)  # (nor these: the same code as ours, on the ASGI path)
     others = [
         Peer("official", lambda p, j: [official, str(BENCH / "peers" / "peer_official_sdk.py"), str(p), *flag(j)],
              json=True, imports=("from mcp.server.mcpserver import MCPServer",), python=official),
@@ -242,6 +267,9 @@ def peers(baselines: dict[str, Path], src: Path = ROOT / "src") -> list[Peer]:
              json=True, imports=("from fastmcp import FastMCP",), python=fast),
         Peer("typescript", lambda p, j: [node or "node", str(ts_dir / "peer_typescript_sdk.mjs"), str(p), *flag(j)],
              json=True, cwd=ts_dir),
+        # Python's ceiling for one HTTP exchange: no framework, an asyncio.Protocol on httptools (issue 41).
+        Peer(report.RAW, lambda p, j: [py, str(BENCH / "raw_protocol.py"), str(p), *flag(j)], json=True,
+             sessions=False, python=py),
         # The ceiling: reads each body, as every MCP server must; then the same app without reading it.
         Peer(report.BARE, lambda p, j: [py, str(BENCH / "bare_asgi.py"), str(p), *flag(j)], json=True,
              sessions=False, python=py),
@@ -311,7 +339,7 @@ class Run:
         port = free_port()
         name = f"{peer.name}{'-json' if json_replies else ''}{tag}"
         return Server(name, peer.argv(port, json_replies), port, cwd=peer.cwd, env=peer.env, log_dir=self.log_dir,
-                      cpus=peer.cpus, token_file=peer.token_file(port) if peer.token_file else None)
+                      cpus=peer.cpus, path=peer.path, token_file=peer.token_file(port) if peer.token_file else None)
 
     def started(self, peer: Peer, srv: Server) -> None:
         self.results["startup"].setdefault(peer.name, []).append(srv.started_s)
@@ -396,7 +424,7 @@ class Run:
                         entry["sessions100"] = self.point(srv, connections=100, threads=100,
                                                           sessions=opened.ids)
                     log(f"  {self.brief(entry['sessions100'])}")
-                    if not peer.sessions:
+                    if peer.name == report.BARE:
                         # The load generator's own check: the same 100 connections from one wrk
                         # thread. Similar figures mean thread-per-session wrk is not the limit.
                         log(f"{peer.name}: 100 connections from one wrk thread (load generator check)")
@@ -466,7 +494,7 @@ class Run:
                 f" CPU server {point['server_cpu']:.0%} wrk {point['wrk_cpu']:.0%}")
 
     def memory(self, peer: Peer) -> None:
-        if peer.name == report.BARE_NOREAD or peer.point1_only:
+        if peer.name == report.BARE_NOREAD or peer.point1_only or not peer.memory:
             return  # the ceiling's process, reading or not: measured once; ours-jwt: point 1 only
         m: dict[str, Any] = {}
         self.results["memory"][peer.name] = m
@@ -725,8 +753,10 @@ class Run:
     def pairs(self) -> None:
         """The must-hold comparisons measured again side by side, into results["pairs"]: ours'
         quick call on a 2025-06-18 session (SSE), the same call at the stateless revision and
-        with JSON replies, ours-jwt's SSE and JSON calls (each right after ours' same call), the
-        body-reading ceiling's, and ours@540ab25's, each on a server of
+        with JSON replies, ours-jwt's SSE and JSON calls (each right after ours' same call), ours'
+        streamed call (progress, then the reply), ours-asgi's, ours-starlette's and the raw
+        protocol's quick call (issue 41), the body-reading ceiling's, and every baseline's quick
+        and streamed calls (ours@540ab25, ours@a3542c1, ...), each on a server of
         its own started for this (all alive at once, idle but for their turn), 16 connections,
         one point each in turn, for a few rounds. Taking turns, every figure of a round sees the
         same state of this shared machine, so their ratios do not drift with it the way points
@@ -736,8 +766,9 @@ class Run:
         ours = by_name.get(report.OURS)
         if ours is None:
             return
-        speed = report.baseline_of(self.results, report.SPEED_REF)
-        speed = speed if speed in by_name else None
+        # Every baseline's quick call (540ab25's, a3542c1's, ...), and its streamed one (issue 41).
+        bases = [p.name for p in self.ours if p.name != report.OURS and p.name in by_name]
+        streamed = report.revision_key(report.STREAMED, report.REVISIONS[0])
         jwt = by_name.get(report.OURS_JWT)
         # (key, peer, JSON replies, revision); the key names the point in results["pairs"]
         wanted = [(report.pair_key(report.OURS, "sse"), ours, False, report.REVISIONS[0])]
@@ -748,10 +779,13 @@ class Run:
             wanted.append((report.pair_key(report.OURS, "json"), ours, True, report.REVISIONS[0]))
             if jwt and jwt.json:
                 wanted.append((report.pair_key(report.OURS_JWT, "json"), jwt, True, report.REVISIONS[0]))
-        if report.BARE in by_name:
-            wanted.append((report.pair_key(report.BARE, "sse"), by_name[report.BARE], False, report.REVISIONS[0]))
-        if speed:
-            wanted.append((report.pair_key(speed, "sse"), by_name[speed], False, report.REVISIONS[0]))
+        wanted.append((report.pair_key(report.OURS, streamed), ours, False, report.REVISIONS[0]))
+        for name in (report.OURS_ASGI, report.OURS_STARLETTE, report.RAW, report.BARE):
+            if name in by_name:
+                wanted.append((report.pair_key(name, "sse"), by_name[name], False, report.REVISIONS[0]))
+        for name in bases:
+            wanted.append((report.pair_key(name, "sse"), by_name[name], False, report.REVISIONS[0]))
+            wanted.append((report.pair_key(name, streamed), by_name[name], False, report.REVISIONS[0]))
         entry: dict[str, Any] = self.results["pairs"]
         entry.update(rounds=rounds, seconds=seconds, points={key: [] for key, *_ in wanted})
         log(f"must-hold pairs, interleaved: {', '.join(entry['points'])}; {rounds} rounds of {seconds:g} s points")
@@ -769,11 +803,11 @@ class Run:
                         sid = "" if is_modern(revision) else open_session(conn, path, "bench-pairs", revision)
                     finally:
                         conn.close()
-                    points.append((key, srv, sid, revision))
+                    points.append((key, srv, sid, revision, key.endswith(":" + streamed)))
                 for i in range(rounds):
-                    for key, srv, sid, revision in points:
+                    for key, srv, sid, revision, progress in points:
                         warm = wrk(srv.url, connections=16, seconds=1, session=sid, revision=revision,
-                                   headers=srv.headers)
+                                   headers=srv.headers, streamed=progress)
                         if not warm.ok:
                             entry["points"][key].append(asdict(Load(invalid=f"during warm-up: {warm.invalid}")))
                             continue
@@ -781,7 +815,7 @@ class Run:
                         pids = srv.pids()
                         cpu0, t0 = cpu_seconds(*pids), time.monotonic()
                         load = wrk(srv.url, connections=16, seconds=seconds, session=sid, revision=revision,
-                                   headers=srv.headers)
+                                   headers=srv.headers, streamed=progress)
                         load.server_cpu = round((cpu_seconds(*pids) - cpu0) / (time.monotonic() - t0), 3)
                         entry["points"][key].append(asdict(load))
                         log(f"  round {i + 1} {key}: {self.brief(asdict(load))}")
@@ -817,6 +851,20 @@ def cli_serve_args(help_text: str, port: int) -> list[str]:
     if "--host" in help_text:
         args += ["--host", "127.0.0.1"]
     return args
+
+
+def chart(readme: bool) -> None:
+    """plot.py's chart of latest.json, with matplotlib from bench/.peers/plot (bench/setup.sh), into
+    results/throughput.png, and with --readme into bench/throughput.png too; skipped, saying so,
+    where matplotlib is not installed."""
+    python = PEERS / "plot" / "bin" / "python"
+    if not python.exists():
+        log("chart skipped: matplotlib is not installed (bench/setup.sh puts it in bench/.peers/plot)")
+        return
+    for out in [RESULTS / "throughput.png", *([BENCH / "throughput.png"] if readme else [])]:
+        done = subprocess.run([str(python), str(BENCH / "plot.py"), str(RESULTS / "latest.json"), str(out)],
+                              capture_output=True, text=True, cwd=BENCH, timeout=120)
+        log(f"chart: {out}" if done.returncode == 0 else f"chart failed: {done.stderr.strip()[-300:]}")
 
 
 def main() -> None:
@@ -880,6 +928,7 @@ def main() -> None:
     (RESULTS / "latest.md").write_text(table)
     if args.readme:
         report.splice_readme(BENCH / "README.md", table)
+    chart(args.readme)
     print(table)
     log(f"done in {time.monotonic() - t0:.0f} s; tables in {RESULTS / 'latest.md'}, server logs in {RESULTS / 'logs'}")
 

@@ -6,6 +6,8 @@
 #   never as dependencies of this project: official Python SDK and fastmcp in
 #   separate virtualenvs (they pin different `mcp` versions), the TypeScript
 #   SDK with npm into bench/.peers/ts/ beside its peer script;
+# - matplotlib in bench/.peers/plot/, for plot.py's chart only (never a dependency of
+#   this project; run.py skips the chart, saying so, when it is missing);
 # - this project in the checkout's own .venv (the one scripts/setup.sh makes
 #   and the tests use), so the benchmark measures the working tree.
 # A stamp file per step skips work already done; delete bench/.peers to redo.
@@ -23,6 +25,7 @@ HTTPTOOLS_VERSION=0.9.0
 UVLOOP_VERSION=0.23.0
 TS_SDK_VERSION=1.32.2
 ZOD_VERSION=4.6.7
+MATPLOTLIB_VERSION=3.11.2  # bench-only: plot.py's chart, in a virtualenv of its own
 
 log() { echo "[bench/setup] $*" >&2; }
 
@@ -55,6 +58,9 @@ make_venv "$peers/official" "mcp=$MCP_VERSION uvicorn=$UVICORN_VERSION" "mcp==$M
 make_venv "$peers/fastmcp" "fastmcp=$FASTMCP_VERSION uvicorn=$UVICORN_VERSION" \
   "fastmcp==$FASTMCP_VERSION" "${py_common[@]}" \
   || { log "fastmcp could not be installed: it will be skipped"; rm -rf "$peers/fastmcp"; }
+
+make_venv "$peers/plot" "matplotlib=$MATPLOTLIB_VERSION" "matplotlib==$MATPLOTLIB_VERSION" \
+  || { log "matplotlib could not be installed: run.py will skip the chart"; rm -rf "$peers/plot"; }
 
 install_ts() {
   local ts=$1 want=$2
