@@ -153,20 +153,44 @@ class MemoryReplay:
 
 class RedisReplay:
     """The replay cache every worker shares: ``SET <prefix>:<key> 1 NX PX <ttl>`` on a
-    ``redis.asyncio`` client (``decode_responses`` either way). Redis out of reach fails closed."""
+    ``redis.asyncio`` client (``decode_responses`` either way; a ``RedisCluster`` too: one key
+    per command). Redis out of reach fails closed."""
 
-    __slots__ = ("_errors", "client", "prefix")
+    __slots__ = ("_errors", "_url", "client", "prefix")
 
-    def __init__(self, client: Redis, prefix: str = "mcp:dpop") -> None:
+    def __init__(self, client: Redis | None, prefix: str = "mcp:dpop") -> None:
         from redis import exceptions as redis_errors  # (only a server using Redis loads it)
 
         self.client = client
         self.prefix = prefix
+        self._url: str | None = None
         self._errors = (redis_errors.ConnectionError, redis_errors.TimeoutError, redis_errors.ReadOnlyError)
 
+    @classmethod
+    def from_url(cls, url: str, prefix: str = "mcp:dpop") -> RedisReplay:
+        """A cache on the Redis ``url`` names (``redis://``, ``rediss://``, ``unix://``,
+        ``redis+cluster://``) whose client is made on first use, in the process using it: so it
+        can be built before ``serve --workers`` forks (a Redis client is not fork-safe)."""
+        replay = cls(None, prefix)
+        replay._url = url
+        return replay
+
+    def _connect(self) -> Redis:
+        assert self._url is not None
+        from ..stores.redis_cluster import CLUSTER_SCHEMES, cluster_client
+
+        if self._url.partition("://")[0].lower() in CLUSTER_SCHEMES:
+            self.client = cluster_client(self._url)
+        else:
+            from redis.asyncio import Redis
+
+            self.client = Redis.from_url(self._url)
+        return self.client
+
     async def first_use(self, key: str, ttl: float) -> bool:
+        client = self.client if self.client is not None else self._connect()
         try:
-            stored = await self.client.set(f"{self.prefix}:{key}", b"1", nx=True, px=max(1, math.ceil(ttl * 1000)))
+            stored = await client.set(f"{self.prefix}:{key}", b"1", nx=True, px=max(1, math.ceil(ttl * 1000)))
         except self._errors as error:
             raise VerifierUnavailable(
                 f"the DPoP replay cache (Redis) is out of reach: {error}", retry_after=1

@@ -25,8 +25,11 @@ def announce(label: str, endpoint: str, options: dict[str, Any]) -> None:
         click.echo(f"Listening on every interface ({host or '0.0.0.0'} port {port}), not only this machine's")
     auth = options["settings"].auth
     if auth is not None:
+        tokens = "bearer tokens"
+        if auth.dpop is not None:  # (what a client must send: tests and operators read this line)
+            tokens = "DPoP-bound tokens" if auth.dpop.required else "bearer or DPoP-bound tokens"
         click.echo(
-            f"Protected resource {auth.resource}: bearer tokens from {', '.join(auth.authorization_servers)} "
+            f"Protected resource {auth.resource}: {tokens} from {', '.join(auth.authorization_servers)} "
             f"(metadata at {auth.metadata_url})"
         )
     sys.stdout.flush()

@@ -17,6 +17,13 @@ Rules:
 3. ``--auth-audience`` replaces the audience (by default the resource);
    ``--auth-scope`` (repeatable) is required of every token.
 4. ``http://`` key-set and introspection URLs are refused except on loopback.
+5. ``--auth-dpop allowed|required`` checks DPoP-bound tokens (RFC 9449, ``auth/dpop.py``;
+   ``off``, the default, loads none of it). Proofs are remembered against replay in Redis
+   when ``--backend``/``--redis-url`` names one (every worker and host then shares it), else
+   in the process (``--auth-dpop-replay`` chooses; ``memory`` or ``off`` with several workers
+   is warned about: a proof replayed to another worker passes). ``--auth-dpop-nonce-secret-env
+   VAR`` requires nonces, made from the secrets in that variable (space-separated, the first
+   signs; the same in every worker), never from the command line.
 """
 
 from __future__ import annotations
@@ -24,16 +31,18 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar
 
 import click
 
 if TYPE_CHECKING:
+    from ..auth.dpop import DPoP
     from ..auth.resource import ResourceServer
 
 __all__ = ["AuthSettings", "auth_options"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+_REDIS_SCHEMES: Final = frozenset({"redis", "rediss", "unix", "redis+cluster", "rediss+cluster"})
 
 
 def auth_options(command: _F) -> _F:
@@ -65,6 +74,21 @@ def auth_options(command: _F) -> _F:
         ),
         click.option("--auth-audience", metavar="URL", help="The audience tokens must name (the resource by default)."),
         click.option("--auth-scope", multiple=True, metavar="SCOPE", help="A scope every token needs (repeatable)."),
+        click.option(
+            "--auth-dpop",
+            type=click.Choice(["off", "allowed", "required"]),
+            help="DPoP-bound tokens (RFC 9449): off (the default), allowed beside bearer tokens, or required.",
+        ),
+        click.option(
+            "--auth-dpop-replay",
+            type=click.Choice(["redis", "memory", "off"]),
+            help="Where DPoP proofs are remembered against replay (redis when --backend names one, else memory).",
+        ),
+        click.option(
+            "--auth-dpop-nonce-secret-env",
+            metavar="VAR",
+            help="Require DPoP nonces, made with the secrets (32 bytes at least, space-separated) in this variable.",
+        ),
     ]
     for decorator in reversed(decorators):
         command = decorator(command)
@@ -83,6 +107,9 @@ class AuthSettings:
     auth_resource: str | None = None
     auth_audience: str | None = None
     auth_scope: tuple[str, ...] = ()
+    auth_dpop: str | None = None
+    auth_dpop_replay: str | None = None
+    auth_dpop_nonce_secret_env: str | None = None
 
     @classmethod
     def take(cls, options: dict[str, Any]) -> AuthSettings:
@@ -96,11 +123,18 @@ class AuthSettings:
         return any(getattr(self, field.name) for field in dataclasses.fields(self))
 
     def resource_server(
-        self, endpoint: str, *, derivable: bool, environ: Mapping[str, str] | None = None
+        self,
+        endpoint: str,
+        *,
+        derivable: bool,
+        environ: Mapping[str, str] | None = None,
+        backend: str | None = None,
+        workers: int = 1,
     ) -> ResourceServer | None:
         """The ``auth=`` of ``McpHttpServer.bind`` (None when no option was given). ``endpoint``
-        is the bound endpoint's URL, usable as the resource when ``derivable``. click's
-        UsageError for settings the rules refuse."""
+        is the bound endpoint's URL, usable as the resource when ``derivable``; ``backend`` the
+        serve's backend URL and ``workers`` its processes (rule 5). click's UsageError for
+        settings the rules refuse."""
         if not self.given:
             return None
         from ..auth import IntrospectionVerifier, JwtVerifier, ResourceServer, TokenVerifier
@@ -140,7 +174,13 @@ class AuthSettings:
                     audience=audience,
                     issuer=self.auth_issuer,
                 )
-            return ResourceServer(resource, [self.auth_issuer], verifier=verifier, required_scopes=self.auth_scope)
+            return ResourceServer(
+                resource,
+                [self.auth_issuer],
+                verifier=verifier,
+                required_scopes=self.auth_scope,
+                dpop=self._dpop(os.environ if environ is None else environ, backend, workers),
+            )
         except ValueError as error:
             raise click.UsageError(str(error)) from error
 
@@ -149,6 +189,42 @@ class AuthSettings:
         if not value:
             raise click.UsageError(f"introspection needs {option}")
         return value
+
+    def _dpop(self, environ: Mapping[str, str], backend: str | None, workers: int) -> DPoP | None:
+        """Rule 5: the DPoP settings, None when off."""
+        if self.auth_dpop in (None, "off"):
+            if self.auth_dpop_replay is not None or self.auth_dpop_nonce_secret_env is not None:
+                raise click.UsageError("--auth-dpop-replay and --auth-dpop-nonce-secret-env go with --auth-dpop")
+            return None
+        from ..auth.dpop import DPoP, DPoPNonces, RedisReplay, ReplayCache
+
+        redis = backend is not None and backend.partition(":")[0].lower() in _REDIS_SCHEMES
+        where = self.auth_dpop_replay or ("redis" if redis else "memory")
+        replay: ReplayCache | Literal["memory"] | None
+        if where == "redis":
+            if not redis:
+                raise click.UsageError("--auth-dpop-replay redis needs --backend redis://... (or --redis-url)")
+            assert backend is not None
+            replay = RedisReplay.from_url(backend)
+        else:
+            replay = "memory" if where == "memory" else None
+            if workers > 1:
+                click.echo(
+                    f"Warning: --auth-dpop-replay {where} with --workers {workers}: a DPoP proof replayed to "
+                    "another worker passes; give --backend redis://... to share the replay cache.",
+                    err=True,
+                )
+        nonces = None
+        if self.auth_dpop_nonce_secret_env is not None:
+            secrets = environ.get(self.auth_dpop_nonce_secret_env, "").split()
+            if not secrets:
+                raise click.UsageError(
+                    f"--auth-dpop-nonce-secret-env: the environment variable {self.auth_dpop_nonce_secret_env} "
+                    "is not set"
+                )
+            nonces = DPoPNonces(secrets)
+        mode: Literal["allowed", "required"] = "required" if self.auth_dpop == "required" else "allowed"
+        return DPoP(mode, replay=replay, nonces=nonces)
 
     def _secret(self, environ: Mapping[str, str]) -> str:
         variable = self._required("--auth-client-secret-env", self.auth_client_secret_env)

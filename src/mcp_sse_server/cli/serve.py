@@ -279,6 +279,8 @@ def _serve(ctx: click.Context, settings: ServeSettings, otel: bool) -> None:
     auth = settings.auth.resource_server(
         endpoint_url(host, port, path, tls=certfile is not None),
         derivable=port != 0 and not is_wildcard_host(host),
+        backend=backend,
+        workers=workers,
     )
     _refuse_exposure(host, settings.limits, auth)
     resolved = _resolve(settings).with_skills(load_skill_options(settings.skills))
