@@ -16,12 +16,21 @@ A module whose tests hold for both says so with ``pytestmark = pytest.mark.deplo
 so with ``@pytest.mark.deployments("local", reason="...")`` (a reason is required; its test ids
 stay unchanged). Unmarked modules run on ``local`` only. A Redis app is shut down with
 ``fixtures.redis_server.shut_down`` (the inbox reader's blocking read would add a second).
+
+HTTP paths: every test that serves on a socket (the ``bound`` fixture, ``McpHttpServer.bind`` or
+``on_socket`` in its body, in a helper of its module it calls, or in a fixture of its module)
+runs twice, ``[fast]`` on the fast path (fast_protocol.py, the default) and ``[asgi]`` with
+every request through uvicorn's cycle, what ``HttpSettings(fast_path=False)`` serves (the
+``http_path`` fixture). test_fast_path.py names both paths itself (its ``fast`` parameter).
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
+import inspect
 import itertools
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -33,6 +42,8 @@ from mcp_sse_server.engine.stores import Backend
 from mcp_sse_server.transport.http import HttpLimits, McpHttpApp, McpHttpServer
 
 DEPLOYMENTS = ("local", "redis")
+HTTP_PATHS = ("fast", "asgi")
+_SERVES = re.compile(r"McpHttpServer\.bind|\.on_socket\(|\bbound\b")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -42,7 +53,34 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+@functools.cache
+def _source(thing: Any) -> str:
+    try:
+        return inspect.getsource(thing)
+    except (OSError, TypeError):
+        return ""
+
+
+def serves_on_a_socket(metafunc: pytest.Metafunc) -> bool:
+    """Whether the test binds a server: itself, through a helper of its module, or a fixture of its module."""
+    if "bound" in metafunc.fixturenames:
+        return True
+    module, source = metafunc.module, _source(metafunc.function)
+    if _SERVES.search(source):
+        return True
+    called = set(re.findall(r"\b([A-Za-z_]\w*)\(", source)) | set(metafunc.fixturenames)
+    for name in called:
+        helper = module.__dict__.get(name)
+        wrapped = getattr(helper, "_get_wrapped_function", None)  # (a fixture: pytest 8.4's definition)
+        helper = wrapped() if callable(wrapped) else getattr(helper, "__wrapped__", helper)
+        if inspect.isfunction(helper) and helper.__module__ == module.__name__ and _SERVES.search(_source(helper)):
+            return True
+    return False
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "http_path" in metafunc.fixturenames and "fast" not in metafunc.fixturenames and serves_on_a_socket(metafunc):
+        metafunc.parametrize("http_path", HTTP_PATHS, indirect=True)
     if "deployment" not in metafunc.fixturenames:
         return
     marker = metafunc.definition.get_closest_marker("deployments")
@@ -61,6 +99,21 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 @pytest.fixture
 def deployment(request: pytest.FixtureRequest) -> str:
     return getattr(request, "param", "local")
+
+
+@pytest.fixture(autouse=True)
+def http_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Which path a bound server answers the endpoint on: "fast" (the default), or "asgi", where
+    bind and on_socket get the limited protocol of connections.py, as ``fast_path=False`` gives them."""
+    path: str = getattr(request, "param", "fast")
+    if path == "asgi":
+        from mcp_sse_server.transport.http import connections, fast_protocol
+
+        def asgi_only(limits: HttpLimits, app: McpHttpApp, endpoint: str, observer: Any) -> Any:
+            return connections.protocol_class(limits, observer)
+
+        monkeypatch.setattr(fast_protocol, "fast_protocol_class", asgi_only)
+    return path
 
 
 @pytest.fixture
