@@ -211,19 +211,31 @@ async def test_a_views_fetch_of_an_origin_it_did_not_declare_is_blocked_by_its_c
 
 
 @pytest.mark.parametrize("era", ERAS)
+@pytest.mark.parametrize("bridge", ["official", "python"])
 async def test_the_demo_servers_calculator_renders_and_computes_again_from_its_view(
-    bundle_dir: Path, tmp_path: Path, era: str
+    bundle_dir: Path, tmp_path: Path, bridge: str, era: str
 ) -> None:
     # The app scripts/serve.sh shows (servers/demo_app.py), as the demo serves it, in a real host.
-    seen = await drive(bundle_dir, tmp_path, "demo", "calculator", era, server=build_demo_server())
+    seen = await drive(bundle_dir, tmp_path, "demo", "calculator", era, bridge, server=build_demo_server())
 
     assert seen["host"]["result"]["structuredContent"]["result"] == 5
     assert seen["view"]["answer"] == "2 + 3 = 5"  # the first render: the host's call of the tool
     assert seen["view"]["computed"] == "2 * 3 = 6"  # the view's own call, inputs filled from tool-input
-    bodies = [json.loads(r["body"]) for r in seen["requests"] if r["method"] == "POST"]
-    calls = [b["params"]["arguments"] for b in bodies if b.get("method") == "tools/call"]
-    assert calls == [{"a": 2, "b": 3}, {"a": 2, "b": 3, "operation": "multiply"}]
-    events = [e["event"] for e in seen["host"]["events"]]
-    assert "call forwarded" in events and "size changed" in events
-    assert_era(seen, era)
+    assert seen["host"]["protocolVersion"] == era
+    python: PythonHost | None = seen["python"]
+    if python is None:
+        bodies = [json.loads(r["body"]) for r in seen["requests"] if r["method"] == "POST"]
+        calls = [b["params"]["arguments"] for b in bodies if b.get("method") == "tools/call"]
+        assert calls == [{"a": 2, "b": 3}, {"a": 2, "b": 3, "operation": "multiply"}]
+        events = [e["event"] for e in seen["host"]["events"]]
+        assert "call forwarded" in events and "size changed" in events
+        assert_era(seen, era)
+    else:
+        said = [m.get("method", "answer") for m in python.sent]
+        assert said[:3] == ["answer", "ui/notifications/tool-input", "ui/notifications/tool-result"]
+        answers = [m["result"] for m in python.sent[1:] if "result" in m]
+        (answer,) = answers  # the view's tools/call, proxied by our session to the server
+        assert answer["content"] == [{"type": "text", "text": "2 * 3 = 6"}]
+        assert answer["structuredContent"]["result"] == 6
+        assert "size" in {kind for kind, _ in python.events}
     assert_quiet(seen)
