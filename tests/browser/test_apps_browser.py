@@ -3,7 +3,8 @@ loads a host page (host.js, bundled by build.mjs) from the origin that also serv
 endpoint; the view runs in the inner frame of a sandbox proxy on another origin. Matrix: host
 bridge (the official AppBridge with the TypeScript Client in the page, or our Python
 ``AppHostSession`` behind it, python_host.py) x era (a 2025-11-25 session, 2026-07-28 stateless) x
-view (plain JSON-RPC, the official ``App`` class), plus a view whose fetches meet its CSP.
+view (plain JSON-RPC, the official ``App`` class), plus a view whose fetches meet its CSP, and
+the demo server's calculator (servers/demo_app.py, what scripts/serve.sh serves) behind each bridge.
 
 What refuses a view's call to a model-only tool: with our bridge, ``AppHostSession`` (rule 3 of
 client/app_host.py, -32602); with the official one, the host page's own ``oncalltool``, because
