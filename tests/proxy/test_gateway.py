@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -221,3 +222,77 @@ async def test_server_filesystem_and_both_python_http_servers_through_one_gatewa
                     assert "Alice" in str(prompt.messages[0].content)
         finally:
             await gateway.close()
+
+
+ENV_SERVER = """
+import json, os
+from mcp_sse_server import McpServer
+
+server = McpServer("envs")
+
+
+@server.tool()
+def environment() -> str:
+    return json.dumps(dict(os.environ))
+
+
+server.run("stdio")
+"""
+
+
+async def test_a_stdio_entry_gets_its_env_and_path_home_lang_unless_it_inherits(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    script = tmp_path / "envs.py"
+    script.write_text(ENV_SERVER)
+    monkeypatch.setenv("GATEWAY_SECRET", "not for backends")
+    monkeypatch.setenv("LANG", "C.UTF-8")
+    entry = {"command": sys.executable, "args": [str(script)], "env": {"MINE": "1"}}
+    gateway = from_config({"mcpServers": {"plain": entry, "whole": {**entry, "inherit_env": True}}})
+    try:
+        async with InMemoryClient(gateway) as client:
+            plain = json.loads((await client.call_tool("plain_environment", {})).content[0].text)  # type: ignore[union-attr]
+            whole = json.loads((await client.call_tool("whole_environment", {})).content[0].text)  # type: ignore[union-attr]
+    finally:
+        await gateway.close()
+    assert plain["MINE"] == "1" and plain["PATH"] == os.environ["PATH"] and plain["LANG"] == "C.UTF-8"
+    assert "GATEWAY_SECRET" not in plain
+    assert set(plain) - {"MINE", "PATH", "HOME", "LANG"} <= {"LC_CTYPE"}  # (what Python itself may set)
+    assert whole["MINE"] == "1" and whole["GATEWAY_SECRET"] == "not for backends"
+    with pytest.raises(ConfigError, match="inherit_env"):
+        from_config({"mcpServers": {"bad": {**entry, "inherit_env": "yes"}}})
+
+
+async def test_an_entrys_scopes_gate_its_names_for_tokens(tmp_path: Path) -> None:
+    from fixtures.keys import ISSUER, RESOURCE, SigningKey
+    from mcp_sse_server.auth import JwtVerifier
+    from mcp_sse_server.auth.resource import ResourceServer
+    from mcp_sse_server.client import StreamableHttpClient
+    from mcp_sse_server.transport.http import HttpSettings, McpHttpServer
+
+    math = {"type": "inmemory", "command": "math"}
+    gateway = from_config({"mcpServers": {"open": math, "ops": {**math, "scopes": ["ops:use"]}}})
+    assert gateway.scopes_needed("tools/call", {"name": "ops_add"}) == {"ops:use"}
+    assert gateway.scopes_needed("tools/call", {"name": "open_add"}) == frozenset()
+    key = SigningKey("gateway-scopes")
+    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, keys={"keys": [key.jwk()]})
+    auth = ResourceServer(RESOURCE, [ISSUER], verifier=verifier)
+    http = await McpHttpServer.bind(gateway, settings=HttpSettings(path="/mcp", auth=auth))
+    try:
+        for mode in ("session", "2026-07-28"):
+            narrow = {"authorization": f"Bearer {key.sign(scope='mcp:tools')}"}
+            async with StreamableHttpClient(http.endpoint, headers=narrow, mode=mode) as client:
+                names = {tool.name for tool in await client.list_tools()}
+                assert "open_add" in names and not any(name.startswith("ops_") for name in names)
+                with pytest.raises(McpError) as refused:  # (403 insufficient_scope)
+                    await client.call_tool("ops_add", {"a": 1, "b": 2})
+                assert "needs the scope ops:use" in str(refused.value)
+            wide = {"authorization": f"Bearer {key.sign(scope='mcp:tools ops:use')}"}
+            async with StreamableHttpClient(http.endpoint, headers=wide, mode=mode) as client:
+                assert "ops_add" in {tool.name for tool in await client.list_tools()}
+                added = await client.call_tool("ops_add", {"a": 1, "b": 2})
+                assert added.structured_content == {"result": 3}
+    finally:
+        await http.close(deadline=1)
+        await gateway.close()
+        await verifier.aclose()

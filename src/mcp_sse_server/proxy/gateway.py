@@ -2,8 +2,9 @@
 a ``proxy`` under its namespace (``mcp-sse-server serve --gateway FILE``).
 
 The file is what ``client/config.py`` reads (``{"mcpServers": {name: entry}}``, each entry a
-``ServerConfig``), plus these keys of an entry: ``namespace``, ``enabled``, and the proxy's
-``connections``, ``pool``, ``mode`` and ``roots``. The file is trusted input: it starts programs.
+``ServerConfig``), plus these keys of an entry: ``namespace``, ``enabled``, ``scopes``,
+``inherit_env``, and the proxy's ``connections``, ``pool``, ``mode`` and ``roots``. The file is
+trusted input: it starts programs.
 
 Rules:
 
@@ -24,9 +25,15 @@ Rules:
    entry's tool calls answer ``isError`` "Backend NAME is unavailable: ..." (``server.py``
    rule 4). URIs in ``resources/read`` contents come back in their front form. The
    ``Mcp-Param-*`` headers of a tool are its entry's (from that entry's last tools list).
-6. Everything else (what a backend asks, progress, cancellation, logs, list changes,
+6. ``scopes`` (a list of OAuth scopes): a token must hold them all to see the entry's tools,
+   prompts, resources and templates in lists and to use them (``engine/scopes.py`` rules 2-4:
+   checked where the gateway is served with ``auth=``).
+7. A stdio entry's program gets the entry's ``env`` plus this process's ``PATH``, ``HOME`` and
+   ``LANG`` only, so the gateway's own secrets (Redis URL, keys) do not leak into every
+   backend; ``"inherit_env": true`` gives it the whole environment as well.
+8. Everything else (what a backend asks, progress, cancellation, logs, list changes,
    resource updates with front URIs) is each proxy's (``server.py``), for the gateway's sessions.
-7. A gateway read from a file watches it (``watch_interval`` seconds between looks at its size,
+9. A gateway read from a file watches it (``watch_interval`` seconds between looks at its size,
    time and inode, from the first request on; ``reload()`` looks now): when it changed, the
    entries added, removed or edited take effect, the entries left as they were keep their
    backends, an edited or removed entry's backends are closed (their calls in flight fail),
@@ -40,7 +47,7 @@ import asyncio
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -49,6 +56,8 @@ from ..engine.context import RequestContext
 from ..engine.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from ..engine.mount import Kind, back_key, check_namespace, front_key
 from ..engine.registry import Pager
+from ..engine.scopes import NO_SCOPES, check_scopes, needed
+from ..engine.scopes import Kind as ScopeKind
 from ..engine.server import McpServer
 from ..engine.session import ServerSession
 from ..engine.stateless_meta import MirroredHeader
@@ -58,6 +67,9 @@ __all__ = ["GatewayServer", "from_config"]
 
 # Entry keys this module reads (the others are ServerConfig's).
 _PROXY_KEYS: Final = ("connections", "pool", "mode", "roots")
+_GATEWAY_KEYS: Final = ("namespace", "enabled", "scopes", "inherit_env", *_PROXY_KEYS)
+# What a stdio entry's program gets of this process's environment without inherit_env (rule 7).
+_INHERITED: Final = ("PATH", "HOME", "LANG")
 _LISTS: Final[dict[str, tuple[str, Kind, str]]] = {
     "tools/list": ("tools", "tool", "name"),
     "prompts/list": ("prompts", "prompt", "name"),
@@ -99,6 +111,7 @@ class GatewayServer(McpServer):
         page_size: int | None = None,
         source: str | os.PathLike[str] | None = None,
         watch_interval: float = 1.0,
+        scopes: Mapping[str, Collection[str]] | None = None,
     ):
         super().__init__(name, page_size=page_size)
         self.entries = dict(entries)  # namespace -> its proxy
@@ -106,12 +119,14 @@ class GatewayServer(McpServer):
         for namespace, entry in self.entries.items():
             check_namespace(namespace)
             self._attach(namespace, entry)
-        # The file this gateway reloads (rule 7), what it was when read, and its entries then.
+        # The file this gateway reloads (rule 9), what it was when read, and its entries then.
         self.source = None if source is None else Path(source)
         self.watch_interval = watch_interval
         self._seen: StatKey | None = None
         self._configured: dict[str, Configured] = {}
         self._watcher: asyncio.Task[None] | None = None
+        # namespace -> the scopes a token needs for that entry (rule 6); entries without any left out.
+        self.scopes = {namespace: check_scopes(found) for namespace, found in (scopes or {}).items() if found}
         self.on_roots_list_changed = self._roots_changed
         self.mirrored_headers = self._mirrored_headers
         handlers = self.handlers
@@ -133,7 +148,7 @@ class GatewayServer(McpServer):
         entry.announcer = self
         entry.front_uri = _front_uri(namespace)
 
-    # --- reloading (rule 7) ----------------------------------------------------------------
+    # --- reloading (rule 9) ----------------------------------------------------------------
 
     def _watch(self) -> None:
         if self._watcher is None and self.source is not None:
@@ -148,7 +163,7 @@ class GatewayServer(McpServer):
                 logger.exception("gateway %s: reloading %s failed", self.name, self.source)
 
     async def reload(self) -> bool:
-        """Take the file's changes now, if it changed since it was read (rule 7); whether the
+        """Take the file's changes now, if it changed since it was read (rule 9); whether the
         entries changed."""
         source = self.source
         if source is None:
@@ -172,10 +187,11 @@ class GatewayServer(McpServer):
         dropped = [entry for namespace, entry in self.entries.items() if entries.get(namespace) is not entry]
         if not dropped and list(entries) == list(self.entries):
             self._configured = configured
-            return False
+            return False  # (an entry's scopes are part of it: a change there replaced it)
         for namespace, entry in entries.items():
             self._attach(namespace, entry)
         self.entries, self._configured = entries, configured
+        self.scopes = _scopes_of(configured)
         logger.info("gateway %s: %s changed; entries now %s", self.name, source, ", ".join(entries) or "none")
         for method in _CHANGED:
             self._list_changed(method)
@@ -183,8 +199,18 @@ class GatewayServer(McpServer):
             await entry.close_server_scope()
         return True
 
+    def scopes_needed(self, method: str, params: Any) -> frozenset[str]:
+        """The scopes of the entry the request names (rule 6)."""
+        if not self.scopes:
+            return NO_SCOPES
+        return needed(method, params, self._entry_scopes)
+
+    def _entry_scopes(self, kind: ScopeKind, key: str) -> Collection[str]:
+        found = self._route(kind, key)
+        return NO_SCOPES if found is None else self.scopes.get(found[0], NO_SCOPES)
+
     def _mirrored_headers(self, name: str) -> tuple[MirroredHeader, ...]:
-        found = self._entry("tool", name)
+        found = self._route("tool", name)
         return () if found is None else found[1].mirrored_headers(found[2])
 
     def _roots_changed(self) -> None:
@@ -213,6 +239,9 @@ class GatewayServer(McpServer):
         """The namespace, entry and entry's own name or URI that ``front`` routes to (rule 5)."""
         if self._watcher is None:
             self._watch()
+        return self._route(kind, front)
+
+    def _route(self, kind: Kind, front: Any) -> tuple[str, ProxyServer, str] | None:
         if not isinstance(front, str):
             return None
         namespace = front.partition("_" if kind in ("tool", "prompt") else "+")[0]
@@ -262,7 +291,10 @@ class GatewayServer(McpServer):
                 self._watch()
             items: list[dict[str, Any]] = []
             failed: list[str] = []
+            token = context.auth
             for namespace, entry in list(self.entries.items()):
+                if token is not None and not token.scopes.issuperset(self.scopes.get(namespace, NO_SCOPES)):
+                    continue  # (not offered what it cannot use)
                 try:
                     found = await entry.handlers[method]({}, context)
                 except McpError as error:
@@ -322,19 +354,41 @@ def _configured(data: Any) -> dict[str, Configured]:
             ) from None
         if not namespace or namespace in found:
             raise ConfigError((*where, "namespace"), f"{namespace!r} is already another entry's: give another")
+        scopes = entry.get("scopes", [])
+        try:
+            if not isinstance(scopes, list):
+                raise ValueError("expected a list of scopes")
+            check_scopes(scopes)
+        except (TypeError, ValueError) as error:
+            raise ConfigError((*where, "scopes"), str(error)) from None
+        if not isinstance(entry.get("inherit_env", False), bool):
+            raise ConfigError((*where, "inherit_env"), "expected true or false")
         found[namespace] = (str(entry_name), dict(entry))
     return found
+
+
+def _scopes_of(configured: Mapping[str, Configured]) -> dict[str, frozenset[str]]:
+    found = ((namespace, entry.get("scopes")) for namespace, (_name, entry) in configured.items())
+    return {namespace: check_scopes(scopes) for namespace, scopes in found if scopes}
 
 
 def _proxy(entry_name: str, entry: dict[str, Any]) -> ProxyServer:
     """The proxy serving one entry; ConfigError naming it when its keys cannot work."""
     from ..client.config import ConfigError, ServerConfig
 
-    own = {key: value for key, value in entry.items() if key not in ("namespace", "enabled", *_PROXY_KEYS)}
+    own = {key: value for key, value in entry.items() if key not in _GATEWAY_KEYS}
     config = ServerConfig.from_dict(own, entry_name)
     options = {key: entry[key] for key in _PROXY_KEYS if key in entry}
+    factory = client_factory(config)
+    if config.transport == "stdio" and not entry.get("inherit_env", False):  # rule 7
+        config.env = {**{name: os.environ[name] for name in _INHERITED if name in os.environ}, **config.env}
+        whole = factory
+
+        def factory(**client_options: Any) -> Any:
+            return whole(inherit_env=False, **client_options)
+
     try:
-        return ProxyServer(client_factory(config), name=entry_name, **options)
+        return ProxyServer(factory, name=entry_name, **options)
     except (TypeError, ValueError) as error:
         raise ConfigError(("mcpServers", entry_name), str(error)) from None
 
@@ -358,8 +412,9 @@ def from_config(
             raise ConfigError((), f"{os.fspath(source)} is not JSON: {error}") from None
     configured = _configured(data)
     entries = {namespace: _proxy(*found) for namespace, found in configured.items()}
+    scopes = _scopes_of(configured)
     if isinstance(source, Mapping):
-        return GatewayServer(entries, name=name)
-    gateway = GatewayServer(entries, name=name, source=source, watch_interval=watch_interval)
+        return GatewayServer(entries, name=name, scopes=scopes)
+    gateway = GatewayServer(entries, name=name, source=source, watch_interval=watch_interval, scopes=scopes)
     gateway._seen, gateway._configured = seen, configured
     return gateway
