@@ -2,9 +2,10 @@
 exporting over OTLP/HTTP to one local receiver (opentelemetry-test-utils' ``OtlpProtoTestServer``):
 a call runs on worker A, its ``notifications/cancelled`` reaches worker B, which routes it to A
 through Redis with its trace context. The receiver then holds one trace with spans from both
-processes (told apart by ``service.name``): B's SERVER span of the cancel, and A's span of the
-cancelled call, which links to B's span and has a ``cancel (routed)`` event. A routed elicitation
-answer (the client's reply POSTed to B for a request A sent) is counted on A by type."""
+processes (told apart by ``service.name``; the target is a factory: a server per session): B's
+SERVER span of the cancel, and A's span of the cancelled call, which links to B's span and has a
+``cancel (routed)`` event. A routed elicitation answer (the client's reply POSTed to B for a
+request A sent) is counted on A by type."""
 
 from __future__ import annotations
 
@@ -151,6 +152,10 @@ def test_a_cancel_routed_between_two_processes_is_one_trace(workers: tuple[Serve
     assert service(running) == "worker-a" and service(forwarded) == "worker-b"  # two processes
     assert running.span.trace_id.hex() == TRACE_ID == forwarded.span.trace_id.hex()  # one trace
     assert running.span.parent_span_id.hex() == CALL_PARENT.split("-")[2]
+    # (a factory's servers: the endpoint still has the telemetry that sees the HTTP request)
+    attributes = {a.key: a.value for a in running.span.attributes}
+    assert attributes["client.address"].string_value == "127.0.0.1"
+    assert attributes["network.protocol.version"].string_value == "1.1"
     assert forwarded.span.parent_span_id.hex() == CANCEL_PARENT.split("-")[2]
     # What B sent through Redis: its span's context, linked from A's span with the routed event.
     assert [link.span_id for link in running.span.links] == [forwarded.span.span_id]

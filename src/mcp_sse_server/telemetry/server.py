@@ -44,6 +44,8 @@ Rules of this module:
 
 from __future__ import annotations
 
+import copy
+import functools
 import logging
 import time
 from collections.abc import Mapping
@@ -85,6 +87,7 @@ _METRICS_STATE: Any = metrics._internal  # (where the API keeps the global meter
 _INPUT_REQUIRED: Final = "input_required"
 
 
+@functools.cache  # (reading the package metadata costs milliseconds: once per process, not per server)
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -127,7 +130,12 @@ def _network(connection: Any, http: HttpOrigin | None) -> dict[str, Any]:
 
 
 class ServerObserver:
-    """The observer of one ``McpServer`` (``engine.observe.Observer``); rules are the module's."""
+    """The observer of one ``McpServer`` (``engine.observe.Observer``); rules are the module's.
+
+    ``server`` None: the observer of an HTTP endpoint whose factory builds a server per session
+    (``telemetry.setup.instrument``): it sees the endpoint's requests (peer, trace headers,
+    refusals), and ``bound`` gives each server it builds an observer sharing its instruments.
+    """
 
     def __init__(self, settings: Any, server: Any) -> None:
         # (``settings`` is a ``config.Telemetry``: not imported, config imports this module)
@@ -170,13 +178,24 @@ class ServerObserver:
         if settings.logs:
             install_log_correlation()
 
+    def bound(self, server: Any) -> ServerObserver:
+        """An observer of ``server`` with this one's settings, tracer and instruments (a server
+        per session then costs no instrument lookups)."""
+        observer = copy.copy(self)
+        observer.server = server
+        return observer
+
     # --- the cardinality guard (rule 2) -------------------------------------------------------
 
     def _known(self, kind: str, name: str) -> bool:
+        if self.server is None:
+            return False
         registry = self.server.tool_registry if kind == "tool" else self.server.prompt_registry
         return name in registry
 
     def _registered(self, method: str) -> bool:
+        if self.server is None:
+            return False
         try:
             self.server.handlers[method]
         except KeyError:
@@ -283,7 +302,7 @@ class ServerObserver:
         try:
             creator = trace.get_current_span().get_span_context()
             attributes: dict[str, Any] = {
-                ATTRIBUTE.TOOL_NAME: record.tool if record.tool in self.server.tool_registry else OTHER,
+                ATTRIBUTE.TOOL_NAME: record.tool if self._known("tool", record.tool) else OTHER,
                 ATTRIBUTE.TASK_ID: record.id,
                 ATTRIBUTE.TASK_GENERATION: "core" if core else "extension",
             }

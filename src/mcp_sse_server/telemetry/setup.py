@@ -14,7 +14,9 @@ Rules of this module:
 2. What it returns flushes and shuts the providers down: call it when serving ends (the SDK's
    own exit hook does too, but a worker ended by a signal may not run it).
 3. ``instrument`` gives a server (or each server a factory builds) its observer before it serves;
-   a server already given telemetry keeps its own.
+   a server already given telemetry keeps its own. A factory comes back as an ``Instrumented``
+   factory whose ``observer`` the HTTP endpoint uses (the peer, the trace headers, refusals:
+   ``McpHttpApp.observer``) and whose servers share its tracer and instruments.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 from .config import Telemetry, require_api
 
-__all__ = ["install_from_environment", "instrument"]
+__all__ = ["Instrumented", "install_from_environment", "instrument"]
 
 _NO_SDK = (
     "Note: --otel without opentelemetry-sdk and opentelemetry-exporter-otlp-proto-http installed: "
@@ -78,26 +80,34 @@ def install_from_environment() -> Callable[[], None]:
 def instrument(served: Any, telemetry: Telemetry | None = None) -> Any:
     """``served`` (an ``McpServer`` or a factory of them) with telemetry switched on (rule 3)."""
     settings = telemetry if telemetry is not None else Telemetry()
-
-    def switch_on(server: Any) -> Any:
-        if getattr(server, "observer", None) is None:
-            server.observer = settings.server_observer(server)
-        return server
-
     from ..engine.server import McpServer
 
     if isinstance(served, McpServer):
-        return switch_on(served)
+        if served.observer is None:
+            served.observer = settings.server_observer(served)
+        return served
+    return Instrumented(served, settings.server_observer(None))
 
-    @functools.wraps(served)  # (keeps a @shared_server mark)
-    def build() -> Any:
-        server = served()
+
+class Instrumented:
+    """A factory of servers (``McpHttpApp``'s ``SessionFactory``) whose servers have telemetry;
+    ``observer`` is the endpoint's (rule 3)."""
+
+    def __init__(self, factory: Callable[[], Any], observer: Any) -> None:
+        functools.update_wrapper(self, factory)  # (keeps a @shared_server mark)
+        self.factory = factory
+        self.observer = observer
+
+    def __call__(self) -> Any:
+        server = self.factory()
         if inspect.isawaitable(server):
-            return _switch_on_later(server, switch_on)
-        return switch_on(server)
+            return self._later(server)
+        return self._switch_on(server)
 
-    return build
+    def _switch_on(self, server: Any) -> Any:
+        if getattr(server, "observer", None) is None:
+            server.observer = self.observer.bound(server)
+        return server
 
-
-async def _switch_on_later(pending: Any, switch_on: Callable[[Any], Any]) -> Any:
-    return switch_on(await pending)
+    async def _later(self, pending: Any) -> Any:
+        return self._switch_on(await pending)

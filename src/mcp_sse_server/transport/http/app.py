@@ -42,6 +42,7 @@ from contextlib import asynccontextmanager
 from types import TracebackType
 from urllib.parse import urlsplit
 
+from ...engine.observe import Observer
 from ...engine.server import McpServer
 from ...engine.stores import Backend
 from ...stores.memory import MemoryBackend
@@ -155,9 +156,13 @@ class McpHttpApp:
             endpoint = BearerMiddleware(endpoint, auth, self.path, also=guarded)
         self.auth = auth
         self._stack: ASGIApp = OriginHostMiddleware(endpoint, self.policy)
-        observer = self.server.observer if self.server is not None else None
-        if observer is not None:  # telemetry: the peer, the trace headers, refusals (observed.py)
-            self._stack = ObservedHttp(self._stack, observer, self.policy)
+        # Telemetry (engine/observe.py): the server's observer, or a factory's (one whose servers
+        # have telemetry: telemetry.setup.Instrumented) for the peer, the trace headers, refusals.
+        self.observer: Observer | None = (
+            self.server.observer if self.server is not None else getattr(self.on_session, "observer", None)
+        )
+        if self.observer is not None:
+            self._stack = ObservedHttp(self._stack, self.observer, self.policy)
 
     @property
     def live_sessions(self) -> Mapping[str, LiveSession]:

@@ -55,7 +55,7 @@ def _protocol_options(app: McpHttpApp) -> dict[str, Any]:
     """uvicorn.Config's HTTP protocol options: ours with every connection limit (see connections.py),
     with the fast path for the endpoint unless the settings turn it off (fast_protocol.py)."""
     limits = app.limits
-    observer = app.server.observer if app.server is not None else None
+    observer = app.observer
     try:
         import httptools  # noqa: F401
     except ImportError:  # pragma: no cover - PyPy and friends: h11 caps the head itself; no read timeouts
