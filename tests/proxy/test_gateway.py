@@ -296,3 +296,55 @@ async def test_an_entrys_scopes_gate_its_names_for_tokens(tmp_path: Path) -> Non
         await http.close(deadline=1)
         await gateway.close()
         await verifier.aclose()
+
+
+async def test_an_entrys_tools_key_renames_describes_hides_and_fixes_on_the_wire() -> None:
+    rules = {
+        "subtract": {
+            "name": "minus",
+            "description": "a minus b",
+            "arguments": {"a": {"name": "from"}, "b": {"default": 1}},
+        },
+        "power": {"name": "square", "arguments": {"exponent": {"hide": True, "value": 2}}},
+        "divide": {"enabled": False},
+    }
+    gateway = from_config({"mcpServers": {"calc": {"type": "inmemory", "command": "math", "tools": rules}}})
+    try:
+        for mode in ("session", "2026-07-28"):
+            async with InMemoryClient(gateway, mode=mode) as client:
+                tools = {tool.name: tool for tool in await client.list_tools()}
+                assert "calc_add" in tools and not {"calc_subtract", "calc_power", "calc_divide"} & set(tools)
+                minus = tools["calc_minus"]
+                assert minus.description == "a minus b"
+                assert sorted(minus.input_schema["properties"]) == ["b", "from"]
+                assert minus.input_schema["properties"]["b"]["default"] == 1
+                assert minus.input_schema["required"] == ["from"]
+                assert sorted(tools["calc_square"].input_schema["properties"]) == ["base"]
+                assert (await client.call_tool("calc_minus", {"from": 10})).structured_content == {"result": 9}
+                assert (await client.call_tool("calc_minus", {"from": 10, "b": 4})).structured_content == {"result": 6}
+                squared = await client.call_tool("calc_square", {"base": 3, "exponent": 5})  # (a hidden value wins)
+                assert squared.structured_content == {"result": 9}
+                assert (await client.call_tool("calc_add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+                for unknown in ("calc_subtract", "calc_divide"):
+                    with pytest.raises(McpError) as refused:
+                        await client.call_tool(unknown, {"a": 1, "b": 2})
+                    assert refused.value.code == -32602
+    finally:
+        await gateway.close()
+
+
+@pytest.mark.parametrize(
+    ("rules", "problem"),
+    [
+        ({"power": {"arguments": {"exponent": {"hide": True}}}}, "needs a value"),
+        ({"power": {"arguments": {"exponent": {"value": 2}}}}, "needs a value"),
+        ({"power": {"arguments": {"base": {"name": "x"}, "exponent": {"name": "x"}}}}, "not a free argument name"),
+        ({"add": {"name": "sum"}, "subtract": {"name": "sum"}}, "already another tool's front name"),
+        ({"subtract": {"title": "minus"}, "add": {"name": "subtract"}}, "already another tool's front name"),
+        ({"add": {"colour": "red"}}, "expected an object with some of"),
+        ([], "expected an object of tool rules"),
+    ],
+)
+def test_a_tools_key_that_cannot_work_is_a_config_error(rules: Any, problem: str) -> None:
+    with pytest.raises(ConfigError, match=problem):
+        from_config({"mcpServers": {"calc": {"type": "inmemory", "command": "math", "tools": rules}}})

@@ -3,7 +3,8 @@ a ``proxy`` under its namespace (``mcp-sse-server serve --gateway FILE``).
 
 The file is what ``client/config.py`` reads (``{"mcpServers": {name: entry}}``, each entry a
 ``ServerConfig``), plus these keys of an entry: ``namespace``, ``enabled``, ``scopes``,
-``inherit_env``, and the proxy's ``connections``, ``pool``, ``mode`` and ``roots``. The file is
+``inherit_env``, ``tools`` (its tools renamed, redescribed, hidden, their arguments renamed,
+defaulted or fixed: ``entry_tools.py``), and the proxy's ``connections``, ``pool``, ``mode`` and ``roots``. The file is
 trusted input: it starts programs.
 
 Rules:
@@ -61,13 +62,14 @@ from ..engine.scopes import Kind as ScopeKind
 from ..engine.server import McpServer
 from ..engine.session import ServerSession
 from ..engine.stateless_meta import MirroredHeader
+from .entry_tools import EntryTools
 from .server import ProxyServer, client_factory
 
 __all__ = ["GatewayServer", "from_config"]
 
 # Entry keys this module reads (the others are ServerConfig's).
 _PROXY_KEYS: Final = ("connections", "pool", "mode", "roots")
-_GATEWAY_KEYS: Final = ("namespace", "enabled", "scopes", "inherit_env", *_PROXY_KEYS)
+_GATEWAY_KEYS: Final = ("namespace", "enabled", "scopes", "inherit_env", "tools", *_PROXY_KEYS)
 # What a stdio entry's program gets of this process's environment without inherit_env (rule 7).
 _INHERITED: Final = ("PATH", "HOME", "LANG")
 _LISTS: Final[dict[str, tuple[str, Kind, str]]] = {
@@ -112,6 +114,7 @@ class GatewayServer(McpServer):
         source: str | os.PathLike[str] | None = None,
         watch_interval: float = 1.0,
         scopes: Mapping[str, Collection[str]] | None = None,
+        tools: Mapping[str, EntryTools] | None = None,
     ):
         super().__init__(name, page_size=page_size)
         self.entries = dict(entries)  # namespace -> its proxy
@@ -127,12 +130,13 @@ class GatewayServer(McpServer):
         self._watcher: asyncio.Task[None] | None = None
         # namespace -> the scopes a token needs for that entry (rule 6); entries without any left out.
         self.scopes = {namespace: check_scopes(found) for namespace, found in (scopes or {}).items() if found}
+        self.entry_tools = dict(tools or {})  # namespace -> its entry's ``tools`` key, compiled
         self.on_roots_list_changed = self._roots_changed
         self.mirrored_headers = self._mirrored_headers
         handlers = self.handlers
         for method in _LISTS:
             handlers.register(method, self._lister(method))
-        handlers.register("tools/call", self._router("tools/call", "tool", "name"))
+        handlers.register("tools/call", self._call_tool)
         handlers.register("prompts/get", self._router("prompts/get", "prompt", "name"))
         handlers.register("resources/read", self._read)
         handlers.register("resources/subscribe", self._router("resources/subscribe", "resource", "uri"))
@@ -192,6 +196,7 @@ class GatewayServer(McpServer):
             self._attach(namespace, entry)
         self.entries, self._configured = entries, configured
         self.scopes = _scopes_of(configured)
+        self.entry_tools = _tools_of(configured)
         logger.info("gateway %s: %s changed; entries now %s", self.name, source, ", ".join(entries) or "none")
         for method in _CHANGED:
             self._list_changed(method)
@@ -211,7 +216,16 @@ class GatewayServer(McpServer):
 
     def _mirrored_headers(self, name: str) -> tuple[MirroredHeader, ...]:
         found = self._route("tool", name)
-        return () if found is None else found[1].mirrored_headers(found[2])
+        if found is None:
+            return ()
+        namespace, entry, back = found
+        tools = self.entry_tools.get(namespace)
+        if tools is not None:
+            headers = tools.headers(back)
+            if headers is not None:
+                return headers
+            back = tools.back_name(back) or back
+        return entry.mirrored_headers(back)
 
     def _roots_changed(self) -> None:
         for entry in self.entries.values():
@@ -259,6 +273,17 @@ class GatewayServer(McpServer):
 
         return route
 
+    async def _call_tool(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
+        found = self._entry("tool", params.get("name"))
+        tools = None if found is None else self.entry_tools.get(found[0])
+        back = None if found is None else found[2] if tools is None else tools.back_name(found[2])
+        if found is None or back is None:
+            raise McpError(INVALID_PARAMS, f"Unknown tool: {params.get('name')}")
+        params = {**params, "name": back}
+        if tools is not None:
+            params["arguments"] = tools.back_arguments(found[2], params.get("arguments"))
+        return await found[1].handlers["tools/call"](params, context)
+
     async def _read(self, params: dict[str, Any], context: RequestContext) -> dict[str, Any]:
         found = self._entry("resource", params.get("uri"))
         if found is None:
@@ -304,7 +329,11 @@ class GatewayServer(McpServer):
                         raise
                     failed.append(namespace)
                     continue
-                items.extend(_mapped(item, key, namespace, kind) for item in found.get(collection) or ())
+                listed = found.get(collection) or []
+                tools = self.entry_tools.get(namespace) if kind == "tool" else None
+                if tools is not None:
+                    listed = tools.listed(listed)
+                items.extend(_mapped(item, key, namespace, kind) for item in listed)
             result = self._pager.page(method, collection, items, params)
             if failed:
                 result["_meta"] = {"degraded": True, "failedBackends": failed}
@@ -363,8 +392,19 @@ def _configured(data: Any) -> dict[str, Configured]:
             raise ConfigError((*where, "scopes"), str(error)) from None
         if not isinstance(entry.get("inherit_env", False), bool):
             raise ConfigError((*where, "inherit_env"), "expected true or false")
+        if not isinstance(entry.get("tools", {}), Mapping):
+            raise ConfigError((*where, "tools"), "expected an object of tool rules")
+        EntryTools(entry.get("tools", {}), (*where, "tools"))  # (its errors, now)
         found[namespace] = (str(entry_name), dict(entry))
     return found
+
+
+def _tools_of(configured: Mapping[str, Configured]) -> dict[str, EntryTools]:
+    return {
+        namespace: EntryTools(entry["tools"], ("mcpServers", name, "tools"))
+        for namespace, (name, entry) in configured.items()
+        if entry.get("tools")
+    }
 
 
 def _scopes_of(configured: Mapping[str, Configured]) -> dict[str, frozenset[str]]:
@@ -412,9 +452,11 @@ def from_config(
             raise ConfigError((), f"{os.fspath(source)} is not JSON: {error}") from None
     configured = _configured(data)
     entries = {namespace: _proxy(*found) for namespace, found in configured.items()}
-    scopes = _scopes_of(configured)
+    scopes, tools = _scopes_of(configured), _tools_of(configured)
     if isinstance(source, Mapping):
-        return GatewayServer(entries, name=name, scopes=scopes)
-    gateway = GatewayServer(entries, name=name, source=source, watch_interval=watch_interval, scopes=scopes)
+        return GatewayServer(entries, name=name, scopes=scopes, tools=tools)
+    gateway = GatewayServer(
+        entries, name=name, source=source, watch_interval=watch_interval, scopes=scopes, tools=tools
+    )
     gateway._seen, gateway._configured = seen, configured
     return gateway
