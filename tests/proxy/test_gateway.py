@@ -18,7 +18,7 @@ from mcp_sse_server import McpError
 from mcp_sse_server.client import InMemoryClient
 from mcp_sse_server.client.config import ConfigError
 from mcp_sse_server.proxy.gateway import GatewayServer, from_config
-from proxy.test_proxy_peers import BOUND, npm_server, old_sdk_python, sample
+from proxy.test_proxy_peers import BOUND, elicit, npm_server, old_sdk_python, sample
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,7 +49,8 @@ async def gateway() -> AsyncIterator[GatewayServer]:
 async def test_every_entry_is_served_under_its_namespace_and_a_dead_one_degrades_the_list(
     gateway: GatewayServer, mode: str
 ) -> None:
-    async with InMemoryClient(gateway, mode=mode, sampling_handler=sample) as client:
+    progress: list[float] = []
+    async with InMemoryClient(gateway, mode=mode, sampling_handler=sample, elicitation_handler=elicit) as client:
         listed = await asyncio.wait_for(client.request("tools/list", {}), BOUND)
         names = [tool["name"] for tool in listed["tools"]]
         assert {"math_add", "ev_get-sum", "old_add", "old_echo"} <= set(names)
@@ -61,6 +62,15 @@ async def test_every_entry_is_served_under_its_namespace_and_a_dead_one_degrades
         assert "3" in summed.content[0].text  # type: ignore[union-attr]
         sampled = await asyncio.wait_for(client.call_tool("ev_trigger-sampling-request", {"prompt": "x"}), BOUND)
         assert "sampled-by-front" in sampled.content[0].text  # type: ignore[union-attr]
+        elicited = await asyncio.wait_for(client.call_tool("ev_trigger-elicitation-request", {}), BOUND)
+        assert "provided the requested information" in elicited.content[0].text  # type: ignore[union-attr]
+        done = await client.call_tool(
+            "ev_trigger-long-running-operation",
+            {"duration": 1, "steps": 3},
+            on_progress=lambda p, t, m: progress.append(p),
+        )
+        assert "completed" in done.content[0].text  # type: ignore[union-attr]
+        assert progress == sorted(set(progress)) and len(progress) == 3  # on the front token, increasing
         dead = await client.call_tool("dead_anything", {})
         assert dead.is_error and "Backend dead" in dead.content[0].text  # type: ignore[union-attr]
         with pytest.raises(McpError) as unknown:
