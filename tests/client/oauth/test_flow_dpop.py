@@ -1,7 +1,8 @@
 """Our OAuth client with DPoP (``OAuthSettings(dpop=True)``) against our DPoP-required MCP endpoint
 and the test authorization server, on real loopback sockets: the client proves its key at the token
-endpoint, gets a token bound to it (``cnf.jkt``), sends it as ``Authorization: DPoP`` with a fresh
-proof on every request, and retries once with the nonce a ``use_dpop_nonce`` refusal hands it."""
+endpoint, gets a token bound to it (``cnf.jkt``, which the endpoint reads from the JWT or from the
+introspection answer), sends it as ``Authorization: DPoP`` with a fresh proof on every request, and
+retries once with the nonce a ``use_dpop_nonce`` refusal hands it."""
 
 from __future__ import annotations
 
@@ -29,13 +30,14 @@ def oauth(http: httpx.AsyncClient) -> OAuth:
     )
 
 
-async def test_our_client_calls_a_dpop_required_server_with_nonces_end_to_end() -> None:
+@pytest.mark.parametrize("introspection", [False, True], ids=["jwt", "introspection"])
+async def test_our_client_calls_a_dpop_required_server_with_nonces_end_to_end(introspection: bool) -> None:
     wire = Wire()
     nonces = DPoPNonces(b"a DPoP nonce secret of 32 bytes at least")
     async with (
         asyncio.timeout(30),
         RecordingAuthorizationServer() as auth_server,
-        protected(auth_server, dpop=DPoP("required", nonces=nonces)) as endpoint,
+        protected(auth_server, introspection=introspection, dpop=DPoP("required", nonces=nonces)) as endpoint,
         wire.client() as http,
     ):
         auth = oauth(http)
