@@ -531,3 +531,16 @@ async def test_the_child_servers_own_log_reaches_the_requests_session() -> None:
     async with InMemoryClient(parent, mode=SESSION, on_log=lambda params: logs.append(params.get("data"))) as client:
         await client.call_tool("c_noisy")
     assert logs == ["from the child"]
+
+
+def test_a_mounted_tools_mirrored_headers_are_its_childs_at_any_depth() -> None:
+    schema = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}
+    inner, middle, top = McpServer("inner"), McpServer("middle"), McpServer("top")
+    top.add_tool(Tool("own", schema, lambda args, ctx: "own"))
+    middle.mount(inner, namespace="a")
+    top.mount(middle, namespace="b")
+    inner.add_tool(Tool("route", schema, lambda args, ctx: "routed"))  # (after the mounts: shows through)
+    [header] = top.mirrored_headers("b_a_route")
+    assert (header.name, header.path) == ("Region", ("region",))
+    assert [found.name for found in top.mirrored_headers("own")] == ["Region"]  # the parent's own, still
+    assert top.mirrored_headers("b_a_missing") == top.mirrored_headers("route") == ()

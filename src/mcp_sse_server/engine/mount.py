@@ -60,7 +60,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Awaitable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 
@@ -78,6 +78,7 @@ if TYPE_CHECKING:
     from .prompts import PromptRegistry
     from .resources import ResourceRegistry
     from .skills import SkillRegistry
+    from .stateless_meta import MirroredHeader
     from .tasks import TaskRuntime
     from .tools import ToolRegistry
     from .types import Prompt, Resource, ResourceTemplate, Tool
@@ -122,6 +123,7 @@ class Server(Protocol):
     _mounted_in: Mount | None
     _middleware: list[Middleware]
     _loop: asyncio.AbstractEventLoop | None
+    mirrored_headers: Callable[[str], tuple[MirroredHeader, ...]]
 
     @property
     def capabilities(self) -> dict[str, Any]: ...
@@ -394,7 +396,7 @@ class Mounts:
     the parent's own handler.
     """
 
-    __slots__ = ("_maps", "_own", "_pager", "_tools", "mounts", "server")
+    __slots__ = ("_maps", "_own", "_own_headers", "_pager", "_tools", "mounts", "server")
 
     def __init__(self, server: Server) -> None:
         self.server = server
@@ -404,6 +406,7 @@ class Mounts:
         # tools/call's own fast path: front name -> (mount, child name, the child's handler); None when stale
         self._tools: dict[str, tuple[Mount, str, Handler]] | None = None
         self._pager = server.skill_registry.pager  # the page size (the one pager never swapped)
+        self._own_headers: Callable[[str], tuple[MirroredHeader, ...]] = server.mirrored_headers
 
     def install(self) -> None:
         """Serve the routed methods from here; the parent's registries stop paging (rule 5)."""
@@ -425,6 +428,8 @@ class Mounts:
         for method, route in routes.items():
             self._own[method] = server.handlers[method]
             server.handlers.register(method, route)
+        self._own_headers = server.mirrored_headers
+        server.mirrored_headers = self.mirrored_headers
         unpaged = Pager()
         server.tool_registry.pager = server.resource_registry.pager = server.prompt_registry.pager = unpaged
 
@@ -440,6 +445,15 @@ class Mounts:
                 mount.front(kind, key): (mount, key) for mount in self.mounts for key in exposed(mount.child, kind)
             }
         return table
+
+    def mirrored_headers(self, name: str) -> tuple[MirroredHeader, ...]:
+        """The ``Mcp-Param-*`` arguments of tool ``name``: its child's, for a mounted one (the
+        HTTP layer checks them on 2026-07-28 calls, before any handler runs)."""
+        found = self.route("tool", name)
+        if found is None:
+            return self._own_headers(name)
+        mount, key = found
+        return mount.child.mirrored_headers(key)
 
     def route(self, kind: Kind, front: Any) -> tuple[Mount, str] | None:
         """The mount serving ``front`` and the child's key for it, or None (the parent's own)."""
