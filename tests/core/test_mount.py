@@ -544,3 +544,52 @@ def test_a_mounted_tools_mirrored_headers_are_its_childs_at_any_depth() -> None:
     assert (header.name, header.path) == ("Region", ("region",))
     assert [found.name for found in top.mirrored_headers("own")] == ["Region"]  # the parent's own, still
     assert top.mirrored_headers("b_a_missing") == top.mirrored_headers("route") == ()
+
+
+def test_a_mounted_entrys_scopes_are_needed_through_the_parent_at_any_depth() -> None:
+    inner, middle, top = McpServer("inner"), McpServer("middle"), McpServer("top")
+    middle.mount(inner, namespace="a")
+    top.mount(middle, namespace="b")
+    inner.add_tool(Tool("deploy", {"type": "object"}, lambda args, ctx: "deployed", scopes=["ops:write"]))
+    inner.add_resource(Resource.text("config://secret", "secret", "s3cret", scopes=["config:read"]))
+    inner.add_resource_template(
+        ResourceTemplate("notes://{id}", "note", lambda uri, params, ctx: "n", scopes=["notes:read"])
+    )
+    middle.add_tool(Tool("plan", {"type": "object"}, lambda args, ctx: "planned", scopes=["plan:use"]))
+    assert top.scopes_needed("tools/call", {"name": "b_a_deploy"}) == {"ops:write"}
+    assert top.scopes_needed("tools/call", {"name": "b_plan"}) == {"plan:use"}
+    assert top.scopes_needed("resources/read", {"uri": "b+a+config://secret"}) == {"config:read"}
+    assert top.scopes_needed("resources/read", {"uri": "b+a+notes://7"}) == {"notes:read"}
+    assert top.scopes_needed("tools/call", {"name": "b_a_other"}) == frozenset()
+    top.add_tool(Tool("own", {"type": "object"}, lambda args, ctx: "own", scopes=["own:use"]))
+    assert top.scopes_needed("tools/call", {"name": "own"}) == {"own:use"}
+
+
+async def test_a_mounted_tool_needing_a_scope_is_refused_over_http_without_it() -> None:
+    from fixtures.keys import ISSUER, RESOURCE, SigningKey
+    from mcp_sse_server.auth import JwtVerifier
+    from mcp_sse_server.auth.resource import ResourceServer
+    from mcp_sse_server.client import StreamableHttpClient
+    from mcp_sse_server.transport.http import HttpSettings, McpHttpServer
+
+    child, parent = McpServer("child"), McpServer("parent")
+    child.add_tool(Tool("deploy", {"type": "object"}, lambda args, ctx: "deployed", scopes=["ops:write"]))
+    parent.mount(child, namespace="wx")
+    key = SigningKey("mount-scopes")
+    verifier = JwtVerifier(issuer=ISSUER, audience=RESOURCE, keys={"keys": [key.jwk()]})
+    http = await McpHttpServer.bind(
+        parent, settings=HttpSettings(path="/mcp", auth=ResourceServer(RESOURCE, [ISSUER], verifier=verifier))
+    )
+    try:
+        for mode in ("session", "2026-07-28"):
+            narrow = {"authorization": f"Bearer {key.sign(scope='mcp:tools')}"}
+            async with StreamableHttpClient(http.endpoint, headers=narrow, mode=mode) as client:
+                assert await client.list_tools() == []
+                with pytest.raises(McpError, match="needs the scope ops:write"):
+                    await client.call_tool("wx_deploy", {})
+            wide = {"authorization": f"Bearer {key.sign(scope='mcp:tools ops:write')}"}
+            async with StreamableHttpClient(http.endpoint, headers=wide, mode=mode) as client:
+                assert (await client.call_tool("wx_deploy", {})).content[0].text == "deployed"  # type: ignore[union-attr]
+    finally:
+        await http.close(deadline=1)
+        await verifier.aclose()

@@ -60,7 +60,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Collection, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol, TypeAlias
 
@@ -124,6 +124,8 @@ class Server(Protocol):
     _middleware: list[Middleware]
     _loop: asyncio.AbstractEventLoop | None
     mirrored_headers: Callable[[str], tuple[MirroredHeader, ...]]
+
+    def _scopes_of(self, kind: Kind, key: str) -> Collection[str]: ...
 
     @property
     def capabilities(self) -> dict[str, Any]: ...
@@ -445,6 +447,17 @@ class Mounts:
                 mount.front(kind, key): (mount, key) for mount in self.mounts for key in exposed(mount.child, kind)
             }
         return table
+
+    def scopes_of(self, kind: Kind, key: str) -> Collection[str]:
+        """The scopes of what ``key`` names here: the child's entry's for a mounted one (at any
+        depth), else the parent's own (``scopes.py`` rules; the HTTP layer checks them)."""
+        found = self._resource_mount(key) if kind == "resource" else self.route(kind, key)
+        if found is None:
+            return self.server._scopes_of(kind, key)
+        mount, back = found
+        child = mount.child
+        mounts = child._mounts
+        return child._scopes_of(kind, back) if mounts is None else mounts.scopes_of(kind, back)
 
     def mirrored_headers(self, name: str) -> tuple[MirroredHeader, ...]:
         """The ``Mcp-Param-*`` arguments of tool ``name``: its child's, for a mounted one (the

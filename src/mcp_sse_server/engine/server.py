@@ -457,7 +457,11 @@ class McpServer(Decorators, AppDecorators, Composition):
 
     def scopes_needed(self, method: str, params: Any) -> frozenset[str]:
         """The scopes a bearer token needs for this request, beyond the endpoint's own: those of
-        the tool, prompt or resource it names (``scopes=``; the rules are in ``scopes.py``)."""
+        the tool, prompt or resource it names (``scopes=``; the rules are in ``scopes.py``), a
+        mounted server's included."""
+        mounts = self._mounts
+        if mounts is not None:  # (what a child registers with scopes later counts too)
+            return needed(method, params, mounts.scopes_of)
         if not self._scoped:
             return NO_SCOPES  # most servers: nothing registered with scopes
         return needed(method, params, self._scopes_of)
