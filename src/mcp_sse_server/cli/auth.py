@@ -24,6 +24,14 @@ Rules:
    is warned about: a proof replayed to another worker passes). ``--auth-dpop-nonce-secret-env
    VAR`` requires nonces, made from the secrets in that variable (space-separated, the first
    signs; the same in every worker), never from the command line.
+6. ``--auth-provider NAME`` (``auth/providers``: oidc, keycloak, auth0, okta, workos, descope,
+   scalekit, supabase) checks tokens of that identity provider at ``--auth-issuer``: the key set
+   (or, for opaque tokens with ``--auth-client-id``/``--auth-client-secret-env``, the
+   introspection endpoint) comes from its discovery document, fetched and checked at start-up
+   (its issuer must equal ``--auth-issuer``), so ``--auth-jwks-uri`` and
+   ``--auth-introspection-url`` are not given. ``--auth-allow RULE`` (repeatable; with a
+   provider) admits only whom a rule matches (``user:``, ``email:``, ``domain:``, ``group:``,
+   ``role:``, ``org:``, ``tenant:``, ``claim:NAME=VALUE``).
 """
 
 from __future__ import annotations
@@ -75,6 +83,19 @@ def auth_options(command: _F) -> _F:
         click.option("--auth-audience", metavar="URL", help="The audience tokens must name (the resource by default)."),
         click.option("--auth-scope", multiple=True, metavar="SCOPE", help="A scope every token needs (repeatable)."),
         click.option(
+            "--auth-provider",
+            metavar="NAME",
+            help="Tokens of this identity provider (oidc, keycloak, auth0, okta, workos, descope, scalekit, "
+            "supabase) at --auth-issuer, checked against its discovery document at start-up.",
+        ),
+        click.option(
+            "--auth-allow",
+            multiple=True,
+            metavar="RULE",
+            help="With --auth-provider: admit only whom a rule matches (user:, email:, domain:, group:, role:, "
+            "org:, tenant:, claim:NAME=VALUE; repeatable, any rule admits).",
+        ),
+        click.option(
             "--auth-dpop",
             type=click.Choice(["off", "allowed", "required"]),
             help="DPoP-bound tokens (RFC 9449): off (the default), allowed beside bearer tokens, or required.",
@@ -107,6 +128,8 @@ class AuthSettings:
     auth_resource: str | None = None
     auth_audience: str | None = None
     auth_scope: tuple[str, ...] = ()
+    auth_provider: str | None = None
+    auth_allow: tuple[str, ...] = ()
     auth_dpop: str | None = None
     auth_dpop_replay: str | None = None
     auth_dpop_nonce_secret_env: str | None = None
@@ -142,6 +165,12 @@ class AuthSettings:
 
         if not self.auth_issuer:
             raise click.UsageError("--auth-* options need --auth-issuer: the authorization server clients are sent to")
+        if self.auth_provider is not None:
+            return self._provider_server(endpoint, derivable, environ, backend, workers)
+        if self.auth_allow:
+            raise click.UsageError(
+                "--auth-allow goes with --auth-provider (--auth-provider oidc for any OpenID provider)"
+            )
         if (self.auth_jwks_uri is None) == (self.auth_introspection_url is None):
             raise click.UsageError(
                 "check tokens one way: --auth-jwks-uri (JWT access tokens) or --auth-introspection-url (RFC 7662)"
@@ -180,6 +209,42 @@ class AuthSettings:
                 verifier=verifier,
                 required_scopes=self.auth_scope,
                 dpop=self._dpop(os.environ if environ is None else environ, backend, workers),
+            )
+        except ValueError as error:
+            raise click.UsageError(str(error)) from error
+
+    def _provider_server(
+        self, endpoint: str, derivable: bool, environ: Mapping[str, str] | None, backend: str | None, workers: int
+    ) -> ResourceServer:
+        """Rule 6: the resource server of an identity-provider preset."""
+        from ..auth.providers import resource_server
+
+        assert self.auth_issuer is not None and self.auth_provider is not None
+        if self.auth_jwks_uri is not None or self.auth_introspection_url is not None:
+            raise click.UsageError(
+                "with --auth-provider the key set (or introspection endpoint) comes from the provider's discovery "
+                "document: leave out --auth-jwks-uri and --auth-introspection-url"
+            )
+        if self.auth_resource is None and not derivable:
+            raise click.UsageError(
+                "--auth-resource URL is needed when listening on every interface or on --port 0: tokens must "
+                "name the URL clients reach this server at"
+            )
+        env = os.environ if environ is None else environ
+        opaque = self.auth_client_id is not None or self.auth_client_secret_env is not None
+        try:
+            return resource_server(
+                self.auth_provider,
+                issuer=self.auth_issuer,
+                resource=self.auth_resource or endpoint,
+                audience=self.auth_audience,
+                allow=self.auth_allow,
+                token_format="opaque" if opaque else None,
+                client_id=self._required("--auth-client-id", self.auth_client_id) if opaque else None,
+                client_secret=self._secret(env) if opaque else None,
+                required_scopes=self.auth_scope,
+                dpop=self._dpop(env, backend, workers),
+                warn=lambda message: click.echo(f"Warning: {message}", err=True),
             )
         except ValueError as error:
             raise click.UsageError(str(error)) from error

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 __all__ = [
     "AccessToken",
     "InvalidToken",
+    "NotAllowed",
     "TokenVerifier",
     "VerifiedTokens",
     "VerifierUnavailable",
@@ -89,6 +90,13 @@ class InvalidToken(Exception):
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
         self.reason = reason
+
+
+class NotAllowed(InvalidToken):
+    """The token is valid for this resource, but the server's allow policy does not admit whom it
+    names (``auth/providers/policy.py``): a refusal the HTTP layer can answer 403, not 401 (signing
+    in again would not help). An ``InvalidToken`` so that a layer that knows only those still
+    refuses it."""
 
 
 class VerifierUnavailable(Exception):
