@@ -389,3 +389,17 @@ def test_telemetry_off_imports_no_opentelemetry() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("mode", ["auto", "session"])
+async def test_content_is_captured_on_the_client_span_only_when_asked(otel: Otel, mode: str) -> None:
+    wire = Wire()
+    async with client_over("inmemory", wire, mode=mode, telemetry=otel.telemetry(capture_content=True)) as client:
+        await client.call_tool("add", {"a": 2, "b": 3})
+    attributes = dict(otel.span("tools/call add").attributes or {})
+    assert attributes["gen_ai.tool.call.arguments"] == '{"a":2,"b":3}'
+    assert attributes["gen_ai.tool.call.result"] == '{"result":5}'
+    otel.exporter.clear()
+    async with client_over("inmemory", wire, mode=mode, telemetry=otel.telemetry()) as client:
+        await client.call_tool("add", {"a": 2, "b": 3})
+    assert "gen_ai.tool.call.arguments" not in dict(otel.span("tools/call add").attributes or {})

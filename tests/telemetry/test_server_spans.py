@@ -316,3 +316,24 @@ async def test_a_rate_limit_refusal_is_counted(otel: Otel) -> None:
     assert refused >= 2
     counted = otel.points("mcp_sse_server.requests.rejected")
     assert [(dict(p.attributes), p.value) for p in counted] == [({"mcp_sse_server.reason": "rate_limit"}, refused)]
+
+
+@pytest.mark.parametrize("capture", [False, True])
+async def test_content_is_captured_only_when_asked_and_cut_to_the_limit(otel: Otel, capture: bool) -> None:
+    server = make_server(otel, capture_content=capture, max_attribute_bytes=12)
+    client = await raw(server, "2025-11-25")
+    try:
+        await client.result("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+        await client.result("prompts/get", {"name": "greet", "arguments": {"name": "Ada Lovelace, Countess"}})
+    finally:
+        await client.close()
+    call = dict(otel.span("tools/call add").attributes or {})
+    prompt = dict(otel.span("prompts/get greet").attributes or {})
+    if not capture:  # the default: nothing of the content
+        assert not [key for key in {**call, **prompt} if key.startswith(("gen_ai.tool.call.", "gen_ai.prompt.var"))]
+        return
+    assert call["gen_ai.tool.call.arguments"] == '{"a":2,"b":3}'[:12]
+    assert call["gen_ai.tool.call.result"] == '{"result":5}'  # structuredContent, 12 bytes: not cut
+    assert prompt["gen_ai.prompt.variable.name"] == "Ada Lovelace"
+    for point in otel.points("mcp.server.operation.duration"):  # never on a metric
+        assert not [key for key in dict(point.attributes) if key.startswith("gen_ai.tool.call.")]

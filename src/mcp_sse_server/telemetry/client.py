@@ -33,6 +33,9 @@ Rules of this module:
 7. ``spans=False`` keeps the metrics and propagation; ``mode="propagation_only"`` makes no span
    and no metric, and passes the current context on; ``propagate=False`` injects nothing.
    Hooks never raise into the client: a failure to export is OpenTelemetry's to log.
+8. ``capture_content=True`` (off by default: sensitive) puts a ``tools/call``'s arguments and
+   result, and a ``prompts/get``'s arguments, on its CLIENT span as JSON text cut to
+   ``max_attribute_bytes`` (``conventions.captured_request``/``_result``); never on a metric.
 """
 
 from __future__ import annotations
@@ -57,6 +60,8 @@ from .conventions import (
     DURATION_BUCKETS,
     METRIC,
     TOOL_ERROR,
+    captured_request,
+    captured_result,
     client_error_type,
     exception_error_type,
     is_tool_error,
@@ -159,12 +164,16 @@ class ClientTelemetry:
     (``telemetry.Telemetry``), read once here.
     """
 
-    __slots__ = ("_operation", "_propagator", "_session", "_sessions", "_spans", "_tracer")
+    __slots__ = ("_capture", "_operation", "_propagator", "_session", "_sessions", "_spans", "_tracer")
 
     def __init__(self, settings: object = True) -> None:
         propagation_only = getattr(settings, "mode", "native") == _PROPAGATION_ONLY
         self._spans = getattr(settings, "spans", True) and not propagation_only
         self._propagator = propagate if getattr(settings, "propagate", True) else None
+        # Rule 8: the byte limit of captured content, None when it is not captured (the default).
+        self._capture: int | None = (
+            getattr(settings, "max_attribute_bytes", 4096) if getattr(settings, "capture_content", False) else None
+        )
         self._tracer = trace.get_tracer(_SCOPE, tracer_provider=getattr(settings, "tracer_provider", None))
         self._operation: Any = None
         self._session: Any = None
@@ -196,6 +205,8 @@ class ClientTelemetry:
         span = None
         if self._spans:
             span = self._tracer.start_span(span_name(method, target), kind=SpanKind.CLIENT, attributes=attributes)
+            if self._capture is not None and span.is_recording():
+                span.set_attributes(captured_request(method, params, self._capture))
         return _Call(method, attributes, span)
 
     def _inject(self, params: dict[str, Any] | None, span: Span | None) -> dict[str, Any] | None:
@@ -243,6 +254,8 @@ class ClientTelemetry:
                 if isinstance(session_id, str):
                     outcome[ATTRIBUTE.SESSION_ID] = session_id
                 span.set_attributes(outcome)
+                if self._capture is not None and error is None:
+                    span.set_attributes(captured_result(call.method, result, self._capture))
                 if ATTRIBUTE.ERROR_TYPE in outcome:
                     span.set_status(StatusCode.ERROR, description)
             span.end()

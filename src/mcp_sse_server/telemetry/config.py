@@ -32,7 +32,9 @@ class Telemetry:
     switch each part; ``propagate=False`` injects no trace context into what is sent.
     ``mode="propagation_only"`` extracts and injects trace context (a handler's own spans join the
     caller's trace) but makes no MCP spans. ``task_trace="child"`` makes a task's span a child of
-    the call that created it instead of a new trace linked to it.
+    the call that created it instead of a new trace linked to it. ``capture_content=True`` puts
+    tool arguments and results and prompt arguments on the spans as JSON text of at most
+    ``max_attribute_bytes`` (off by default: they are often sensitive).
     """
 
     spans: bool = True

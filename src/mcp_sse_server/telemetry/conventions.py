@@ -19,6 +19,7 @@ is ``tool_error``. On the client side every code is an error.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
@@ -39,6 +40,8 @@ __all__ = [
     "TOOL_ERROR",
     "TRACE_META_KEYS",
     "Known",
+    "captured_request",
+    "captured_result",
     "client_error_type",
     "exception_error_type",
     "guarded_method",
@@ -289,3 +292,36 @@ def exception_error_type(error: BaseException) -> str:
 def is_tool_error(method: str, result: Mapping[str, Any] | None) -> bool:
     """True for a ``tools/call`` result that reports failure (``isError: true``)."""
     return method == "tools/call" and result is not None and result.get("isError") is True
+
+
+# --- captured content (opt-in: ``Telemetry(capture_content=True)``) ------------------------------
+
+
+def _text(value: Any, limit: int) -> str:
+    """``value`` as JSON text (a string as it is), cut to at most ``limit`` UTF-8 bytes."""
+    text = value if type(value) is str else json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    encoded = text.encode()
+    if len(encoded) <= limit:
+        return text
+    return encoded[:limit].decode(errors="ignore")  # (never half a character)
+
+
+def captured_request(method: str, params: Mapping[str, Any] | None, limit: int) -> dict[str, str]:
+    """The content attributes of a request: a ``tools/call``'s arguments as JSON text, a
+    ``prompts/get``'s arguments one ``gen_ai.prompt.variable.<name>`` each. Sensitive: only
+    when capture is switched on, and on spans only (never on a metric)."""
+    arguments = params.get("arguments") if params is not None else None
+    if method == "tools/call":
+        return {ATTRIBUTE.TOOL_ARGUMENTS: _text(arguments if arguments is not None else {}, limit)}
+    if method == "prompts/get" and isinstance(arguments, Mapping):
+        return {ATTRIBUTE.PROMPT_VARIABLE_PREFIX + str(name): _text(value, limit) for name, value in arguments.items()}
+    return {}
+
+
+def captured_result(method: str, result: Mapping[str, Any] | None, limit: int) -> dict[str, str]:
+    """The content attribute of a ``tools/call`` result: its ``structuredContent`` as JSON text
+    when it has one, else its ``content``."""
+    if method != "tools/call" or result is None:
+        return {}
+    structured = result.get("structuredContent")
+    return {ATTRIBUTE.TOOL_RESULT: _text(structured if structured is not None else result.get("content"), limit)}

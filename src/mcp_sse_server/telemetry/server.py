@@ -40,6 +40,10 @@ Rules of this module:
     installed later is used from then on); only a caller's trace context in ``_meta`` is made
     current for the handler, so that what it calls downstream is propagated in the caller's
     trace (the HTTP headers are not looked at: observed.py rule 4).
+11. ``capture_content=True`` (off by default: arguments and results are often sensitive) puts a
+    ``tools/call``'s arguments and result, and a ``prompts/get``'s arguments, on its span as
+    JSON text cut to ``max_attribute_bytes`` (``conventions.captured_request``/``_result``);
+    never on a metric.
 """
 
 from __future__ import annotations
@@ -67,6 +71,8 @@ from .conventions import (
     OTHER,
     TOOL_ERROR,
     TRACE_META_KEYS,
+    captured_request,
+    captured_result,
     exception_error_type,
     guarded_method,
     is_tool_error,
@@ -284,6 +290,8 @@ class ServerObserver:
             span = self.tracer.start_span(
                 span_name(method, target), parent, SpanKind.SERVER, attributes=attributes, links=links
             )
+            if self.settings.capture_content and span.is_recording():  # (rule 11)
+                span.set_attributes(captured_request(request.method, params, self.settings.max_attribute_bytes))
             token = otel_context.attach(trace.set_span_in_context(span, parent))
         elif parent is not ambient:  # propagation only (or spans off): the handler joins the caller's trace
             token = otel_context.attach(parent)
@@ -513,6 +521,9 @@ class _Request:
         if span is not None:
             if span.is_recording():
                 span.set_attributes(attributes)
+                settings = self.observer.settings
+                if settings.capture_content and type(reply) is JsonRpcResponse:  # (rule 11)
+                    span.set_attributes(captured_result(self.method, reply.result, settings.max_attribute_bytes))
                 for name, event in events:
                     span.add_event(name, event)
                 if status is not None:
