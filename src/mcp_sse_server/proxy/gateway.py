@@ -45,6 +45,7 @@ Rules:
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import logging
 import os
@@ -52,7 +53,6 @@ from collections.abc import Awaitable, Callable, Collection, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from ..engine.background import in_background
 from ..engine.context import RequestContext
 from ..engine.jsonrpc import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, McpError
 from ..engine.mount import Kind, back_key, check_namespace, front_key
@@ -156,7 +156,8 @@ class GatewayServer(McpServer):
 
     def _watch(self) -> None:
         if self._watcher is None and self.source is not None:
-            self._watcher = in_background(self._watching())
+            # (In a context of its own: not the first request's, which it would otherwise keep.)
+            self._watcher = asyncio.get_running_loop().create_task(self._watching(), context=contextvars.Context())
 
     async def _watching(self) -> None:
         while True:
