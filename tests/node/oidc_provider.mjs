@@ -1,0 +1,94 @@
+// A real OpenID provider on loopback for the identity-provider tests: panva's oidc-provider 9.13.3
+// (OpenID certified), issuing access tokens for resource indicators (RFC 8707) by the
+// client_credentials grant, so tests drive it headlessly.
+//
+//   node oidc_provider.mjs '<json config>'   (MCP_TEST_NODE_MODULES names node_modules)
+//
+// Config (every key optional):
+//   path      the issuer's path, e.g. "/realms/demo" (Keycloak's shape); the provider is mounted there
+//   host      the host named in the issuer ("127.0.0.1"; "localhost" publishes an issuer other than
+//             the 127.0.0.1 URL tests reach it at)
+//   format    "jwt" (signed with alg) or "opaque" (introspected) access tokens
+//   alg       "ES256" or "RS256", the access tokens' signature
+//   scope     the scopes a resource server accepts ("mcp:tools mcp:admin")
+//   clients   [{client_id, client_secret, claims}]: confidential clients allowed client_credentials;
+//             claims are added to each access token of theirs (extraTokenClaims), like the
+//             vendor claims (groups, email, org_id, realm_access...) tests need
+// Binds 127.0.0.1 on a free port and prints one JSON line: {"issuer", "url"}, url being the
+// issuer reached through 127.0.0.1. Every resource indicator gets tokens with aud = itself.
+import { createServer } from "node:http";
+import { generateKeyPairSync } from "node:crypto";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const modules = process.env.MCP_TEST_NODE_MODULES;
+const { default: Provider } = await import(pathToFileURL(join(modules, "oidc-provider/lib/index.js")).href);
+
+const config = JSON.parse(process.argv[2] || "{}");
+const path = config.path || "";
+const format = config.format || "jwt";
+const alg = config.alg || "ES256";
+const scope = config.scope || "mcp:tools mcp:admin";
+const claimsOf = new Map((config.clients || []).map((client) => [client.client_id, client.claims || {}]));
+
+const key = (type, options, kid) => ({
+  ...generateKeyPairSync(type, options).privateKey.export({ format: "jwk" }),
+  kid,
+  use: "sig",
+});
+const jwks = { keys: [key("ec", { namedCurve: "P-256" }, "es-1"), key("rsa", { modulusLength: 2048 }, "rs-1")] };
+
+const server = createServer();
+await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+const port = server.address().port;
+const issuer = `http://${config.host || "127.0.0.1"}:${port}${path}`;
+
+const provider = new Provider(issuer, {
+  jwks,
+  scopes: ["openid", "offline_access", ...scope.split(" ")],
+  clients: (config.clients || []).map((client) => ({
+    client_id: client.client_id,
+    client_secret: client.client_secret,
+    grant_types: ["client_credentials"],
+    response_types: [],
+    redirect_uris: [],
+    scope,
+    token_endpoint_auth_method: "client_secret_basic",
+    id_token_signed_response_alg: "ES256",
+  })),
+  features: {
+    devInteractions: { enabled: false },
+    clientCredentials: { enabled: true },
+    introspection: { enabled: true },
+    revocation: { enabled: true },
+    resourceIndicators: {
+      enabled: true,
+      defaultResource: () => undefined,
+      useGrantedResource: () => true,
+      getResourceServerInfo: (_ctx, resourceIndicator) => ({
+        scope,
+        audience: resourceIndicator,
+        accessTokenFormat: format,
+        ...(format === "jwt" ? { jwt: { sign: { alg } } } : {}),
+      }),
+    },
+  },
+  extraTokenClaims: (_ctx, token) => claimsOf.get(token.clientId),
+});
+provider.on("server_error", (_ctx, error) => console.error(error));
+
+const callback = provider.callback();
+server.on("request", (req, res) => {
+  if (path && !req.url.startsWith(path + "/")) {
+    res.statusCode = 404;
+    res.end();
+    return;
+  }
+  // Mounted under the issuer's path: oidc-provider reads the mount point from originalUrl.
+  req.originalUrl = req.url;
+  req.url = req.url.slice(path.length);
+  callback(req, res);
+});
+
+console.log(JSON.stringify({ issuer, url: `http://127.0.0.1:${port}${path}` }));
+process.on("SIGTERM", () => process.exit(0));
