@@ -337,3 +337,54 @@ async def test_content_is_captured_only_when_asked_and_cut_to_the_limit(otel: Ot
     assert prompt["gen_ai.prompt.variable.name"] == "Ada Lovelace"
     for point in otel.points("mcp.server.operation.duration"):  # never on a metric
         assert not [key for key in dict(point.attributes) if key.startswith("gen_ai.tool.call.")]
+
+
+@pytest.mark.parametrize("client_traced", [True, False])
+async def test_what_the_server_asks_its_client_is_a_client_span_of_the_asking_call(
+    otel: Otel, client_traced: bool
+) -> None:
+    from mcp_sse_server.engine.context import RequestContext
+
+    server = McpServer("asker", telemetry=otel.telemetry())
+    schema = {"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]}
+    seen: list[dict[str, Any]] = []
+
+    @server.tool()
+    async def ask(ctx: RequestContext) -> str:
+        answer = await ctx.session.elicit("Favourite colour?", schema)
+        refused = "none"
+        try:
+            await ctx.session.elicit("And again?", schema)
+        except McpError as error:  # the client's handler failed: an error on that CLIENT span
+            refused = str(error.code)
+        return f"{(answer.content or {}).get('colour')} {refused}"
+
+    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+        seen.append(dict(params.get("_meta") or {}))
+        if len(seen) > 1:
+            raise McpError(INTERNAL_ERROR, "no more questions")
+        return {"action": "accept", "content": {"colour": "teal"}}
+
+    telemetry = otel.telemetry() if client_traced else None
+    async with InMemoryClient(server, mode="session", telemetry=telemetry, elicitation_handler=elicit) as client:
+        result = await client.call_tool("ask")
+    assert result.content[0].text == "teal -32603"  # type: ignore[union-attr]
+    call = next(s for s in otel.server_spans() if s.name == "tools/call ask")
+    asked, refused = [s for s in otel.spans() if s.name == "elicitation/create" and s.kind is SpanKind.CLIENT]
+    if client_traced:  # the client answers in a SERVER span of its own, the server's CLIENT span its parent
+        answered = [s for s in otel.spans() if s.name == "elicitation/create" and s.kind is SpanKind.SERVER]
+        assert [s.parent.span_id if s.parent else None for s in answered] == [
+            asked.context.span_id,
+            refused.context.span_id,
+        ]
+    else:
+        assert not [s for s in otel.spans() if s.kind is not SpanKind.SERVER and s.name != "elicitation/create"]
+        assert {s.name for s in otel.server_spans()} == {"initialize", "tools/call ask"}  # the client makes none
+    assert asked.status.status_code is StatusCode.UNSET
+    assert asked.parent is not None and asked.parent.span_id == call.context.span_id
+    assert asked.context.trace_id == call.context.trace_id
+    attributes = dict(asked.attributes or {})
+    assert attributes["mcp.method.name"] == "elicitation/create" and attributes["mcp.protocol.version"]
+    assert seen[0]["traceparent"].split("-")[2] == f"{asked.context.span_id:016x}"  # its context went along
+    assert refused.status.status_code is StatusCode.ERROR  # (a CLIENT span: every error code is an error)
+    assert dict(refused.attributes or {})["error.type"] == "-32603"

@@ -21,7 +21,15 @@ if TYPE_CHECKING:
     from .jsonrpc import JsonRpcNotification, JsonRpcRequest
     from .transport import Reply
 
-__all__ = ["HttpOrigin", "Observation", "Observer", "TaskObservation", "TelemetrySwitch", "current_http"]
+__all__ = [
+    "HttpOrigin",
+    "Observation",
+    "Observer",
+    "OutboundObservation",
+    "TaskObservation",
+    "TelemetrySwitch",
+    "current_http",
+]
 
 
 class HttpOrigin(NamedTuple):
@@ -49,6 +57,14 @@ class Observation(Protocol):
         """Something happened to the request (``trace``: the W3C context it came from, linked)."""
 
 
+class OutboundObservation(Protocol):
+    """One request this side sent its peer (elicitation, sampling, roots, ping), until its reply."""
+
+    def finish(self, result: dict[str, Any] | None, error: BaseException | None) -> None:
+        """The reply came (``result``), or the request failed with ``error`` (an ``McpError``
+        reply, a timeout, a closed connection, a cancelled caller)."""
+
+
 class TaskObservation(Protocol):
     """One task (``engine/tasks.py``) under observation, from its start to its terminal status."""
 
@@ -68,6 +84,12 @@ class Observer(Protocol):
     def inbound(self, request: JsonRpcRequest, connection: Any) -> Observation | None:
         """A request arrived on ``connection`` and is about to be dispatched, in the task that serves
         it (so a span made current here is the handler's parent); None: not observed."""
+
+    def outbound(
+        self, method: str, params: dict[str, Any] | None, connection: Any
+    ) -> tuple[dict[str, Any] | None, OutboundObservation | None]:
+        """A request is about to be sent to the peer on ``connection``: the params to send (the
+        trace context in a copy of ``_meta``) and its observation (None: not observed)."""
 
     def notification(self, notification: JsonRpcNotification, request: Observation | None) -> None:
         """A notification arrived; ``request`` is the in-flight request it cancels, if any."""

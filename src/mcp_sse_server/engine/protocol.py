@@ -393,7 +393,8 @@ class ObservedConnection(Connection):
     """A ``Connection`` that tells an observer (``engine.observe``) about every request it serves.
 
     A subclass, not a test in ``Connection.dispatch``: a server without telemetry makes plain
-    ``Connection`` objects and runs exactly the code it ran before the seam existed.
+    ``Connection`` objects and runs exactly the code it ran before the seam existed. What the
+    server asks its peer (``request``: elicitation, sampling, roots, ping) is observed too.
     """
 
     __slots__ = ("_observations", "observer", "opened")
@@ -422,6 +423,30 @@ class ObservedConnection(Connection):
                 del observations[request_id]
         observation.finish(reply, None)
         return reply
+
+    async def request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        timeout: float | None = 300.0,
+        related_request_id: RequestId | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        params, observation = self.observer.outbound(method, params, self)
+        if observation is None:
+            return await super().request(
+                method, params, timeout=timeout, related_request_id=related_request_id, on_progress=on_progress
+            )
+        try:
+            result = await super().request(
+                method, params, timeout=timeout, related_request_id=related_request_id, on_progress=on_progress
+            )
+        except BaseException as error:
+            observation.finish(None, error)
+            raise
+        observation.finish(result, None)
+        return result
 
     def _failed(self, request_id: RequestId, error: Exception) -> None:
         observation = self._observations.get(request_id)

@@ -44,6 +44,11 @@ Rules of this module:
     ``tools/call``'s arguments and result, and a ``prompts/get``'s arguments, on its span as
     JSON text cut to ``max_attribute_bytes`` (``conventions.captured_request``/``_result``);
     never on a metric.
+12. A request the server sends its client (elicitation, sampling, roots, ping) is a CLIENT span,
+    a child of the current one (the request whose handler asks), its context in a copy of the
+    request's ``_meta``, so the client's SERVER span of it is its child; every error code is an
+    error there, a timeout ``timeout``, a cancelled asker ``cancelled``. With no span (dormant,
+    spans off, propagation only) the current context is still sent.
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
-from ..engine.jsonrpc import JsonRpcError, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse
+from ..engine.jsonrpc import JsonRpcError, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, McpError
 from ..engine.observe import HttpOrigin, current_http
 from ..engine.stateless_meta import PROTOCOL_VERSION_KEY
 from ..engine.transport import Reply
@@ -73,6 +78,7 @@ from .conventions import (
     TRACE_META_KEYS,
     captured_request,
     captured_result,
+    client_error_type,
     exception_error_type,
     guarded_method,
     is_tool_error,
@@ -299,6 +305,39 @@ class ServerObserver:
             token = None
         return _Request(self, request.method, owner, attributes, span, token)
 
+    def outbound(
+        self, method: str, params: dict[str, Any] | None, connection: Any
+    ) -> tuple[dict[str, Any] | None, _Outbound | None]:
+        """Rule 12: a CLIENT span for a request the server sends its client, its context in a copy of
+        the request's ``_meta`` (with no span: the current context, so the answer joins the trace)."""
+        try:
+            span: Span | None = None
+            if self.spans and not self.dormant():
+                owner = getattr(connection, "owner", None)
+                attributes: dict[str, Any] = {ATTRIBUTE.METHOD: guarded_method(method)}
+                revision = getattr(owner, "revision", None)
+                if revision is not None:
+                    attributes[ATTRIBUTE.PROTOCOL_VERSION] = revision
+                    session_id = getattr(getattr(owner, "record", None), "id", None)
+                    if session_id:
+                        attributes[ATTRIBUTE.SESSION_ID] = session_id
+                attributes.update(_network(connection, current_http.get()))
+                span = self.tracer.start_span(
+                    span_name(attributes[ATTRIBUTE.METHOD], None), kind=SpanKind.CLIENT, attributes=attributes
+                )
+            if self.settings.propagate:
+                carrier: dict[str, str] = {}
+                propagate.inject(carrier, trace.set_span_in_context(span) if span is not None else None)
+                if carrier:
+                    sent = dict(params or {})
+                    meta = sent.get("_meta")
+                    sent["_meta"] = {**meta, **carrier} if type(meta) is dict else carrier
+                    params = sent
+            return params, (_Outbound(span) if span is not None else None)
+        except Exception:  # rule 7
+            logger.exception("telemetry: could not observe the %s sent", method)
+            return params, None
+
     def notification(self, notification: JsonRpcNotification, request: Any) -> None:
         if request is not None:
             reason = (notification.params or {}).get("reason")
@@ -394,6 +433,33 @@ class _Attached:
 
     def finish(self, reply: Reply | None, error: BaseException | None) -> None:
         otel_context.detach(self.token)
+
+
+class _Outbound:
+    """A request the server sent its client (``engine.observe.OutboundObservation``): its CLIENT
+    span, ended by the client-side error rules (every error code is an error)."""
+
+    __slots__ = ("span",)
+
+    def __init__(self, span: Span) -> None:
+        self.span = span
+
+    def finish(self, result: dict[str, Any] | None, error: BaseException | None) -> None:
+        span = self.span
+        try:
+            if error is not None and span.is_recording():
+                if isinstance(error, McpError):
+                    span.set_attributes(
+                        {ATTRIBUTE.ERROR_TYPE: client_error_type(error.code), ATTRIBUTE.STATUS_CODE: str(error.code)}
+                    )
+                    span.set_status(Status(StatusCode.ERROR, error.message))
+                else:  # a timeout, or the handler that asked was cancelled
+                    span.set_attribute(
+                        ATTRIBUTE.ERROR_TYPE, exception_error_type(error) if isinstance(error, Exception) else CANCELLED
+                    )
+                    span.set_status(Status(StatusCode.ERROR))
+        finally:
+            span.end()
 
 
 class _Task:
