@@ -358,3 +358,32 @@ async def test_an_entrys_tools_key_renames_describes_hides_and_fixes_on_the_wire
 def test_a_tools_key_that_cannot_work_is_a_config_error(rules: Any, problem: str) -> None:
     with pytest.raises(ConfigError, match=problem):
         from_config({"mcpServers": {"calc": {"type": "inmemory", "command": "math", "tools": rules}}})
+
+
+async def test_include_and_exclude_tags_choose_an_entrys_tools_by_the_tags_its_rules_give() -> None:
+    math = {"type": "inmemory", "command": "math"}
+    tagged = {
+        "add": {"tags": ["basic"]},
+        "subtract": {"tags": ["basic", "slow"]},
+        "power": {"name": "pow", "tags": ["advanced"]},
+    }
+    entries = {
+        "basic": {**math, "tools": tagged, "include_tags": ["basic"], "exclude_tags": ["slow"]},
+        "most": {**math, "tools": tagged, "exclude_tags": ["advanced"]},
+    }
+    gateway = from_config({"mcpServers": entries})
+    try:
+        async with InMemoryClient(gateway) as client:
+            names = {tool.name for tool in await client.list_tools()}
+            assert {name for name in names if name.startswith("basic_")} == {"basic_add"}
+            most = {name for name in names if name.startswith("most_")}
+            assert {"most_add", "most_subtract", "most_multiply"} <= most and not {"most_pow", "most_power"} & most
+            assert (await client.call_tool("basic_add", {"a": 1, "b": 2})).structured_content == {"result": 3}
+            for hidden in ("basic_subtract", "basic_multiply", "most_pow", "most_power"):
+                with pytest.raises(McpError) as refused:
+                    await client.call_tool(hidden, {"a": 1, "b": 2})
+                assert refused.value.code == -32602, hidden
+    finally:
+        await gateway.close()
+    with pytest.raises(ConfigError, match="include_tags: expected a list of strings"):
+        from_config({"mcpServers": {"m": {**math, "include_tags": "basic"}}})

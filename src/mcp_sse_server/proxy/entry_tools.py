@@ -3,8 +3,8 @@ arguments renamed, redescribed, defaulted or fixed, on the wire (the backend is 
 change: ``engine/transform.py`` is the same for a local ``Tool``).
 
 ``{"tools": {"search": {"name": "find", "title": ..., "description": ..., "enabled": true,
-"arguments": {"q": {"name": "query", "description": ..., "default": ..., "hide": true,
-"value": ...}}}}}``
+"tags": [...], "arguments": {"q": {"name": "query", "description": ..., "default": ...,
+"hide": true, "value": ...}}}}, "include_tags": [...], "exclude_tags": [...]}``
 
 Rules:
 
@@ -20,6 +20,9 @@ Rules:
    with a default gets it, a hidden one gets its ``value`` (whatever the client sent under
    that name is dropped). The backend validates what it receives, under its own names.
 4. The ``Mcp-Param-*`` headers of a transformed tool are read from its front schema.
+5. Tags: a tool's are those its rule gives (MCP carries no tags on the wire). With
+   ``include_tags`` only tools holding one of them are served; a tool holding one of
+   ``exclude_tags`` is not; either way one not served is unknown, as a disabled one is.
 """
 
 from __future__ import annotations
@@ -33,7 +36,7 @@ from ..engine.stateless_meta import MirroredHeader, mirrored_headers
 
 __all__ = ["EntryTools"]
 
-_TOOL_KEYS: Final = frozenset({"name", "title", "description", "enabled", "arguments"})
+_TOOL_KEYS: Final = frozenset({"name", "title", "description", "enabled", "tags", "arguments"})
 _ARGUMENT_KEYS: Final = frozenset({"name", "description", "default", "hide", "value"})
 _UNSET: Final[Any] = object()
 
@@ -59,19 +62,34 @@ class _Tool:
 class EntryTools:
     """The ``tools`` key of one entry, compiled (rules in the module docstring)."""
 
-    __slots__ = ("_back", "_disabled", "_tools")
+    __slots__ = ("_back", "_disabled", "_only_named", "_tools")
 
-    def __init__(self, config: Mapping[str, Any], where: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        config: Mapping[str, Any],
+        where: tuple[str, ...],
+        include_tags: Any = None,
+        exclude_tags: Any = None,
+    ) -> None:
         from ..client.config import ConfigError
 
         self._tools: dict[str, _Tool] = {}  # backend name -> its rule
-        self._disabled: set[str] = set()  # backend names
+        self._disabled: set[str] = set()  # backend names (disabled, or not served for their tags)
         self._back: dict[str, str] = {}  # front name -> backend name
+        # With include_tags, a tool the key does not name holds no tag: it is not served (rule 5).
+        self._only_named = include_tags is not None
+        include = _tags((*where[:-1], "include_tags"), include_tags)
+        exclude = _tags((*where[:-1], "exclude_tags"), exclude_tags)
         for name, rule in config.items():
             at = (*where, name)
             if not isinstance(rule, Mapping) or not set(rule) <= _TOOL_KEYS:
                 raise ConfigError(at, f"expected an object with some of {', '.join(sorted(_TOOL_KEYS))}")
-            if rule.get("enabled", True) is False:
+            tags = _tags((*at, "tags"), rule.get("tags"))
+            if (
+                rule.get("enabled", True) is False
+                or tags & exclude
+                or (include_tags is not None and not tags & include)
+            ):
                 self._disabled.add(name)
                 continue
             front = rule.get("name", name)
@@ -112,6 +130,8 @@ class EntryTools:
             if name in self._disabled:
                 continue
             tool = self._tools.get(name) if isinstance(name, str) else None
+            if tool is None and self._only_named:
+                continue
             if tool is None:
                 if isinstance(name, str) and name in self._back and self._back[name] != name:
                     continue  # (a renamed tool's front name taken by another backend tool: the rename wins)
@@ -137,8 +157,8 @@ class EntryTools:
         back = self._back.get(front)
         if back is not None:
             return back
-        if front in self._disabled or front in self._tools:
-            return None  # (renamed or disabled: unknown under its backend name)
+        if front in self._disabled or front in self._tools or self._only_named:
+            return None  # (renamed, disabled or not served for its tags: unknown under that name)
         return front
 
     def back_arguments(self, front: str, arguments: Any) -> Any:
@@ -160,6 +180,16 @@ class EntryTools:
         """A transformed tool's mirrored headers (rule 4); None for a tool passed unchanged."""
         tool = self._tools.get(self._back.get(front, ""))
         return None if tool is None else tool.headers
+
+
+def _tags(where: tuple[str, ...], given: Any) -> frozenset[str]:
+    from ..client.config import ConfigError
+
+    if given is None:
+        return frozenset()
+    if not isinstance(given, list) or not all(isinstance(tag, str) for tag in given):
+        raise ConfigError(where, "expected a list of strings")
+    return frozenset(given)
 
 
 def _hidden_fronts(tool: _Tool) -> set[str]:

@@ -3,8 +3,9 @@ a ``proxy`` under its namespace (``mcp-sse-server serve --gateway FILE``).
 
 The file is what ``client/config.py`` reads (``{"mcpServers": {name: entry}}``, each entry a
 ``ServerConfig``), plus these keys of an entry: ``namespace``, ``enabled``, ``scopes``,
-``inherit_env``, ``tools`` (its tools renamed, redescribed, hidden, their arguments renamed,
-defaulted or fixed: ``entry_tools.py``), and the proxy's ``connections``, ``pool``, ``mode`` and ``roots``. The file is
+``inherit_env``, ``tools`` (its tools renamed, redescribed, hidden, tagged, their arguments
+renamed, defaulted or fixed), ``include_tags`` and ``exclude_tags`` (``entry_tools.py``), and
+the proxy's ``connections``, ``pool``, ``mode`` and ``roots``. The file is
 trusted input: it starts programs.
 
 Rules:
@@ -69,7 +70,16 @@ __all__ = ["GatewayServer", "from_config"]
 
 # Entry keys this module reads (the others are ServerConfig's).
 _PROXY_KEYS: Final = ("connections", "pool", "mode", "roots")
-_GATEWAY_KEYS: Final = ("namespace", "enabled", "scopes", "inherit_env", "tools", *_PROXY_KEYS)
+_GATEWAY_KEYS: Final = (
+    "namespace",
+    "enabled",
+    "scopes",
+    "inherit_env",
+    "tools",
+    "include_tags",
+    "exclude_tags",
+    *_PROXY_KEYS,
+)
 # What a stdio entry's program gets of this process's environment without inherit_env (rule 7).
 _INHERITED: Final = ("PATH", "HOME", "LANG")
 _LISTS: Final[dict[str, tuple[str, Kind, str]]] = {
@@ -395,17 +405,21 @@ def _configured(data: Any) -> dict[str, Configured]:
             raise ConfigError((*where, "inherit_env"), "expected true or false")
         if not isinstance(entry.get("tools", {}), Mapping):
             raise ConfigError((*where, "tools"), "expected an object of tool rules")
-        EntryTools(entry.get("tools", {}), (*where, "tools"))  # (its errors, now)
+        _entry_tools(entry, where)  # (its errors, now)
         found[namespace] = (str(entry_name), dict(entry))
     return found
 
 
+def _entry_tools(entry: Mapping[str, Any], where: tuple[str, ...]) -> EntryTools | None:
+    if not any(key in entry for key in ("tools", "include_tags", "exclude_tags")):
+        return None
+    include, exclude = entry.get("include_tags"), entry.get("exclude_tags")
+    return EntryTools(entry.get("tools", {}), (*where, "tools"), include, exclude)
+
+
 def _tools_of(configured: Mapping[str, Configured]) -> dict[str, EntryTools]:
-    return {
-        namespace: EntryTools(entry["tools"], ("mcpServers", name, "tools"))
-        for namespace, (name, entry) in configured.items()
-        if entry.get("tools")
-    }
+    found = ((namespace, _entry_tools(entry, ("mcpServers", name))) for namespace, (name, entry) in configured.items())
+    return {namespace: tools for namespace, tools in found if tools is not None}
 
 
 def _scopes_of(configured: Mapping[str, Configured]) -> dict[str, frozenset[str]]:
