@@ -1,8 +1,9 @@
 """Identity-provider presets (resource mode): tokens of Keycloak, Auth0, Okta, WorkOS AuthKit, Descope,
-Scalekit, Supabase or any OpenID provider verified directly, with an allow policy.
+Scalekit, Supabase or any OpenID provider verified directly, with an allow policy::
 
->>> server = resource_server("keycloak", issuer="https://sso.example/realms/acme",
-...                          resource="https://mcp.example/mcp", allow=["group:mcp-users"])  # doctest: +SKIP
+    auth = resource_server("keycloak", issuer="https://sso.example/realms/acme",
+                           resource="https://mcp.example/mcp", allow=["group:mcp-users"])
+    app = McpHttpApp(server, settings=HttpSettings(auth=auth))
 
 ``resource_server`` fetches the IdP's discovery document (``discovery.py``: issuer equal to the one
 given, a key set or introspection endpoint, ``https`` except on loopback), so it runs before the
