@@ -78,3 +78,22 @@ async def test_serve_gateway_serves_every_entry_and_stops_them(tmp_path: Path) -
         status, errors = served.stop(signal.SIGTERM)
     assert status == 0, errors
     assert processes_naming(str(peer)) == []  # ...and stopped with the gateway
+
+
+async def test_serve_gateway_over_stdio(tmp_path: Path) -> None:
+    from mcp_sse_server.client import StdioClient
+
+    config = tmp_path / "servers.json"
+    entry = {
+        "command": old_sdk_python(),
+        "args": [str(ROOT / "tests/client/old_sdk_peer.py"), "stdio"],
+        "mode": "session",
+    }
+    config.write_text(json.dumps({"mcpServers": {"legacy": entry, "Math": {"type": "inmemory", "command": "math"}}}))
+    command = ["-m", "mcp_sse_server", "serve", "--gateway", str(config), "--stdio"]
+    for mode in ("session", "2026-07-28"):
+        async with StdioClient(sys.executable, args=command, mode=mode, cwd=str(tmp_path)) as client:
+            assert {"legacy_add", "legacy_echo", "math_add"} <= {tool.name for tool in await client.list_tools()}
+            added = await client.call_tool("legacy_add", {"a": 2, "b": 3})
+            assert added.content[0].text == "5"  # type: ignore[union-attr]
+            assert (await client.call_tool("math_add", {"a": 2, "b": 3})).structured_content == {"result": 5}
