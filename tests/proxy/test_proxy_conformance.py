@@ -40,7 +40,6 @@ GAPS_0_1_16: frozenset[str] = frozenset(
 GAPS_2026_07_28: frozenset[str] = frozenset(
     {
         "input-required-result-basic-list-roots: sep-2322-list-roots-incomplete FAILURE",
-        "input-required-result-basic-list-roots: wire-schema-valid FAILURE",
         "input-required-result-basic-elicitation: sep-2322-elicitation-incomplete FAILURE",
         "input-required-result-multiple-input-requests: sep-2322-multiple-inputs-incomplete FAILURE",
         "input-required-result-ignore-extra-params: sep-2322-ignore-unexpected-params WARNING",

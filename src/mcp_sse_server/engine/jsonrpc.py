@@ -92,10 +92,14 @@ class MissingClientCapability(McpError, RuntimeError):
     """A server-to-client request the client did not declare the capability for: raised by the
     session before anything is sent. Inside a request it answers that request with -32021 and
     the sentence (the client, not the model, lacks the capability); it stays a RuntimeError for
-    code that caught it as one."""
+    code that caught it as one. ``required`` (the capabilities missing, as the client would
+    declare them) is the error's ``data.requiredCapabilities``, the shape 2026-07-28 gives -32021:
+    a proxy passes this error on to fronts of any revision."""
 
-    def __init__(self, message: str) -> None:
-        super().__init__(MISSING_CLIENT_CAPABILITY, message)
+    def __init__(self, message: str, required: dict[str, Any] | None = None) -> None:
+        super().__init__(
+            MISSING_CLIENT_CAPABILITY, message, None if required is None else {"requiredCapabilities": required}
+        )
 
 
 class BatchReceived(McpError):

@@ -460,7 +460,7 @@ class ServerSession:
             raise RuntimeError(f"Cannot send {method} before the client sent notifications/initialized")
         if capability is not None and capability not in (self.record.client_capabilities or {}):
             raise MissingClientCapability(
-                f"Cannot send {method}: the client did not declare the {capability} capability"
+                f"Cannot send {method}: the client did not declare the {capability} capability", {capability: {}}
             )
 
     def _ask(
@@ -500,7 +500,8 @@ class ServerSession:
             if not isinstance(sampling, dict) or "tools" not in sampling:
                 raise MissingClientCapability(
                     "Cannot send sampling/createMessage with tools: the client did not declare the sampling.tools "
-                    "capability"
+                    "capability",
+                    {"sampling": {"tools": {}}},
                 )
         result = await self.request("sampling/createMessage", request.to_dict(), "sampling", timeout, key)
         return CreateMessageResult.from_dict(result)
@@ -534,11 +535,12 @@ class ServerSession:
         if mode not in modes:
             if not modes:
                 raise MissingClientCapability(
-                    f"Cannot send {what}: the client did not declare the elicitation capability"
+                    f"Cannot send {what}: the client did not declare the elicitation capability", {"elicitation": {}}
                 )
             raise MissingClientCapability(
                 f"Cannot send {what} in {mode} mode: the client declared only "
-                f"{', '.join(sorted(modes))} mode (elicitation.{mode} is missing from its capabilities)"
+                f"{', '.join(sorted(modes))} mode (elicitation.{mode} is missing from its capabilities)",
+                {"elicitation": {mode: {}}},
             )
         return protocol
 
