@@ -1,8 +1,9 @@
 """Identity-provider presets in resource mode against a real OpenID provider: oidc-provider 9.13.3 on
 loopback (``fixtures.oidc_provider``) issues the access tokens, our ``ResourceServer`` built by
 ``auth.providers.resource_server`` fetches its discovery document and key set and verifies them.
-The generic ``oidc`` preset and the Keycloak-shaped one (issuer ``/realms/demo``, RS256, roles in
-``realm_access``), the allow policy's refusals, a wrong issuer refused at start-up, a token for
+The generic ``oidc`` preset and the Keycloak-, Auth0- and Okta-shaped ones (issuers
+``/realms/demo``, ``/`` and ``/oauth2/default``; realm roles, ``permissions``, groups), the allow
+policy's refusals, a wrong issuer refused at start-up, a token for
 another audience refused, and opaque tokens introspected."""
 
 from __future__ import annotations
@@ -134,6 +135,36 @@ async def test_the_keycloak_preset_reads_realm_roles_and_organizations(keycloak:
     by_org = app_of(resource_server("keycloak", issuer=keycloak.issuer, resource=RESOURCE, allow=["org:globex"]))
     assert (await status_of(by_org, keycloak.token("kc-user", RESOURCE)))[0] == 200
     assert (await status_of(by_org, keycloak.token("kc-admin", RESOURCE)))[0] == NOT_ALLOWED
+
+
+async def test_the_auth0_preset_keeps_the_trailing_slash_and_reads_permissions() -> None:
+    people = {"m2m": {"permissions": ["mcp:admin"], "org_id": "org_acme"}, "other": {"org_id": "org_globex"}}
+    with running_oidc_provider(people, path="/", alg="RS256") as provider:
+        assert provider.issuer.endswith("/")  # as Auth0 publishes its issuers
+        with pytest.raises(DiscoveryError, match="ends with '/'"):
+            resource_server("auth0", issuer=provider.issuer.rstrip("/"), resource=RESOURCE)
+        auth = resource_server("auth0", issuer=provider.issuer, resource=RESOURCE, allow=["org:org_acme"])
+        app = app_of(auth)
+        seen = await whoami(app, provider.token("m2m", RESOURCE))
+        assert seen["issuer"] == provider.issuer and seen["scopes"] == ["mcp:admin", "mcp:tools"]
+        assert (await status_of(app, provider.token("other", RESOURCE)))[0] == NOT_ALLOWED
+        assert auth.verifier is not None
+        await auth.verifier.aclose()  # type: ignore[attr-defined]
+
+
+async def test_the_okta_preset_takes_a_custom_authorization_server() -> None:
+    people = {"svc": {"groups": ["mcp-users"], "uid": "00u1"}, "other": {"groups": ["Everyone"], "uid": "00u2"}}
+    with running_oidc_provider(people, path="/oauth2/default") as provider:
+        with pytest.raises(DiscoveryError, match="custom authorization server"):
+            resource_server("okta", issuer=provider.issuer.removesuffix("/oauth2/default"), resource=RESOURCE)
+        auth = resource_server("okta", issuer=provider.issuer, resource=RESOURCE, allow=["group:mcp-users"])
+        app = app_of(auth)
+        assert (await whoami(app, provider.token("svc", RESOURCE)))["issuer"] == provider.issuer
+        assert (await status_of(app, provider.token("other", RESOURCE)))[0] == NOT_ALLOWED
+        by_uid = app_of(resource_server("okta", issuer=provider.issuer, resource=RESOURCE, allow=["user:00u2"]))
+        assert (await status_of(by_uid, provider.token("other", RESOURCE)))[0] == 200
+        assert auth.verifier is not None
+        await auth.verifier.aclose()  # type: ignore[attr-defined]
 
 
 def test_the_keycloak_preset_refuses_an_issuer_without_a_realm(op: OpenIdProvider) -> None:

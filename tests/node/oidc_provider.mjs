@@ -5,7 +5,8 @@
 //   node oidc_provider.mjs '<json config>'   (MCP_TEST_NODE_MODULES names node_modules)
 //
 // Config (every key optional):
-//   path      the issuer's path, e.g. "/realms/demo" (Keycloak's shape); the provider is mounted there
+//   path      the issuer's path, e.g. "/realms/demo" (Keycloak's shape) or "/" (Auth0's trailing slash);
+//             the provider is mounted there
 //   host      the host named in the issuer ("127.0.0.1"; "localhost" publishes an issuer other than
 //             the 127.0.0.1 URL tests reach it at)
 //   format    "jwt" (signed with alg) or "opaque" (introspected) access tokens
@@ -38,6 +39,7 @@ const key = (type, options, kid) => ({
 });
 const jwks = { keys: [key("ec", { namedCurve: "P-256" }, "es-1"), key("rsa", { modulusLength: 2048 }, "rs-1")] };
 
+const mount = path.replace(/\/$/, ""); // an issuer may end with "/" (Auth0's do): mounted without it
 const server = createServer();
 await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
 const port = server.address().port;
@@ -79,14 +81,14 @@ provider.on("server_error", (_ctx, error) => console.error(error));
 
 const callback = provider.callback();
 server.on("request", (req, res) => {
-  if (path && !req.url.startsWith(path + "/")) {
+  if (mount && !req.url.startsWith(mount + "/")) {
     res.statusCode = 404;
     res.end();
     return;
   }
   // Mounted under the issuer's path: oidc-provider reads the mount point from originalUrl.
   req.originalUrl = req.url;
-  req.url = req.url.slice(path.length);
+  req.url = req.url.slice(mount.length);
   callback(req, res);
 });
 

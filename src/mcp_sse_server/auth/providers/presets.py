@@ -6,9 +6,11 @@ and which allow rules it can answer. ``resource_server`` (``auth/providers/__ini
 one into a ``ResourceServer`` after checking the IdP's own discovery document.
 
 The values come from the digest (``identity-providers.md`` §1.1, itself from fastmcp 4.2.3's
-provider code and the threads it cites), not from vendor documentation. Only ``oidc`` and the
-Keycloak-shaped case are exercised against a real provider here (oidc-provider 9.13.3 on
-loopback); the others are the same engine with the vendor's shape filled in.
+provider code and the threads it cites), not from vendor documentation. ``oidc`` and the
+Keycloak-, Auth0- and Okta-shaped cases are exercised against a real provider here
+(oidc-provider 9.13.3 on loopback, mounted at those issuers' paths); none against the vendors
+themselves, and WorkOS, Descope, Scalekit and Supabase only with tokens shaped like theirs.
+``http`` issuers pass the shapes, but only on loopback (``discovery.py`` rule 1).
 
 >>> PRESETS["keycloak"].issuer_problem("https://sso.example/realms/acme") is None
 True
@@ -106,7 +108,7 @@ _PRESETS: Final = (
     ),
     Preset(
         "auth0",
-        issuer_shape=r"https://[^/?#]+/",
+        issuer_shape=r"https?://[^/?#]+/",
         issuer_hint="https://{tenant}.auth0.com/",
         discovery=("openid",),
         scope_claims=("permissions",),
@@ -115,7 +117,7 @@ _PRESETS: Final = (
     ),
     Preset(
         "okta",
-        issuer_shape=r"https://[^/?#]+/oauth2/[^/?#]+",
+        issuer_shape=r"https?://[^/?#]+/oauth2/[^/?#]+",
         issuer_hint="https://{domain}/oauth2/{authorization server id} (a custom authorization server, not the org's)",
         discovery=("openid", "oauth"),
         claims={"user": ("uid", "sub"), "email": ("email",), "group": ("groups",)},
