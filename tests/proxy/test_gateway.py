@@ -331,6 +331,8 @@ async def test_an_entrys_tools_key_renames_describes_hides_and_fixes_on_the_wire
                 assert minus.input_schema["required"] == ["from"]
                 assert sorted(tools["calc_square"].input_schema["properties"]) == ["base"]
                 assert (await client.call_tool("calc_minus", {"from": 10})).structured_content == {"result": 9}
+                renamed_away = await client.call_tool("calc_minus", {"from": 10, "a": 99})  # ("a" is "from" now)
+                assert renamed_away.structured_content == {"result": 9}
                 assert (await client.call_tool("calc_minus", {"from": 10, "b": 4})).structured_content == {"result": 6}
                 squared = await client.call_tool("calc_square", {"base": 3, "exponent": 5})  # (a hidden value wins)
                 assert squared.structured_content == {"result": 9}

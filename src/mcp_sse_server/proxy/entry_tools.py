@@ -17,8 +17,9 @@ Rules:
    and it is no longer required. Tools the key does not name pass unchanged.
 3. Calls: a front name is mapped back to the backend's (a backend name that was renamed or
    disabled is unknown, as it is in lists); front arguments are renamed back, a missing one
-   with a default gets it, a hidden one gets its ``value`` (whatever the client sent under
-   that name is dropped). The backend validates what it receives, under its own names.
+   with a default gets it, a hidden one gets its ``value`` (what the client sent under a hidden
+   argument's name, or under the backend name of a renamed one, is dropped). The backend
+   validates what it receives, under its own names.
 4. The ``Mcp-Param-*`` headers of a transformed tool are read from its front schema.
 5. Tags: a tool's are those its rule gives (MCP carries no tags on the wire). With
    ``include_tags`` only tools holding one of them are served; a tool holding one of
@@ -57,6 +58,8 @@ class _Tool:
     description: str | None = None
     arguments: dict[str, _Argument] = field(default_factory=dict)  # backend name -> its rule
     headers: tuple[MirroredHeader, ...] = ()  # from the last front schema listed (rule 4)
+    to_back: dict[str, str] = field(default_factory=dict)  # front argument name -> backend's
+    dropped: frozenset[str] = frozenset()  # names a client may not send: hidden, or renamed away
 
 
 class EntryTools:
@@ -120,6 +123,9 @@ class EntryTools:
                 tool.arguments[argument] = _Argument(
                     renamed, spec.get("description"), spec.get("default", _UNSET), hidden, spec.get("value", _UNSET)
                 )
+            tool.to_back = {rule.front: back for back, rule in tool.arguments.items() if not rule.hidden}
+            hidden = {back for back, rule in tool.arguments.items() if rule.hidden}
+            tool.dropped = frozenset((hidden | set(tool.arguments)) - set(tool.to_back))
             self._tools[name] = tool
 
     def listed(self, tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -166,9 +172,9 @@ class EntryTools:
         tool = self._tools.get(self._back.get(front, ""))
         if tool is None or not tool.arguments:
             return arguments
-        given = dict(arguments) if isinstance(arguments, Mapping) else {}
-        renamed = {rule.front: back for back, rule in tool.arguments.items()}
-        out = {renamed.get(key, key): value for key, value in given.items() if key not in _hidden_fronts(tool)}
+        given = arguments if isinstance(arguments, Mapping) else {}
+        to_back, dropped = tool.to_back, tool.dropped
+        out = {to_back.get(key, key): value for key, value in given.items() if key not in dropped}
         for back, rule in tool.arguments.items():
             if rule.hidden:
                 out[back] = copy.deepcopy(rule.value)
@@ -190,10 +196,6 @@ def _tags(where: tuple[str, ...], given: Any) -> frozenset[str]:
     if not isinstance(given, list) or not all(isinstance(tag, str) for tag in given):
         raise ConfigError(where, "expected a list of strings")
     return frozenset(given)
-
-
-def _hidden_fronts(tool: _Tool) -> set[str]:
-    return {rule.front for rule in tool.arguments.values() if rule.hidden}
 
 
 def _front_schema(schema: dict[str, Any], arguments: dict[str, _Argument]) -> dict[str, Any]:
