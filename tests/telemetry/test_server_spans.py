@@ -388,3 +388,32 @@ async def test_what_the_server_asks_its_client_is_a_client_span_of_the_asking_ca
     assert seen[0]["traceparent"].split("-")[2] == f"{asked.context.span_id:016x}"  # its context went along
     assert refused.status.status_code is StatusCode.ERROR  # (a CLIENT span: every error code is an error)
     assert dict(refused.attributes or {})["error.type"] == "-32603"
+
+
+async def test_the_rounds_of_a_stateless_call_link_to_its_first(otel: Otel) -> None:
+    from mcp_sse_server.engine.context import RequestContext
+
+    server = McpServer("asker", telemetry=otel.telemetry())
+    schema = {"type": "object", "properties": {"colour": {"type": "string"}}, "required": ["colour"]}
+
+    @server.tool()
+    async def ask(ctx: RequestContext) -> str:
+        first = await ctx.session.elicit("Favourite colour?", schema)
+        second = await ctx.session.elicit("Second favourite?", schema)
+        return f"{(first.content or {}).get('colour')} {(second.content or {}).get('colour')}"
+
+    async def elicit(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {"colour": "teal"}}
+
+    async with InMemoryClient(server, elicitation_handler=elicit) as client:
+        assert client.era == "stateless"
+        result = await client.call_tool("ask")
+    assert result.content[0].text == "teal teal"  # type: ignore[union-attr]
+    rounds = [s for s in otel.server_spans() if s.name == "tools/call ask"]
+    assert len(rounds) == 3  # asked, asked again, answered
+    first = rounds[0]
+    assert [event.name for event in first.events] == ["input_required"] and not first.links
+    for number, later in enumerate(rounds[1:], start=1):
+        (event,) = [e for e in later.events if e.name == "input_required round"]
+        assert dict(event.attributes or {}) == {"mcp_sse_server.round": number}
+        assert [link.context.span_id for link in later.links] == [first.context.span_id]

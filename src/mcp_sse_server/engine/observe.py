@@ -91,6 +91,10 @@ class Observer(Protocol):
         """A request is about to be sent to the peer on ``connection``: the params to send (the
         trace context in a copy of ``_meta``) and its observation (None: not observed)."""
 
+    def current_trace(self) -> dict[str, str] | None:
+        """The W3C trace context of the current span (a 2026-07-28 call's round, sealed in its
+        ``requestState`` so that the later rounds' spans link to it); None without one."""
+
     def notification(self, notification: JsonRpcNotification, request: Observation | None) -> None:
         """A notification arrived; ``request`` is the in-flight request it cancels, if any."""
 

@@ -198,7 +198,7 @@ class RequestSession(ServerSession):
     ``inputRequests``; capabilities are the ones this request declared.
     """
 
-    __slots__ = ("answers", "asked", "questions", "responses", "used")
+    __slots__ = ("answers", "asked", "first_round", "questions", "responses", "used")
 
     def __init__(
         self, server: SessionHost, connection: Connection, envelope: Envelope, revision: versions.Revision
@@ -223,6 +223,7 @@ class RequestSession(ServerSession):
         self.questions: dict[str, dict[str, Any]] = {}
         self.used: set[str] = set()
         self.asked = 0
+        self.first_round: dict[str, str] | None = None  # telemetry: the call's first round's trace context
 
     def _require_elicitation_mode(self, mode: str, what: str = "elicitation/create") -> versions.Revision | None:
         if mode not in self.elicitation_modes:
@@ -283,6 +284,14 @@ def _missing(required: dict[str, Any], what: str) -> McpError:
     )
 
 
+def _observe_round(context: RequestContext, request: JsonRpcRequest, first_round: dict[str, str]) -> None:
+    """Telemetry: this retry's span gets an event and a link to the call's first round."""
+    find = getattr(context.connection, "observation", None)  # (an ObservedConnection's)
+    observation = find(request.id) if find is not None else None
+    if observation is not None:
+        observation.event("input_required round", {"mcp_sse_server.round": context.rounds}, first_round)
+
+
 class StatelessEndpoint:
     """Serves stateless (2026-07-28) requests of ``server``: the owner of any connection carrying them."""
 
@@ -322,6 +331,8 @@ class StatelessEndpoint:
         arguments = params.get("arguments")
         if "inputResponses" in params or "requestState" in params:
             context.rounds = self._resume(context.session, method, target, arguments, params)
+            if context.session.first_round is not None:
+                _observe_round(context, request, context.session.first_round)
         try:
             result = await self._run(handler, params, context)
         except InputRequired:
@@ -329,8 +340,14 @@ class StatelessEndpoint:
             if not session.questions:  # raised by the handler itself, not by a question
                 raise McpError(INTERNAL_ERROR, "Internal error") from None
             sealer = self.server.request_state
+            payload: dict[str, Any] = {"answers": session.answers, "round": context.rounds}
+            observer = getattr(context.connection, "observer", None)  # telemetry (engine/observe.py)
+            if observer is not None:
+                first_round = session.first_round or observer.current_trace()
+                if first_round:  # the later rounds' spans link to the first round's
+                    payload["trace"] = first_round
             state = sealer.seal(
-                {"answers": session.answers, "round": context.rounds},
+                payload,
                 method=method,
                 target=target if isinstance(target, str) else None,
                 arguments=arguments,
@@ -352,8 +369,9 @@ class StatelessEndpoint:
             raise
 
     def _resume(self, session: RequestSession, method: str, target: Any, arguments: Any, params: dict[str, Any]) -> int:
-        """Load the answers of earlier rounds (from the sealed state) and of this retry; the
-        number of this round (``RequestContext.rounds``)."""
+        """Load the answers of earlier rounds (from the sealed state) and of this retry, and the
+        W3C trace context of the call's first round when the state carries one (telemetry:
+        ``session.first_round``); the number of this round (``RequestContext.rounds``)."""
         responses = params.get("inputResponses")
         if responses is not None:
             if type(responses) is not dict:
@@ -379,6 +397,9 @@ class StatelessEndpoint:
             raise McpError(INVALID_PARAMS, "Invalid or expired requestState", {"reason": "invalid_request_state"})
         session.answers.update(answers)
         earlier = payload.get("round")
+        trace = payload.get("trace")
+        if type(trace) is dict and all(type(key) is str and type(value) is str for key, value in trace.items()):
+            session.first_round = trace
         return earlier + 1 if type(earlier) is int and earlier >= 0 else 1
 
     def _stamp(self, method: str, result: dict[str, Any], *, cacheable: bool = True) -> dict[str, Any]:

@@ -49,6 +49,9 @@ Rules of this module:
     request's ``_meta``, so the client's SERVER span of it is its child; every error code is an
     error there, a timeout ``timeout``, a cancelled asker ``cancelled``. With no span (dormant,
     spans off, propagation only) the current context is still sent.
+13. The rounds of one 2026-07-28 call (``input_required`` and its retries) are separate requests:
+    the first round's span context is sealed in the ``requestState`` (``current_trace``), and
+    each later round's span gets an ``input_required round`` event and a link to it.
 """
 
 from __future__ import annotations
@@ -337,6 +340,18 @@ class ServerObserver:
         except Exception:  # rule 7
             logger.exception("telemetry: could not observe the %s sent", method)
             return params, None
+
+    def current_trace(self) -> dict[str, str] | None:
+        """Rule 13: the current span's W3C context, when it is one of ours being recorded."""
+        try:
+            if not self.spans or not trace.get_current_span().is_recording():
+                return None
+            carrier: dict[str, str] = {}
+            propagate.inject(carrier)
+            return {key: carrier[key] for key in ("traceparent", "tracestate") if key in carrier} or None
+        except Exception:  # rule 7
+            logger.exception("telemetry: could not read the current trace context")
+            return None
 
     def notification(self, notification: JsonRpcNotification, request: Any) -> None:
         if request is not None:
