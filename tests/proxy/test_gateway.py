@@ -389,3 +389,29 @@ async def test_include_and_exclude_tags_choose_an_entrys_tools_by_the_tags_its_r
         await gateway.close()
     with pytest.raises(ConfigError, match="include_tags: expected a list of strings"):
         from_config({"mcpServers": {"m": {**math, "include_tags": "basic"}}})
+
+
+async def test_a_transformed_tools_mirrored_headers_follow_its_front_schema() -> None:
+    from mcp_sse_server import McpServer, Tool
+    from mcp_sse_server.proxy import proxy
+    from mcp_sse_server.proxy.entry_tools import EntryTools
+
+    backend = McpServer("routed")
+    header = {"type": "string", "x-mcp-header": "Region"}
+    schema = {"type": "object", "properties": {"region": header, "shard": {**header, "x-mcp-header": "Shard"}}}
+    backend.add_tool(Tool("route", schema, lambda args, ctx: f"{args['region']}/{args['shard']}"))
+    rules = EntryTools(
+        {"route": {"name": "place", "arguments": {"region": {"name": "zone"}, "shard": {"hide": True, "value": "7"}}}},
+        ("mcpServers", "wx", "tools"),
+    )
+    gateway = GatewayServer({"wx": proxy(backend)}, tools={"wx": rules})
+    try:
+        async with InMemoryClient(gateway, mode="2026-07-28") as client:
+            assert [tool.name for tool in await client.list_tools()] == ["wx_place"]
+            placed = await client.call_tool("wx_place", {"zone": "eu"})
+            assert placed.content[0].text == "eu/7"  # type: ignore[union-attr]
+        [found] = gateway.mirrored_headers("wx_place")  # (the hidden argument's header left with it)
+        assert (found.name, found.path) == ("Region", ("zone",))
+        assert gateway.mirrored_headers("wx_route") == ()
+    finally:
+        await gateway.close()

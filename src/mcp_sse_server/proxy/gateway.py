@@ -235,7 +235,8 @@ class GatewayServer(McpServer):
             headers = tools.headers(back)
             if headers is not None:
                 return headers
-            back = tools.back_name(back) or back
+            if tools.back_name(back) is None:
+                return ()  # (a name the rules took away: unknown)
         return entry.mirrored_headers(back)
 
     def _roots_changed(self) -> None:
