@@ -417,3 +417,25 @@ async def test_the_rounds_of_a_stateless_call_link_to_its_first(otel: Otel) -> N
         (event,) = [e for e in later.events if e.name == "input_required round"]
         assert dict(event.attributes or {}) == {"mcp_sse_server.round": number}
         assert [link.context.span_id for link in later.links] == [first.context.span_id]
+
+
+async def test_sessions_active_counts_the_sessions_served_until_they_end(otel: Otel) -> None:
+    server = make_server(otel)
+    clients = [await raw(server, "2025-11-25"), await raw(server, "2025-06-18")]
+
+    def active() -> dict[str, int]:
+        points = otel.points("mcp_sse_server.sessions.active")
+        return {str(p.attributes["mcp.protocol.version"]): p.value for p in points}
+
+    await clients[0].result("tools/call", {"name": "add", "arguments": {"a": 1, "b": 2}})
+    assert active() == {"2025-11-25": 1, "2025-06-18": 1}  # (counted from initialize: once each)
+    stateless = await raw(server, None)
+    await stateless.result("tools/call", with_meta({"name": "add", "arguments": {"a": 1, "b": 2}}, None))
+    assert sum(active().values()) == 2  # a stateless request is no session
+    for client in [*clients, stateless]:
+        await client.close()
+    for _ in range(100):  # (the server sees the transport close a moment later)
+        if sum(active().values()) == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert active() == {"2025-11-25": 0, "2025-06-18": 0}

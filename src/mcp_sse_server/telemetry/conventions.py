@@ -119,6 +119,8 @@ class METRIC:
     REQUESTS_REJECTED: Final = "mcp_sse_server.requests.rejected"
     # ours: a Counter by ``mcp_sse_server.message.type`` (answer, cancel, ...)
     ROUTED_MESSAGES: Final = "mcp_sse_server.routed.messages"
+    # ours: an UpDownCounter of the sessions this process serves, by ``mcp.protocol.version``
+    SESSIONS_ACTIVE: Final = "mcp_sse_server.sessions.active"
 
 
 REJECT_REASONS: Final = frozenset(

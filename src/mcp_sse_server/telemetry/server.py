@@ -24,7 +24,9 @@ Rules of this module:
    ``mcp_sse_server`` logger (``logs=True``), carry its ids.
 6. ``mcp.server.operation.duration`` is measured with ``perf_counter`` (metrics work with spans
    off); ``mcp.server.session.duration`` only for sessions (a stateless request has none).
-   Neither carries a session or request id.
+   Neither carries a session or request id. ``mcp_sse_server.sessions.active`` counts the
+   sessions this process serves: from the first request it answers on one (``initialize``, or a
+   request of a session another worker opened) until its connection here ends.
 7. Nothing here raises into the engine: a failing hook is logged and the request goes on.
 8. Across workers (Redis): a ``notifications/cancelled`` forwarded to the worker running its
    request gets a SERVER span where it arrived, and that span's context travels in the routed
@@ -190,6 +192,12 @@ class ServerObserver:
         self.routed_messages = meter.create_counter(
             METRIC.ROUTED_MESSAGES, unit="{message}", description="Messages that arrived from another worker"
         )
+        self.sessions_active = meter.create_up_down_counter(
+            METRIC.SESSIONS_ACTIVE, unit="{session}", description="Sessions this process serves now"
+        )
+        # Rule 6: the sessions counted in sessions_active, by id() of their owner, with the
+        # attributes they were counted with (shared by the observers ``bound`` makes).
+        self._live: dict[int, dict[str, Any]] = {}
         if settings.logs:
             install_log_correlation()
 
@@ -386,7 +394,18 @@ class ServerObserver:
             logger.exception("telemetry: could not observe task %s", getattr(record, "id", "?"))
             return None
 
+    def _session_seen(self, owner: Any, revision: str) -> None:
+        """Rule 6: a session served here is counted in ``sessions.active`` once, until it ends."""
+        key = id(owner)
+        if key not in self._live:
+            attributes = {ATTRIBUTE.PROTOCOL_VERSION: revision}
+            self._live[key] = attributes
+            self.sessions_active.add(1, attributes)
+
     def session_ended(self, session: Any, duration: float, error: str | None) -> None:
+        counted = self._live.pop(id(session), None)
+        if counted is not None:
+            self.sessions_active.add(-1, counted)
         revision = getattr(session, "revision", None)
         if revision is None or not self.metrics:  # never initialized, or a stateless request's
             return
@@ -610,5 +629,9 @@ class _Request:
                 if status is not None:
                     span.set_status(status)
             span.end()
-        if self.observer.metrics:
-            self.observer.operation_duration.record(duration, metric_attributes(attributes))
+        observer = self.observer
+        if observer.metrics:
+            observer.operation_duration.record(duration, metric_attributes(attributes))
+            revision = getattr(self.owner, "revision", None)
+            if revision is not None and record is not None:  # a session (a stateless request has no record)
+                observer._session_seen(self.owner, revision)
