@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import orjson
 import pytest
 
@@ -19,8 +20,10 @@ from fixtures.keys import RESOURCE
 from fixtures.messages import initialize_message, notification, request
 from fixtures.oidc_provider import OpenIdProvider, running_oidc_provider
 from fixtures.protected import whoami_server
-from mcp_sse_server.auth.providers import DiscoveryError, ProviderVerifier, resource_server
+from mcp_sse_server.auth import IntrospectionVerifier
+from mcp_sse_server.auth.providers import PRESETS, AllowPolicy, DiscoveryError, ProviderVerifier, resource_server
 from mcp_sse_server.auth.resource import ResourceServer
+from mcp_sse_server.engine.tokens import InvalidToken
 from mcp_sse_server.transport.http import HttpSettings, McpHttpApp
 
 OTHER = "https://other.example.test/mcp"
@@ -211,3 +214,28 @@ async def test_opaque_tokens_are_introspected_at_the_discovered_endpoint() -> No
         assert status == 401 and 'error_description="audience"' in challenge
         assert auth.verifier is not None
         await auth.verifier.aclose()  # type: ignore[attr-defined]
+
+
+async def test_a_revoked_opaque_token_is_refused_as_soon_as_the_inner_verifier_would() -> None:
+    # The preset's cache of admitted tokens lives no longer than the introspection cache: with
+    # that at 0, a token revoked at the provider is refused on the next request.
+    with running_oidc_provider({"alice": {}, "this-server": {}}, format="opaque") as provider:
+        inner = IntrospectionVerifier(
+            endpoint=provider.url + "/token/introspection",
+            client_id="this-server",
+            client_secret=provider.secrets["this-server"],
+            audience=RESOURCE,
+            issuer=provider.issuer,
+            cache_ttl=0,
+        )
+        verifier = ProviderVerifier(inner, preset=PRESETS["oidc"], policy=AllowPolicy([]))
+        token = provider.token("alice", RESOURCE)
+        assert (await verifier.verify(token)).client_id == "alice"
+        async with httpx.AsyncClient(timeout=30) as http:
+            revoked = await http.post(
+                provider.url + "/token/revocation", data={"token": token}, auth=("alice", provider.secrets["alice"])
+            )
+        assert revoked.status_code == 200
+        with pytest.raises(InvalidToken, match="inactive"):
+            await verifier.verify(token)
+        await verifier.aclose()

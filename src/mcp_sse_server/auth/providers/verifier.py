@@ -5,7 +5,9 @@ Order:
 
 1. Cache: a token admitted before (and not expired) is answered from ``cache`` by its SHA-256.
    Only admitted tokens are kept there: the bearer layer reads this cache directly for a token
-   seen before, so a refused one must never be in it.
+   seen before, so a refused one must never be in it. It keeps tokens no longer than the inner
+   verifier's own cache does (an introspected token revoked is refused within its ``cache_ttl``
+   here too); an inner verifier without such a cache gets none here either.
 2. The inner verifier: signature, issuer, audience, expiry (its ``InvalidToken`` and
    ``VerifierUnavailable`` pass through unchanged).
 3. Scopes: the preset's ``scope_claims`` (Auth0's ``permissions``) are added to the token's.
@@ -30,7 +32,7 @@ logger = logging.getLogger("mcp_sse_server.auth")
 
 class ProviderVerifier:
     """Verifies tokens of ``preset``'s identity provider with ``inner``, admitting those ``policy``
-    admits (order above). ``cache``: admitted tokens (a fresh ``VerifiedTokens`` by default)."""
+    admits (order above). ``cache``: admitted tokens (by default one as long-lived as ``inner``'s)."""
 
     __slots__ = ("cache", "inner", "policy", "preset")
 
@@ -40,7 +42,13 @@ class ProviderVerifier:
         self.inner = inner
         self.preset = preset
         self.policy = policy
-        self.cache = cache if cache is not None else VerifiedTokens()
+        if cache is None:
+            inner_cache = getattr(inner, "cache", None)
+            if isinstance(inner_cache, VerifiedTokens):
+                cache = VerifiedTokens(inner_cache.size, inner_cache.ttl, inner_cache.clock)
+            else:
+                cache = VerifiedTokens(ttl=0.0)
+        self.cache = cache
 
     async def verify(self, token: str, /) -> AccessToken:
         key = token_key(token)
