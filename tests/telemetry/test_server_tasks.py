@@ -66,6 +66,8 @@ async def test_a_core_task_is_a_linked_span_of_its_own(otel: Otel) -> None:
     }
     assert [event.name for event in task.events] == ["working", "completed"]
     assert task.status.status_code is StatusCode.UNSET
+    (active,) = otel.points("mcp_sse_server.tasks.active")  # counted up when it started, down when it ended
+    assert dict(active.attributes) == {"mcp_sse_server.task.generation": "core"} and active.value == 0
     assert dict(otel.span("tasks/result").attributes or {})["mcp_sse_server.task.id"] == task_id
 
 

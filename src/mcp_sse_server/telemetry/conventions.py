@@ -121,6 +121,8 @@ class METRIC:
     ROUTED_MESSAGES: Final = "mcp_sse_server.routed.messages"
     # ours: an UpDownCounter of the sessions this process serves, by ``mcp.protocol.version``
     SESSIONS_ACTIVE: Final = "mcp_sse_server.sessions.active"
+    # ours: an UpDownCounter of the tasks running here, by ``mcp_sse_server.task.generation``
+    TASKS_ACTIVE: Final = "mcp_sse_server.tasks.active"
 
 
 REJECT_REASONS: Final = frozenset(

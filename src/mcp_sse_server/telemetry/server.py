@@ -192,6 +192,9 @@ class ServerObserver:
         self.routed_messages = meter.create_counter(
             METRIC.ROUTED_MESSAGES, unit="{message}", description="Messages that arrived from another worker"
         )
+        self.tasks_active = meter.create_up_down_counter(
+            METRIC.TASKS_ACTIVE, unit="{task}", description="Tasks running in this process"
+        )
         self.sessions_active = meter.create_up_down_counter(
             METRIC.SESSIONS_ACTIVE, unit="{session}", description="Sessions this process serves now"
         )
@@ -367,29 +370,37 @@ class ServerObserver:
             request.event(CANCELLED, {ATTRIBUTE.REASON: reason} if type(reason) is str else {})
 
     def task_started(self, record: Any, core: bool) -> _Task | None:
-        """Rule 9: the task's own span, linked to (or a child of) the call that made it."""
-        if not self.spans:
-            return None
+        """Rule 9: the task's own span, linked to (or a child of) the call that made it, and
+        counted in ``mcp_sse_server.tasks.active`` until it ends."""
         try:
-            creator = trace.get_current_span().get_span_context()
-            attributes: dict[str, Any] = {
-                ATTRIBUTE.TOOL_NAME: record.tool if self._known("tool", record.tool) else OTHER,
-                ATTRIBUTE.TASK_ID: record.id,
-                ATTRIBUTE.TASK_GENERATION: "core" if core else "extension",
-            }
-            if self.settings.task_trace == "child":
-                parent, links = None, []
-            else:  # a trace of its own: a long task neither stretches nor outlives the caller's
-                parent, links = otel_context.Context(), [Link(creator)] if creator.is_valid else []
-            span = self.tracer.start_span(
-                span_name("task", attributes[ATTRIBUTE.TOOL_NAME]),
-                parent,
-                SpanKind.INTERNAL,
-                attributes=attributes,
-                links=links,
-            )
-            span.add_event("working")
-            return _Task(span)
+            generation = "core" if core else "extension"
+            counted: dict[str, Any] | None = None
+            if self.metrics:
+                counted = {ATTRIBUTE.TASK_GENERATION: generation}
+                self.tasks_active.add(1, counted)
+            span: Span | None = None
+            if self.spans:
+                creator = trace.get_current_span().get_span_context()
+                attributes: dict[str, Any] = {
+                    ATTRIBUTE.TOOL_NAME: record.tool if self._known("tool", record.tool) else OTHER,
+                    ATTRIBUTE.TASK_ID: record.id,
+                    ATTRIBUTE.TASK_GENERATION: generation,
+                }
+                if self.settings.task_trace == "child":
+                    parent, links = None, []
+                else:  # a trace of its own: a long task neither stretches nor outlives the caller's
+                    parent, links = otel_context.Context(), [Link(creator)] if creator.is_valid else []
+                span = self.tracer.start_span(
+                    span_name("task", attributes[ATTRIBUTE.TOOL_NAME]),
+                    parent,
+                    SpanKind.INTERNAL,
+                    attributes=attributes,
+                    links=links,
+                )
+                span.add_event("working")
+            if span is None and counted is None:
+                return None
+            return _Task(span, self.tasks_active if counted is not None else None, counted)
         except Exception:  # rule 7
             logger.exception("telemetry: could not observe task %s", getattr(record, "id", "?"))
             return None
@@ -497,19 +508,26 @@ class _Outbound:
 
 
 class _Task:
-    """One task's span (``engine.observe.TaskObservation``): statuses as events, ended with the task."""
+    """One task (``engine.observe.TaskObservation``): its span (statuses as events, ended with the
+    task) and its place in ``tasks.active`` (``active``, with the attributes it was counted with)."""
 
-    __slots__ = ("span",)
+    __slots__ = ("active", "counted", "span")
 
-    def __init__(self, span: Span) -> None:
+    def __init__(self, span: Span | None, active: Any, counted: dict[str, Any] | None) -> None:
         self.span = span
+        self.active = active
+        self.counted = counted
 
     def status(self, status: str, detail: str | None = None) -> None:
-        self.span.add_event(status, {"mcp_sse_server.asked": detail} if detail else {})
+        if self.span is not None:
+            self.span.add_event(status, {"mcp_sse_server.asked": detail} if detail else {})
 
     def ended(self, status: str, outcome: dict[str, Any] | None) -> None:
+        if self.active is not None:
+            self.active.add(-1, self.counted)
+            self.active = None  # (counted down once)
         span = self.span
-        if not span.is_recording():
+        if span is None or not span.is_recording():
             return
         span.add_event(status)
         if status == "failed":
