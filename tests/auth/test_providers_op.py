@@ -27,9 +27,8 @@ from mcp_sse_server.engine.tokens import InvalidToken
 from mcp_sse_server.transport.http import HttpSettings, McpHttpApp
 
 OTHER = "https://other.example.test/mcp"
-# A token the allow policy refuses: the bearer layer refuses every InvalidToken with 401 today
-# (NotAllowed is one); see tests/auth/test_providers.py for what it carries.
-NOT_ALLOWED = 401
+# A token the allow policy refuses: 403 access_denied (not 401: signing in again would not help).
+NOT_ALLOWED = 403
 
 PEOPLE: dict[str, dict[str, Any]] = {
     "alice": {"email": "alice@acme.example", "email_verified": True, "groups": ["ops"]},
@@ -122,7 +121,7 @@ async def test_the_allow_policy_admits_whom_a_rule_matches(
                 assert status == 200, (person, rules)
             else:
                 assert status == NOT_ALLOWED, (person, rules)
-                assert 'error_description="not allowed"' in challenge
+                assert 'error="access_denied", error_description="not allowed"' in challenge
     assert auth.verifier is not None
     await auth.verifier.aclose()  # type: ignore[attr-defined]
 

@@ -47,7 +47,7 @@ def test_serve_checks_a_providers_tokens_with_its_allow_policy(
             assert opened.status_code == 200 and opened.headers["mcp-session-id"]
             refused = initialize(keycloak.token("kc-user", RESOURCE))
             assert (
-                refused.status_code == 401 and 'error_description="not allowed"' in refused.headers["www-authenticate"]
+                refused.status_code == 403 and 'error_description="not allowed"' in refused.headers["www-authenticate"]
             )
             elsewhere = initialize(keycloak.token("kc-admin", "https://other.example.test/mcp"))
             assert elsewhere.status_code == 401 and "audience" in elsewhere.headers["www-authenticate"]

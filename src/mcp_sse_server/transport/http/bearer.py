@@ -46,7 +46,14 @@ import orjson
 
 from ...auth.resource import ResourceServer
 from ...engine.jsonrpc import JsonRpcRequest
-from ...engine.tokens import AccessToken, InvalidToken, VerifiedTokens, VerifierUnavailable, current_access_token
+from ...engine.tokens import (
+    AccessToken,
+    InvalidToken,
+    NotAllowed,
+    VerifiedTokens,
+    VerifierUnavailable,
+    current_access_token,
+)
 from .asgi import ASGIApp, Receive, Scope, Send
 from .errors import SERVER_BUSY, HttpError
 from .request import McpRequest, below
@@ -193,6 +200,9 @@ class BearerMiddleware:
         assert server.verifier is not None
         try:
             token = await server.verifier.verify(value.decode("latin-1"))
+        except NotAllowed as refused:
+            await self._not_allowed(send, refused)
+            return None
         except InvalidToken as refused:
             logger.info("refused a bearer token: %s", refused.reason)
             await self._refuse(
@@ -264,6 +274,9 @@ class BearerMiddleware:
             return None
         try:
             token = await server.verifier.verify(value)
+        except NotAllowed as refused:
+            await self._not_allowed(send, refused, dpop=True)
+            return None
         except InvalidToken as invalid:
             logger.info("refused a DPoP token: %s", invalid.reason)
             await self._refuse(
@@ -303,6 +316,19 @@ class BearerMiddleware:
         if checked.nonce_left is not None and checked.nonce_left < _NONCE_RENEWAL and dpop.nonces is not None:
             scope[_NONCE_KEY] = dpop.nonces.issue().encode()
         return token
+
+    async def _not_allowed(self, send: Send, refused: NotAllowed, *, dpop: bool = False) -> None:
+        """A valid token whose holder the allow policy does not admit: 403 ``access_denied`` (signing
+        in again, or asking for more scopes, would not help)."""
+        logger.info("refused a token: %s", refused.reason)
+        await self._refuse(
+            send,
+            403,
+            "access_denied",
+            "Forbidden: this server does not admit the account this token names; sign in with another",
+            refused.reason,
+            dpop=dpop,
+        )
 
     @staticmethod
     async def _unavailable(send: Send, error: VerifierUnavailable) -> None:
