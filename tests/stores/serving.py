@@ -139,6 +139,10 @@ class RawSession:
         return headers
 
     def open(self) -> None:
+        self.open_on(self.url)
+
+    def open_on(self, then: str) -> None:
+        """``initialize`` on ``url``, then ``notifications/initialized`` on ``then``."""
         body = {
             "jsonrpc": "2.0",
             "id": 0,
@@ -153,7 +157,7 @@ class RawSession:
         assert reply.status_code == 200, reply.text
         self.session_id = reply.headers["mcp-session-id"]
         done = self.http.post(
-            self.url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=self.headers()
+            then, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=self.headers()
         )
         assert done.status_code == 202, done.text
 

@@ -17,7 +17,7 @@ from typing import Final
 from ...engine.jsonrpc import HEADER_MISMATCH, JsonRpcRequest
 from ...engine.stateless_meta import has_envelope
 from ...engine.stores import STANDALONE_STREAM, Coordinator, DuplicateRequest, stream_of
-from .asgi import Receive, Send
+from .asgi import Message, Receive, Send
 from .batch import Batch
 from .bearer import ScopeCheck, request_principal
 from .body import read_message, read_session_post
@@ -104,10 +104,23 @@ class HttpSessionEndpoint:
         if self.closing():
             raise shutting_down()
         live = await self.directory.open(request_principal())
+        kept = False
+
+        async def send_kept(event: Message) -> None:
+            # The record is saved as initialized before the answer leaves: the client's next
+            # request may reach another worker at once, which must not find the session still
+            # being initialized (a 404).
+            nonlocal kept
+            if not kept and live.transport.initialized:
+                kept = True
+                await self.directory.opened(live)
+            await send(event)
+
         try:
-            await live.transport.serve_request(message, receive, send, sse=sse)
+            await live.transport.serve_request(message, receive, send_kept, sse=sse)
         finally:
-            await self.directory.opened(live)
+            if not kept:
+                await self.directory.opened(live)
 
     async def get(self, request: McpRequest, receive: Receive, send: Send) -> None:
         request.check_get()
