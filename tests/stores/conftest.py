@@ -8,6 +8,7 @@ with tests/http_transport. The helpers (``RedisServer``, ``client_for``, ``redis
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -91,8 +92,9 @@ async def workers(
             await shut_down(app, deadline=0.2)
 
 
-# Each test uses its own Redis database: the served processes use the default key prefix.
-_DBS = iter(range(1, 16))
+# Each test uses a Redis database emptied for it (the served processes use the default key
+# prefix); a server has 16, taken in turn (database 0 is the prefixed tests').
+_DBS = itertools.cycle(range(1, 16))
 
 
 @pytest.fixture(scope="session")

@@ -52,7 +52,7 @@ import math
 import secrets
 import zlib
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import orjson
 from redis import exceptions as redis_errors
@@ -101,6 +101,12 @@ _UNAVAILABLE: Final = (
     redis_errors.ConnectionError,  # includes BusyLoadingError (a restarting server loading its data)
     redis_errors.TimeoutError,
     redis_errors.ReadOnlyError,  # writing to a replica: a failover in progress
+    # A cluster between a primary's loss and its replica's promotion: CLUSTERDOWN (and its
+    # MASTERDOWN), TRYAGAIN, a slot no node serves in the layout the client holds.
+    redis_errors.ClusterDownError,
+    redis_errors.TryAgainError,
+    redis_errors.SlotNotCoveredError,
+    redis_errors.RedisClusterUnreachableError,  # no node of the cluster answers
     ConnectionError,
     OSError,
 )
@@ -566,6 +572,10 @@ class RecordWatch:
                 self._subscribed = False
                 self._missed()
                 await self._drop()
+                if redis_cluster.is_cluster(self.redis):
+                    # (a primary lost: subscribe on the primaries of the layout read again, not the
+                    # one held, which a quiet worker's commands might never have refreshed)
+                    cast(Any, self.redis)._request_refresh()
                 logger.warning("the record-change subscription broke (copies are read again): %s", errors.exceptions[0])
                 await asyncio.sleep(backoff)
                 backoff = min(backoff * 2, 2.0)

@@ -35,6 +35,8 @@ from urllib.parse import parse_qs, urlsplit
 from redis import exceptions as redis_errors
 from redis.asyncio import Redis
 from redis.asyncio.cluster import ClusterNode, RedisCluster
+from redis.asyncio.retry import Retry
+from redis.backoff import ExponentialWithJitterBackoff
 
 __all__ = [
     "CLUSTER_SCHEMES",
@@ -50,6 +52,10 @@ __all__ = [
 CLUSTER_SCHEMES: Final = ("redis+cluster", "rediss+cluster")
 
 _DEFAULT_PORT: Final = 6379
+
+# Attempts after the first of a command that met a connection error or CLUSTERDOWN (redis-py's
+# default is 10, up to about 4 s on a lost primary's slots).
+FAILOVER_RETRIES: Final = 3
 
 
 def cluster_seeds(url: str) -> list[tuple[str, int]]:
@@ -86,7 +92,11 @@ def cluster_client(url: str) -> Redis:
     if parts.scheme == "rediss+cluster":
         options["ssl"] = True
     nodes = [ClusterNode(host, port) for host, port in cluster_seeds(url)]
-    # (require_full_coverage: a slot without a primary is refused at once, a 503, not waited on)
+    # (require_full_coverage: a slot without a primary is refused at once, a 503, not waited on.
+    # Few retries, soon: a command on a lost primary's slots fails within about a second, a 503
+    # the client retries, instead of waiting out the whole failover inside redis-py.)
+    if "retry" not in options:
+        options["retry"] = Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.25), retries=FAILOVER_RETRIES)
     client = RedisCluster(startup_nodes=nodes, require_full_coverage=True, **options)
     return cast(Redis, client)
 
