@@ -12,7 +12,11 @@ call, after a warm-up:
   providers, what an application with the otel extra and no SDK configured gets;
 - `sdk-off`: the SDK with the ALWAYS_OFF sampler (spans not recorded), metrics to an in-memory reader;
 - `sdk`: the SDK recording every span into a `BatchSpanProcessor` whose exporter drops them,
-  metrics into an `InMemoryMetricReader`.
+  metrics into an `InMemoryMetricReader`;
+- `otlp`: the SDK exporting for real: `BatchSpanProcessor(OTLPSpanExporter())` and a periodic
+  OTLP metric reader (every second) posting to a local receiver (opentelemetry-test-utils'
+  `OtlpProtoTestServer`, in a process of its own so that its CPU is not counted; the
+  exporters' threads are this process's, and counted).
 
 Transports: `memory` (InMemoryClient, 2026-07-28 requests: the server's dispatch in the caller's
 task) and `asgi` (a 2026-07-28 POST through the whole ASGI app, driven in process as
@@ -40,13 +44,70 @@ from typing import Any
 WARMUP = 300
 COUNTED = 300
 HERE = str(Path(__file__).resolve())
-ROWS = ("off", "noop", "sdk-off", "sdk")
+ROWS = ("off", "noop", "sdk-off", "sdk", "otlp")
+
+
+RECEIVER = """
+import sys, time
+from opentelemetry.test._otlp_test_server import OtlpProtoTestServer
+server = OtlpProtoTestServer().start()
+print(server.port, flush=True)
+while True:  # (what it received is dropped, so that its memory stays flat)
+    server.drain_spans(); server.drain_metrics(); time.sleep(0.5)
+"""
+_receiver: list[Any] = []
+
+
+def receiver_endpoint() -> str:
+    """The local OTLP/HTTP receiver of the `otlp` row (started once, ended with this process)."""
+    if not _receiver:
+        import atexit
+        import subprocess
+
+        process = subprocess.Popen([sys.executable, "-c", RECEIVER], stdout=subprocess.PIPE, text=True)
+        atexit.register(process.kill)
+        assert process.stdout is not None
+        _receiver.append(f"http://127.0.0.1:{int(process.stdout.readline())}")
+    return str(_receiver[0])
+
+
+def otlp_providers() -> dict[str, Any]:
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    endpoint = receiver_endpoint()
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=f"{endpoint}/v1/traces")))
+    reader = PeriodicExportingMetricReader(
+        OTLPMetricExporter(endpoint=f"{endpoint}/v1/metrics"), export_interval_millis=1000
+    )
+    return {"tracer_provider": tracer_provider, "meter_provider": MeterProvider(metric_readers=[reader])}
+
+
+_made: list[Any] = []  # the providers of the row running, shut down when it ends (their threads stop)
+
+
+def shut_down() -> None:
+    while _made:
+        _made.pop().shutdown()
 
 
 def providers(row: str) -> dict[str, Any]:
     """The ``Telemetry`` keywords of ``row`` (none: the global, no-op providers)."""
+    made = _providers(row)
+    _made.extend(made.values())
+    return made
+
+
+def _providers(row: str) -> dict[str, Any]:
     if row in ("off", "noop"):
         return {}
+    if row == "otlp":
+        return otlp_providers()
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
     from opentelemetry.sdk.trace import TracerProvider
@@ -206,6 +267,7 @@ def main() -> None:
         base = None
         for row in ROWS if MODE == "time" else ROWS[:2]:
             result = asyncio.run(run(row, calls))
+            shut_down()  # (an exporter thread left running would be counted in the next rows)
             base = base or result[key]
             print(
                 json.dumps({"transport": transport, "row": row, **result, "vs_off": round(result[key] / base, 3)}),
