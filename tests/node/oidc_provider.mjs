@@ -4,6 +4,11 @@
 //
 //   node oidc_provider.mjs '<json config>'   (MCP_TEST_NODE_MODULES names node_modules)
 //
+// Sign-ins (the authorization code) are scripted: the interaction route logs in `account` and
+// grants what the client asked for (OIDC scopes, offline_access included, and resource scopes),
+// so a client that follows redirects with a cookie jar signs in headlessly. oidc-provider grants
+// offline_access (a refresh token) only when the request says prompt=consent.
+//
 // Config (every key optional):
 //   path      the issuer's path, e.g. "/realms/demo" (Keycloak's shape) or "/" (Auth0's trailing slash);
 //             the provider is mounted there
@@ -15,6 +20,11 @@
 //   clients   [{client_id, client_secret, claims}]: confidential clients allowed client_credentials;
 //             claims are added to each access token of theirs (extraTokenClaims), like the
 //             vendor claims (groups, email, org_id, realm_access...) tests need
+//   public_clients [{client_id, redirect_uris}]: public native clients (no secret, PKCE) allowed the
+//             authorization code and refresh_token grants
+//   registration  true: dynamic client registration (RFC 7591) at /reg
+//   account   the subject the scripted sign-in logs in ("alice")
+//   dpop      {nonce: true|false}: DPoP (RFC 9449), nonces required when nonce is true
 // Binds 127.0.0.1 on a free port and prints one JSON line: {"issuer", "url"}, url being the
 // issuer reached through 127.0.0.1. Every resource indicator gets tokens with aud = itself.
 import { createServer } from "node:http";
@@ -30,6 +40,7 @@ const path = config.path || "";
 const format = config.format || "jwt";
 const alg = config.alg || "ES256";
 const scope = config.scope || "mcp:tools mcp:admin";
+const account = config.account || "alice";
 const claimsOf = new Map((config.clients || []).map((client) => [client.client_id, client.claims || {}]));
 
 const key = (type, options, kid) => ({
@@ -48,21 +59,47 @@ const issuer = `http://${config.host || "127.0.0.1"}:${port}${path}`;
 const provider = new Provider(issuer, {
   jwks,
   scopes: ["openid", "offline_access", ...scope.split(" ")],
-  clients: (config.clients || []).map((client) => ({
-    client_id: client.client_id,
-    client_secret: client.client_secret,
-    grant_types: ["client_credentials"],
-    response_types: [],
-    redirect_uris: [],
-    scope,
-    token_endpoint_auth_method: "client_secret_basic",
+  clients: [
+    ...(config.clients || []).map((client) => ({
+      client_id: client.client_id,
+      client_secret: client.client_secret,
+      grant_types: ["client_credentials"],
+      response_types: [],
+      redirect_uris: [],
+      scope,
+      token_endpoint_auth_method: "client_secret_basic",
+      id_token_signed_response_alg: "ES256",
+    })),
+    ...(config.public_clients || []).map((client) => ({
+      client_id: client.client_id,
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      redirect_uris: client.redirect_uris,
+      application_type: "native",
+      token_endpoint_auth_method: "none",
+      id_token_signed_response_alg: "ES256",
+    })),
+  ],
+  // A keystore's first key is EC: clients that register get ES256 ID tokens unless they say otherwise.
+  clientDefaults: {
+    grant_types: ["authorization_code"],
     id_token_signed_response_alg: "ES256",
-  })),
+    response_types: ["code"],
+    token_endpoint_auth_method: "client_secret_basic",
+  },
+  interactions: { url: (_ctx, interaction) => `${mount}/interaction/${interaction.uid}` },
+  pkce: { required: () => true },
   features: {
     devInteractions: { enabled: false },
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
     revocation: { enabled: true },
+    registration: { enabled: Boolean(config.registration) },
+    dPoP: {
+      enabled: Boolean(config.dpop),
+      requireNonce: () => Boolean(config.dpop?.nonce),
+      nonceSecret: Buffer.alloc(32, 7),
+    },
     resourceIndicators: {
       enabled: true,
       defaultResource: () => undefined,
@@ -79,11 +116,41 @@ const provider = new Provider(issuer, {
 });
 provider.on("server_error", (_ctx, error) => console.error(error));
 
+// The scripted user: logs in `account`, then consents to everything asked (what devInteractions'
+// forms would do, lib/actions/interaction.js), answering each step with a redirect.
+async function interact(req, res) {
+  const details = await provider.interactionDetails(req, res);
+  let result;
+  if (details.prompt.name === "login") {
+    result = { login: { accountId: account } };
+  } else {
+    const grant = details.grantId
+      ? await provider.Grant.find(details.grantId)
+      : new provider.Grant({ accountId: details.session.accountId, clientId: details.params.client_id });
+    const missing = details.prompt.details;
+    if (missing.missingOIDCScope) grant.addOIDCScope(missing.missingOIDCScope.join(" "));
+    if (missing.missingOIDCClaims) grant.addOIDCClaims(missing.missingOIDCClaims);
+    for (const [indicator, scopes] of Object.entries(missing.missingResourceScopes || {})) {
+      grant.addResourceScope(indicator, scopes.join(" "));
+    }
+    result = { consent: { grantId: await grant.save() } };
+  }
+  await provider.interactionFinished(req, res, result, { mergeWithLastSubmission: true });
+}
+
 const callback = provider.callback();
 server.on("request", (req, res) => {
   if (mount && !req.url.startsWith(mount + "/")) {
     res.statusCode = 404;
     res.end();
+    return;
+  }
+  if (req.url.startsWith(`${mount}/interaction/`)) {
+    interact(req, res).catch((error) => {
+      console.error(error);
+      res.statusCode = 400;
+      res.end();
+    });
     return;
   }
   // Mounted under the issuer's path: oidc-provider reads the mount point from originalUrl.
