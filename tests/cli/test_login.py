@@ -18,7 +18,10 @@ import pytest
 
 from fixtures.authorization_server import AuthorizationServer
 from fixtures.commands import COMMAND_TIMEOUT, Main
+from fixtures.oidc_provider import running_oidc_provider
 from fixtures.protected import protected_endpoint
+from fixtures.served import Served
+from mcp_sse_server.transport.http.server import listening_socket
 
 AUTHORIZE = re.compile(r"(http://127\.0\.0\.1:\d+/authorize\?\S+)")
 
@@ -86,6 +89,45 @@ async def test_a_command_against_a_protected_url_runs_the_flow_itself(cli_env: d
         out, err = await tools.communicate()
         assert tools.returncode == 0, err.decode()
         assert "whoami" in out.decode()
+
+
+async def test_login_at_an_openid_provider_keeps_a_refresh_token(cli_env: dict[str, str], tmp_path: Path) -> None:
+    # oidc-provider (a real OpenID provider) ignores offline_access unless the authorization request
+    # says prompt=consent: login asked without it and came back with no refresh token.
+    env = {**cli_env, "XDG_STATE_HOME": str(tmp_path / "state")}
+    # Free ports: the redirect URI is registered beforehand, and the resource names the port.
+    with listening_socket("127.0.0.1", 0) as probe, listening_socket("127.0.0.1", 0) as other:
+        port, mcp_port = probe.getsockname()[1], other.getsockname()[1]
+    redirect = f"http://127.0.0.1:{port}/callback"
+    with running_oidc_provider(public_clients={"mcp-cli": [redirect]}) as op:
+        args = ["demo", "--port", str(mcp_port), "--auth-resource", f"http://127.0.0.1:{mcp_port}/mcp"]
+        args += ["--auth-provider", "oidc", "--auth-issuer", op.issuer, "--auth-scope", "mcp:tools"]
+        served = Served(args, tmp_path, cli_env)
+        try:
+            async with asyncio.timeout(COMMAND_TIMEOUT * 2):
+                login = await command(
+                    env, tmp_path, "login", served.url, "--no-browser", "--client-id", "mcp-cli",
+                    "--redirect-port", str(port),
+                )  # fmt: skip
+                assert login.stderr is not None
+                lines: list[str] = []
+                while (found := re.search(r"(http://127\.0\.0\.1:\d+/auth\?\S+)", "".join(lines))) is None:
+                    line = (await login.stderr.readline()).decode()
+                    assert line, f"no authorization URL on stderr: {lines}"
+                    lines.append(line)
+                assert "prompt=consent" in found[1] and "offline_access" in found[1]
+                # The browser: the scripted sign-in and consent, then back to login's loopback port.
+                async with httpx.AsyncClient(follow_redirects=True, timeout=30) as browser:
+                    landed = await browser.get(found[1])
+                assert landed.status_code == 200 and str(landed.url).startswith(redirect)
+                out, err = await login.communicate()
+        finally:
+            status, stderr = served.stop()
+        assert status == 0, stderr
+    assert login.returncode == 0, err.decode()
+    assert f"a token from {op.issuer} with scope mcp:tools" in out.decode()
+    kept = json.loads((tmp_path / "state" / "mcp-sse-server" / "oauth.json").read_text())
+    assert kept["tokens"][op.issuer][served.url]["refresh_token"]
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,8 @@ Rules:
 1. The grant is the settings' (``OAuthSettings.grant``): the authorization code with PKCE
    through the ``UserAgent``, client credentials, a JWT bearer assertion, or the enterprise
    token exchange (SEP-990: the ID token exchanged for an ID-JAG, presented as a JWT bearer).
+   An authorization request whose scope has ``offline_access`` says ``prompt=consent``: OpenID
+   providers ignore ``offline_access`` (and issue no refresh token) without it.
 2. The client's identity, for the authorization code: pre-registered, a client ID metadata
    document where the authorization server accepts them, one registered before with this
    issuer, else dynamic registration (CL-10). Exactly one way of authenticating it at the token
@@ -231,6 +233,11 @@ class TokenGrants:
         }
         if scope:
             query["scope"] = scope
+            if "offline_access" in scope.split():
+                # OpenID Connect Core §11: offline_access is ignored unless the request says
+                # prompt=consent (oidc-provider drops it, Google wants a fresh consent for a
+                # refresh token): without it no refresh token comes back.
+                query["prompt"] = "consent"
         if server.resource_id is not None:
             query["resource"] = server.resource_id
         separator = "&" if urlsplit(endpoint).query else "?"
