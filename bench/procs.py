@@ -204,8 +204,9 @@ class RedisServer:
     """Debian's redis-server on a free loopback port, without persistence, in a temp
     dir, pinned with taskset to `cpus`; a context manager that always stops it."""
 
-    def __init__(self, cpus: str, log_dir: Path) -> None:
+    def __init__(self, cpus: str, log_dir: Path, extra: tuple[str, ...] = ()) -> None:
         self.cpus, self.log_path = cpus, log_dir / "redis-server.log"
+        self.extra = extra  # more options (bench/cluster.py: a cluster node's)
         self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.proc: subprocess.Popen[bytes] | None = None
@@ -224,7 +225,7 @@ class RedisServer:
         log = self.log_path.open("ab")
         self.proc = subprocess.Popen(
             ["taskset", "-c", self.cpus, exe, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
-             "--appendonly", "no", "--dir", self.dir, "--daemonize", "no", "--loglevel", "warning"],
+             "--appendonly", "no", "--dir", self.dir, "--daemonize", "no", "--loglevel", "warning", *self.extra],
             stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         log.close()
         _live.add(self.proc.pid)
