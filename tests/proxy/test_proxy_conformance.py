@@ -34,6 +34,9 @@ GAPS_0_1_16: frozenset[str] = frozenset(
 # replayed one per round: rule 5 of proxy/server.py):
 # - a pooled connection declares sampling and form elicitation for every front and roots only
 #   with roots=, so the backend asks what this client did not declare, and cannot ask roots.
+#   (Pools kept apart by what the front declared pass respect-client-capabilities but fail
+#   sep-2575's two checks instead: the session-era backend then answers a missing capability
+#   the 2025 way, a tool error, where the front owes -32021. Tried and left as it is.)
 # - the backend's questions reach the front one per round under the proxy's keys: the names a
 #   2026-07-28 server gives its questions (SEP-2322 "user_name") and several questions in one
 #   round are lost.
