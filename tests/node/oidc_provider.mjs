@@ -22,6 +22,10 @@
 //             vendor claims (groups, email, org_id, realm_access...) tests need
 //   public_clients [{client_id, redirect_uris}]: public native clients (no secret, PKCE) allowed the
 //             authorization code and refresh_token grants
+//   code_clients [{client_id, client_secret, redirect_uris}]: confidential clients of the
+//             authorization code and refresh_token grants (our OAuth proxy as the IdP's client)
+//   account_claims  what the ID token and userinfo say of `account` beyond sub (email,
+//             email_verified, name, groups), by the scopes openid, email and profile
 //   registration  true: dynamic client registration (RFC 7591) at /reg
 //   account   the subject the scripted sign-in logs in ("alice")
 //   dpop      {nonce: true|false}: DPoP (RFC 9449), nonces required when nonce is true
@@ -41,6 +45,7 @@ const format = config.format || "jwt";
 const alg = config.alg || "ES256";
 const scope = config.scope || "mcp:tools mcp:admin";
 const account = config.account || "alice";
+const accountClaims = config.account_claims || {};
 const claimsOf = new Map((config.clients || []).map((client) => [client.client_id, client.claims || {}]));
 
 const key = (type, options, kid) => ({
@@ -58,7 +63,9 @@ const issuer = `http://${config.host || "127.0.0.1"}:${port}${path}`;
 
 const provider = new Provider(issuer, {
   jwks,
-  scopes: ["openid", "offline_access", ...scope.split(" ")],
+  scopes: ["openid", "offline_access", "email", "profile", ...scope.split(" ")],
+  claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name", "groups"] },
+  findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub, ...(sub === account ? accountClaims : {}) }) }),
   clients: [
     ...(config.clients || []).map((client) => ({
       client_id: client.client_id,
@@ -67,6 +74,15 @@ const provider = new Provider(issuer, {
       response_types: [],
       redirect_uris: [],
       scope,
+      token_endpoint_auth_method: "client_secret_basic",
+      id_token_signed_response_alg: "ES256",
+    })),
+    ...(config.code_clients || []).map((client) => ({
+      client_id: client.client_id,
+      client_secret: client.client_secret,
+      grant_types: ["authorization_code", "refresh_token"],
+      response_types: ["code"],
+      redirect_uris: client.redirect_uris,
       token_endpoint_auth_method: "client_secret_basic",
       id_token_signed_response_alg: "ES256",
     })),

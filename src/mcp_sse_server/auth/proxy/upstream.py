@@ -1,0 +1,209 @@
+"""The upstream identity provider, as the proxy's own OAuth client of it (OpenID Connect).
+
+Rules:
+
+1. Endpoints come from the IdP's discovery document, checked at start-up (``auth/providers/
+   discovery.py``: the issuer exactly as published; https, or http on loopback).
+2. The authorize URL carries only what the proxy decides (an allowlist): ``response_type=code``,
+   our client id, our callback, the upstream scopes, ``state`` (the transaction id), our own S256
+   challenge and an OIDC ``nonce``, plus the preset's extra parameters. Never the client's
+   ``state``, ``redirect_uri``, ``resource`` or challenge.
+3. The code is exchanged with our verifier and client secret (``client_secret_basic``);
+   ``Accept: application/json``, and an ``error`` field is an error whatever the status
+   (GitHub answers errors with 200).
+4. Identity: the ID token, verified against the IdP's key set (issuer, audience = our client id,
+   our nonce, expiry), merged with userinfo when the IdP has one and its ``sub`` agrees. The
+   upstream access token is never inspected as a JWT (opaque tokens are the norm).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Mapping
+from typing import Any, Final
+from urllib.parse import urlencode
+
+import httpx
+import jwt
+
+__all__ = ["Upstream", "UpstreamError"]
+
+_TIMEOUT: Final = 10.0
+_MAX_BYTES: Final = 256 * 1024
+
+
+class UpstreamError(Exception):
+    """The IdP refused or failed a step; the message never holds a token or a code."""
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Upstream:
+    """The IdP's endpoints and our registration there (module docstring).
+
+    ``iss_parameter``: the IdP sends RFC 9207 ``iss`` on its redirects (then checked: mix-up).
+    ``extra``: preset parameters added to the authorize URL (``access_type=offline``...).
+    """
+
+    issuer: str
+    client_id: str
+    client_secret: str
+    authorization_endpoint: str
+    token_endpoint: str
+    jwks_uri: str | None = None
+    userinfo_endpoint: str | None = None
+    revocation_endpoint: str | None = None
+    scopes: tuple[str, ...] = ("openid",)
+    iss_parameter: bool = False
+    extra: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_discovery(
+        cls,
+        document: Mapping[str, Any],
+        *,
+        client_id: str,
+        client_secret: str,
+        scopes: tuple[str, ...] = ("openid", "email", "profile"),
+        extra: Mapping[str, str] | None = None,
+    ) -> Upstream:
+        """Our client of the IdP whose checked discovery ``document`` is given."""
+        from ..urls import check_fetch_url
+
+        for field in ("authorization_endpoint", "token_endpoint"):
+            if not isinstance(document.get(field), str):
+                raise ValueError(f"the identity provider's discovery document has no {field}")
+            check_fetch_url(field, document[field])
+        return cls(
+            issuer=str(document["issuer"]),
+            client_id=client_id,
+            client_secret=client_secret,
+            authorization_endpoint=document["authorization_endpoint"],
+            token_endpoint=document["token_endpoint"],
+            jwks_uri=document.get("jwks_uri"),
+            userinfo_endpoint=document.get("userinfo_endpoint"),
+            revocation_endpoint=document.get("revocation_endpoint"),
+            scopes=scopes,
+            iss_parameter=document.get("authorization_response_iss_parameter_supported") is True,
+            extra=dict(extra or {}),
+        )
+
+    def authorize_url(self, *, callback: str, state: str, challenge: str, nonce: str) -> str:
+        """Where the user signs in at the IdP (rule 2)."""
+        params = {
+            **self.extra,
+            "response_type": "code",
+            "client_id": self.client_id,
+            "redirect_uri": callback,
+            "scope": " ".join(self.scopes),
+            "state": state,
+            "code_challenge": challenge,
+            "code_challenge_method": "S256",
+            "nonce": nonce,
+        }
+        joiner = "&" if "?" in self.authorization_endpoint else "?"
+        return self.authorization_endpoint + joiner + urlencode(params)
+
+    async def exchange(self, http: httpx.AsyncClient, *, code: str, callback: str, verifier: str) -> dict[str, Any]:
+        """The IdP's token response for ``code`` (rule 3)."""
+        data = {"grant_type": "authorization_code", "code": code, "redirect_uri": callback, "code_verifier": verifier}
+        return await self._token(http, data)
+
+    async def _token(self, http: httpx.AsyncClient, data: Mapping[str, str]) -> dict[str, Any]:
+        try:
+            response = await http.post(
+                self.token_endpoint,
+                data=dict(data),
+                auth=(self.client_id, self.client_secret),
+                headers={"accept": "application/json"},
+                timeout=_TIMEOUT,
+            )
+        except httpx.HTTPError as error:
+            raise UpstreamError(f"the identity provider's token endpoint: {type(error).__name__}") from None
+        answer = _json(response)
+        if response.status_code != 200 or answer is None or "error" in answer:
+            code = answer.get("error") if answer else None
+            raise UpstreamError(f"the identity provider refused the code ({response.status_code}, {code!r})")
+        if not isinstance(answer.get("access_token"), str):
+            raise UpstreamError("the identity provider's token response has no access_token")
+        return answer
+
+    async def identity(self, http: httpx.AsyncClient, tokens: Mapping[str, Any], *, nonce: str) -> dict[str, Any]:
+        """The user's claims (rule 4): the verified ID token, plus userinfo."""
+        claims: dict[str, Any] = {}
+        id_token = tokens.get("id_token")
+        if isinstance(id_token, str):
+            claims = await self._id_token(http, id_token, nonce)
+        if self.userinfo_endpoint is not None:
+            try:
+                response = await http.get(
+                    self.userinfo_endpoint,
+                    headers={"authorization": f"Bearer {tokens['access_token']}", "accept": "application/json"},
+                    timeout=_TIMEOUT,
+                )
+            except httpx.HTTPError as error:
+                raise UpstreamError(f"the identity provider's userinfo: {type(error).__name__}") from None
+            info = _json(response)
+            if response.status_code == 200 and info is not None:
+                if claims and info.get("sub") != claims.get("sub"):
+                    raise UpstreamError("userinfo names another subject than the ID token")
+                claims = {**info, **claims}
+        if not isinstance(claims.get("sub"), str) or not claims["sub"]:
+            raise UpstreamError("the identity provider named no subject")
+        return claims
+
+    async def _id_token(self, http: httpx.AsyncClient, token: str, nonce: str) -> dict[str, Any]:
+        if self.jwks_uri is None:
+            raise UpstreamError("an ID token came, but the identity provider publishes no key set")
+        try:
+            response = await http.get(self.jwks_uri, timeout=_TIMEOUT)
+        except httpx.HTTPError as error:
+            raise UpstreamError(f"the identity provider's key set: {type(error).__name__}") from None
+        keys = _json(response)
+        if keys is None:
+            raise UpstreamError("the identity provider's key set is not JSON")
+        try:
+            kid = jwt.get_unverified_header(token).get("kid")
+            found = [k for k in jwt.PyJWKSet.from_dict(keys).keys if kid is None or k.key_id == kid]
+            if not found:
+                raise UpstreamError("the ID token's key is not in the identity provider's key set")
+            claims: dict[str, Any] = jwt.decode(
+                token,
+                found[0].key,
+                algorithms=["ES256", "RS256", "PS256", "EdDSA", "ES384", "RS384", "RS512"],
+                audience=self.client_id,
+                issuer=self.issuer,
+                leeway=30,
+                options={"require": ["exp", "iat", "iss", "aud", "sub"]},
+            )
+        except jwt.PyJWTError as error:
+            raise UpstreamError(f"the ID token does not verify ({type(error).__name__})") from None
+        if claims.get("nonce") != nonce:
+            raise UpstreamError("the ID token's nonce is not this sign-in's")
+        if float(claims["exp"]) < time.time() - 30:
+            raise UpstreamError("the ID token expired")
+        return claims
+
+    async def revoke(self, http: httpx.AsyncClient, token: str, hint: str) -> None:
+        """Ask the IdP to revoke ``token`` (RFC 7009), when it can; failures are ignored."""
+        if self.revocation_endpoint is None:
+            return
+        try:
+            await http.post(
+                self.revocation_endpoint,
+                data={"token": token, "token_type_hint": hint},
+                auth=(self.client_id, self.client_secret),
+                timeout=_TIMEOUT,
+            )
+        except httpx.HTTPError:
+            pass
+
+
+def _json(response: httpx.Response) -> dict[str, Any] | None:
+    if len(response.content) > _MAX_BYTES:
+        return None
+    try:
+        data = response.json()
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) else None
