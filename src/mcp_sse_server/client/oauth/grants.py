@@ -15,7 +15,7 @@ Rules:
    ``client_secret_post``, or its id alone.
 3. Tokens are stored for (issuer, resource) as they arrive; a refresh that returns no refresh
    token keeps the old one (CL-26); a refused refresh forgets the tokens.
-4. With DPoP, every token request carries a proof, retried once with the nonce a
+4. With DPoP, every token request (refreshes too) carries a proof, retried once with the nonce a
    ``use_dpop_nonce`` answer gives.
 
 Every failure is an ``OAuthError`` whose message says what went wrong; none holds a token,
@@ -374,10 +374,16 @@ class TokenGrants:
         if server.resource_id is not None:
             form["resource"] = server.resource_id
         headers = self._client_authentication(form, client, metadata) if client is not None else {}
-        if self._dpop is not None:
-            headers["dpop"] = self._dpop.proof("POST", endpoint, nonce=self._dpop_nonces.get(origin_of(endpoint)))
-        response = yield _post_form(endpoint, form, headers)
-        await response.aread()
+        for attempt in range(2):
+            if self._dpop is not None:
+                headers["dpop"] = self._dpop.proof("POST", endpoint, nonce=self._dpop_nonces.get(origin_of(endpoint)))
+            response = yield _post_form(endpoint, form, headers)
+            await response.aread()
+            # Rule 4: the nonce kept since the last token request may have been rotated away.
+            if attempt == 0 and self._dpop is not None and dpop_nonce_requested(response):
+                self._remember_nonce(httpx.URL(endpoint), response)
+                continue
+            break
         if response.status_code != 200:
             logger.info("the refresh token was refused (HTTP %d): authorizing again", response.status_code)
             await self.storage.clear_tokens(tokens.issuer, tokens.resource)
