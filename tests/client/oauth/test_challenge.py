@@ -198,6 +198,28 @@ def test_token_challenge_is_the_first_bearer_or_dpop(values: list[str], scheme: 
     assert token_challenge(values) == Challenge(scheme, params)
 
 
+@pytest.mark.parametrize(
+    ("values", "params"),
+    [
+        # RFC 9449 §7.1: a server taking both schemes sends both challenges; the metadata URL and
+        # the scope were lost when they were on the second one only.
+        (
+            ['DPoP algs="ES256", Bearer resource_metadata="https://h/prm", scope="mcp:tools"'],
+            {"algs": "ES256", "resource_metadata": "https://h/prm", "scope": "mcp:tools"},
+        ),
+        (
+            ['Bearer realm="r"', 'DPoP algs="ES256", error="insufficient_scope", scope="mcp:admin"'],
+            {"realm": "r", "error": "insufficient_scope", "scope": "mcp:admin"},
+        ),
+        # The first challenge's own values win; other parameters stay where they are.
+        (['Bearer scope="a", DPoP scope="b", algs="ES256"'], {"scope": "a"}),
+    ],
+)
+def test_a_token_challenge_lacking_what_a_later_one_names_takes_it(values: list[str], params: dict[str, str]) -> None:
+    challenge = token_challenge(values)
+    assert challenge is not None and dict(challenge.params) == params
+
+
 @pytest.mark.parametrize("values", [[], [""], ['Basic realm="x"'], ["Negotiate abc=="], ["garbage @@@"]])
 def test_no_token_challenge(values: list[str]) -> None:
     assert token_challenge(values) is None

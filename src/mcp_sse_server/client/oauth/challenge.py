@@ -23,7 +23,11 @@ Rules (RFC 9110 §11.6.1 and §11.2; the digest's CL-1):
    parameter is dropped and its challenge kept. A repeated parameter keeps
    its first value (RFC 9110 allows each name once).
 6. An MCP server challenges with ``Bearer`` (or ``DPoP``, RFC 9449):
-   ``token_challenge`` picks the first such challenge.
+   ``token_challenge`` picks the first such challenge. A server taking both sends
+   both (RFC 9449 §7.1), and may name the metadata, scope and error on one of them
+   only (``DPoP algs="ES256", Bearer resource_metadata=...``): what the first lacks
+   of ``resource_metadata``, ``scope``, ``error`` and ``error_description`` is taken
+   from the later ones, so the metadata URL and the scope asked are never lost.
 
 >>> [challenge] = parse_www_authenticate(['Bearer scope="mcp:write", error="insufficient_scope"'])
 >>> challenge.scheme, challenge.scope, challenge.error
@@ -48,6 +52,7 @@ _TOKEN68: Final = frozenset("-._~+/" + string.ascii_letters + string.digits)
 _WS: Final = " \t"
 _NOT_BARE: Final = frozenset(' \t,"')
 _TOKEN_SCHEMES: Final = ("bearer", "dpop")
+_SHARED: Final = ("resource_metadata", "scope", "error", "error_description")  # rule 6
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,11 +101,22 @@ Challenge(scheme='basic', params={'realm': 'simple'})]
 
 
 def token_challenge(values: Iterable[str]) -> Challenge | None:
-    """The first ``Bearer`` or ``DPoP`` challenge (what an MCP server sends), else None (rule 6)."""
-    for challenge in parse_www_authenticate(values):
-        if challenge.scheme in _TOKEN_SCHEMES:
-            return challenge
-    return None
+    """The first ``Bearer`` or ``DPoP`` challenge (what an MCP server sends), else None, with
+    what it lacks of ``_SHARED`` taken from the later ones (rule 6).
+
+    >>> token_challenge(['DPoP algs="ES256", Bearer resource_metadata="https://h/prm", scope="s"']).params
+    {'algs': 'ES256', 'resource_metadata': 'https://h/prm', 'scope': 's'}
+    """
+    found = [challenge for challenge in parse_www_authenticate(values) if challenge.scheme in _TOKEN_SCHEMES]
+    if not found:
+        return None
+    first = found[0]
+    params = dict(first.params)
+    for later in found[1:]:
+        for name in _SHARED:
+            if name not in params and name in later.params:
+                params[name] = later.params[name]
+    return first if len(params) == len(first.params) else Challenge(first.scheme, params)
 
 
 class _Parser:
