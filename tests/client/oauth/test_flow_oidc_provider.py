@@ -1,7 +1,8 @@
 """Our OAuth client signing in at a real OpenID provider: oidc-provider 9.13.3 on loopback
 (``fixtures.oidc_provider``, its sign-in scripted), for our MCP endpoint verifying its tokens, on
 real sockets. oidc-provider grants ``offline_access`` (a refresh token) only when the
-authorization request says ``prompt=consent``, as Google does with ``access_type=offline``."""
+authorization request says ``prompt=consent``, as Google does with ``access_type=offline``. Also: a
+DPoP refresh met with a rotated nonce, and issuers with a path (Keycloak, Auth0, Okta shapes)."""
 
 from __future__ import annotations
 
@@ -38,7 +39,7 @@ async def endpoint_for(op: OpenIdProvider, dpop: DPoP | None = None) -> AsyncIte
     with ``dpop`` its DPoP settings."""
     sock = listening_socket("127.0.0.1", 0)
     resource = f"http://127.0.0.1:{sock.getsockname()[1]}/mcp"
-    verifier = JwtVerifier(issuer=op.issuer, audience=resource, jwks_uri=op.url + "/jwks")
+    verifier = JwtVerifier(issuer=op.issuer, audience=resource, jwks_uri=op.url.rstrip("/") + "/jwks")
     auth = ResourceServer(resource, [op.issuer], verifier=verifier, required_scopes={"mcp:tools"}, dpop=dpop)
     app = McpHttpApp(whoami_server(), settings=HttpSettings(path="/mcp", auth=auth), bind_host="127.0.0.1")
     http = await McpHttpServer.on_socket(app, sock)
@@ -109,3 +110,16 @@ async def test_a_dpop_refresh_met_with_use_dpop_nonce_is_retried_with_the_nonce(
                 assert not (await client.call_tool("whoami", {})).is_error
             assert auth.tokens is not None and auth.tokens.access_token != tokens.access_token
             assert agent.signed_in == 1
+
+
+@pytest.mark.parametrize("path", ["/realms/demo", "/", "/oauth2/default"], ids=["keycloak", "auth0", "okta"])
+async def test_a_sign_in_at_an_issuer_with_a_path(path: str) -> None:
+    # Issuers shaped like Keycloak's realm, Auth0's trailing slash and Okta's custom authorization
+    # server: the metadata is found (OpenID path-appended; root for "/") and its issuer matched as
+    # a plain string.
+    with running_oidc_provider(public_clients={"mcp-cli": [REDIRECT]}, path=path) as op:
+        async with asyncio.timeout(60), endpoint_for(op) as endpoint, httpx.AsyncClient(timeout=10) as http:
+            auth = oauth(http, client_id="mcp-cli")
+            async with StreamableHttpClient(endpoint, auth=auth, http_client=http) as client:
+                assert not (await client.call_tool("whoami", {})).is_error
+            assert auth.tokens is not None and auth.tokens.issuer == op.issuer and auth.tokens.refresh_token
