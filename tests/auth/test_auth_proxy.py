@@ -4,20 +4,26 @@ our own tokens and their refresh."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
+import re
+import secrets
+import time
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
 import jwt
 import orjson
 import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from fixtures.auth_proxy import Browser, Proxied, proxied_endpoint
 from mcp_sse_server.client import StreamableHttpClient
 from mcp_sse_server.client.oauth import MemoryTokenStorage, OAuth, OAuthSettings
+from mcp_sse_server.engine.tokens import AccessToken
 
 REDIRECT = "http://127.0.0.1:9/callback"  # never served: the browser stops at its Location
 
@@ -83,3 +89,306 @@ async def test_metadata_and_protected_resource_metadata_point_at_us(proxied: Pro
     assert metadata["registration_endpoint"] == proxied.issuer + "/oauth/register"
     assert prm["authorization_servers"] == [proxied.issuer] and prm["resource"] == proxied.resource
     assert [key["kty"] for key in jwks["keys"]] == ["EC"] and all("d" not in key for key in jwks["keys"])
+
+
+# --- attacks: each one refused by its defence ------------------------------------------------------
+
+
+async def client_of(proxied: Proxied, **metadata: Any) -> str:
+    async with httpx.AsyncClient() as http:
+        response = await register(http, proxied, grant_types=["authorization_code", "refresh_token"], **metadata)
+    assert response.status_code == 201, response.text
+    client_id: str = response.json()["client_id"]
+    return client_id
+
+
+def authorize_url(proxied: Proxied, client_id: str, verifier: str, **params: str) -> str:
+    query = {
+        "response_type": "code",
+        "client_id": client_id,
+        "redirect_uri": REDIRECT,
+        "code_challenge": s256(verifier),
+        "code_challenge_method": "S256",
+        "state": "client-state",
+        "resource": proxied.resource,
+        "scope": "mcp:tools",
+        **params,
+    }
+    return proxied.issuer + "/oauth/authorize?" + urlencode({k: v for k, v in query.items() if v != ""})
+
+
+async def sign_in(proxied: Proxied, client_id: str, verifier: str, **params: str) -> dict[str, str]:
+    """The redirect back to the client after a user approved and signed in."""
+    browser = Browser()
+    try:
+        return await browser.walk(authorize_url(proxied, client_id, verifier, **params), REDIRECT)
+    finally:
+        await browser.aclose()
+
+
+async def token(proxied: Proxied, **form: str) -> httpx.Response:
+    async with httpx.AsyncClient() as http:
+        return await http.post(proxied.issuer + "/oauth/token", data=form)
+
+
+async def redeem(proxied: Proxied, client_id: str, code: str, verifier: str, **form: str) -> httpx.Response:
+    return await token(
+        proxied,
+        grant_type="authorization_code",
+        client_id=client_id,
+        code=code,
+        code_verifier=verifier,
+        redirect_uri=REDIRECT,
+        **form,
+    )
+
+
+async def tool_status(proxied: Proxied, access_token: str) -> tuple[int, str]:
+    """What the MCP endpoint answers an initialize with ``access_token``."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
+    }
+    async with httpx.AsyncClient() as http:
+        response = await http.post(
+            proxied.resource,
+            json=body,
+            headers={"authorization": f"Bearer {access_token}", "accept": "application/json, text/event-stream"},
+        )
+    return response.status_code, response.headers.get("www-authenticate", "")
+
+
+@pytest.mark.parametrize(
+    "tampered",
+    [
+        REDIRECT + "/../evil",
+        REDIRECT + "?x=1",
+        REDIRECT + "#f",
+        REDIRECT + "x",
+        "http://127.0.0.1:9@evil.example/callback",
+        "http://localhost:9/callback",  # not an IP literal: no port or host leeway
+        "https://evil.example/callback",
+        "javascript:alert(1)",
+    ],
+)
+async def test_a_tampered_redirect_uri_gets_a_page_never_a_redirect(proxied: Proxied, tampered: str) -> None:
+    client_id = await client_of(proxied)
+    async with httpx.AsyncClient() as http:
+        response = await http.get(authorize_url(proxied, client_id, "v" * 43, redirect_uri=tampered))
+    assert response.status_code == 400 and "location" not in response.headers
+    assert "text/html" in response.headers["content-type"]
+
+
+async def test_the_loopback_port_may_differ_unless_strict() -> None:
+    other_port = "http://127.0.0.1:51234/callback"
+    async with proxied_endpoint() as proxied:
+        client_id = await client_of(proxied)
+        async with httpx.AsyncClient() as http:
+            response = await http.get(authorize_url(proxied, client_id, "v" * 43, redirect_uri=other_port))
+        assert response.status_code == 200 and "/oauth/consent" in response.text
+    async with proxied_endpoint(strict_redirects=True) as proxied:
+        client_id = await client_of(proxied)
+        async with httpx.AsyncClient() as http:
+            response = await http.get(authorize_url(proxied, client_id, "v" * 43, redirect_uri=other_port))
+        assert response.status_code == 400 and "location" not in response.headers
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "https://app.example/cb",  # https beyond the allowlist
+        "http://app.example/cb",  # http off loopback
+        "http://localhost@evil.example/cb",
+        "http://127.0.0.1:3000/cb#frag",
+        "javascript:alert(1)",
+        "myapp:/cb",  # a custom scheme that is not a reverse domain name
+    ],
+)
+async def test_registration_refuses_redirect_uris_outside_the_rules(proxied: Proxied, uri: str) -> None:
+    async with httpx.AsyncClient() as http:
+        response = await register(http, proxied, redirect_uris=[uri])
+    assert response.status_code == 400
+    assert response.json()["error"] == "invalid_redirect_uri"
+
+
+async def test_registration_takes_https_only_from_the_allowlist() -> None:
+    hosted = "https://claude.ai/api/mcp/auth_callback"
+    async with proxied_endpoint(redirect_allow=[hosted]) as proxied, httpx.AsyncClient() as http:
+        allowed = await register(http, proxied, redirect_uris=[hosted])
+        other = await register(http, proxied, redirect_uris=[hosted + "/x"])
+        confidential = await register(http, proxied, token_endpoint_auth_method="client_secret_basic")
+    assert allowed.status_code == 201
+    assert other.status_code == 400 and other.json()["error"] == "invalid_redirect_uri"
+    assert confidential.status_code == 400 and confidential.json()["error"] == "invalid_client_metadata"
+
+
+@pytest.mark.parametrize(
+    ("params", "reason"),
+    [
+        ({"code_challenge": ""}, "missing"),
+        ({"code_challenge_method": "plain"}, "plain"),
+        ({"code_challenge_method": ""}, "no method"),
+    ],
+)
+async def test_pkce_downgrade_at_authorize_is_refused(proxied: Proxied, params: dict[str, str], reason: str) -> None:
+    client_id = await client_of(proxied)
+    async with httpx.AsyncClient() as http:
+        response = await http.get(authorize_url(proxied, client_id, "v" * 43, **params))
+    assert response.status_code == 302, reason
+    back = dict(parse_qsl(urlsplit(response.headers["location"]).query))
+    assert response.headers["location"].startswith(REDIRECT)
+    assert back["error"] == "invalid_request" and back["state"] == "client-state" and back["iss"] == proxied.issuer
+
+
+async def test_a_code_needs_its_verifier_client_and_redirect(proxied: Proxied) -> None:
+    client_id = await client_of(proxied)
+    other = await client_of(proxied)
+    verifier = secrets.token_urlsafe(48)
+    cases = [
+        {"code_verifier": ""},  # PKCE downgrade at the token endpoint
+        {"code_verifier": secrets.token_urlsafe(48)},  # a wrong verifier
+        {"client_id": other},  # the victim's code redeemed by another client
+        {"redirect_uri": "http://127.0.0.1:9/other"},
+    ]
+    for case in cases:
+        back = await sign_in(proxied, client_id, verifier)
+        assert back["state"] == "client-state" and back["iss"] == proxied.issuer
+        form = {"grant_type": "authorization_code", "client_id": client_id, "code": back["code"]}
+        form |= {"code_verifier": verifier, "redirect_uri": REDIRECT} | case
+        response = await token(proxied, **{k: v for k, v in form.items() if v})
+        assert response.status_code == 400 and response.json()["error"] == "invalid_grant", case
+    back = await sign_in(proxied, client_id, verifier)
+    assert (await redeem(proxied, client_id, back["code"], verifier)).status_code == 200
+
+
+async def test_a_code_redeemed_twice_at_once_wins_once_and_revokes_the_grant(proxied: Proxied) -> None:
+    client_id = await client_of(proxied)
+    verifier = secrets.token_urlsafe(48)
+    back = await sign_in(proxied, client_id, verifier)
+
+    answers = await asyncio.gather(*(redeem(proxied, client_id, back["code"], verifier) for _ in range(2)))
+    assert sorted(answer.status_code for answer in answers) == [200, 400]
+    won = next(answer for answer in answers if answer.status_code == 200).json()
+    # The replay revoked the grant: the winner's refresh token is dead too.
+    refreshed = await token(
+        proxied, grant_type="refresh_token", client_id=client_id, refresh_token=won["refresh_token"]
+    )
+    assert refreshed.status_code == 400 and refreshed.json()["error"] == "invalid_grant"
+
+
+async def test_a_consent_form_without_its_cookie_or_token_is_refused(proxied: Proxied) -> None:
+    client_id = await client_of(proxied)
+    async with httpx.AsyncClient() as attacker:
+        page = await attacker.get(authorize_url(proxied, client_id, "v" * 43))
+        assert page.headers["x-frame-options"] == "DENY"
+        assert "frame-ancestors 'none'" in page.headers["content-security-policy"]
+        fields = dict(re.findall(r'name="(txn|csrf)" value="([^"]*)"', page.text))
+    async with httpx.AsyncClient() as victim:  # a forged POST from another browser: no cookie
+        forged = await victim.post(proxied.issuer + "/oauth/consent", data={**fields, "decision": "approve"})
+    assert forged.status_code == 403 and "location" not in forged.headers
+    async with httpx.AsyncClient() as other:  # a cookie of its own render, the token of another
+        own = await other.get(authorize_url(proxied, client_id, "v" * 43))
+        assert own.status_code == 200
+        wrong = await other.post(
+            proxied.issuer + "/oauth/consent", data={"txn": fields["txn"], "csrf": "x" * 43, "decision": "approve"}
+        )
+    assert wrong.status_code == 403
+
+
+async def test_a_skipped_consent_or_another_browsers_flow_is_refused_at_the_callback(proxied: Proxied) -> None:
+    client_id = await client_of(proxied)
+
+    # Skipped: the transaction id read from the consent page, the callback called directly.
+    async with httpx.AsyncClient() as attacker:
+        page = await attacker.get(authorize_url(proxied, client_id, "v" * 43))
+        txn = re.search(r'name="txn" value="([^"]*)"', page.text).group(1)  # type: ignore[union-attr]
+        skipped = await attacker.get(proxied.issuer + "/oauth/callback", params={"state": txn, "code": "x"})
+    assert skipped.status_code == 403
+    # Fixation: the attacker consents in their browser and sends the IdP URL to the victim.
+    async with httpx.AsyncClient() as attacker:
+        page = await attacker.get(authorize_url(proxied, client_id, "v" * 43))
+        fields = dict(re.findall(r'name="(txn|csrf)" value="([^"]*)"', page.text))
+        approved = await attacker.post(proxied.issuer + "/oauth/consent", data={**fields, "decision": "approve"})
+        assert approved.status_code == 302 and approved.headers["location"].startswith(proxied.op.url)
+    victim = Browser()
+    with pytest.raises(AssertionError, match="403"):
+        await victim.walk(approved.headers["location"], REDIRECT)
+    await victim.aclose()
+    # The transaction was consumed by that attempt: replaying the callback finds nothing.
+    async with httpx.AsyncClient() as attacker:
+        replay = await attacker.get(proxied.issuer + "/oauth/callback", params={"state": fields["txn"], "code": "x"})
+    assert replay.status_code == 400
+
+
+async def test_an_upstream_token_is_refused_by_our_resource_server(proxied: Proxied) -> None:
+    client_id = await client_of(proxied)
+    verifier = secrets.token_urlsafe(48)
+    back = await sign_in(proxied, client_id, verifier)
+    ours = (await redeem(proxied, client_id, back["code"], verifier)).json()
+    assert (await tool_status(proxied, ours["access_token"]))[0] == 200
+
+    claims = jwt.decode(ours["access_token"], options={"verify_signature": False})
+    upstream = await proxied.proxy.upstream_token(AccessToken(issuer=proxied.issuer, claims=claims))
+    assert upstream is not None and upstream != ours["access_token"]
+    assert upstream not in orjson.dumps(ours).decode()  # never in what the client got
+    status, challenge = await tool_status(proxied, upstream)
+    assert status == 401 and 'error="invalid_token"' in challenge
+    # A token shaped like ours but signed by another key: refused too.
+
+    forged = jwt.encode(
+        claims, ec.generate_private_key(ec.SECP256R1()), algorithm="ES256", headers={"kid": "x", "typ": "at+jwt"}
+    )
+    assert (await tool_status(proxied, forged))[0] == 401
+
+
+async def test_a_refresh_token_replayed_after_rotation_revokes_the_family() -> None:
+    now = [1_000_000_000.0]
+
+    offset = time.time() - now[0]
+    async with proxied_endpoint(clock=lambda: now[0] + offset) as proxied:
+        client_id = await client_of(proxied)
+        verifier = secrets.token_urlsafe(48)
+        back = await sign_in(proxied, client_id, verifier)
+        first = (await redeem(proxied, client_id, back["code"], verifier)).json()
+
+        async def refresh(refresh_token: str) -> httpx.Response:
+            return await token(proxied, grant_type="refresh_token", client_id=client_id, refresh_token=refresh_token)
+
+        second = await refresh(first["refresh_token"])
+        assert second.status_code == 200
+        rotated = second.json()
+        assert rotated["refresh_token"] != first["refresh_token"]
+        # Within the grace window the same answer comes back (a lost answer, a double refresh).
+        again = await refresh(first["refresh_token"])
+        assert again.status_code == 200 and again.json() == rotated
+        # After it: a replay; the family is revoked, the newest refresh token with it.
+        now[0] += 31
+        replayed = await refresh(first["refresh_token"])
+        assert replayed.status_code == 400 and replayed.json()["error"] == "invalid_grant"
+        newest = await refresh(rotated["refresh_token"])
+        assert newest.status_code == 400 and newest.json()["error"] == "invalid_grant"
+
+
+async def test_revocation_ends_the_grant(proxied: Proxied) -> None:
+    client_id = await client_of(proxied)
+    verifier = secrets.token_urlsafe(48)
+    back = await sign_in(proxied, client_id, verifier)
+    answer = (await redeem(proxied, client_id, back["code"], verifier)).json()
+    async with httpx.AsyncClient() as http:
+        revoked = await http.post(
+            proxied.issuer + "/oauth/revoke", data={"token": answer["refresh_token"], "client_id": client_id}
+        )
+    assert revoked.status_code == 200
+    refreshed = await token(
+        proxied, grant_type="refresh_token", client_id=client_id, refresh_token=answer["refresh_token"]
+    )
+    assert refreshed.status_code == 400
+
+
+async def test_the_allow_policy_refuses_a_user_it_does_not_name() -> None:
+    async with proxied_endpoint(allow=("domain:other.example",)) as proxied:
+        client_id = await client_of(proxied)
+        back = await sign_in(proxied, client_id, secrets.token_urlsafe(48))
+    assert back["error"] == "access_denied" and back["state"] == "client-state" and "code" not in back
