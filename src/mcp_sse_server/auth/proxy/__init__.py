@@ -6,13 +6,37 @@ clients get our own ES256 tokens, and the IdP's stay here, sealed.
 * ``AuthProxy`` (``server.py``): the endpoints, and the ``ResourceServer`` that takes our tokens.
 * ``Upstream`` (``upstream.py``): the IdP as our OpenID client of it.
 * ``SigningKeys``, ``Sealer`` (``keys.py``): the signing and sealing rings, apart.
-* ``ProxyStore``, ``MemoryProxyStore`` (``store.py``): flow state with atomic take and swap.
+* ``ProxyStore``, ``MemoryProxyStore`` (``store.py``): flow state with atomic take and swap;
+  ``RedisProxyStore`` (``redis_store.py``, the ``redis`` extra) shares it between workers.
 * ``redirects.py``: redirect-URI registration and matching rules.
 """
+
+from typing import TYPE_CHECKING
 
 from .keys import Sealer, SigningKeys
 from .server import AuthProxy
 from .store import MemoryProxyStore, ProxyStore
 from .upstream import Upstream, UpstreamError
 
-__all__ = ["AuthProxy", "MemoryProxyStore", "ProxyStore", "Sealer", "SigningKeys", "Upstream", "UpstreamError"]
+if TYPE_CHECKING:
+    from .redis_store import RedisProxyStore as RedisProxyStore
+
+
+def __getattr__(name: str) -> object:
+    if name == "RedisProxyStore":  # imported on use: redis is an optional extra
+        from .redis_store import RedisProxyStore
+
+        return RedisProxyStore
+    raise AttributeError(name)
+
+
+__all__ = [
+    "AuthProxy",
+    "MemoryProxyStore",
+    "ProxyStore",
+    "RedisProxyStore",
+    "Sealer",
+    "SigningKeys",
+    "Upstream",
+    "UpstreamError",
+]

@@ -1,0 +1,139 @@
+"""The OAuth proxy's state in Redis (``RedisProxyStore``, a real redis-server): a sign-in started
+on one worker finishes on another (the IdP's callback and the token request reach a second
+``AuthProxy`` sharing only Redis and the key rings), and the store's atomic steps hold under
+concurrency (one ``take`` wins; ``swap`` returns what it replaced)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import secrets
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import pytest
+
+from fixtures.auth_proxy import Browser, proxied_endpoint
+from fixtures.redis_server import RedisServer
+from mcp_sse_server.auth.proxy import AuthProxy, RedisProxyStore, Sealer, SigningKeys
+
+redis_asyncio = pytest.importorskip("redis.asyncio")
+
+REDIRECT = "http://127.0.0.1:9/callback"
+
+
+@pytest.fixture
+async def store(redis_server: RedisServer) -> AsyncIterator[RedisProxyStore]:
+    client = redis_asyncio.Redis.from_url(redis_server.url)
+    prefix = f"mcp:auth:{secrets.token_hex(4)}:"
+    try:
+        yield RedisProxyStore(client, prefix)
+    finally:
+        keys = [key async for key in client.scan_iter(match=prefix + "*")]
+        if keys:
+            await client.delete(*keys)
+        await client.aclose()
+
+
+async def test_the_store_takes_once_and_swaps(store: RedisProxyStore) -> None:
+    await store.put("code:x", b"one", 60)
+    taken = await asyncio.gather(*(store.take("code:x") for _ in range(8)))
+    assert sorted(taken, key=lambda v: v is None) == [b"one"] + [None] * 7
+    assert await store.swap("rt:y", b"a", 60) is None
+    assert await store.swap("rt:y", b"b", 60) == b"a"
+    assert await store.get("rt:y") == b"b"
+    await store.delete("rt:y")
+    assert await store.get("rt:y") is None
+
+
+class _Split(httpx.AsyncBaseTransport):
+    """A browser's network where ``paths`` of the proxy's origin reach worker B (in process)."""
+
+    def __init__(self, origin: str, paths: set[str], worker: Any) -> None:
+        self._origin, self._paths = origin, paths
+        self._b = httpx.ASGITransport(app=worker)
+        self._net = httpx.AsyncHTTPTransport()
+        self.hits: list[str] = []  # what worker B served
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        here = f"{request.url.scheme}://{request.url.netloc.decode()}"
+        if here == self._origin and request.url.path in self._paths:
+            self.hits.append(request.url.path)
+            return await self._b.handle_async_request(request)
+        return await self._net.handle_async_request(request)
+
+
+async def test_a_sign_in_started_on_one_worker_finishes_on_another(store: RedisProxyStore) -> None:
+    keys, sealer = SigningKeys.generate(), Sealer.generate()
+    async with proxied_endpoint(store=store, keys=keys, sealer=sealer) as proxied:
+        a = proxied.proxy
+        b = AuthProxy(
+            issuer=a.issuer,
+            resource=a.resource,
+            upstream=a.upstream,
+            scopes=a.scopes,
+            store=store,
+            keys=keys,
+            sealer=sealer,
+        )
+
+        async def nothing_else(scope: Any, receive: Any, send: Any) -> None:
+            raise AssertionError(f"worker B got {scope['path']}")
+
+        transport = _Split(proxied.issuer, {"/oauth/callback", "/oauth/token"}, b.wrap(nothing_else))
+        async with httpx.AsyncClient(transport=transport, timeout=30) as http:
+            registered = await http.post(
+                a.issuer + "/oauth/register",
+                json={"redirect_uris": [REDIRECT], "grant_types": ["authorization_code", "refresh_token"]},
+            )
+            client_id = registered.json()["client_id"]
+            verifier = secrets.token_urlsafe(48)
+            challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+            query = {
+                "response_type": "code",
+                "client_id": client_id,
+                "redirect_uri": REDIRECT,
+                "code_challenge": challenge,
+                "code_challenge_method": "S256",
+                "state": "s",
+                "resource": a.resource,
+            }
+            browser = Browser(http)
+            back = await browser.walk(a.issuer + "/oauth/authorize?" + urlencode(query), REDIRECT)
+            assert back["state"] == "s" and "code" in back, back
+            answer = await http.post(
+                a.issuer + "/oauth/token",
+                data={
+                    "grant_type": "authorization_code",
+                    "client_id": client_id,
+                    "code": back["code"],
+                    "code_verifier": verifier,
+                    "redirect_uri": REDIRECT,
+                },
+            )
+            assert answer.status_code == 200, answer.text
+            # The token minted by worker B is taken by worker A's resource server (shared keys).
+            initialize = {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "t", "version": "1"},
+                },
+            }
+            reply = await http.post(
+                a.resource,
+                json=initialize,
+                headers={
+                    "authorization": f"Bearer {answer.json()['access_token']}",
+                    "accept": "application/json, text/event-stream",
+                },
+            )
+            assert reply.status_code == 200
+        await b.aclose()
+    assert transport.hits == ["/oauth/callback", "/oauth/token"]
