@@ -122,3 +122,35 @@ async def test_refusals_below_json_rpc_are_counted(served: McpHttpServer, otel: 
     counts = {p.attributes["mcp_sse_server.reason"]: p.value for p in otel.points("mcp_sse_server.requests.rejected")}
     assert counts == {"origin": 1, "session_not_found": 1, "size": 1}
     assert not [s for s in otel.spans() if s.kind is SpanKind.SERVER]  # no MCP span for any of them
+
+
+async def test_a_factory_given_telemetry_by_instrument_has_it_at_the_http_layer_too(otel: Otel) -> None:
+    from mcp_sse_server.telemetry import instrument
+
+    def build() -> McpServer:
+        server = McpServer("per-session")
+
+        @server.tool()
+        def add(a: int, b: int) -> int:
+            return a + b
+
+        return server
+
+    http = await McpHttpServer.bind(instrument(build, otel.telemetry()), port=0)
+    try:
+        async with StreamableHttpClient(http.endpoint, mode="session") as client:
+            await client.call_tool("add", {"a": 1, "b": 2})
+        async with httpx.AsyncClient() as raw:
+            gone = await raw.post(
+                http.endpoint,
+                json={"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                headers={**HEADERS, "mcp-protocol-version": "2025-11-25", "mcp-session-id": "gone"},
+            )
+        assert gone.status_code == 404
+    finally:
+        await http.close()
+    (span,) = [s for s in otel.server_spans() if s.name == "tools/call add"]
+    attributes = dict(span.attributes or {})
+    assert attributes["client.address"] == "127.0.0.1" and attributes["network.protocol.version"] == "1.1"
+    refused = [(dict(p.attributes), p.value) for p in otel.points("mcp_sse_server.requests.rejected")]
+    assert refused == [({"mcp_sse_server.reason": "session_not_found"}, 1)]

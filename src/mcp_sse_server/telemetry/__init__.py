@@ -14,5 +14,6 @@ if TYPE_CHECKING:
     from .config import Telemetry as Telemetry
     from .conventions import ATTRIBUTE as ATTRIBUTE
     from .conventions import METRIC as METRIC
+    from .setup import instrument as instrument
 
 __getattr__, __dir__ = lazy_exports(__name__, __file__)
