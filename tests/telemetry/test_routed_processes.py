@@ -5,7 +5,7 @@ through Redis with its trace context. The receiver then holds one trace with spa
 processes (told apart by ``service.name``; the target is a factory: a server per session): B's
 SERVER span of the cancel, and A's span of the cancelled call, which links to B's span and has a
 ``cancel (routed)`` event. A routed elicitation answer (the client's reply POSTed to B for a
-request A sent) is counted on A by type."""
+request A sent) is counted on A, and A's CLIENT span of the question links to B's context."""
 
 from __future__ import annotations
 
@@ -202,8 +202,16 @@ def test_an_answer_routed_between_two_processes_is_counted_where_it_arrives(
         session.close()
     assert answers == ["accept: Ada"]
     stop_both(a, b)
-    (running,) = [r for r in collected(receiver, {"tools/call elicit"}) if r.span.name == "tools/call elicit"]
+    spans = collected(receiver, {"tools/call elicit", "elicitation/create"})
+    (running,) = [r for r in spans if r.span.name == "tools/call elicit"]
     assert service(running) == "worker-a" and running.span.trace_id.hex() == TRACE_ID
+    # A asked in a CLIENT span under the call; the answer B routed links it to B's context (the
+    # traceparent header of the POST that brought it).
+    (asked,) = [r for r in spans if r.span.name == "elicitation/create"]
+    assert service(asked) == "worker-a" and asked.span.kind == 3  # SPAN_KIND_CLIENT
+    assert asked.span.parent_span_id == running.span.span_id
+    assert "answer (routed)" in [event.name for event in asked.span.events]
+    assert [link.span_id.hex() for link in asked.span.links] == [CANCEL_PARENT.split("-")[2]]
     routed = receiver.wait_for_metric(name="mcp_sse_server.routed.messages", timeout=WAIT)
     assert service(routed) == "worker-a"
     points = [({a.key: a.value.string_value for a in p.attributes}, p.as_int) for p in routed.metric.sum.data_points]

@@ -64,6 +64,9 @@ class OutboundObservation(Protocol):
         """The reply came (``result``), or the request failed with ``error`` (an ``McpError``
         reply, a timeout, a closed connection, a cancelled caller)."""
 
+    def event(self, name: str, attributes: dict[str, Any], trace: dict[str, str] | None = None) -> None:
+        """Something happened to the request (``trace``: the W3C context it came from, linked)."""
+
 
 class TaskObservation(Protocol):
     """One task (``engine/tasks.py``) under observation, from its start to its terminal status."""
@@ -108,9 +111,12 @@ class Observer(Protocol):
     def rejected(self, reason: str) -> None:
         """A request was refused below JSON-RPC (``conventions.REJECT_REASONS``)."""
 
-    def routed(self, message_type: str, trace: dict[str, str] | None, request: Observation | None) -> None:
+    def routed(
+        self, message_type: str, trace: dict[str, str] | None, request: Observation | OutboundObservation | None
+    ) -> None:
         """A message arrived from another worker (Redis) with the trace context it was sent in;
-        ``request``: the in-flight request it is about, when this worker serves it."""
+        ``request``: the in-flight request it is about, when this worker serves it (a cancel), or
+        the request this worker sent that it answers (an answer)."""
 
     def forwarding(self, message_type: str, params: dict[str, Any] | None) -> dict[str, str] | None:
         """A message (``cancel``: a ``notifications/cancelled`` with ``params``; ``answer``) is about

@@ -60,7 +60,7 @@ from .jsonrpc import (
 from .transport import Reply, Transport
 
 if TYPE_CHECKING:
-    from .observe import Observation, Observer
+    from .observe import Observation, Observer, OutboundObservation
 
 __all__ = ["EAGER", "Connection", "ConnectionOwner", "ObservedConnection", "ProgressCallback", "start_eagerly"]
 
@@ -389,6 +389,29 @@ class Connection:
         self.on_close()
 
 
+class _OutboundIds:
+    """An observed connection's outbound request ids: the id drawn while an observed request
+    starts (``Connection.request`` draws it before its first await) is noted with its
+    observation, so that its answer can be matched to it (``outbound_observation``)."""
+
+    __slots__ = ("by_id", "ids", "starting")
+
+    def __init__(self, ids: Iterator[RequestId]) -> None:
+        self.ids = ids
+        self.by_id: dict[RequestId, OutboundObservation] = {}
+        self.starting: OutboundObservation | None = None
+
+    def __iter__(self) -> _OutboundIds:
+        return self
+
+    def __next__(self) -> RequestId:
+        request_id = next(self.ids)
+        if self.starting is not None:
+            self.by_id[request_id] = self.starting
+            self.starting = None
+        return request_id
+
+
 class ObservedConnection(Connection):
     """A ``Connection`` that tells an observer (``engine.observe``) about every request it serves.
 
@@ -438,6 +461,10 @@ class ObservedConnection(Connection):
             return await super().request(
                 method, params, timeout=timeout, related_request_id=related_request_id, on_progress=on_progress
             )
+        ids = self._ids
+        if not isinstance(ids, _OutboundIds):  # (made on the first observed request: most never send one)
+            ids = self._ids = _OutboundIds(ids)
+        ids.starting = observation
         try:
             result = await super().request(
                 method, params, timeout=timeout, related_request_id=related_request_id, on_progress=on_progress
@@ -445,8 +472,18 @@ class ObservedConnection(Connection):
         except BaseException as error:
             observation.finish(None, error)
             raise
+        finally:
+            ids.starting = None
+            for request_id in [key for key, value in ids.by_id.items() if value is observation]:
+                del ids.by_id[request_id]
         observation.finish(result, None)
         return result
+
+    def outbound_observation(self, request_id: RequestId) -> OutboundObservation | None:
+        """The observation of the request ``request_id`` this side sent and awaits the answer to
+        (an answer routed from another worker links to its span)."""
+        ids = self._ids
+        return ids.by_id.get(request_id) if isinstance(ids, _OutboundIds) else None
 
     def _failed(self, request_id: RequestId, error: Exception) -> None:
         observation = self._observations.get(request_id)

@@ -608,15 +608,22 @@ def _observer(session: CoordinatedSession | None) -> Observer | None:
 
 
 def _tell_routed(observer: Observer, session: CoordinatedSession, message: RoutedAnswer | RoutedCancel) -> None:
-    """Telemetry of a routed answer or cancel: counted, and a cancel is an event (with a link to
-    the forwarding worker's span) on the span of the request it cancels, when it runs here."""
-    in_flight = None
+    """Telemetry of a routed answer or cancel: counted, and an event (with a link to the
+    forwarding worker's context) on the span of the request it cancels, when it runs here, or of
+    the request this worker sent that it answers."""
+    in_flight: Any = None
+    connection = getattr(getattr(session, "session", None), "connection", None)
     if isinstance(message, RoutedCancel):
-        connection = getattr(getattr(session, "session", None), "connection", None)
         find = getattr(connection, "observation", None)
         target = message.params.get("requestId")
-        if find is not None and isinstance(target, str | int):
-            in_flight = find(target)
+    else:  # an answer: to a request this worker sent (an ObservedConnection notes their ids)
+        find = getattr(connection, "outbound_observation", None)
+        try:
+            target = orjson.loads(message.message).get("id") if find is not None else None
+        except (orjson.JSONDecodeError, AttributeError):
+            target = None
+    if find is not None and isinstance(target, str | int):
+        in_flight = find(target)
     kind = "answer" if isinstance(message, RoutedAnswer) else "cancel"
     observer.routed(kind, message.trace, in_flight)
 

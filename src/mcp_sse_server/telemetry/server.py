@@ -31,7 +31,9 @@ Rules of this module:
 8. Across workers (Redis): a ``notifications/cancelled`` forwarded to the worker running its
    request gets a SERVER span where it arrived, and that span's context travels in the routed
    message; the running worker adds a ``cancel (routed)`` event and a link to it on the
-   request's span. An answer carries the context it arrived in (``_meta``, headers, ambient).
+   request's span. An answer carries the context it arrived in (``_meta``, headers, ambient):
+   the CLIENT span of the request it answers (rule 12) gets an ``answer (routed)`` event and a
+   link to it.
 9. A task (both generations) is an INTERNAL span ``task {tool}`` from its start to its terminal
    status, in a trace of its own linked to the call that made it (``task_trace="child"``: a
    child of that call); status changes are events; ``failed`` is an error by rule 4 (a core
@@ -488,6 +490,16 @@ class _Outbound:
 
     def __init__(self, span: Span) -> None:
         self.span = span
+
+    def event(self, name: str, attributes: dict[str, Any], trace_context: dict[str, str] | None = None) -> None:
+        span = self.span
+        if not span.is_recording():
+            return
+        span.add_event(name, attributes)
+        if trace_context:
+            linked = trace.get_current_span(propagate.extract(trace_context)).get_span_context()
+            if linked.is_valid:
+                span.add_link(linked)
 
     def finish(self, result: dict[str, Any] | None, error: BaseException | None) -> None:
         span = self.span
