@@ -125,7 +125,9 @@ class AuthProxy:
     clients may ask for. ``store``: flow state (memory by default). ``keys``/``sealer``: signing
     and sealing rings (generated for one process by default). ``redirect_allow``: https
     redirect patterns clients may register; ``strict_redirects``: no loopback port exception.
-    ``token_ttl``/``refresh_ttl``: lifetimes in seconds. ``clock``: wall-clock seconds.
+    ``token_ttl``/``refresh_ttl``: lifetimes in seconds. ``client_documents``: take https client
+    ids as client ID metadata documents (``cimd.py``); ``client_documents_private``: fetch them
+    from private addresses too (tests and closed networks only: SSRF). ``clock``: wall-clock seconds.
     """
 
     def __init__(
@@ -144,6 +146,8 @@ class AuthProxy:
         strict_redirects: bool = False,
         token_ttl: float = 300.0,
         refresh_ttl: float = 30 * 86400.0,
+        client_documents: bool = True,
+        client_documents_private: bool = False,
         http: httpx.AsyncClient | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -166,6 +170,8 @@ class AuthProxy:
         self.strict_redirects = strict_redirects
         self.token_ttl = token_ttl
         self.refresh_ttl = refresh_ttl
+        self.client_documents = client_documents
+        self.client_documents_private = client_documents_private
         self.callback_url = self.issuer + "/oauth/callback"
         self._own_http = http is None
         self._http = http
@@ -201,6 +207,7 @@ class AuthProxy:
             "revocation_endpoint_auth_methods_supported": ["none"],
             "scopes_supported": [*self.scopes, "offline_access"],
             "authorization_response_iss_parameter_supported": True,
+            "client_id_metadata_document_supported": self.client_documents,
         }
 
     def resource_server(self, required_scopes: Iterable[str] = (), **options: Any) -> ResourceServer:
@@ -335,12 +342,51 @@ class AuthProxy:
 
     # --- authorize and consent ----------------------------------------------------------------
 
+    async def _client_of(self, client_id: str) -> tuple[dict[str, Any] | None, str]:
+        """The client's record (registered, or its metadata document), or None and why."""
+        from .cimd import is_client_document_url
+
+        if not client_id:
+            return None, "The request names no client."
+        if not is_client_document_url(client_id):
+            record = await self._load(f"cl:{client_id}")
+            return record, "This application is not registered with this server."
+        if not self.client_documents:
+            return None, "This server does not take client ID metadata documents."
+        key = f"cimd:{_digest(client_id)}"
+        record = await self._load(key)
+        if record is not None:
+            return record, ""
+        from .cimd import ClientDocumentError, fetch_client_document
+
+        try:
+            document = await fetch_client_document(
+                self._client(), client_id, allow_private=self.client_documents_private
+            )
+            # Its redirect URIs: loopback, the document's own host over https, or the allowlist.
+            own = f"https://{urlsplit(client_id).netloc}/*"
+            for uri in document["redirect_uris"]:
+                redirects.check_registered(uri, (*self.redirect_allow, own))
+        except (ClientDocumentError, ValueError) as error:
+            return None, f"The client's metadata document was refused: {error}"
+        grants = document.get("grant_types", ["authorization_code"])
+        name = document.get("client_name")
+        record = {
+            "client_id": client_id,
+            "redirect_uris": document["redirect_uris"],
+            "grant_types": grants if isinstance(grants, list) else ["authorization_code"],
+            "client_name": name[:100] if isinstance(name, str) else "",
+            "document": True,
+        }
+        await self._save(key, record, 300.0)
+        return record, ""
+
     async def _authorize(self, scope: Scope, receive: Receive, send: Send) -> None:
         params = _query(scope)
         client_id = params.get("client_id", "")
-        client = await self._load(f"cl:{client_id}") if client_id else None
+        client, problem = await self._client_of(client_id)
         if client is None:
-            await _page(send, 400, "Unknown client", "This application is not registered with this server.")
+            await _page(send, 400, "Unknown client", problem)
             return
         redirect_uri = params.get("redirect_uri")
         if redirect_uri is None and len(client["redirect_uris"]) == 1:
@@ -399,14 +445,17 @@ class AuthProxy:
         e = html.escape
         host = urlsplit(redirect_uri).netloc or redirect_uri
         name = client.get("client_name") or client["client_id"]
+        if client.get("document"):
+            name = f"{name} (described by {urlsplit(client['client_id']).netloc})"
         loopback = urlsplit(redirect_uri).hostname in ("127.0.0.1", "::1", "localhost")
         warning = (
             "<p><strong>It sends you back to this computer:</strong> any program here could be it.</p>"
             if loopback
             else ""
         )
+        unverified = "" if client.get("document") else " (name not verified)"
         body = (
-            f"<p><b>{e(name)}</b> (name not verified) asks to use this server on your behalf, "
+            f"<p><b>{e(name)}</b>{unverified} asks to use this server on your behalf, "
             f"with the scopes <b>{e(' '.join(scopes))}</b>.</p>"
             f"<p>After you sign in at <b>{e(self.upstream.issuer)}</b>, you go back to <b>{e(host)}</b>.</p>"
             f"{warning}"
@@ -591,7 +640,7 @@ class AuthProxy:
         grant = await self._load(f"grant:{record['grant']}")
         if grant is None:
             raise _Refusal("invalid_grant", "the grant is gone")
-        client = await self._load(f"cl:{client_id}")
+        client, _ = await self._client_of(client_id)
         refresh = client is not None and "refresh_token" in client.get("grant_types", ())
         answer, token_record = self._issue(record["grant"], grant, grant["scopes"], refresh)
         if token_record is not None:
