@@ -30,25 +30,11 @@ GAPS_0_1_16: frozenset[str] = frozenset(
     }
 )
 
-# 2026-07-28 through the proxy (stateless fronts use pooled backend connections, questions are
-# replayed one per round: rule 5 of proxy/server.py):
-# - a pooled connection declares sampling and form elicitation for every front and roots only
-#   with roots=, so the backend asks what this client did not declare, and cannot ask roots.
-#   (Pools kept apart by what the front declared pass respect-client-capabilities but fail
-#   sep-2575's two checks instead: the session-era backend then answers a missing capability
-#   the 2025 way, a tool error, where the front owes -32021. Tried and left as it is.)
-# - the backend's questions reach the front one per round under the proxy's keys: the names a
-#   2026-07-28 server gives its questions (SEP-2322 "user_name") and several questions in one
-#   round are lost.
-GAPS_2026_07_28: frozenset[str] = frozenset(
-    {
-        "input-required-result-basic-list-roots: sep-2322-list-roots-incomplete FAILURE",
-        "input-required-result-basic-elicitation: sep-2322-elicitation-incomplete FAILURE",
-        "input-required-result-multiple-input-requests: sep-2322-multiple-inputs-incomplete FAILURE",
-        "input-required-result-ignore-extra-params: sep-2322-ignore-unexpected-params WARNING",
-        "input-required-result-capability-check: sep-2322-respect-client-capabilities FAILURE",
-    }
-)
+# 2026-07-28 through the proxy: clean. (A stateless front's call goes to the in-process backend at
+# 2026-07-28 and its input_required rounds pass through as the backend gave them: question keys,
+# all of a round's questions at once, roots, and the capabilities the front request declared;
+# rule 5 of proxy/server.py.) A gap found later is listed here, and must still fail exactly so.
+GAPS_2026_07_28: frozenset[str] = frozenset()
 
 
 def found(results: dict[str, list[dict[str, object]]]) -> set[str]:

@@ -148,10 +148,21 @@ async def test_a_url_elicitation_reaches_only_a_front_that_declared_url_mode() -
         with pytest.raises(McpError):  # the backend's client refuses a mode its front did not declare
             await asyncio.wait_for(client.call_tool("visit"), BOUND)
     stateless = InMemoryClient(proxy(back), mode="2026-07-28", elicitation_handler=elicit, elicitation_url=True)
-    async with stateless as client:  # 2026-07-28 has no URL elicitation: refused, not forwarded
+    async with stateless as client:  # an input_required round of the backend's, passed through
+        result = await asyncio.wait_for(client.call_tool("visit"), BOUND)
+        assert result.content[0].text == "accept"  # type: ignore[union-attr]
+        assert seen[1]["url"] == "https://example.test/login" and seen[1]["mode"] == "url"
+    async with InMemoryClient(proxy(back), mode="2026-07-28", elicitation_handler=elicit) as client:  # form only
+        with pytest.raises(McpError) as refused:  # (this backend asks anyway; the front client refuses)
+            await asyncio.wait_for(client.call_tool("visit"), BOUND)
+        assert "'url'" in refused.value.message
+    session_backend = InMemoryClient(
+        proxy(back, mode="session"), mode="2026-07-28", elicitation_handler=elicit, elicitation_url=True
+    )
+    async with session_backend as client:  # a backend session behind a stateless front: refused
         with pytest.raises(McpError):
             await asyncio.wait_for(client.call_tool("visit"), BOUND)
-    assert len(seen) == 1
+    assert len(seen) == 2
 
 
 async def test_a_question_the_front_cannot_answer_fails_the_call_cleanly(mode: str) -> None:
@@ -216,7 +227,9 @@ async def test_principal_connections_keep_each_principal_on_its_own() -> None:
     from mcp_sse_server.engine.tokens import AccessToken, current_access_token
 
     back, _ = backend()
-    front = proxy(back, connections="principal", pool=1)
+    # (Backend sessions, so that a call can say which connection served it: a stateless front's
+    # calls to an in-process backend otherwise go at 2026-07-28, a session per request.)
+    front = proxy(back, connections="principal", pool=1, mode="session")
 
     async def served_by(client: InMemoryClient, subject: str | None) -> str:
         token = None if subject is None else AccessToken("https://issuer.test", subject=subject)

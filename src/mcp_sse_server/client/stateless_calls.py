@@ -10,6 +10,8 @@ Rules:
    ``inputRequests`` entry concurrently, and the call is retried with ``inputResponses`` and
    the ``requestState`` as received, at most ``max_input_rounds`` rounds
    (``InputRoundsExceededError``). An unknown ``resultType`` is an error; none means complete.
+   ``request_round`` sends one round and returns its result undriven (a proxy's way to pass
+   the questions on to its own client).
 4. A request whose stream broke before its answer (``StreamLostError``) is sent again once, with
    a new id, except ``tools/call``: it may have side effects, so the caller decides.
 5. With telemetry on, the whole of one such request is one span (``ClientCore._traced_call``);
@@ -29,6 +31,7 @@ from ..engine.jsonrpc import INTERNAL_ERROR, McpError
 from ..engine.protocol import ProgressCallback
 from .core import ClientCore
 from .stateless import (
+    CLIENT_CAPABILITIES_KEY,
     HEADER_MISMATCH,
     UNSUPPORTED_PROTOCOL_VERSION,
     InputRoundsExceededError,
@@ -140,6 +143,32 @@ class StatelessCalls(ClientCore):
             rounds += 1
             stamped = self._stamp(retry, tasks=tasks)
             result = await self._exchange(method, stamped, timeout, on_progress)
+
+    async def request_round(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        capabilities: dict[str, Any] | None = None,
+        timeout: float | bool | None = True,
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any]:
+        """One round of a stateless (2026-07-28) request, not driven: ``params`` (with any
+        ``inputResponses`` and ``requestState``) sent once with the envelope, declaring
+        ``capabilities`` instead of this client's handlers' when given, and the result returned
+        as the server gave it, an ``input_required`` one included (a proxy passes it on to its
+        own client). McpError for an error reply; RuntimeError on a session."""
+        if not self.stateless:
+            raise RuntimeError(f"request_round needs the stateless revision; this client speaks {self.era}")
+        limit = self.request_timeout if timeout is True else (None if timeout is False else timeout)
+        stamped = self._stamp(params)
+        if capabilities is not None:
+            stamped["_meta"][CLIENT_CAPABILITIES_KEY] = capabilities
+        result = await self._exchange(method, stamped, limit, on_progress)
+        kind = result.get("resultType", "complete")
+        if kind not in ("complete", "input_required") or (kind != "complete" and method not in _INPUT_METHODS):
+            raise McpError(INTERNAL_ERROR, f"The server answered {method} with an unrecognised resultType {kind!r}")
+        return result
 
     async def answer_inputs(self, requests: dict[str, Any]) -> dict[str, Any]:
         """Answers to a result's ``inputRequests`` (by key) from this client's handlers,

@@ -23,6 +23,10 @@ Rules:
 6. A result comes back without what a 2026-07-28 backend stamps for its own client
    (``resultType``, ``ttlMs``, ``cacheScope``, the ``io.modelcontextprotocol/`` keys of
    ``_meta``): the front stamps its own, for its own client.
+7. ``round`` makes one round of a call on a stateless connection and returns an
+   ``input_required`` result as the backend gave it (its question keys, all its questions,
+   its ``requestState``), declaring the capabilities the front request declared: the proxy
+   passes the round on to its own client (proxy/server.py rule 5).
 """
 
 from __future__ import annotations
@@ -196,17 +200,41 @@ class Backend:
     ) -> dict[str, Any]:
         """Forward one request; McpError as the backend answered, BackendUnavailable (rule 2)."""
         client = self._client or await self.client()
+        result = await self._guarded(client, client.request(method, params, on_progress=on_progress))
+        if "resultType" in result or "_meta" in result:
+            return _own_result(result)
+        return result
+
+    async def round(
+        self,
+        method: str,
+        params: dict[str, Any],
+        capabilities: dict[str, Any],
+        on_progress: ProgressCallback | None = None,
+    ) -> dict[str, Any] | None:
+        """One round of a call on a stateless connection, declaring ``capabilities`` (rule 7):
+        the backend's ``input_required`` result as it gave it, or its complete result as
+        ``request`` returns it; None when this connection is a session (use ``request``)."""
+        client = self._client or await self.client()
+        if not client.stateless:
+            return None
+        sent = client.request_round(method, params, capabilities=capabilities, timeout=None, on_progress=on_progress)
+        result = await self._guarded(client, sent)
+        if result.get("resultType") == "input_required":
+            return result
+        return _own_result(result)
+
+    async def _guarded(self, client: McpClient, sent: Awaitable[dict[str, Any]]) -> dict[str, Any]:
+        """The result of ``sent``, a request on ``client``; a failure of the connection itself
+        as BackendUnavailable (rule 2)."""
         try:
-            result = await client.request(method, params, on_progress=on_progress)
+            return await sent
         except McpError as error:
             if isinstance(error, ConnectionError) or (error.code == CONNECTION_CLOSED and _closed(client)):
                 raise self._lost(client, error) from None
             raise
         except (OSError, EOFError, RuntimeError) as error:  # (what the transports raise when the peer is gone)
             raise self._lost(client, error) from error
-        if "resultType" in result or "_meta" in result:
-            return _own_result(result)
-        return result
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification on the live connection; nothing when there is none."""

@@ -38,12 +38,20 @@ Rules:
    request restarts it, with backoff (``backend.py``). No traceback ever reaches the front.
 5. Questions (sampling, elicitation, roots) the backend asks go to the front session its
    connection serves, tied to the one call in flight when there is exactly one. Behind a
-   stateless front the question becomes the front's ``input_required`` round: the backend call
-   is cancelled and, on the retry, made again from the start, its questions answered in order
-   from the retry's answers (replay: side effects before a question repeat). A pooled
-   connection (any stateless front's) answers roots/list with ``roots=`` and declares no roots
-   without it: a backend may ask for roots right after its handshake, outside any call, and
-   no front request could answer that.
+   stateless front, a stateless backend connection (an in-process backend's always, a
+   URL's or command's when it speaks 2026-07-28) passes its rounds through: the call declares
+   the capabilities the front request declared, the backend's ``input_required`` result
+   reaches the front as it gave it (its question keys, all of one round's questions at once),
+   its ``requestState`` kept inside the front's own sealed state, and the front's retry
+   sends the backend the client's ``inputResponses`` and that state: any pooled connection
+   continues the call, and a backend that needs a capability the front did not declare says
+   -32021 itself. With ``roots=`` the proxy declares roots and answers roots/list itself.
+   A session connection behind a stateless front turns its question into the front's
+   ``input_required`` round: the backend call is cancelled and, on the retry, made again
+   from the start, its questions answered in order from the retry's answers (replay: side
+   effects before a question repeat). A pooled connection answers roots/list with ``roots=``
+   and declares no roots without it: a backend session may ask for roots right after its
+   handshake, outside any call, and no front request could answer that.
 6. Notifications: a session's backend sends its list changes, resource updates and
    ``elicitation/complete`` to that session (updates only for URIs it subscribed); its logs go
    through the front session's level (the backend is asked for every level). The control
@@ -71,7 +79,7 @@ from ..engine.registry import Pager, params_str
 from ..engine.server import McpServer
 from ..engine.session import ServerSession
 from ..engine.stateless import InputRequired, RequestSession
-from ..engine.stateless_meta import MirroredHeader, mirrored_headers
+from ..engine.stateless_meta import TASKS_EXTENSION, MirroredHeader, mirrored_headers
 from ..engine.transports import is_url
 from ..engine.types import CallToolResult
 from .backend import FIRST_DELAY, Backend, BackendUnavailable, ClientFactory
@@ -88,6 +96,10 @@ MAX_PAGES: Final = 100
 Connections = Literal["session", "pooled", "principal"]
 
 _KEPT_META: Final = ("traceparent", "tracestate", "baggage")
+# Where a stateless front's sealed requestState keeps the backend's round (rule 5): its
+# requestState and the answers the proxy gave itself (roots=).
+_HELD: Final = "io.github.mcp-sse-server/proxy-round"
+_OWN_ROUNDS: Final = 10  # the most rounds a proxy answers itself (roots=, state only) in one front round
 _TRACE_KEYS: Final = frozenset(_KEPT_META)
 _FRONT_KEYS: Final = ("_meta", "inputResponses", "requestState", "task")
 _ASKED_CAPABILITY: Final = {
@@ -204,6 +216,7 @@ class ProxyServer(McpServer):
         mode: str = "auto",
         roots: Sequence[Mapping[str, Any]] | None = None,
         first_delay: float | None = None,
+        round_mode: str | None = None,
     ) -> None:
         super().__init__(name, page_size=page_size)
         if connections not in ("session", "pooled", "principal"):
@@ -213,6 +226,9 @@ class ProxyServer(McpServer):
         self.factory = factory
         self.connections: Connections = connections
         self.mode = mode
+        # The era of the pooled connections that serve stateless fronts (rule 5): a stateless one
+        # passes the backend's rounds on as they are (default: ``mode``).
+        self.round_mode = mode if round_mode is None else round_mode
         self.roots = None if roots is None else [dict(root) for root in roots]
         self._pager = Pager(page_size)
         self.first_delay = FIRST_DELAY if first_delay is None else first_delay  # backend.py rule 3
@@ -220,8 +236,11 @@ class ProxyServer(McpServer):
         self._control = self._backend(_EVERY_CAPABILITY, on_notification=self._control_notified)
         self.pool = pool
         self._pool = _Pool(self._pooled_backend, pool)
-        # connections="principal": a pool of each token principal's own (None: no token).
-        self._pools: dict[tuple[str, str | None, str | None] | None, _Pool] = {}
+        # Stateless fronts': the same pool unless their connections are of another era.
+        self._round_pool = self._pool if self.round_mode == mode else _Pool(self._round_backend, pool)
+        # connections="principal": a pool of each token principal's own (None: no token), and
+        # whether it serves stateless fronts.
+        self._pools: dict[tuple[bool, tuple[str, str | None, str | None] | None], _Pool] = {}
         self._fronts: dict[ServerSession, tuple[Backend, _Front]] = {}
         self._closing: set[asyncio.Task[None]] = set()
         # Where change notifications are announced, and the URIs they name as the front knows
@@ -290,8 +309,11 @@ class ProxyServer(McpServer):
             first_delay=self.first_delay,
         )
 
-    def _pooled_backend(self) -> Backend:
-        backend = self._backend(_EVERY_CAPABILITY, on_notification=None)
+    def _round_backend(self) -> Backend:
+        return self._pooled_backend(self.round_mode)
+
+    def _pooled_backend(self, mode: str | None = None) -> Backend:
+        backend = self._backend(_EVERY_CAPABILITY, on_notification=None, mode=mode)
         backend.roots = self.roots
         backend.on_log = self._pooled_log(backend)
         return backend
@@ -306,12 +328,15 @@ class ProxyServer(McpServer):
 
         return log
 
-    def _principal_pool(self, context: RequestContext) -> _Pool:
+    def _pool_for(self, context: RequestContext, stateless: bool) -> _Pool:
+        """The pool a call leases its connection from (rule 1)."""
+        if self.connections != "principal":
+            return self._round_pool if stateless else self._pool
         token = context.auth
-        principal = None if token is None else token.principal
-        pool = self._pools.get(principal)
+        key = (stateless and self._round_pool is not self._pool, None if token is None else token.principal)
+        pool = self._pools.get(key)
         if pool is None:
-            pool = self._pools[principal] = _Pool(self._pooled_backend, self.pool)
+            pool = self._pools[key] = _Pool(self._round_backend if key[0] else self._pooled_backend, self.pool)
         return pool
 
     def _session_backend(self, session: ServerSession) -> tuple[Backend, _Front]:
@@ -350,7 +375,7 @@ class ProxyServer(McpServer):
             await backend.close()
         for closing in list(self._closing):  # (those of sessions that ended before)
             await closing
-        for pool in (self._pool, *self._pools.values()):
+        for pool in {self._pool, self._round_pool, *self._pools.values()}:
             await pool.close()
         await self._control.close()
 
@@ -489,30 +514,86 @@ class ProxyServer(McpServer):
                 return await backend.request(method, params, on_progress)
             finally:
                 front.calls.remove(context)
-        pool = self._pool if self.connections != "principal" else self._principal_pool(context)
+        stateless = isinstance(session, RequestSession)
+        pool = self._pool_for(context, stateless)
         backend = await pool.lease()
         front = _Front(session)
         front.calls.append(context)
         backend.asker = front.ask
-        if isinstance(session, RequestSession):
-            front.waiting = asyncio.current_task()
-            _WAITING.set(front.waiting)
         try:
-            result = await backend.request(method, params, on_progress)
-        except BaseException:
-            # (Once asked, whatever ended the call, our cancellation or the refusal the question
-            # ended in, ends this round: rule 5.)
-            if not front.asked:
-                raise
-            waiting = front.waiting
-            if waiting is not None and waiting.cancelling():
-                waiting.uncancel()
-            raise InputRequired from None
+            if stateless:
+                passed = await self._pass_round(backend, method, params, context, on_progress)
+                if passed is not None:
+                    return passed
+                # A session behind a stateless front: its questions replayed (rule 5).
+                front.waiting = asyncio.current_task()
+                _WAITING.set(front.waiting)
+            try:
+                result = await backend.request(method, params, on_progress)
+            except BaseException:
+                # (Once asked, whatever ended the call, our cancellation or the refusal the question
+                # ended in, ends this round: rule 5.)
+                if not front.asked:
+                    raise
+                waiting = front.waiting
+                if waiting is not None and waiting.cancelling():
+                    waiting.uncancel()
+                raise InputRequired from None
         finally:
             pool.release(backend)
         if front.asked:  # (the backend answered the refusal with a result of its own)
             raise InputRequired
         return result
+
+    async def _pass_round(
+        self,
+        backend: Backend,
+        method: str,
+        params: dict[str, Any],
+        context: RequestContext,
+        on_progress: _ProgressRelay | None,
+    ) -> dict[str, Any] | None:
+        """A stateless front's call on a stateless backend connection: its rounds passed through
+        (rule 5); None when the connection is a session."""
+        session = context.session
+        held = session.answers.get(_HELD)
+        state: Any = None
+        responses = dict(session.responses)
+        if isinstance(held, dict):  # a continuation: the round this front client answers
+            state = held.get("state")
+            own = held.get("answers")
+            if isinstance(own, dict):
+                responses = {**own, **responses}
+        capabilities = _declared(session.client_capabilities, roots=self.roots is not None)
+        sent = dict(params)
+        for rounds in range(_OWN_ROUNDS):
+            if responses:
+                sent["inputResponses"] = responses
+            if state is not None:
+                sent["requestState"] = state
+            result = await backend.round(method, sent, capabilities, on_progress)
+            if result is None or result.get("resultType") != "input_required":
+                return result
+            requests = result.get("inputRequests") or {}
+            if not isinstance(requests, dict):
+                raise McpError(INTERNAL_ERROR, f"Backend {self.name} answered {method} with malformed inputRequests")
+            state = result.get("requestState")
+            sent.pop("inputResponses", None)
+            sent.pop("requestState", None)
+            # Roots the proxy was given answer the backend's roots/list itself; the rest are the
+            # front client's to answer, under the backend's keys, all in one round.
+            responses = {
+                key: {"roots": self.roots} for key, asked in requests.items() if _lists_roots(asked, self.roots)
+            }
+            questions = {key: asked for key, asked in requests.items() if key not in responses}
+            if questions:
+                session.questions.update(questions)
+                # (Sealed into the front's requestState, so its continuation resumes this call.)
+                session.answers = {_HELD: {"state": state, "answers": responses}}
+                raise InputRequired
+            if not responses:  # only state: the backend is still working; give it a moment
+                await asyncio.sleep(min(0.05 * (rounds + 1), 0.25))
+        raise McpError(INTERNAL_ERROR, f"Backend {self.name} still needed input after {_OWN_ROUNDS} rounds")
 
 
 class _ProgressRelay:
@@ -554,6 +635,22 @@ def _forwarded(params: dict[str, Any]) -> dict[str, Any]:
     if isinstance(meta, dict) and not _TRACE_KEYS.isdisjoint(meta):
         out["_meta"] = {key: meta[key] for key in _KEPT_META if key in meta}
     return out
+
+
+def _declared(capabilities: dict[str, Any] | None, *, roots: bool) -> dict[str, Any]:
+    """What a stateless backend round declares: the front request's client capabilities, less
+    the Tasks extension (rule 7), plus roots when the proxy answers them (``roots=``)."""
+    declared = dict(capabilities or {})
+    extensions = declared.get("extensions")
+    if isinstance(extensions, dict) and TASKS_EXTENSION in extensions:
+        declared["extensions"] = {key: value for key, value in extensions.items() if key != TASKS_EXTENSION}
+    if roots:
+        declared["roots"] = {}
+    return declared
+
+
+def _lists_roots(asked: Any, roots: list[dict[str, Any]] | None) -> bool:
+    return roots is not None and isinstance(asked, dict) and asked.get("method") == "roots/list"
 
 
 def _without(entry: dict[str, Any], key: str) -> dict[str, Any]:
@@ -638,15 +735,24 @@ def proxy(
     target that is none of the forms.
     """
     factory = client_factory(target)
+    round_mode = None
     if isinstance(target, McpServer) and mode == "auto":
         # In this process a session is the cheaper way in (no envelope stamped and read per
-        # call), and nothing scales out behind an in-process backend: rule 1.
-        mode = "session"
+        # call), and nothing scales out behind an in-process backend: rule 1. Stateless fronts'
+        # calls speak its stateless revision, whose rounds pass through as they are (rule 5).
+        mode, round_mode = "session", "2026-07-28"
     if name is None:
         configured = getattr(target, "name", None) if not isinstance(target, str | McpServer) else None
         if isinstance(target, Mapping):
             configured = target.get("name")
         name = configured if isinstance(configured, str) and configured else "proxy"
     return ProxyServer(
-        factory, name=name, connections=connections, pool=pool, page_size=page_size, mode=mode, roots=roots
+        factory,
+        name=name,
+        connections=connections,
+        pool=pool,
+        page_size=page_size,
+        mode=mode,
+        roots=roots,
+        round_mode=round_mode,
     )
