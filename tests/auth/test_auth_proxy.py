@@ -392,3 +392,24 @@ async def test_the_allow_policy_refuses_a_user_it_does_not_name() -> None:
         client_id = await client_of(proxied)
         back = await sign_in(proxied, client_id, secrets.token_urlsafe(48))
     assert back["error"] == "access_denied" and back["state"] == "client-state" and "code" not in back
+
+
+async def test_a_denied_consent_goes_back_as_access_denied(proxied: Proxied) -> None:
+    client_id = await client_of(proxied)
+    browser = Browser(decision="deny")
+    back = await browser.walk(authorize_url(proxied, client_id, "v" * 43), REDIRECT)
+    await browser.aclose()
+    assert back == {"error": "access_denied", "state": "client-state", "iss": proxied.issuer}
+    assert browser.upstream_url is None  # the user never went to the IdP
+
+
+async def test_an_idp_answer_naming_another_issuer_is_refused(proxied: Proxied) -> None:
+    """Mix-up (RFC 9207): the callback's ``iss`` must be the IdP this sign-in went to."""
+    client_id = await client_of(proxied)
+    browser = Browser()
+    callback = proxied.issuer + "/oauth/callback"
+    answer = await browser.walk(authorize_url(proxied, client_id, "v" * 43), callback)
+    assert answer["iss"] == proxied.op.issuer  # oidc-provider sends it
+    refused = await browser.http.get(callback, params={**answer, "iss": "https://evil.example"})
+    await browser.aclose()
+    assert refused.status_code == 400 and "location" not in refused.headers

@@ -9,6 +9,7 @@ import asyncio
 import base64
 import hashlib
 import secrets
+import socket
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlencode
@@ -18,7 +19,7 @@ import pytest
 
 from fixtures.auth_proxy import Browser, proxied_endpoint
 from fixtures.redis_server import RedisServer
-from mcp_sse_server.auth.proxy import AuthProxy, RedisProxyStore, Sealer, SigningKeys
+from mcp_sse_server.auth.proxy import AuthProxy, RedisProxyStore, Sealer, SigningKeys, Upstream
 
 redis_asyncio = pytest.importorskip("redis.asyncio")
 
@@ -137,3 +138,48 @@ async def test_a_sign_in_started_on_one_worker_finishes_on_another(store: RedisP
             assert reply.status_code == 200
         await b.aclose()
     assert transport.hits == ["/oauth/callback", "/oauth/token"]
+
+
+def offline_upstream() -> Upstream:
+    return Upstream(
+        issuer="https://idp.example",
+        client_id="c",
+        client_secret="s",
+        authorization_endpoint="https://idp.example/authorize",
+        token_endpoint="https://idp.example/token",
+    )
+
+
+async def test_a_shared_store_needs_shared_keys(store: RedisProxyStore) -> None:
+    with pytest.raises(ValueError, match="shared keys"):
+        AuthProxy(
+            issuer="https://mcp.example", resource="https://mcp.example/mcp", upstream=offline_upstream(), store=store
+        )
+
+
+async def test_redis_out_of_reach_is_503_not_500() -> None:
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))
+        port = closed.getsockname()[1]
+    client = redis_asyncio.Redis(port=port, socket_connect_timeout=1)
+    proxy = AuthProxy(
+        issuer="https://mcp.example",
+        resource="https://mcp.example/mcp",
+        upstream=offline_upstream(),
+        store=RedisProxyStore(client),
+        keys=SigningKeys.generate(),
+        sealer=Sealer.generate(),
+    )
+
+    async def nothing(scope: Any, receive: Any, send: Any) -> None:
+        raise AssertionError("not the proxy's")
+
+    transport = httpx.ASGITransport(app=proxy.wrap(nothing))
+    async with httpx.AsyncClient(transport=transport, base_url="https://mcp.example") as http:
+        registered = await http.post("/oauth/register", json={"redirect_uris": [REDIRECT]})
+        redeemed = await http.post(
+            "/oauth/token", data={"grant_type": "authorization_code", "client_id": "x", "code": "y"}
+        )
+    await client.aclose()
+    assert registered.status_code == 503 and registered.headers["retry-after"] == "1"
+    assert redeemed.status_code == 503

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from .keys import Sealer, SigningKeys
 from .server import AuthProxy
-from .store import MemoryProxyStore, ProxyStore
+from .store import MemoryProxyStore, ProxyStore, ProxyStoreUnavailable
 from .upstream import Upstream, UpstreamError
 
 if TYPE_CHECKING:
@@ -34,6 +34,7 @@ __all__ = [
     "AuthProxy",
     "MemoryProxyStore",
     "ProxyStore",
+    "ProxyStoreUnavailable",
     "RedisProxyStore",
     "Sealer",
     "SigningKeys",

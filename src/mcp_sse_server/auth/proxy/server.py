@@ -61,7 +61,7 @@ import orjson
 from ..providers.policy import AllowPolicy
 from . import redirects
 from .keys import Sealer, SigningKeys
-from .store import MemoryProxyStore, ProxyStore
+from .store import MemoryProxyStore, ProxyStore, ProxyStoreUnavailable
 from .upstream import Upstream, UpstreamError
 
 if TYPE_CHECKING:
@@ -164,6 +164,11 @@ class AuthProxy:
         self.allow = allow if allow is not None else AllowPolicy(())
         self.scopes = tuple(scopes)
         self.store: ProxyStore = store if store is not None else MemoryProxyStore()
+        if not isinstance(self.store, MemoryProxyStore) and (keys is None or sealer is None):
+            # Keys made here would differ per worker: a step reaching another one would fail.
+            raise ValueError(
+                "a shared store needs shared keys: give keys= and sealer= (MCP_AUTH_SIGNING_KEYS, MCP_AUTH_SECRETS)"
+            )
         self.keys = keys if keys is not None else SigningKeys.generate()
         self.sealer = sealer if sealer is not None else Sealer.generate()
         self.redirect_allow = tuple(redirect_allow)
@@ -235,11 +240,33 @@ class AuthProxy:
             if scope["type"] == "http":
                 handler = self._routes.get((scope["method"], scope["path"]))
                 if handler is not None:
-                    await handler(scope, receive, send)
+                    await self._serve(handler, scope, receive, send)
                     return
             await app(scope, receive, send)
 
         return serve
+
+    async def _serve(
+        self, handler: Callable[[Scope, Receive, Send], Awaitable[None]], scope: Scope, receive: Receive, send: Send
+    ) -> None:
+        """``handler``, answering 503 when the store is out of reach before anything was sent."""
+        started = False
+
+        async def sending(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = True
+            await send(message)
+
+        try:
+            await handler(scope, receive, sending)
+        except ProxyStoreUnavailable as error:
+            logger.warning("auth proxy: %s", error)
+            if started:
+                raise
+            body = b'{"error":"temporarily_unavailable"}'
+            headers = [(b"content-type", b"application/json"), (b"retry-after", b"1"), (b"cache-control", b"no-store")]
+            await send({"type": "http.response.start", "status": 503, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
 
     async def upstream_token(self, token: AccessToken) -> str | None:
         """The IdP's access token of the grant ``token`` (one of ours) was issued under, for a tool

@@ -15,7 +15,11 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["MemoryProxyStore", "ProxyStore"]
+__all__ = ["MemoryProxyStore", "ProxyStore", "ProxyStoreUnavailable"]
+
+
+class ProxyStoreUnavailable(Exception):
+    """The store cannot be reached: the step is refused with 503, never half done."""
 
 
 class ProxyStore(Protocol):
