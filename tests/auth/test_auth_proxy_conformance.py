@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import socket
 
 import httpx
@@ -72,5 +73,6 @@ async def test_the_conformance_authorization_scenarios_pass_against_the_proxy() 
     log = "".join(output)
     assert delivered == [200], log
     assert process.returncode == 0, log
-    assert "✓ authorization-server-metadata-endpoint: 1 passed, 0 failed" in log, log
-    assert "✓ authorization-code-grant: 1 passed, 0 failed" in log, log
+    for scenario in ("authorization-server-metadata-endpoint", "authorization-code-grant"):
+        assert re.search(rf"✓ {scenario}: [1-9]\d* passed, 0 failed", log), log
+    assert re.search(r"Total: \d+ passed, 0 failed", log), log

@@ -42,7 +42,7 @@ Rules (the digest's RS-1 to RS-9; RFC 9728, RFC 6750):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -65,12 +65,16 @@ class ResourceServer:
     what the metadata lists (the required ones by default); ``resource_name``
     is a human-readable name for it; ``root_metadata`` also serves the metadata
     at the root form of its URL; ``implies`` maps a scope to those it grants too;
-    ``dpop``: DPoP-bound tokens (rule 6; None: off).
+    ``dpop``: DPoP-bound tokens (rule 6; None: off). ``authorization_routes``: when this server
+    is its own authorization server (the OAuth proxy, ``auth/proxy``), what wraps the HTTP app to
+    serve its endpoints beside the MCP endpoint, outside the Origin check (they are visited by
+    browsers, and defend themselves); None: none.
     """
 
     __slots__ = (
         "_expanded",
         "_implied",
+        "authorization_routes",
         "authorization_servers",
         "dpop",
         "dpop_origin",
@@ -96,6 +100,7 @@ class ResourceServer:
         root_metadata: bool = True,
         implies: Mapping[str, Iterable[str]] | None = None,
         dpop: DPoP | None = None,
+        authorization_routes: Callable[[Any], Any] | None = None,
     ) -> None:
         parts = urlsplit(resource)
         if parts.scheme not in ("https", "http") or not parts.netloc or parts.fragment:
@@ -116,6 +121,7 @@ class ResourceServer:
         self._implied = _closure(implies or {})
         self._expanded: dict[frozenset[str], frozenset[str]] = {}
         self.dpop = dpop
+        self.authorization_routes = authorization_routes
         self.dpop_origin = ""
         if dpop is not None:
             from .dpop import origin_of

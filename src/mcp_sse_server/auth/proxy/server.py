@@ -217,7 +217,9 @@ class AuthProxy:
 
     def resource_server(self, required_scopes: Iterable[str] = (), **options: Any) -> ResourceServer:
         """The ``ResourceServer`` that accepts our tokens only (issuer ours, audience the resource,
-        ES256 over our own key set, ``typ at+jwt``); ``options`` go to ``ResourceServer``."""
+        ES256 over our own key set, ``typ at+jwt``), and serves the proxy's endpoints beside the MCP
+        endpoint (``McpHttpApp(settings=HttpSettings(auth=...))``); ``options`` go to
+        ``ResourceServer``."""
         from ..jwt_verifier import JwtVerifier
         from ..resource import ResourceServer
 
@@ -229,6 +231,7 @@ class AuthProxy:
             accepted_types=("at+jwt",),
         )
         options.setdefault("scopes_supported", self.scopes)
+        options.setdefault("authorization_routes", self.wrap)
         return ResourceServer(
             self.resource, [self.issuer], verifier=verifier, required_scopes=required_scopes, **options
         )

@@ -156,6 +156,10 @@ class McpHttpApp:
             endpoint = BearerMiddleware(endpoint, auth, self.path, also=guarded)
         self.auth = auth
         self._stack: ASGIApp = OriginHostMiddleware(endpoint, self.policy)
+        if auth is not None and auth.authorization_routes is not None:
+            # An authorization server of our own (the OAuth proxy): its pages are visited by browsers
+            # (Origin: our own site), so it sits outside the Origin check, with defences of its own.
+            self._stack = auth.authorization_routes(self._stack)
         # Telemetry (engine/observe.py): the server's observer, or a factory's (one whose servers
         # have telemetry: telemetry.setup.Instrumented) for the peer, the trace headers, refusals.
         self.observer: Observer | None = (
