@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from fixtures.conformance_server import build_server
-from mcp_sse_server import McpError
+from mcp_sse_server import CallToolResult, McpError, McpServer, Tool
 from mcp_sse_server.client import InMemoryClient
 from mcp_sse_server.proxy import ProxyServer, proxy
+from mcp_sse_server.transport.http import McpHttpServer
 
 BOUND = 30.0  # catches hangs only
 ROOT = {"uri": "file:///front/root", "name": "front"}
@@ -122,3 +123,31 @@ async def test_request_round_needs_the_stateless_revision() -> None:
     async with InMemoryClient(build_server(), mode="session") as client:
         with pytest.raises(RuntimeError):
             await client.request_round("tools/call", {"name": "test_simple_text", "arguments": {}})
+
+
+async def test_a_round_on_a_url_backend_sends_the_mcp_param_headers_its_tool_needs() -> None:
+    # The pooled connection never listed the tools: the backend's -32020 makes it list them and
+    # send the round again, as any request of the client is (client/stateless_calls.py rule 2).
+    back = McpServer("regional", "1.0.0")
+    schema = {"type": "object", "properties": {"region": {"type": "string", "x-mcp-header": "Region"}}}
+
+    async def where(arguments: dict[str, Any], context: Any) -> CallToolResult:
+        answer = await context.session.elicit("Sure?", {"type": "object", "properties": {"ok": {"type": "boolean"}}})
+        return CallToolResult.text(f"{arguments['region']}: {answer.action}")
+
+    back.add_tool(Tool("where", schema, where))
+    http = await McpHttpServer.bind(back, port=0)
+    front = proxy(http.endpoint)
+    try:
+        async with InMemoryClient(front, mode="2026-07-28") as client:
+            params = {"name": "where", "arguments": {"region": "eu-west"}}
+            caps = {"elicitation": {"form": {}}}
+            asked = await asyncio.wait_for(client.request_round("tools/call", params, capabilities=caps), BOUND)
+            assert [request["method"] for request in asked["inputRequests"].values()] == ["elicitation/create"]
+            key = next(iter(asked["inputRequests"]))
+            retry = {**params, "inputResponses": {key: {"action": "accept"}}, "requestState": asked["requestState"]}
+            done = await asyncio.wait_for(client.request_round("tools/call", retry, capabilities=caps), BOUND)
+            assert text(done) == "eu-west: accept"
+    finally:
+        await front.close()
+        await http.close(deadline=1)

@@ -63,17 +63,25 @@ class StatelessCalls(ClientCore):
         on_progress: ProgressCallback | None,
         *,
         tasks: bool = False,
+        capabilities: dict[str, Any] | None = None,
+        driven: bool = True,
     ) -> dict[str, Any]:
         """One request of the stateless revision, driven to its complete result (rules 1-4);
-        ``tasks``: declaring the Tasks extension, so that a task is a result too."""
+        ``tasks``: declaring the Tasks extension, so that a task is a result too;
+        ``capabilities``: declared instead of the handlers'; not ``driven``: its first result
+        returned as it came (``request_round``)."""
         retried_version = retried_headers = reissued = False
         while True:
             try:
                 stamped = self._stamp(params, tasks=tasks)
+                if capabilities is not None:
+                    stamped["_meta"][CLIENT_CAPABILITIES_KEY] = capabilities
                 if self._hooks is None:  # the hot path, without _exchange's call (core.py, rule 4)
                     result = await self.transport.request(self._live(), method, stamped, timeout, on_progress)
                 else:
                     result = await self._exchange(method, stamped, timeout, on_progress)
+                if not driven:
+                    return _one_round(method, result)
                 return await self._complete(method, params, result, timeout, on_progress, tasks=tasks)
             except StreamLostError:
                 # The stream broke before the answer and nothing resumes it: send the request
@@ -157,18 +165,14 @@ class StatelessCalls(ClientCore):
         ``inputResponses`` and ``requestState``) sent once with the envelope, declaring
         ``capabilities`` instead of this client's handlers' when given, and the result returned
         as the server gave it, an ``input_required`` one included (a proxy passes it on to its
-        own client). McpError for an error reply; RuntimeError on a session."""
+        own client). Retried as any request is (rules 2 and 4); McpError for an error reply;
+        RuntimeError on a session."""
         if not self.stateless:
             raise RuntimeError(f"request_round needs the stateless revision; this client speaks {self.era}")
         limit = self.request_timeout if timeout is True else (None if timeout is False else timeout)
-        stamped = self._stamp(params)
-        if capabilities is not None:
-            stamped["_meta"][CLIENT_CAPABILITIES_KEY] = capabilities
-        result = await self._exchange(method, stamped, limit, on_progress)
-        kind = result.get("resultType", "complete")
-        if kind not in ("complete", "input_required") or (kind != "complete" and method not in _INPUT_METHODS):
-            raise McpError(INTERNAL_ERROR, f"The server answered {method} with an unrecognised resultType {kind!r}")
-        return result
+        return await self._stateless_request(
+            method, params, limit, on_progress, capabilities=capabilities, driven=False
+        )
 
     async def answer_inputs(self, requests: dict[str, Any]) -> dict[str, Any]:
         """Answers to a result's ``inputRequests`` (by key) from this client's handlers,
@@ -201,3 +205,11 @@ class StatelessCalls(ClientCore):
                 self, method, params, lambda sent: self._stateless_request(method, sent, limit, None, tasks=True)
             )
         return await self._stateless_request(method, params, limit, None, tasks=True)
+
+
+def _one_round(method: str, result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` of one undriven round, when its ``resultType`` is one it may have (rule 3)."""
+    kind = result.get("resultType", "complete")
+    if kind != "complete" and (kind != "input_required" or method not in _INPUT_METHODS):
+        raise McpError(INTERNAL_ERROR, f"The server answered {method} with an unrecognised resultType {kind!r}")
+    return result
