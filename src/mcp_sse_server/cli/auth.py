@@ -32,6 +32,18 @@ Rules:
    ``--auth-introspection-url`` are not given. ``--auth-allow RULE`` (repeatable; with a
    provider) admits only whom a rule matches (``user:``, ``email:``, ``domain:``, ``group:``,
    ``role:``, ``org:``, ``tenant:``, ``claim:NAME=VALUE``).
+7. ``--auth-proxy PRESET`` makes this server the authorization server its clients see, in front
+   of the identity provider at ``--auth-issuer`` (``auth/proxy``, docs/auth-proxy.md): clients
+   register here (or name a metadata document), the user signs in at the IdP as
+   ``--auth-upstream-client-id`` (its secret in the variable ``--auth-upstream-client-secret-env``
+   names; ``--auth-upstream-scope`` asked, ``openid email profile`` by default), and clients get
+   this server's own tokens for ``--auth-scope`` (``mcp:tools`` by default), the IdP's staying
+   here. Register ``{origin of the resource}/oauth/callback`` at the IdP. ``--auth-allow`` applies
+   at sign-in. ``--auth-redirect-allow URI`` (repeatable; ``*`` at the end for a prefix) lets
+   clients register https redirect URIs beyond loopback. Keys: ``MCP_AUTH_SIGNING_KEYS`` (a JWKS
+   file of private ES256 keys) and ``MCP_AUTH_SECRETS`` (sealing secrets), required with a Redis
+   backend or several workers (every worker must sign and unseal alike); the flow state lives in
+   that Redis, so any worker serves any step.
 """
 
 from __future__ import annotations
@@ -96,6 +108,33 @@ def auth_options(command: _F) -> _F:
             "org:, tenant:, claim:NAME=VALUE; repeatable, any rule admits).",
         ),
         click.option(
+            "--auth-proxy",
+            metavar="PRESET",
+            help="Be the authorization server clients see, in front of the identity provider at --auth-issuer "
+            "(an OpenID provider: oidc, keycloak, auth0, okta): clients get this server's own tokens.",
+        ),
+        click.option(
+            "--auth-upstream-client-id", metavar="ID", help="With --auth-proxy: this server's client id at the IdP."
+        ),
+        click.option(
+            "--auth-upstream-client-secret-env",
+            metavar="VAR",
+            help="With --auth-proxy: the environment variable holding this server's client secret at the IdP.",
+        ),
+        click.option(
+            "--auth-upstream-scope",
+            multiple=True,
+            metavar="SCOPE",
+            help="With --auth-proxy: a scope asked of the IdP (repeatable; openid email profile by default).",
+        ),
+        click.option(
+            "--auth-redirect-allow",
+            multiple=True,
+            metavar="URI",
+            help="With --auth-proxy: an https redirect URI clients may register (repeatable; a trailing * for a "
+            "prefix). Loopback ones always may.",
+        ),
+        click.option(
             "--auth-dpop",
             type=click.Choice(["off", "allowed", "required"]),
             help="DPoP-bound tokens (RFC 9449): off (the default), allowed beside bearer tokens, or required.",
@@ -130,6 +169,11 @@ class AuthSettings:
     auth_scope: tuple[str, ...] = ()
     auth_provider: str | None = None
     auth_allow: tuple[str, ...] = ()
+    auth_proxy: str | None = None
+    auth_upstream_client_id: str | None = None
+    auth_upstream_client_secret_env: str | None = None
+    auth_upstream_scope: tuple[str, ...] = ()
+    auth_redirect_allow: tuple[str, ...] = ()
     auth_dpop: str | None = None
     auth_dpop_replay: str | None = None
     auth_dpop_nonce_secret_env: str | None = None
@@ -165,6 +209,16 @@ class AuthSettings:
 
         if not self.auth_issuer:
             raise click.UsageError("--auth-* options need --auth-issuer: the authorization server clients are sent to")
+        if self.auth_proxy is not None:
+            return self._proxy_server(endpoint, derivable, os.environ if environ is None else environ, backend, workers)
+        upstream_options = (
+            self.auth_upstream_client_id,
+            self.auth_upstream_client_secret_env,
+            self.auth_upstream_scope,
+            self.auth_redirect_allow,
+        )
+        if any(upstream_options):
+            raise click.UsageError("--auth-upstream-* and --auth-redirect-allow go with --auth-proxy")
         if self.auth_provider is not None:
             return self._provider_server(endpoint, derivable, environ, backend, workers)
         if self.auth_allow:
@@ -246,6 +300,98 @@ class AuthSettings:
                 dpop=self._dpop(env, backend, workers),
                 warn=lambda message: click.echo(f"Warning: {message}", err=True),
             )
+        except ValueError as error:
+            raise click.UsageError(str(error)) from error
+
+    def _proxy_server(
+        self, endpoint: str, derivable: bool, environ: Mapping[str, str], backend: str | None, workers: int
+    ) -> ResourceServer:
+        """Rule 7: the OAuth proxy in front of the IdP at ``--auth-issuer``, and its resource server."""
+        from urllib.parse import urlsplit
+
+        from ..auth.providers import PRESETS, AllowPolicy
+        from ..auth.providers.discovery import fetch_discovery
+        from ..auth.proxy import AuthProxy, MemoryProxyStore, ProxyStore, Sealer, SigningKeys, Upstream
+
+        assert self.auth_issuer is not None and self.auth_proxy is not None
+        if self.auth_provider or self.auth_jwks_uri or self.auth_introspection_url or self.auth_audience:
+            raise click.UsageError(
+                "--auth-proxy issues this server's own tokens: leave out --auth-provider, --auth-jwks-uri, "
+                "--auth-introspection-url and --auth-audience"
+            )
+        preset = PRESETS.get(self.auth_proxy)
+        if preset is None or "jwt" not in preset.token_formats:
+            raise click.UsageError(f"--auth-proxy {self.auth_proxy}: not an OpenID provider preset (oidc, ...)")
+        if self.auth_resource is None and not derivable:
+            raise click.UsageError(
+                "--auth-resource URL is needed when listening on every interface or on --port 0: it names the "
+                "issuer and callback the IdP and clients use"
+            )
+        client_id = self.auth_upstream_client_id
+        variable = self.auth_upstream_client_secret_env
+        if not client_id or not variable:
+            raise click.UsageError(
+                "--auth-proxy needs --auth-upstream-client-id and --auth-upstream-client-secret-env (the app "
+                "registered at the IdP)"
+            )
+        secret = environ.get(variable)
+        if not secret:
+            raise click.UsageError(f"--auth-upstream-client-secret-env: the environment variable {variable} is not set")
+        redis = backend is not None and backend.partition(":")[0].lower() in _REDIS_SCHEMES
+        shared = redis or workers > 1
+        if workers > 1 and not redis:
+            raise click.UsageError("--auth-proxy with --workers above 1 needs --backend redis://... (the flow state)")
+        resource = self.auth_resource or endpoint
+        parts = urlsplit(resource)
+        try:
+            keys = SigningKeys.from_env(environ)
+            sealer = Sealer.from_env(environ=environ)
+        except (OSError, ValueError) as error:
+            raise click.UsageError(f"MCP_AUTH_SIGNING_KEYS / MCP_AUTH_SECRETS: {error}") from error
+        if shared and (keys is None or sealer is None):
+            raise click.UsageError(
+                "--auth-proxy with a Redis backend or several workers needs MCP_AUTH_SIGNING_KEYS (a JWKS file of "
+                "private ES256 keys) and MCP_AUTH_SECRETS (sealing secrets of 32 bytes or more): every worker "
+                "must sign and unseal alike"
+            )
+        if keys is None or sealer is None:
+            click.echo(
+                "Warning: MCP_AUTH_SIGNING_KEYS or MCP_AUTH_SECRETS is not set: keys made for this process; "
+                "tokens and sign-ins in progress end with it.",
+                err=True,
+            )
+        store: ProxyStore = MemoryProxyStore()
+        if redis:
+            from ..auth.proxy.redis_store import RedisProxyStore
+
+            assert backend is not None
+            store = RedisProxyStore.from_url(backend)
+        if not self.auth_allow:
+            click.echo(
+                f"Warning: --auth-proxy without --auth-allow: anyone {self.auth_issuer} signs in may use this server.",
+                err=True,
+            )
+        try:
+            document = fetch_discovery(preset, self.auth_issuer)
+            upstream = Upstream.from_discovery(
+                document,
+                client_id=client_id,
+                client_secret=secret,
+                scopes=self.auth_upstream_scope or ("openid", "email", "profile"),
+            )
+            proxy = AuthProxy(
+                issuer=f"{parts.scheme}://{parts.netloc}",
+                resource=resource,
+                upstream=upstream,
+                idp=preset.name,
+                allow=AllowPolicy(self.auth_allow, claims=preset.claims),
+                scopes=self.auth_scope or ("mcp:tools",),
+                store=store,
+                keys=keys,
+                sealer=sealer,
+                redirect_allow=self.auth_redirect_allow,
+            )
+            return proxy.resource_server(self.auth_scope, dpop=self._dpop(environ, backend, workers))
         except ValueError as error:
             raise click.UsageError(str(error)) from error
 

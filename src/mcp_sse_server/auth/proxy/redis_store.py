@@ -10,8 +10,8 @@ is ``ProxyStoreUnavailable``: the endpoint answers 503, never from a partial sta
 from __future__ import annotations
 
 import functools
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from .store import ProxyStoreUnavailable
 
@@ -24,7 +24,7 @@ _P = ParamSpec("_P")
 _T = TypeVar("_T")
 
 
-def _unavailable(method: Callable[_P, Awaitable[_T]]) -> Callable[_P, Awaitable[_T]]:
+def _unavailable(method: Callable[_P, Coroutine[Any, Any, _T]]) -> Callable[_P, Coroutine[Any, Any, _T]]:
     """Redis errors as ``ProxyStoreUnavailable`` (the endpoint answers 503)."""
 
     @functools.wraps(method)
@@ -42,31 +42,56 @@ def _unavailable(method: Callable[_P, Awaitable[_T]]) -> Callable[_P, Awaitable[
 class RedisProxyStore:
     """A ``ProxyStore`` on ``client`` (a ``redis.asyncio`` client), keys under ``prefix``."""
 
-    __slots__ = ("_client", "_prefix")
+    __slots__ = ("_client", "_prefix", "_url")
 
-    def __init__(self, client: redis_asyncio.Redis, prefix: str = "mcp:auth:") -> None:
+    def __init__(self, client: redis_asyncio.Redis | None, prefix: str = "mcp:auth:") -> None:
         self._client = client
         self._prefix = prefix
+        self._url: str | None = None
+
+    @classmethod
+    def from_url(cls, url: str, prefix: str = "mcp:auth:") -> RedisProxyStore:
+        """A store on the Redis ``url`` names (``redis://``, ``rediss://``, ``unix://``,
+        ``redis+cluster://``) whose client is made on first use, in the process using it: so it
+        can be built before ``serve --workers`` forks (a Redis client is not fork-safe)."""
+        store = cls(None, prefix)
+        store._url = url
+        return store
+
+    @property
+    def client(self) -> redis_asyncio.Redis:
+        """The Redis client (made now when the store was built from a URL)."""
+        if self._client is None:
+            assert self._url is not None
+            from ...stores.redis_cluster import CLUSTER_SCHEMES, cluster_client
+
+            if self._url.partition("://")[0].lower() in CLUSTER_SCHEMES:
+                self._client = cluster_client(self._url)
+            else:
+                from redis.asyncio import Redis
+
+                self._client = Redis.from_url(self._url)
+        return self._client
 
     @_unavailable
     async def put(self, key: str, value: bytes, ttl: float) -> None:
-        await self._client.set(self._prefix + key, value, px=max(1, int(ttl * 1000)))
+        await self.client.set(self._prefix + key, value, px=max(1, int(ttl * 1000)))
 
     @_unavailable
     async def get(self, key: str) -> bytes | None:
-        value = await self._client.get(self._prefix + key)
+        value = await self.client.get(self._prefix + key)
         return value if isinstance(value, bytes) else None
 
     @_unavailable
     async def take(self, key: str) -> bytes | None:
-        value = await self._client.getdel(self._prefix + key)
+        value = await self.client.getdel(self._prefix + key)
         return value if isinstance(value, bytes) else None
 
     @_unavailable
     async def swap(self, key: str, value: bytes, ttl: float) -> bytes | None:
-        old = await self._client.set(self._prefix + key, value, px=max(1, int(ttl * 1000)), get=True)
+        old = await self.client.set(self._prefix + key, value, px=max(1, int(ttl * 1000)), get=True)
         return old if isinstance(old, bytes) else None
 
     @_unavailable
     async def delete(self, key: str) -> None:
-        await self._client.delete(self._prefix + key)
+        await self.client.delete(self._prefix + key)

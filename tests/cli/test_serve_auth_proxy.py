@@ -1,0 +1,216 @@
+"""``serve --auth-proxy oidc --auth-issuer IDP --auth-upstream-client-id ID
+--auth-upstream-client-secret-env VAR``: the OAuth proxy from the command line, in front of a real
+OpenID provider (oidc-provider on loopback). Our OAuth client signs in through a served process
+and calls a tool; two served processes sharing a Redis backend and the key rings finish on one a
+sign-in started on the other; and the settings it refuses."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import jwt
+import orjson
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from fixtures.auth_proxy import ALICE, UPSTREAM_CLIENT, Browser
+from fixtures.commands import Main
+from fixtures.oidc_provider import OpenIdProvider, running_oidc_provider
+from fixtures.redis_server import RedisServer
+from fixtures.served import Served
+from mcp_sse_server.client import StreamableHttpClient
+from mcp_sse_server.client.oauth import MemoryTokenStorage, OAuth, OAuthSettings
+
+REDIRECT = "http://127.0.0.1:9/callback"
+SECRET_VAR = "MCP_TEST_UPSTREAM_SECRET"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def ports() -> tuple[int, int]:
+    return free_port(), free_port()
+
+
+@pytest.fixture
+def op(ports: tuple[int, int]) -> Iterator[OpenIdProvider]:
+    callback = f"http://127.0.0.1:{ports[0]}/oauth/callback"  # the one the IdP knows, for both processes
+    with running_oidc_provider(code_clients={UPSTREAM_CLIENT: [callback]}, account_claims=ALICE) as provider:
+        yield provider
+
+
+def proxy_args(op: OpenIdProvider, port: int, resource: str) -> list[str]:
+    return [
+        "demo",
+        "--port",
+        str(port),
+        "--auth-proxy",
+        "oidc",
+        "--auth-issuer",
+        op.issuer,
+        "--auth-upstream-client-id",
+        UPSTREAM_CLIENT,
+        "--auth-upstream-client-secret-env",
+        SECRET_VAR,
+        "--auth-scope",
+        "mcp:tools",
+        "--auth-resource",
+        resource,
+        "--auth-allow",
+        "domain:acme.example",
+    ]
+
+
+async def test_our_client_signs_in_through_a_served_proxy(
+    op: OpenIdProvider, ports: tuple[int, int], tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    resource = f"http://127.0.0.1:{ports[0]}/mcp"
+    env = {**cli_env, SECRET_VAR: op.secrets[UPSTREAM_CLIENT]}
+    served = Served(proxy_args(op, ports[0], resource), tmp_path, env)
+    try:
+        assert (served.next_line() or "").startswith(
+            f"Protected resource {resource}: bearer tokens from http://127.0.0.1:{ports[0]}"
+        )
+        browser = Browser()
+        auth = OAuth(
+            OAuthSettings(client_name="cli proxy test"),
+            storage=MemoryTokenStorage(),
+            user_agent=browser.user_agent(REDIRECT),
+        )
+        async with (
+            httpx.AsyncClient(timeout=30) as http,
+            StreamableHttpClient(resource, auth=auth, http_client=http) as client,
+        ):
+            tools = await client.list_tools()
+        await browser.aclose()
+        assert tools and browser.upstream_url is not None and browser.upstream_url.startswith(op.url)
+    finally:
+        status, stderr = served.stop()
+    assert status == 0, stderr
+    assert "keys made for this process" in stderr  # no MCP_AUTH_* given: said, not hidden
+
+
+class _Second(httpx.AsyncBaseTransport):
+    """The network of a browser and client whose ``paths`` on port ``first`` reach port ``second``
+    instead (a load balancer sending them to another worker)."""
+
+    def __init__(self, first: int, second: int, paths: set[str]) -> None:
+        self._first, self._second, self._paths = first, second, paths
+        self._net = httpx.AsyncHTTPTransport()
+        self.moved: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if request.url.port == self._first and request.url.path in self._paths:
+            self.moved.append(request.url.path)
+            request.url = request.url.copy_with(port=self._second)
+        return await self._net.handle_async_request(request)
+
+
+def s256(verifier: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
+
+
+async def test_two_served_processes_sharing_redis_finish_each_others_sign_ins(
+    op: OpenIdProvider, ports: tuple[int, int], tmp_path: Path, cli_env: dict[str, str], redis_server: RedisServer
+) -> None:
+    first, second = ports
+    resource = f"http://127.0.0.1:{first}/mcp"
+    private_key = jwt.algorithms.ECAlgorithm.to_jwk(ec.generate_private_key(ec.SECP256R1()), as_dict=True)
+    private = {"keys": [{**private_key, "kid": "k1"}]}
+    key_file = tmp_path / "signing.jwks"
+    key_file.write_bytes(orjson.dumps(private))
+    env = {
+        **cli_env,
+        SECRET_VAR: op.secrets[UPSTREAM_CLIENT],
+        "MCP_AUTH_SIGNING_KEYS": str(key_file),
+        "MCP_AUTH_SECRETS": secrets.token_urlsafe(32),
+    }
+    backend = ["--backend", redis_server.url + "/14"]
+    a = Served([*proxy_args(op, first, resource), *backend], tmp_path, env)
+    try:
+        b = Served([*proxy_args(op, second, resource), *backend], tmp_path, env)
+        try:
+            transport = _Second(first, second, {"/oauth/callback", "/oauth/token"})
+            async with httpx.AsyncClient(transport=transport, timeout=30) as http:
+                issuer = f"http://127.0.0.1:{first}"
+                registered = await http.post(issuer + "/oauth/register", json={"redirect_uris": [REDIRECT]})
+                client_id = registered.json()["client_id"]
+                verifier = secrets.token_urlsafe(48)
+                query = {
+                    "response_type": "code",
+                    "client_id": client_id,
+                    "redirect_uri": REDIRECT,
+                    "code_challenge": s256(verifier),
+                    "code_challenge_method": "S256",
+                    "state": "s",
+                    "resource": resource,
+                }
+                browser = Browser(http)
+                back = await browser.walk(issuer + "/oauth/authorize?" + urlencode(query), REDIRECT)
+                form = {"grant_type": "authorization_code", "client_id": client_id, "code": back["code"]}
+                answer = await http.post(
+                    issuer + "/oauth/token", data={**form, "code_verifier": verifier, "redirect_uri": REDIRECT}
+                )
+                assert answer.status_code == 200, answer.text
+                token = answer.json()["access_token"]
+                # The token B minted opens a session on A and on B (one signing key ring).
+                body: dict[str, Any] = {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "t", "version": "1"},
+                    },
+                }
+                headers = {"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"}
+                for port in (first, second):
+                    opened = await http.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=headers)
+                    assert opened.status_code == 200, (port, opened.text)
+            assert transport.moved == ["/oauth/callback", "/oauth/token"]
+        finally:
+            status_b, stderr_b = b.stop()
+    finally:
+        status_a, stderr_a = a.stop()
+    assert status_a == 0 and status_b == 0, stderr_a + stderr_b
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--auth-proxy", "oidc", "--auth-issuer", "https://idp.example"], "--auth-upstream-client-id"),
+        (["--auth-proxy", "nope", "--auth-issuer", "https://idp.example"], "not an OpenID provider preset"),
+        (
+            [
+                "--auth-proxy",
+                "oidc",
+                "--auth-issuer",
+                "https://idp.example",
+                "--auth-jwks-uri",
+                "https://idp.example/j",
+            ],
+            "own tokens",
+        ),
+        (
+            ["--auth-issuer", "https://a", "--auth-jwks-uri", "https://a/j", "--auth-redirect-allow", "https://x/cb"],
+            "go with --auth-proxy",
+        ),
+    ],
+)
+def test_settings_the_proxy_refuses(main: Main, extra: list[str], message: str) -> None:
+    status, _, err = main("serve", "demo", "--auth-resource", "http://127.0.0.1:8000/mcp", *extra)
+    assert status == 2 and message in err, err
