@@ -730,9 +730,10 @@ def proxy(
     config's name, else "proxy"); ``connections`` and ``pool`` choose how backend connections
     are shared (rule 1); ``page_size`` pages the front's lists; ``mode`` pins the backend's era
     (``"session"``, ``"2026-07-28"``; ``"auto"``: a session front's backend connection is a
-    session, the others probe); ``roots`` (``{"uri", "name"?}`` dicts) answer the roots/list of
-    pooled connections (rule 5). ValueError (ConfigError) for a
-    target that is none of the forms.
+    session, the others probe; an in-process backend's are sessions, but a stateless front's
+    calls go at 2026-07-28, whose rounds pass through: rule 5); ``roots`` (``{"uri", "name"?}``
+    dicts) answer the roots/list of pooled connections (rule 5). ValueError (ConfigError) for
+    a target that is none of the forms.
     """
     factory = client_factory(target)
     round_mode = None
