@@ -12,7 +12,11 @@
    (the median round).
 2. *Capped workers on the cluster*: run.py's capped workers (`Run.capped_workers`: 1 and 2
    workers, each held to 0.4 of a core, interleaved rounds) with the cluster's URL, every node
-   free on both cores. Must hold: 2 workers at least 1.7x the requests/s of one.
+   free on both cores. Must hold: 2 workers at least 1.7x the requests/s of one. Then the same
+   on the single Redis, for comparison (what the machine allowed at that moment).
+3. *Streamed calls* on the cluster (a 2025-11-25 session, progress then the reply: resumable
+   streams written to Redis), and *bytes per idle session* on the primaries, the replicas and in
+   the worker: the inputs of capacity.py.
 
 Prints the table and writes bench/results/cluster.json (logs: bench/results/cluster/logs). Needs
 redis-server and redis-cli (Debian's redis-server package), wrk (bench/setup.sh).
@@ -35,6 +39,7 @@ from typing import Any
 import report
 import run
 from loadgen import busy_seconds, cpu_seconds
+from mcp_http import open_sessions, rss_kb
 from procs import LOAD_CPU, RedisServer, ServerFailed, free_port
 
 CLUSTER_CPU_TARGET = 1.3  # the cluster's CPU per quick call (workers + every redis-server) over one Redis's
@@ -87,10 +92,13 @@ class Cluster:
         for node in self.nodes:
             node.pin(cpus)
 
+    def primaries(self) -> list[RedisServer]:
+        return [node for node in self.nodes if node.info("replication").get("role") == "master"]
+
     def command_calls(self) -> dict[str, int]:
-        """Commands so far, summed over the primaries and replicas (replication counted where it runs)."""
+        """Commands so far, summed over the primaries (a replica's replayed writes not counted again)."""
         total: dict[str, int] = {}
-        for node in self.nodes:
+        for node in self.primaries():
             for name, calls in node.command_calls().items():
                 total[name] = total.get(name, 0) + calls
         return total
@@ -146,13 +154,55 @@ def main() -> int:
                     bench.own_server(peer, measured, [key], "", counters)
                 rounds.append(measured)
             results["rounds"] = rounds
+            run.log("streamed calls on a 2025-11-25 session, one worker, the cluster")
+            streamed: dict[str, Any] = {}
+            bench.own_server(peers[CLUSTER][0], streamed, [report.streamed_key(CLUSTER)], "", cluster_counters)
+            results["streamed"] = streamed.get(report.streamed_key(CLUSTER))
+            results["memory"] = idle_memory(bench, peers[CLUSTER][0], cluster, settings)
             cluster.pin(run.BOTH_CPUS)
             capped: dict[str, Any] = {}
             bench.capped_workers("ours", src, ["--redis-url", cluster.url, "--workers"], capped, cluster_counters)
             results["capped"] = capped
+            # The same on the single Redis, right after: what this machine's state allows today.
+            single.pin(run.BOTH_CPUS)
+            capped_single: dict[str, Any] = {}
+            bench.capped_workers("ours", src, ["--redis-url", single.url, "--workers"], capped_single, single_counters)
+            results["capped_single"] = capped_single
     (where.parent / "cluster.json").write_text(json.dumps(results, indent=1) + "\n")
     print("\n".join(table(results)))
     return 0
+
+
+def idle_memory(bench: run.Run, peer: run.Peer, cluster: Cluster, settings: run.Settings) -> dict[str, Any]:
+    """Bytes per idle session: the cluster's used_memory (primaries, and replicas apart) and the
+    worker's RSS, before and after opening sessions on one worker (run.py's redis_memory, summed
+    over the nodes)."""
+    count = min(max(settings.session_counts), 10_000)
+    m: dict[str, Any] = {"sessions": count}
+
+    def used(nodes: list[RedisServer]) -> int:
+        return sum(int(node.info("memory")["used_memory"]) for node in nodes)
+
+    primaries = cluster.primaries()
+    replicas = [node for node in cluster.nodes if node not in primaries]
+    with bench.server(peer, tag="-memory") as srv:
+        open_sessions(srv.url, 20, workers=1)
+        time.sleep(0.5)
+        before = used(primaries), used(replicas), rss_kb(srv.pid)
+        got = open_sessions(srv.url, count, deadline=max(150.0, count / 200))
+        time.sleep(1.0)
+        after = used(primaries), used(replicas), rss_kb(srv.pid)
+    m["opened"] = len(got.ids)
+    if got.error:
+        m["error"] = got.error
+    if got.ids:
+        m["primary_bytes_per_session"] = (after[0] - before[0]) / len(got.ids)
+        m["replica_bytes_per_session"] = (after[1] - before[1]) / len(got.ids)
+        m["worker_bytes_per_session"] = (after[2] - before[2]) * 1024 / len(got.ids)
+        run.log(f"cluster: {len(got.ids):,} idle sessions, {m['primary_bytes_per_session']:,.0f} B on the primaries, "
+                f"{m['replica_bytes_per_session']:,.0f} B on the replicas, {m['worker_bytes_per_session']:,.0f} B "
+                "of the worker's RSS each")
+    return m
 
 
 def table(results: dict[str, Any]) -> list[str]:
@@ -174,6 +224,19 @@ def table(results: dict[str, Any]) -> list[str]:
         one, many = per_call_us(measured.get(SINGLE) or {}), per_call_us(measured.get(CLUSTER) or {})
         if one and many:
             ratios.append(many / one)
+    streamed = results.get("streamed") or {}
+    if streamed and not streamed.get("invalid"):
+        commands = sum(report._per_request(streamed).values())
+        lines += ["", f"Streamed calls on a 2025-11-25 session, one worker on the cluster: {streamed['rps']:,.0f} "
+                  f"requests/s, worker {streamed['server_cpu']:.2f} core, redis-servers "
+                  f"{report._redis_cpu(streamed) or 0:.2f}, {per_call_us(streamed) or 0:.1f} CPU µs per call, "
+                  f"{commands:.1f} Redis commands per call on the primaries (inside scripts counted)."]
+    memory = results.get("memory") or {}
+    if "primary_bytes_per_session" in memory:
+        lines += ["", f"Idle sessions ({memory['opened']:,} on one worker): "
+                  f"{memory['primary_bytes_per_session']:,.0f} bytes each on the primaries, "
+                  f"{memory['replica_bytes_per_session']:,.0f} on the replicas, "
+                  f"{memory['worker_bytes_per_session']:,.0f} of the worker's RSS."]
     capped = results["capped"]
     workers = [x for points in capped.get(report.CAPPED_ROUNDS) or () if (x := report.capped_ratio(points))]
     cost = statistics.median(ratios) if ratios else None
@@ -186,6 +249,11 @@ def table(results: dict[str, Any]) -> list[str]:
               f"of a core) | " + (f"{scale:.2f}x (rounds: {', '.join(f'{x:.2f}x' for x in workers)})" if scale
                                   else "missing")
               + f" | {('met' if scale >= report.WORKERS_TARGET else 'MISSED') if scale else 'not measured'} |"]
+    single = results.get("capped_single") or {}
+    rounds = [x for points in single.get(report.CAPPED_ROUNDS) or () if (x := report.capped_ratio(points))]
+    if rounds:
+        lines += ["", f"The same on the single Redis right after (the machine's state, for comparison): "
+                  f"{report.capped_ratio(single) or 0:.2f}x (rounds: {', '.join(f'{x:.2f}x' for x in rounds)})."]
     return lines
 
 
