@@ -6,14 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import httpx
 import pytest
 
 from fixtures.keys import ISSUER, RESOURCE, SigningKey
+from fixtures.redis_cluster import RedisCluster, redis_cluster_running
 from fixtures.redis_server import RedisServer, client_for, redis_asyncio, redis_running
 from mcp_sse_server import McpServer
 from mcp_sse_server.auth import JwtVerifier
@@ -21,6 +22,7 @@ from mcp_sse_server.auth.resource import ResourceServer
 from mcp_sse_server.engine.stores import StoreUnavailable
 from mcp_sse_server.middleware import RATE_LIMITED, RateLimit, RedisBuckets, RedisCache, ResponseCache
 from mcp_sse_server.stores.redis import RedisEventBus
+from mcp_sse_server.stores.redis_cluster import cluster_client
 from mcp_sse_server.transport.http import HttpSettings
 
 from .conftest import build, post, serving
@@ -147,3 +149,27 @@ async def test_a_redis_bucket_refills_at_its_rate(redis: Any, redis_prefix: str)
     await asyncio.sleep(wait / 1000 + 0.05)  # longer than Redis said
     assert await buckets.take("p", 20.0, 1) == 0
     assert await redis.pttl(f"{redis_prefix}:rl:p") > 0  # an idle bucket expires
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisCluster]:
+    with redis_cluster_running(tmp_path_factory.mktemp("cluster")) as running:
+        yield running
+
+
+async def test_on_a_cluster_two_workers_spend_one_budget_per_caller(cluster: RedisCluster) -> None:
+    """Each caller's bucket is in a slot of its own: a batch of several callers is one script call
+    per slot (a single call would be a CROSSSLOT error), and the budget is still exact."""
+    clients = [cast(Any, cluster_client(cluster.url)) for _ in range(2)]
+    try:
+        buckets = [RedisBuckets(client, prefix="cluster-test") for client in clients]
+        callers = [f"caller-{n}" for n in range(6)]
+        assert len({clients[0].keyslot(f"cluster-test:rl:{caller}") for caller in callers}) > 1
+        takes = [buckets[n % 2].take(callers[n % 6], 0.001, 5) for n in range(120)]
+        waits = await asyncio.wait_for(asyncio.gather(*takes), BOUND)
+        for index, caller in enumerate(callers):
+            taken = [wait for n, wait in enumerate(waits) if n % 6 == index and wait == 0]
+            assert len(taken) == 5, caller  # 20 asked through two workers, the burst of 5 given
+    finally:
+        for client in clients:
+            await client.aclose()

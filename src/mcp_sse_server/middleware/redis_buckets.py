@@ -20,18 +20,23 @@ Rules, kept here and nowhere else:
 4. Redis out of reach is ``StoreUnavailable`` (the request gets -32603 with no text), or, with
    ``fail_open=True``, the request goes through and a warning is logged: choose whether an
    outage stops the service or its limit.
-5. A batch names several keys in one script: one Redis (or Sentinel), not Cluster.
+5. On one Redis (or Sentinel) a batch is one script call naming all its keys. On a Redis
+   Cluster (a ``RedisCluster`` client) a script may name keys of one hash slot only, so a batch
+   goes as one script call per slot among its keys, the calls at once: every worker still spends
+   one budget per caller, each bucket on its own slot's primary.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Final
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from ..engine.background import in_background
 from ..engine.stores import StoreUnavailable
 from ..stores.redis import DEFAULT_PREFIX, check_client, redis_unavailable
+from ..stores.redis_cluster import is_cluster
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -78,13 +83,15 @@ class RedisBuckets:
     """Token buckets in Redis (the module's rules); ``redis`` is a ``redis.asyncio.Redis`` with
     ``decode_responses=False``; ``prefix`` starts every key."""
 
-    __slots__ = ("_pending", "_sending", "_take", "fail_open", "prefix")
+    __slots__ = ("_pending", "_sending", "_slot_of", "_take", "fail_open", "prefix")
 
     def __init__(self, redis: Redis, *, prefix: str = DEFAULT_PREFIX, fail_open: bool = False) -> None:
         check_client(redis)
         self.prefix = prefix
         self.fail_open = fail_open
         self._take = redis.register_script(_TAKE)
+        # (a cluster: the slot of each key, to split a batch by slot; rule 5)
+        self._slot_of: Callable[[str], int] | None = cast(Any, redis).keyslot if is_cluster(redis) else None
         self._pending: list[_Take] = []
         self._sending = False  # a batch is on its way: takes asked meanwhile wait for the next (rule 2)
 
@@ -102,6 +109,24 @@ class RedisBuckets:
             logger.warning("Redis is out of reach: a request went through without its rate limit")
             return 0
 
+    async def _run(self, keys: list[str], args: list[str | int]) -> list[Any]:
+        """The waits of one batch: one script call, or on a cluster one per slot (rule 5)."""
+        slot_of = self._slot_of
+        if slot_of is None:
+            return list(await self._take(keys=keys, args=args))
+        groups: dict[int, list[int]] = {}
+        for index, key in enumerate(keys):
+            groups.setdefault(slot_of(key), []).append(index)
+        calls = [
+            self._take(keys=[keys[i] for i in group], args=[arg for i in group for arg in args[2 * i : 2 * i + 2]])
+            for group in groups.values()
+        ]
+        waits: list[Any] = [0] * len(keys)
+        for group, replies in zip(groups.values(), await asyncio.gather(*calls), strict=True):
+            for index, wait in zip(group, replies, strict=True):
+                waits[index] = wait
+        return waits
+
     async def _send(self) -> None:
         """Send batches until no take waits (rule 2)."""
         try:
@@ -113,7 +138,7 @@ class RedisBuckets:
                     args += (rate, burst)
                 try:
                     with redis_unavailable("rate limit"):
-                        waits = await self._take(keys=keys, args=args)
+                        waits = await self._run(keys, args)
                 except BaseException as error:
                     failure = error if isinstance(error, Exception) else StoreUnavailable("the batch was cancelled")
                     for *_, future in batch:
