@@ -376,11 +376,17 @@ async def test_revocation_ends_the_grant(proxied: Proxied) -> None:
     verifier = secrets.token_urlsafe(48)
     back = await sign_in(proxied, client_id, verifier)
     answer = (await redeem(proxied, client_id, back["code"], verifier)).json()
+    claims = jwt.decode(answer["access_token"], options={"verify_signature": False})
+    upstream = await proxied.proxy.upstream_token(AccessToken(issuer=proxied.issuer, claims=claims))
     async with httpx.AsyncClient() as http:
+        userinfo = proxied.op.url + "/me"
+        assert (await http.get(userinfo, headers={"authorization": f"Bearer {upstream}"})).status_code == 200
         revoked = await http.post(
             proxied.issuer + "/oauth/revoke", data={"token": answer["refresh_token"], "client_id": client_id}
         )
-    assert revoked.status_code == 200
+        assert revoked.status_code == 200
+        # The upstream token was revoked at the IdP too (not our own token sent there).
+        assert (await http.get(userinfo, headers={"authorization": f"Bearer {upstream}"})).status_code == 401
     refreshed = await token(
         proxied, grant_type="refresh_token", client_id=client_id, refresh_token=answer["refresh_token"]
     )
@@ -413,3 +419,48 @@ async def test_an_idp_answer_naming_another_issuer_is_refused(proxied: Proxied) 
     refused = await browser.http.get(callback, params={**answer, "iss": "https://evil.example"})
     await browser.aclose()
     assert refused.status_code == 400 and "location" not in refused.headers
+
+
+async def test_our_refresh_refreshes_the_upstream_token_when_it_runs_out() -> None:
+    """The IdP's token is refreshed inside our refresh, once it expires within a minute; when the
+    IdP no longer honours the user's grant, ours ends too (a new sign-in)."""
+    offset = [0.0]
+    async with proxied_endpoint(
+        upstream_scopes=("openid", "email", "offline_access"),
+        upstream_extra={"prompt": "consent"},  # oidc-provider grants offline_access only then
+        clock=lambda: time.time() + offset[0],
+    ) as proxied:
+        client_id = await client_of(proxied)
+        verifier = secrets.token_urlsafe(48)
+        back = await sign_in(proxied, client_id, verifier)
+        answer = (await redeem(proxied, client_id, back["code"], verifier)).json()
+        claims = jwt.decode(answer["access_token"], options={"verify_signature": False})
+        ours = AccessToken(issuer=proxied.issuer, claims=claims)
+        first = await proxied.proxy.upstream_token(ours)
+
+        async def refresh(refresh_token: str) -> httpx.Response:
+            return await token(proxied, grant_type="refresh_token", client_id=client_id, refresh_token=refresh_token)
+
+        answer = (await refresh(answer["refresh_token"])).json()
+        assert await proxied.proxy.upstream_token(ours) == first  # not due: the IdP is not asked
+        offset[0] = 3600.0  # oidc-provider's access tokens live an hour
+        answer = (await refresh(answer["refresh_token"])).json()
+        second = await proxied.proxy.upstream_token(ours)
+        assert second is not None and second != first
+        async with httpx.AsyncClient() as http:
+            userinfo = await http.get(proxied.op.url + "/me", headers={"authorization": f"Bearer {second}"})
+        assert userinfo.status_code == 200 and userinfo.json()["sub"] == "alice"
+        # The grant revoked at the IdP (an administrator, the user): the IdP refuses ours next time.
+        grant = await proxied.proxy._load(f"grant:{claims['sid']}")  # (the sealed record, read for the test)
+        assert grant is not None
+        async with httpx.AsyncClient() as http:
+            revoked = await http.post(
+                proxied.op.url + "/token/revocation",
+                data={"token": grant["upstream"]["refresh_token"], "token_type_hint": "refresh_token"},
+                auth=("mcp-proxy", proxied.op.secrets["mcp-proxy"]),
+            )
+        assert revoked.status_code == 200
+        offset[0] = 7200.0
+        ended = await refresh(answer["refresh_token"])
+        assert ended.status_code == 400 and ended.json()["error"] == "invalid_grant"
+        assert await proxied.proxy.upstream_token(ours) is None  # the grant is gone

@@ -1,10 +1,11 @@
 """``RedisProxyStore``: the proxy's flow state in Redis (or Valkey), so any worker or host serves
 any step of a sign-in (authorize on one, the IdP's callback on another, the token on a third).
 
-The atomic steps are single commands (Redis 6.2+): ``take`` is ``GETDEL`` and ``swap`` is
-``SET ... GET``, so two workers redeeming one code, or rotating one refresh token, cannot both
-win. Keys are ``prefix`` + the proxy's key; values are the proxy's sealed bytes. A Redis error
-is ``ProxyStoreUnavailable``: the endpoint answers 503, never from a partial state.
+The atomic steps are single commands (Redis 6.2+): ``take`` is ``GETDEL``, ``swap`` is
+``SET ... GET`` and ``add`` is ``SET ... NX``, so two workers redeeming one code, or rotating one
+refresh token, cannot both win. Keys are ``prefix`` + the proxy's key; values are the proxy's
+sealed bytes. A Redis error is ``ProxyStoreUnavailable``: the endpoint answers 503, never from a
+partial state.
 """
 
 from __future__ import annotations
@@ -95,3 +96,7 @@ class RedisProxyStore:
     @_unavailable
     async def delete(self, key: str) -> None:
         await self.client.delete(self._prefix + key)
+
+    @_unavailable
+    async def add(self, key: str, value: bytes, ttl: float) -> bool:
+        return bool(await self.client.set(self._prefix + key, value, px=max(1, int(ttl * 1000)), nx=True))

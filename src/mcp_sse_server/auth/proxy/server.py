@@ -743,6 +743,10 @@ class AuthProxy:
         )
         if previous is not None and previous["state"] == "active":
             await self._save(*fresh)
+            if not await self._refresh_upstream(gid):
+                # The IdP no longer honours the user's grant: neither do we (a new sign-in is needed).
+                await self.store.delete(f"grant:{gid}")
+                raise _Refusal("invalid_grant", "the identity provider ended this sign-in; sign in again")
             return answer
         if previous is not None and previous["state"] == "rotated" and now <= previous["grace_until"]:
             # Within the grace window: the same answer again (a lost answer, a double refresh).
@@ -753,6 +757,49 @@ class AuthProxy:
         await self.store.delete(f"grant:{gid}")
         await self.store.delete(key)
         raise _Refusal("invalid_grant", "the refresh token was already used; the grant is revoked")
+
+    async def _refresh_upstream(self, gid: str) -> bool:
+        """Refresh the grant's upstream token when it expires within a minute, under a lock one
+        worker holds (another finding it taken leaves it to that one); False when the IdP refused
+        (``invalid_grant``). A failure to reach the IdP keeps the old token (tried next time)."""
+        grant = await self._load(f"grant:{gid}")
+        if grant is None:
+            return False
+        if not self._upstream_due(grant):
+            return True
+        lock = f"lock:{gid}"
+        if not await self.store.add(lock, b"1", 15.0):
+            return True
+        try:
+            grant = await self._load(f"grant:{gid}")  # again, under the lock: another may have done it
+            if grant is None:
+                return False
+            if not self._upstream_due(grant):
+                return True
+            held = grant["upstream"]
+            try:
+                tokens = await self.upstream.refresh(self._client(), held["refresh_token"])
+            except UpstreamError as error:
+                logger.warning("auth proxy: upstream refresh at %s failed: %s", self.upstream.issuer, error)
+                return error.error != "invalid_grant"
+            now = self._clock()
+            grant["upstream"] = {
+                "access_token": tokens["access_token"],
+                # An IdP that does not rotate (Cognito) sends none: the old one stays good.
+                "refresh_token": tokens.get("refresh_token") or held["refresh_token"],
+                "expires_at": now + float(tokens["expires_in"]) if "expires_in" in tokens else None,
+            }
+            left = self.refresh_ttl - (now - float(grant["created"]))
+            if left > 0:
+                await self._save(f"grant:{gid}", grant, left)
+            return left > 0
+        finally:
+            await self.store.delete(lock)
+
+    def _upstream_due(self, grant: Mapping[str, Any]) -> bool:
+        held = grant["upstream"]
+        expires = held.get("expires_at")
+        return bool(held.get("refresh_token")) and expires is not None and expires - self._clock() < 60
 
     async def _revoke(self, scope: Scope, receive: Receive, send: Send) -> None:
         body = await _body(receive)

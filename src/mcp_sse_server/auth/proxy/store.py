@@ -2,8 +2,9 @@
 
 Every operation a step needs to be race-free is one call of the store, so two requests (or two
 workers, with a shared store) can never both win: ``take`` (read and delete: a transaction or a
-code is consumed once) and ``swap`` (write and return what was there: a refresh token rotates
-once). Values are opaque bytes (sealed by the proxy); each has a time to live in seconds.
+code is consumed once), ``swap`` (write and return what was there: a refresh token rotates once)
+and ``add`` (write only if absent: a lock one worker holds). Values are opaque bytes (sealed by
+the proxy); each has a time to live in seconds.
 
 ``MemoryProxyStore`` serves one process: its operations do not await, so on one event loop each
 is atomic. A store shared by workers implements the same protocol (``GETDEL``, ``SET ... GET``).
@@ -43,6 +44,10 @@ class ProxyStore(Protocol):
 
     async def delete(self, key: str) -> None:
         """Forget ``key``."""
+        ...
+
+    async def add(self, key: str, value: bytes, ttl: float) -> bool:
+        """Store ``value`` under ``key`` only if it holds nothing; True when stored (a lock taken)."""
         ...
 
 
@@ -91,3 +96,9 @@ class MemoryProxyStore:
 
     async def delete(self, key: str) -> None:
         self._items.pop(key, None)
+
+    async def add(self, key: str, value: bytes, ttl: float) -> bool:
+        if self._live(key) is not None:
+            return False
+        self._set(key, value, ttl)
+        return True

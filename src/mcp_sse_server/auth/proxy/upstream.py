@@ -34,7 +34,12 @@ _MAX_BYTES: Final = 256 * 1024
 
 
 class UpstreamError(Exception):
-    """The IdP refused or failed a step; the message never holds a token or a code."""
+    """The IdP refused or failed a step; the message never holds a token or a code. ``error``: the
+    IdP's OAuth error code when it answered one (``invalid_grant``: the grant is gone there)."""
+
+    def __init__(self, message: str, error: str | None = None) -> None:
+        super().__init__(message)
+        self.error = error
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -109,6 +114,11 @@ class Upstream:
         data = {"grant_type": "authorization_code", "code": code, "redirect_uri": callback, "code_verifier": verifier}
         return await self._token(http, data)
 
+    async def refresh(self, http: httpx.AsyncClient, refresh_token: str) -> dict[str, Any]:
+        """The IdP's token response to our refresh token (``UpstreamError`` with ``error``
+        ``invalid_grant`` when the IdP no longer honours it)."""
+        return await self._token(http, {"grant_type": "refresh_token", "refresh_token": refresh_token})
+
     async def _token(self, http: httpx.AsyncClient, data: Mapping[str, str]) -> dict[str, Any]:
         try:
             response = await http.post(
@@ -123,7 +133,10 @@ class Upstream:
         answer = _json(response)
         if response.status_code != 200 or answer is None or "error" in answer:
             code = answer.get("error") if answer else None
-            raise UpstreamError(f"the identity provider refused the code ({response.status_code}, {code!r})")
+            raise UpstreamError(
+                f"the identity provider refused the grant ({response.status_code}, {code!r})",
+                code if isinstance(code, str) else None,
+            )
         if not isinstance(answer.get("access_token"), str):
             raise UpstreamError("the identity provider's token response has no access_token")
         return answer
