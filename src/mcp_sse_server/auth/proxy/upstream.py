@@ -61,6 +61,38 @@ class Upstream:
     scopes: tuple[str, ...] = ("openid",)
     iss_parameter: bool = False
     extra: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    openid: bool = True
+    subject: str = "sub"
+
+    @classmethod
+    def github(
+        cls,
+        *,
+        client_id: str,
+        client_secret: str,
+        scopes: tuple[str, ...] = ("read:user", "user:email"),
+        web: str = "https://github.com",
+        api: str = "https://api.github.com",
+    ) -> Upstream:
+        """GitHub (an OAuth App, or a GitHub App's user authorization): no OpenID Connect, so
+        identity is ``GET {api}/user`` at the callback, its numeric ``id`` the stable subject
+        (never ``login``, which can be renamed). ``web``/``api``: the hosts (GitHub Enterprise
+        Server, or a stand-in in tests)."""
+        from ..urls import check_fetch_url
+
+        for name, url in (("web", web), ("api", api)):
+            check_fetch_url(name, url)
+        return cls(
+            issuer=web.rstrip("/"),
+            client_id=client_id,
+            client_secret=client_secret,
+            authorization_endpoint=web.rstrip("/") + "/login/oauth/authorize",
+            token_endpoint=web.rstrip("/") + "/login/oauth/access_token",
+            userinfo_endpoint=api.rstrip("/") + "/user",
+            scopes=scopes,
+            openid=False,
+            subject="id",
+        )
 
     @classmethod
     def from_discovery(
@@ -104,8 +136,9 @@ class Upstream:
             "state": state,
             "code_challenge": challenge,
             "code_challenge_method": "S256",
-            "nonce": nonce,
         }
+        if self.openid:  # (an OpenID nonce, checked in the ID token; others have no use for it)
+            params["nonce"] = nonce
         joiner = "&" if "?" in self.authorization_endpoint else "?"
         return self.authorization_endpoint + joiner + urlencode(params)
 
@@ -158,7 +191,14 @@ class Upstream:
                 raise UpstreamError(f"the identity provider's userinfo: {type(error).__name__}") from None
             info = _json(response)
             if response.status_code == 200 and info is not None:
-                if claims and info.get("sub") != claims.get("sub"):
+                if not self.openid:
+                    # No ID token: the user's record is the identity; its stable id is the subject.
+                    stable = info.get(self.subject)
+                    if isinstance(stable, str | int) and not isinstance(stable, bool):
+                        info["sub"] = str(stable)
+                    else:
+                        info.pop("sub", None)
+                elif claims and info.get("sub") != claims.get("sub"):
                     raise UpstreamError("userinfo names another subject than the ID token")
                 claims = {**info, **claims}
         if not isinstance(claims.get("sub"), str) or not claims["sub"]:
