@@ -289,9 +289,11 @@ class DPoP:
         """True when only ``DPoP`` requests are accepted."""
         return self.mode == "required"
 
-    def check(self, proof: bytes, method: str, origin: str, path: str, token: str) -> Proof:
+    def check(self, proof: bytes, method: str, origin: str, path: str, token: str | None) -> Proof:
         """Checks 2 to 9 of one proof (its ``DPoP`` header, already known to be the only one) for a
-        ``method`` request of ``path`` at ``origin`` (the resource's), carrying ``token``."""
+        ``method`` request of ``path`` at ``origin`` (the resource's), carrying ``token``; None: a
+        proof at an authorization server's token endpoint, where no access token exists yet (so
+        no ``ath``, check 9)."""
         if len(proof) > self.max_proof_bytes:
             raise DPoPRefused("the proof is too large")
         try:
@@ -354,7 +356,9 @@ class DPoP:
                 raise DPoPRefused("a fresh DPoP nonce is required", "use_dpop_nonce")
         # 9. the token it goes with
         ath = claims.get("ath")
-        if not isinstance(ath, str) or not hmac.compare_digest(ath.encode(), _ath(token).encode()):
+        if token is not None and (
+            not isinstance(ath, str) or not hmac.compare_digest(ath.encode(), _ath(token).encode())
+        ):
             raise DPoPRefused("the proof's ath is not the hash of this access token")
         jkt = jwk_thumbprint(jwk)
         replay_key = f"{jkt}:{_b64url(hashlib.sha256(jti.encode()).digest())}"

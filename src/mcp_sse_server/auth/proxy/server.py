@@ -68,6 +68,7 @@ if TYPE_CHECKING:
     import httpx
 
     from ...engine.tokens import AccessToken
+    from ..dpop import DPoP
     from ..resource import ResourceServer
 
 __all__ = ["AuthProxy"]
@@ -110,8 +111,11 @@ def _digest(secret: str) -> str:
 class _Refusal(Exception):
     """An OAuth error answer of the token or registration endpoint."""
 
-    def __init__(self, error: str, description: str, status: int = 400) -> None:
+    def __init__(
+        self, error: str, description: str, status: int = 400, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
         super().__init__(description)
+        self.headers = headers or []
         self.error, self.description, self.status = error, description, status
 
 
@@ -127,7 +131,10 @@ class AuthProxy:
     redirect patterns clients may register; ``strict_redirects``: no loopback port exception.
     ``token_ttl``/``refresh_ttl``: lifetimes in seconds. ``client_documents``: take https client
     ids as client ID metadata documents (``cimd.py``); ``client_documents_private``: fetch them
-    from private addresses too (tests and closed networks only: SSRF). ``clock``: wall-clock seconds.
+    from private addresses too (tests and closed networks only: SSRF). ``dpop``: DPoP at the token
+    endpoint (RFC 9449): a request with a valid proof gets tokens bound to its key (``cnf.jkt``,
+    ``token_type`` DPoP), and its refresh token is good only with a proof by that key.
+    ``clock``: wall-clock seconds.
     """
 
     def __init__(
@@ -148,6 +155,7 @@ class AuthProxy:
         refresh_ttl: float = 30 * 86400.0,
         client_documents: bool = True,
         client_documents_private: bool = False,
+        dpop: DPoP | None = None,
         http: httpx.AsyncClient | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -177,6 +185,7 @@ class AuthProxy:
         self.refresh_ttl = refresh_ttl
         self.client_documents = client_documents
         self.client_documents_private = client_documents_private
+        self.dpop = dpop
         self.callback_url = self.issuer + "/oauth/callback"
         self._own_http = http is None
         self._http = http
@@ -213,6 +222,7 @@ class AuthProxy:
             "scopes_supported": [*self.scopes, "offline_access"],
             "authorization_response_iss_parameter_supported": True,
             "client_id_metadata_document_supported": self.client_documents,
+            **({"dpop_signing_alg_values_supported": list(self.dpop.algorithms)} if self.dpop is not None else {}),
         }
 
     def resource_server(self, required_scopes: Iterable[str] = (), **options: Any) -> ResourceServer:
@@ -458,6 +468,7 @@ class AuthProxy:
                 "redirect_uri": redirect_uri,
                 "state": state,
                 "challenge": challenge,
+                "jkt": params.get("dpop_jkt"),  # RFC 9449 10: the code bound to this key
                 "resource": resource,
                 "scopes": granted,
                 "csrf": csrf,
@@ -612,6 +623,7 @@ class AuthProxy:
                 "client_id": tx["client_id"],
                 "redirect_uri": redirect_uri,
                 "challenge": tx["challenge"],
+                "jkt": tx.get("jkt"),
                 "resource": tx["resource"],
                 "grant": gid,
             },
@@ -632,19 +644,44 @@ class AuthProxy:
         form = dict(parse_qsl(body.decode("latin-1"))) if body is not None else {}
         try:
             client_id = _client_id(scope, form)
+            jkt = await self._proof(scope)
             grant_type = form.get("grant_type")
             if grant_type == "authorization_code":
-                answer = await self._redeem(client_id, form)
+                answer = await self._redeem(client_id, form, jkt)
             elif grant_type == "refresh_token":
-                answer = await self._refresh(client_id, form)
+                answer = await self._refresh(client_id, form, jkt)
             else:
                 raise _Refusal("unsupported_grant_type", "grant_type: authorization_code or refresh_token")
         except _Refusal as refusal:
-            await _json(send, refusal.status, {"error": refusal.error, "error_description": refusal.description})
+            error = {"error": refusal.error, "error_description": refusal.description}
+            await _json(send, refusal.status, error, headers=refusal.headers)
             return
         await _json(send, 200, answer)
 
-    async def _redeem(self, client_id: str, form: Mapping[str, str]) -> dict[str, Any]:
+    async def _proof(self, scope: Scope) -> str | None:
+        """The thumbprint of the key a valid DPoP proof at this endpoint proves (None: no proof,
+        or DPoP off); ``_Refusal`` for a bad, replayed or nonce-less proof."""
+        if self.dpop is None:
+            return None
+        proofs = [value for key, value in scope["headers"] if key == b"dpop"]
+        if not proofs:
+            return None
+        if len(proofs) > 1:
+            raise _Refusal("invalid_dpop_proof", "send one DPoP proof")
+        from ..dpop import DPoPRefused
+
+        try:
+            proof = self.dpop.check(proofs[0], "POST", self.issuer, "/oauth/token", None)
+        except DPoPRefused as refused:
+            headers = []
+            if refused.error == "use_dpop_nonce" and self.dpop.nonces is not None:
+                headers.append((b"dpop-nonce", self.dpop.nonces.issue().encode()))
+            raise _Refusal(refused.error, refused.reason, headers=headers) from None
+        if not await self.dpop.first_use(proof):
+            raise _Refusal("invalid_dpop_proof", "the proof was used before")
+        return proof.jkt
+
+    async def _redeem(self, client_id: str, form: Mapping[str, str], jkt: str | None) -> dict[str, Any]:
         code = form.get("code", "")
         if not code:
             raise _Refusal("invalid_request", "code is required")
@@ -667,23 +704,29 @@ class AuthProxy:
         ):
             await self.store.delete(f"grant:{record['grant']}")
             raise _Refusal("invalid_grant", "the code does not belong to this request (client, redirect, PKCE)")
+        if record.get("jkt") is not None and record["jkt"] != jkt:
+            await self.store.delete(f"grant:{record['grant']}")
+            raise _Refusal("invalid_grant", "the code is bound to another DPoP key (dpop_jkt)")
         grant = await self._load(f"grant:{record['grant']}")
         if grant is None:
             raise _Refusal("invalid_grant", "the grant is gone")
         client, _ = await self._client_of(client_id)
         refresh = client is not None and "refresh_token" in client.get("grant_types", ())
-        answer, token_record = self._issue(record["grant"], grant, grant["scopes"], refresh)
+        answer, token_record = self._issue(record["grant"], grant, grant["scopes"], refresh, jkt)
         if token_record is not None:
             await self._save(*token_record)
         return answer
 
     def _issue(
-        self, gid: str, grant: Mapping[str, Any], scopes: list[str], refresh: bool
+        self, gid: str, grant: Mapping[str, Any], scopes: list[str], refresh: bool, jkt: str | None
     ) -> tuple[dict[str, Any], tuple[str, dict[str, Any], float] | None]:
-        """A token answer for ``grant`` and the record of its new refresh token (None: none)."""
+        """A token answer for ``grant`` and the record of its new refresh token (None: none),
+        bound to the DPoP key ``jkt`` when given."""
         now = int(self._clock())
+        bound = {"cnf": {"jkt": jkt}} if jkt is not None else {}
         access = self.keys.sign(
             {
+                **bound,
                 "iss": self.issuer,
                 "aud": grant["resource"],
                 "sub": grant["subject"],
@@ -698,7 +741,7 @@ class AuthProxy:
         )
         answer: dict[str, Any] = {
             "access_token": access,
-            "token_type": "Bearer",
+            "token_type": "DPoP" if jkt is not None else "Bearer",
             "expires_in": int(self.token_ttl),
             "scope": " ".join(scopes),
         }
@@ -706,9 +749,10 @@ class AuthProxy:
             return answer, None
         token = f"mrt_{gid}_{secrets.token_urlsafe(32)}"
         answer["refresh_token"] = token
-        return answer, (f"rt:{_digest(token)}", {"grant": gid, "state": "active", "scopes": scopes}, self.refresh_ttl)
+        record = {"grant": gid, "state": "active", "scopes": scopes, "jkt": jkt}
+        return answer, (f"rt:{_digest(token)}", record, self.refresh_ttl)
 
-    async def _refresh(self, client_id: str, form: Mapping[str, str]) -> dict[str, Any]:
+    async def _refresh(self, client_id: str, form: Mapping[str, str], jkt: str | None) -> dict[str, Any]:
         token = form.get("refresh_token", "")
         parts = token.split("_", 2)
         if len(parts) != 3 or parts[0] != "mrt":
@@ -721,13 +765,16 @@ class AuthProxy:
         current = await self._load(key)
         if current is None or current.get("grant") != gid:
             raise _Refusal("invalid_grant", "the refresh token is unknown")
+        if current.get("jkt") is not None and current["jkt"] != jkt:
+            # A bound refresh token (RFC 9449 5): good only with a proof by its key.
+            raise _Refusal("invalid_grant", "the refresh token is bound to a DPoP key this request does not prove")
         scopes = current["scopes"]
         asked = form.get("scope")
         if asked is not None:
             if not set(asked.split()) <= set(scopes):
                 raise _Refusal("invalid_scope", "a refresh cannot widen the grant")
             scopes = asked.split()
-        answer, fresh = self._issue(gid, grant, scopes, True)
+        answer, fresh = self._issue(gid, grant, scopes, True, current.get("jkt"))
         assert fresh is not None
         now = self._clock()
         rotated = {
@@ -735,6 +782,7 @@ class AuthProxy:
             "state": "rotated",
             "scopes": current["scopes"],
             "grace_until": now + _GRACE,
+            "jkt": current.get("jkt"),
             "answer": answer,
         }
         # One atomic step decides who rotated this token: the first swap finds it active.
@@ -862,16 +910,19 @@ async def _body(receive: Receive) -> bytes | None:
             return b"".join(chunks)
 
 
-async def _json(send: Send, status: int, body: Any, *, cache: bool = False) -> None:
+async def _json(
+    send: Send, status: int, body: Any, *, cache: bool = False, headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
     data = orjson.dumps(body)
-    headers = [
+    sent = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(data)).encode()),
         (b"cache-control", b"public, max-age=300" if cache else b"no-store"),
+        *headers,
     ]
     if cache:
-        headers.append((b"access-control-allow-origin", b"*"))
-    await send({"type": "http.response.start", "status": status, "headers": headers})
+        sent.append((b"access-control-allow-origin", b"*"))
+    await send({"type": "http.response.start", "status": status, "headers": sent})
     await send({"type": "http.response.body", "body": data})
 
 
