@@ -23,6 +23,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from fixtures.auth_proxy import ALICE, UPSTREAM_CLIENT, Browser
 from fixtures.commands import Main
+from fixtures.github_double import GitHubDouble, running_github
 from fixtures.oidc_provider import OpenIdProvider, running_oidc_provider
 from fixtures.redis_server import RedisServer
 from fixtures.served import Served
@@ -31,6 +32,7 @@ from mcp_sse_server.client.oauth import MemoryTokenStorage, OAuth, OAuthSettings
 
 REDIRECT = "http://127.0.0.1:9/callback"
 SECRET_VAR = "MCP_TEST_UPSTREAM_SECRET"
+GITHUB_USERS = {"octocat": {"id": 583231, "email": "octocat@github.example"}}
 
 
 def free_port() -> int:
@@ -193,7 +195,7 @@ async def test_two_served_processes_sharing_redis_finish_each_others_sign_ins(
     ("extra", "message"),
     [
         (["--auth-proxy", "oidc", "--auth-issuer", "https://idp.example"], "--auth-upstream-client-id"),
-        (["--auth-proxy", "nope", "--auth-issuer", "https://idp.example"], "not an OpenID provider preset"),
+        (["--auth-proxy", "nope", "--auth-issuer", "https://idp.example"], "not github or an OpenID provider preset"),
         (
             [
                 "--auth-proxy",
@@ -214,3 +216,39 @@ async def test_two_served_processes_sharing_redis_finish_each_others_sign_ins(
 def test_settings_the_proxy_refuses(main: Main, extra: list[str], message: str) -> None:
     status, _, err = main("serve", "demo", "--auth-resource", "http://127.0.0.1:8000/mcp", *extra)
     assert status == 2 and message in err, err
+
+
+async def test_serve_auth_proxy_github_with_dpop(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """``--auth-proxy github`` against the GitHub stand-in (as a GitHub Enterprise Server at
+    ``--auth-issuer``), with ``--auth-dpop allowed``: our DPoP client signs in, its tokens bound."""
+    port = free_port()
+    double = GitHubDouble("Ov23liCLI", "cli-secret", f"http://127.0.0.1:{port}/oauth/callback", GITHUB_USERS)
+    async with running_github(double):
+        args = ["demo", "--port", str(port), "--auth-proxy", "github", "--auth-issuer", double.url]
+        args += ["--auth-upstream-client-id", "Ov23liCLI", "--auth-upstream-client-secret-env", SECRET_VAR]
+        args += ["--auth-allow", "user:583231", "--auth-scope", "mcp:tools", "--auth-dpop", "allowed"]
+        served = Served(args, tmp_path, {**cli_env, SECRET_VAR: "cli-secret"})
+        try:
+            browser = Browser()
+            settings = OAuthSettings(client_name="cli github", dpop=True)
+            auth = OAuth(settings, storage=MemoryTokenStorage(), user_agent=browser.user_agent(REDIRECT))
+            async with (
+                httpx.AsyncClient(timeout=30) as http,
+                StreamableHttpClient(served.url, auth=auth, http_client=http) as client,
+            ):
+                tools = await client.list_tools()
+            await browser.aclose()
+            assert tools and auth.tokens is not None and auth.tokens.token_type == "DPoP"
+            claims = jwt.decode(auth.tokens.access_token, options={"verify_signature": False})
+            assert claims["sub"] == "github:583231" and claims["cnf"]["jkt"]
+        finally:
+            status, stderr = served.stop()
+    assert status == 0, stderr
+
+
+def test_serve_auth_proxy_github_needs_an_allow_rule(main: Main) -> None:
+    status, _, err = main(
+        "serve", "demo", "--auth-proxy", "github", "--auth-upstream-client-id", "x",
+        "--auth-upstream-client-secret-env", SECRET_VAR, "--auth-resource", "http://127.0.0.1:8000/mcp",
+    )  # fmt: skip
+    assert status == 2 and "--auth-proxy github needs --auth-allow" in err, err

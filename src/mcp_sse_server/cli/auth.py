@@ -43,7 +43,11 @@ Rules:
    clients register https redirect URIs beyond loopback. Keys: ``MCP_AUTH_SIGNING_KEYS`` (a JWKS
    file of private ES256 keys) and ``MCP_AUTH_SECRETS`` (sealing secrets), required with a Redis
    backend or several workers (every worker must sign and unseal alike); the flow state lives in
-   that Redis, so any worker serves any step.
+   that Redis, so any worker serves any step. ``--auth-proxy github``: GitHub (no OpenID Connect:
+   the user is ``GET /user``, its numeric id the subject), github.com unless ``--auth-issuer``
+   names a GitHub Enterprise Server; ``--auth-allow`` required (``user:<id>``, ``email:``,
+   ``domain:``). ``--auth-dpop`` applies at our token endpoint too (tokens bound to the client's
+   key).
 """
 
 from __future__ import annotations
@@ -207,10 +211,10 @@ class AuthSettings:
         from ..auth import IntrospectionVerifier, JwtVerifier, ResourceServer, TokenVerifier
         from ..auth.urls import check_fetch_url
 
-        if not self.auth_issuer:
-            raise click.UsageError("--auth-* options need --auth-issuer: the authorization server clients are sent to")
         if self.auth_proxy is not None:
             return self._proxy_server(endpoint, derivable, os.environ if environ is None else environ, backend, workers)
+        if not self.auth_issuer:
+            raise click.UsageError("--auth-* options need --auth-issuer: the authorization server clients are sent to")
         upstream_options = (
             self.auth_upstream_client_id,
             self.auth_upstream_client_secret_env,
@@ -313,15 +317,25 @@ class AuthSettings:
         from ..auth.providers.discovery import fetch_discovery
         from ..auth.proxy import AuthProxy, MemoryProxyStore, ProxyStore, Sealer, SigningKeys, Upstream
 
-        assert self.auth_issuer is not None and self.auth_proxy is not None
+        assert self.auth_proxy is not None
         if self.auth_provider or self.auth_jwks_uri or self.auth_introspection_url or self.auth_audience:
             raise click.UsageError(
                 "--auth-proxy issues this server's own tokens: leave out --auth-provider, --auth-jwks-uri, "
                 "--auth-introspection-url and --auth-audience"
             )
+        github = self.auth_proxy == "github"
         preset = PRESETS.get(self.auth_proxy)
-        if preset is None or "jwt" not in preset.token_formats:
-            raise click.UsageError(f"--auth-proxy {self.auth_proxy}: not an OpenID provider preset (oidc, ...)")
+        if not github and (preset is None or "jwt" not in preset.token_formats):
+            raise click.UsageError(
+                f"--auth-proxy {self.auth_proxy}: not github or an OpenID provider preset (oidc, ...)"
+            )
+        if github and not self.auth_allow:
+            raise click.UsageError(
+                "--auth-proxy github needs --auth-allow (user:<numeric id>, email:, domain:): anyone with a GitHub "
+                "account can sign in"
+            )
+        if not github and not self.auth_issuer:
+            raise click.UsageError("--auth-proxy needs --auth-issuer: the identity provider users sign in at")
         if self.auth_resource is None and not derivable:
             raise click.UsageError(
                 "--auth-resource URL is needed when listening on every interface or on --port 0: it names the "
@@ -371,27 +385,45 @@ class AuthSettings:
                 f"Warning: --auth-proxy without --auth-allow: anyone {self.auth_issuer} signs in may use this server.",
                 err=True,
             )
+        dpop = self._dpop(environ, backend, workers)  # (the same settings at our token endpoint and here)
         try:
-            document = fetch_discovery(preset, self.auth_issuer)
-            upstream = Upstream.from_discovery(
-                document,
-                client_id=client_id,
-                client_secret=secret,
-                scopes=self.auth_upstream_scope or ("openid", "email", "profile"),
-            )
+            if github:
+                # GitHub.com, or GitHub Enterprise Server at --auth-issuer (its API under /api/v3).
+                web = (self.auth_issuer or "https://github.com").rstrip("/")
+                api = "https://api.github.com" if web == "https://github.com" else web + "/api/v3"
+                upstream = Upstream.github(
+                    client_id=client_id,
+                    client_secret=secret,
+                    scopes=self.auth_upstream_scope or ("read:user", "user:email"),
+                    web=web,
+                    api=api,
+                )
+                name = "github"
+                claims: Mapping[str, tuple[str, ...]] = {"user": ("sub",), "email": ("email",)}
+            else:
+                assert preset is not None and self.auth_issuer is not None
+                document = fetch_discovery(preset, self.auth_issuer)
+                upstream = Upstream.from_discovery(
+                    document,
+                    client_id=client_id,
+                    client_secret=secret,
+                    scopes=self.auth_upstream_scope or ("openid", "email", "profile"),
+                )
+                name, claims = preset.name, preset.claims
             proxy = AuthProxy(
                 issuer=f"{parts.scheme}://{parts.netloc}",
                 resource=resource,
                 upstream=upstream,
-                idp=preset.name,
-                allow=AllowPolicy(self.auth_allow, claims=preset.claims),
+                idp=name,
+                allow=AllowPolicy(self.auth_allow, claims=claims),
                 scopes=self.auth_scope or ("mcp:tools",),
                 store=store,
                 keys=keys,
                 sealer=sealer,
                 redirect_allow=self.auth_redirect_allow,
+                dpop=dpop,
             )
-            return proxy.resource_server(self.auth_scope, dpop=self._dpop(environ, backend, workers))
+            return proxy.resource_server(self.auth_scope, dpop=dpop)
         except ValueError as error:
             raise click.UsageError(str(error)) from error
 
