@@ -6,10 +6,13 @@ sign-in started on the other; and the settings it refuses."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import hashlib
+import re
 import secrets
 import socket
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -252,3 +255,46 @@ def test_serve_auth_proxy_github_needs_an_allow_rule(main: Main) -> None:
         "--auth-upstream-client-secret-env", SECRET_VAR, "--auth-resource", "http://127.0.0.1:8000/mcp",
     )  # fmt: skip
     assert status == 2 and "--auth-proxy github needs --auth-allow" in err, err
+
+
+async def test_login_signs_in_through_a_served_proxy(
+    op: OpenIdProvider, ports: tuple[int, int], tmp_path: Path, cli_env: dict[str, str]
+) -> None:
+    """``login`` (the real command: discovery, registration, PKCE, its loopback callback) against a
+    served proxy; the user (``Browser``) passes our consent page and the IdP's sign-in."""
+    resource = f"http://127.0.0.1:{ports[0]}/mcp"
+    served = Served(proxy_args(op, ports[0], resource), tmp_path, {**cli_env, SECRET_VAR: op.secrets[UPSTREAM_CLIENT]})
+    callback_port = free_port()
+    redirect = f"http://127.0.0.1:{callback_port}/callback"
+    env = {**cli_env, "XDG_STATE_HOME": str(tmp_path / "state")}
+    try:
+        async with asyncio.timeout(120):
+            login = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "mcp_sse_server", "login", resource, "--no-browser",
+                "--redirect-port", str(callback_port),
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, cwd=tmp_path,
+            )  # fmt: skip
+            assert login.stderr is not None
+            lines: list[str] = []
+            pattern = rf"(http://127\.0\.0\.1:{ports[0]}/oauth/authorize\?\S+)"
+            while (found := re.search(pattern, "".join(lines))) is None:
+                line = (await login.stderr.readline()).decode()
+                assert line, f"no authorization URL on stderr: {lines}"
+                lines.append(line)
+            browser = Browser()
+            answer = await browser.walk(found[1], redirect)
+            landed = await browser.http.get(redirect, params=answer)  # back to login's loopback port
+            await browser.aclose()
+            assert landed.status_code == 200
+            out, err = await login.communicate()
+    finally:
+        status, stderr = served.stop()
+    assert status == 0, stderr
+    assert login.returncode == 0, err.decode()
+    issuer = f"http://127.0.0.1:{ports[0]}"
+    assert f"a token from {issuer}" in out.decode()
+    kept = orjson.loads((tmp_path / "state" / "mcp-sse-server" / "oauth.json").read_bytes())
+    token = kept["tokens"][issuer][resource]
+    assert token["refresh_token"].startswith("mrt_")  # ours: never the IdP's
+    claims = jwt.decode(token["access_token"], options={"verify_signature": False})
+    assert claims["iss"] == issuer and claims["sub"] == "oidc:alice"
