@@ -10,6 +10,7 @@ import base64
 import hashlib
 import secrets
 import socket
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlencode
@@ -183,3 +184,85 @@ async def test_redis_out_of_reach_is_503_not_500() -> None:
     await client.aclose()
     assert registered.status_code == 503 and registered.headers["retry-after"] == "1"
     assert redeemed.status_code == 503
+
+
+async def test_two_workers_racing_on_one_code_or_one_refresh_token(store: RedisProxyStore) -> None:
+    """Worker A (served) and worker B (another ``AuthProxy`` on the same Redis and keys) get the
+    same code at once: one redemption wins and the other revokes the grant; then, on a fresh
+    grant, the same refresh token at once on both: the same answer twice (the grace window), and
+    replayed on B after the window: the family is revoked on both."""
+    offset = [0.0]
+    keys, sealer = SigningKeys.generate(), Sealer.generate()
+
+    def clock() -> float:
+        return time.time() + offset[0]
+
+    async with proxied_endpoint(store=store, keys=keys, sealer=sealer, clock=clock) as proxied:
+        a = proxied.proxy
+        shared: dict[str, Any] = {"store": store, "keys": keys, "sealer": sealer, "clock": clock}
+        b = AuthProxy(issuer=a.issuer, resource=a.resource, upstream=a.upstream, scopes=a.scopes, **shared)
+
+        async def nothing(scope: Any, receive: Any, send: Any) -> None:
+            raise AssertionError(scope["path"])
+
+        async with (
+            httpx.AsyncClient(timeout=30) as to_a,
+            httpx.AsyncClient(transport=httpx.ASGITransport(app=b.wrap(nothing)), base_url=a.issuer) as to_b,
+        ):
+            registered = await to_a.post(
+                a.issuer + "/oauth/register",
+                json={"redirect_uris": [REDIRECT], "grant_types": ["authorization_code", "refresh_token"]},
+            )
+            client_id = registered.json()["client_id"]
+
+            async def code() -> tuple[str, str]:
+                verifier = secrets.token_urlsafe(48)
+                challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=")
+                query = {
+                    "response_type": "code",
+                    "client_id": client_id,
+                    "redirect_uri": REDIRECT,
+                    "code_challenge": challenge.decode(),
+                    "code_challenge_method": "S256",
+                }
+                browser = Browser()
+                back = await browser.walk(a.issuer + "/oauth/authorize?" + urlencode(query), REDIRECT)
+                await browser.aclose()
+                return back["code"], verifier
+
+            def form(code: str, verifier: str) -> dict[str, str]:
+                return {
+                    "grant_type": "authorization_code",
+                    "client_id": client_id,
+                    "code": code,
+                    "code_verifier": verifier,
+                    "redirect_uri": REDIRECT,
+                }
+
+            one, verifier = await code()
+            raced = await asyncio.gather(
+                to_a.post(a.issuer + "/oauth/token", data=form(one, verifier)),
+                to_b.post("/oauth/token", data=form(one, verifier)),
+            )
+            assert sorted(r.status_code for r in raced) == [200, 400]
+            won = next(r for r in raced if r.status_code == 200).json()
+            revoked = await to_a.post(
+                a.issuer + "/oauth/token",
+                data={"grant_type": "refresh_token", "client_id": client_id, "refresh_token": won["refresh_token"]},
+            )
+            assert revoked.status_code == 400  # the losing redemption revoked the grant, on A too
+
+            two, verifier = await code()
+            answer = (await to_b.post("/oauth/token", data=form(two, verifier))).json()
+            refresh = {"grant_type": "refresh_token", "client_id": client_id, "refresh_token": answer["refresh_token"]}
+            both = await asyncio.gather(
+                to_a.post(a.issuer + "/oauth/token", data=refresh), to_b.post("/oauth/token", data=refresh)
+            )
+            assert [r.status_code for r in both] == [200, 200]
+            assert both[0].json() == both[1].json()  # one rotation; the other got the same answer
+            offset[0] = 31.0
+            replayed = await to_b.post("/oauth/token", data=refresh)
+            assert replayed.status_code == 400 and replayed.json()["error"] == "invalid_grant"
+            newest = dict(refresh, refresh_token=both[0].json()["refresh_token"])
+            assert (await to_a.post(a.issuer + "/oauth/token", data=newest)).status_code == 400
+        await b.aclose()
