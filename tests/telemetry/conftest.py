@@ -14,8 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from server_otel import Otel
 
 
-@pytest.fixture
-def otel() -> Iterator[Otel]:
+def _pipeline() -> Iterator[Otel]:
     exporter = InMemorySpanExporter()
     tracer_provider = TracerProvider()
     tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
@@ -24,3 +23,14 @@ def otel() -> Iterator[Otel]:
     yield Otel(tracer_provider, meter_provider, exporter, reader)
     tracer_provider.shutdown()
     meter_provider.shutdown()
+
+
+@pytest.fixture
+def otel() -> Iterator[Otel]:
+    yield from _pipeline()
+
+
+@pytest.fixture
+def other() -> Iterator[Otel]:
+    """A second pipeline (another worker's SDK), for tests of two servers."""
+    yield from _pipeline()

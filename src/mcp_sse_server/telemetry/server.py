@@ -38,7 +38,20 @@ Rules of this module:
    status, in a trace of its own linked to the call that made it (``task_trace="child"``: a
    child of that call); status changes are events; ``failed`` is an error by rule 4 (a core
    task failed by an ``isError`` result is ``tool_error``), ``cancelled`` is not. Every
-   ``tasks/*`` request's span carries ``mcp_sse_server.task.id``.
+   ``tasks/*`` request naming a task (``tasks/get``, ``tasks/result``, ``tasks/update``,
+   ``tasks/cancel``, both generations) carries ``mcp_sse_server.task.id`` and links to the
+   task's trace, on whichever worker serves it, through the task's anchor (``task_anchor``).
+   Why an anchor: nothing about the task's span is stored (older workers build a ``TaskRecord``
+   from every stored field and would fail on a new one), and the OpenTelemetry API cannot set
+   a span's own ids (only an SDK ``IdGenerator`` can). So a task's trace and a span id are
+   derived from its id (SHA-256: unguessable, since the id is); with ``task_trace="link"`` the
+   task span is the child of that remote, never exported, anchor, which puts it in the derived
+   trace; a poll computes the same anchor from the ``taskId`` it names and links to it, so the
+   link leads to the task's trace (a viewer shows the task span with a parent it never
+   received). With ``task_trace="child"`` the task span is in its caller's trace and links to
+   the anchor, so the polls and the task share a linked context, but the polls do not lead to
+   the caller's trace. The anchor is sampled when the creating call was (a task is kept or
+   dropped with its call, as a child would be).
 10. With the global providers (no provider given) and no SDK installed, nothing could be
     recorded: a request makes no span and records nothing (checked per request, so an SDK
     installed later is used from then on); only a caller's trace context in ``_meta`` is made
@@ -62,6 +75,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import logging
 import time
 from collections.abc import Mapping
@@ -69,7 +83,7 @@ from typing import Any, Final
 
 from opentelemetry import context as otel_context
 from opentelemetry import metrics, propagate, trace
-from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, NonRecordingSpan, Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from ..engine.jsonrpc import JsonRpcError, JsonRpcNotification, JsonRpcRequest, JsonRpcResponse, McpError
 from ..engine.observe import HttpOrigin, current_http
@@ -97,7 +111,7 @@ from .conventions import (
 )
 from .logs import install_log_correlation
 
-__all__ = ["SCOPE_NAME", "ServerObserver", "trace_carrier"]
+__all__ = ["SCOPE_NAME", "ServerObserver", "task_anchor", "trace_carrier"]
 
 logger = logging.getLogger("mcp_sse_server")
 
@@ -114,6 +128,25 @@ def _version() -> str:
         return version("mcp-sse-server")
     except PackageNotFoundError:  # (run from a source tree)
         return "0"
+
+
+_ANCHOR_LABEL: Final = b"mcp_sse_server task anchor\x00"
+_TASK_METHODS: Final = frozenset(("tasks/get", "tasks/result", "tasks/update", "tasks/cancel"))
+
+
+def task_anchor(task_id: str, sampled: bool = True) -> SpanContext:
+    """The remote span context every worker derives from ``task_id`` (rule 9): the task's trace
+    id (the first 16 bytes of SHA-256 over a fixed label and the id) and span id (the next 8);
+    neither is ever zero, so the context is valid per W3C, and the trace id is flagged random
+    (W3C level 2) because the task id it is hashed from is."""
+    digest = hashlib.sha256(_ANCHOR_LABEL + task_id.encode()).digest()
+    flags = TraceFlags.RANDOM_TRACE_ID | (TraceFlags.SAMPLED if sampled else TraceFlags.DEFAULT)
+    return SpanContext(
+        int.from_bytes(digest[:16], "big") or 1,
+        int.from_bytes(digest[16:24], "big") or 1,
+        is_remote=True,
+        trace_flags=TraceFlags(flags),
+    )
 
 
 def trace_carrier(keys: tuple[str, ...] = TRACE_META_KEYS, source: Mapping[str, Any] | None = None) -> dict[str, str]:
@@ -307,6 +340,8 @@ class ServerObserver:
         attributes.update(_network(connection, http))
         if request.method.startswith("tasks/") and params is not None and type(params.get("taskId")) is str:
             attributes[ATTRIBUTE.TASK_ID] = params["taskId"]
+            if request.method in _TASK_METHODS:  # rule 9: to the task's trace, whoever made it
+                links.append(Link(task_anchor(params["taskId"])))
         span: Span | None = None
         if self.spans:
             span = self.tracer.start_span(
@@ -388,10 +423,13 @@ class ServerObserver:
                     ATTRIBUTE.TASK_ID: record.id,
                     ATTRIBUTE.TASK_GENERATION: generation,
                 }
+                # Rule 9: the anchor every poll of this task links to, sampled as the call was.
+                anchor = task_anchor(record.id, creator.trace_flags.sampled or not creator.is_valid)
                 if self.settings.task_trace == "child":
-                    parent, links = None, []
-                else:  # a trace of its own: a long task neither stretches nor outlives the caller's
-                    parent, links = otel_context.Context(), [Link(creator)] if creator.is_valid else []
+                    parent, links = None, [Link(anchor)]
+                else:  # a trace of its own (the anchor's): a long task neither stretches nor outlives the caller's
+                    parent = trace.set_span_in_context(NonRecordingSpan(anchor), otel_context.Context())
+                    links = [Link(creator)] if creator.is_valid else []
                 span = self.tracer.start_span(
                     span_name("task", attributes[ATTRIBUTE.TOOL_NAME]),
                     parent,
