@@ -24,7 +24,8 @@ when the server sent none, doubling only after reconnects that brought
 nothing new) and GETs with ``Last-Event-ID``, until the answer arrives or
 ``max_reconnect_attempts`` reconnects in a row bring nothing. A disconnect is
 never a cancellation: only the caller's timeout or cancellation sends
-``notifications/cancelled``.
+``notifications/cancelled``. A POST stream that ends so first awaits ``stream_closed``
+(``client/transport.py`` rule 4) as it was when the request was sent.
 
 Failures never hang a caller: a server that cannot be reached, a stream that
 ends without the answer (and without an event id to resume from), or a
@@ -105,7 +106,7 @@ from .base import McpClient
 from .era_memo import http_identity
 from .sse import SseConnection
 from .stateless import PROTOCOL_VERSION_KEY, StreamLostError, param_headers, routing_headers
-from .transport import ClientTransport, ToolSchema
+from .transport import ClientTransport, ToolSchema, stream_closed
 
 __all__ = [
     "LegacySseEndpointError",
@@ -458,6 +459,9 @@ class StreamableHttpConnection(HttpConnection):
         if not self._is_outstanding(request.id):
             return
         if stream.last_event_id is not None and request.id not in self._stateless_requests:
+            closed = stream_closed.get()  # (as it was when the request was sent: this task's copy)
+            if closed is not None:
+                await closed()  # the caller polls too (client/transport.py rule 4)
             await self._resume(request, stream)  # the stateless revision has no resumable streams
         else:
             lost = _LostStream if request.id in self._stateless_requests else McpConnectionError

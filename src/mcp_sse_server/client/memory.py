@@ -21,7 +21,7 @@ from ..engine.session import ServerSession
 from ..engine.transport import Transport
 from ..transport.memory import MemoryTransport
 from .base import McpClient
-from .transport import ClientTransport
+from .transport import ClientTransport, StreamClosed, stream_closed
 
 __all__ = ["InMemoryClient", "InMemoryClientTransport"]
 
@@ -29,13 +29,16 @@ __all__ = ["InMemoryClient", "InMemoryClientTransport"]
 class InMemoryClientTransport(ClientTransport):
     """A client's way to ``server``, in this process: no sockets, no serialization.
 
-    ``session`` is the server's session of the connection opened last.
+    ``session`` is the server's session of the connection opened last. A request sent with
+    ``stream_closed`` set hears the server's ``context.close_sse_stream()`` through it
+    (``client/transport.py`` rule 4).
     """
 
     def __init__(self, server: McpServer) -> None:
         self.server = server
         self.session: ServerSession | None = None
         self._end: MemoryTransport | None = None  # the client's end of the connection opened last
+        self._closing: dict[Any, StreamClosed] = {}  # stream_closed of the requests in flight, by id
 
     @property
     def can_be_stateless(self) -> bool:
@@ -44,8 +47,13 @@ class InMemoryClientTransport(ClientTransport):
     async def connect(self) -> Transport:
         server_side, client_side = MemoryTransport.pair()
         self.session = await self.server.connect(server_side)
+        client_side.on_stream_closed = self._stream_closed
         self._end = client_side
         return client_side
+
+    async def _stream_closed(self, request_id: Any) -> bool:
+        closed = self._closing.get(request_id)
+        return False if closed is None else await closed()
 
     async def request(
         self,
@@ -65,6 +73,11 @@ class InMemoryClientTransport(ClientTransport):
             params["_meta"] = {**(params.get("_meta") or {}), "progressToken": request_id}
             connection.add_progress_handler(request_id, on_progress)
         request = JsonRpcRequest(request_id, method, params)
+        closed = stream_closed.get()
+        if closed is not None:
+            # (Cleared for the handler, which runs in this task: its own clients' requests are not ours.)
+            self._closing[request_id] = closed
+            cleared = stream_closed.set(None)
         try:
             if timeout is None:
                 reply = await transport.call(request)
@@ -76,6 +89,9 @@ class InMemoryClientTransport(ClientTransport):
         finally:
             if on_progress is not None:
                 connection.remove_progress_handler(request_id)
+            if closed is not None:
+                del self._closing[request_id]
+                stream_closed.reset(cleared)
         if type(reply) is JsonRpcResponse:
             return reply.result
         if reply is None:

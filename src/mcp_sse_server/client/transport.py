@@ -29,6 +29,13 @@ Rules:
      ``Mcp-Param-*`` headers).
 3. A transport serves one client. It holds nothing across connections that needs closing: each
    connection releases what it opened when it is closed.
+4. ``stream_closed``, set around a request, is awaited when the server closes that request's
+   stream before its answer (SSE polling, SEP-1699) and the request goes on: the Streamable
+   HTTP transport when the POST stream ends with an event id to resume from (it then resumes),
+   the in-memory one when the server's tool calls ``context.close_sse_stream()`` (which returns
+   what the handler returns). Each transport reads it when the request is sent; the in-memory
+   one clears it for what the server does meanwhile, so a nested client's request never sees
+   its caller's. A proxy sets it to close its own front request's stream the same way.
 
 A transport of one's own: subclass ``ClientTransport``, return a ``Transport`` from
 ``connect()``, and pass it to ``McpClient``; ``engine.transports.register_transport`` makes
@@ -43,19 +50,27 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import Any, TypeAlias
 
 from ..engine.protocol import Connection, ProgressCallback
 from ..engine.transport import Transport
 from .era_memo import Identity
 
-__all__ = ["ClientTransport", "ProbeAnswer", "ToolSchema"]
+__all__ = ["ClientTransport", "ProbeAnswer", "StreamClosed", "ToolSchema", "stream_closed"]
 
 ToolSchema: TypeAlias = Callable[[str], "dict[str, Any] | None"]
 """A tool's ``inputSchema`` by its name, None for a tool not listed."""
 
 ProbeAnswer: TypeAlias = Callable[[], Awaitable[dict[str, Any]]]
 """Sends the ``server/discover`` probe and returns its result (``ClientTransport.probe``)."""
+
+StreamClosed: TypeAlias = Callable[[], Awaitable[bool]]
+"""Awaited when the server closed a request's stream mid-call; True when the callee closed a
+stream of its own in turn (rule 4)."""
+
+stream_closed: ContextVar[StreamClosed | None] = ContextVar("mcp_stream_closed", default=None)
+"""What the requests sent in this context await when the server closes their stream (rule 4)."""
 
 
 class ClientTransport(ABC):

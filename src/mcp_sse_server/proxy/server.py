@@ -31,7 +31,12 @@ Rules:
    (``traceparent``, ``tracestate``, ``baggage``); the front's progress token is replaced by the
    backend client's own and the backend's progress reported on the front token, values that do
    not increase dropped. Cancelling the front request cancels the backend request
-   (``notifications/cancelled`` with the backend's id).
+   (``notifications/cancelled`` with the backend's id). A backend that closes the call's stream
+   mid-call for its client to poll (SSE polling, SEP-1699; ``client/transport.py``'s
+   ``stream_closed``, from an in-process backend's ``close_sse_stream`` or a Streamable HTTP
+   POST stream that ends with an event id) makes the front close its own request's stream the
+   same way (``close_sse_stream``: a priming event and ``retry``; where the front's revision
+   cannot resume streams, nothing), and its client polls too.
 4. Errors: a JSON-RPC error of the backend passes with its code, message and data. A backend
    that cannot be reached or dies mid-call fails that call: a tool call with an ``isError``
    result "Backend NAME is unavailable: ...", anything else with -32603 and that text; the next
@@ -72,6 +77,7 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from ..client.transport import stream_closed
 from ..engine.background import in_background
 from ..engine.context import RequestContext, current_context
 from ..engine.jsonrpc import INTERNAL_ERROR, JsonRpcNotification, McpError
@@ -496,12 +502,17 @@ class ProxyServer(McpServer):
         """One call that may ask the front something (rules 1, 3 and 5)."""
         if "_meta" in params or "inputResponses" in params or "task" in params:
             params = _forwarded(params)
-        if context.progress_token is None:
-            return await self._forward_on(method, params, context, None)
-        relay = _ProgressRelay(context)
-        result = await self._forward_on(method, params, context, relay)
-        await relay.flush()
-        return result
+        # The backend closing the call's stream mid-call closes the front's (rule 3).
+        closing = stream_closed.set(context.close_sse_stream)
+        try:
+            if context.progress_token is None:
+                return await self._forward_on(method, params, context, None)
+            relay = _ProgressRelay(context)
+            result = await self._forward_on(method, params, context, relay)
+            await relay.flush()
+            return result
+        finally:
+            stream_closed.reset(closing)
 
     async def _forward_on(
         self, method: str, params: dict[str, Any], context: RequestContext, on_progress: _ProgressRelay | None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from ..engine.jsonrpc import CONNECTION_CLOSED, JsonRpcError, JsonRpcMessage, JsonRpcRequest, RequestId
 from ..engine.transport import Reply, Transport
@@ -23,10 +23,16 @@ class MemoryTransport(Transport):
     >>> # await server.connect(server_side)
     >>> # await client_side.send(JsonRpcRequest(1, "tools/list"))
     >>> # async for message in client_side.messages: ...
+
+    ``close_stream`` (a server's ``context.close_sse_stream()``) awaits the other end's
+    ``on_stream_closed`` with the request's id and returns its answer: an in-process connection
+    has no stream to close, but its client may have one of its own (a proxy's front); False
+    without one.
     """
 
     def __init__(self) -> None:
         self._peer: MemoryTransport | None = None
+        self.on_stream_closed: Callable[[RequestId], Awaitable[bool]] | None = None
         self._closed = False
         self._buffer: deque[JsonRpcMessage] = deque()
         self._waiter: asyncio.Future[None] | None = None
@@ -59,6 +65,13 @@ class MemoryTransport(Transport):
         if self._closed or peer is None or peer.dispatcher is None:
             return JsonRpcError(request.id, CONNECTION_CLOSED, "Connection closed")
         return await peer.dispatcher.dispatch(request)
+
+    async def close_stream(self, related_request_id: RequestId | None) -> bool:
+        peer = self._peer
+        hook = None if peer is None or self._closed else peer.on_stream_closed
+        if hook is None or related_request_id is None:
+            return False
+        return await hook(related_request_id)
 
     def _deliver(self, message: JsonRpcMessage) -> None:
         if self.dispatcher is not None:
