@@ -27,6 +27,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from fixtures.auth_proxy import ALICE, UPSTREAM_CLIENT, Browser
 from fixtures.commands import Main
 from fixtures.github_double import GitHubDouble, running_github
+from fixtures.google_double import GoogleDouble, running_google
 from fixtures.oidc_provider import OpenIdProvider, running_oidc_provider
 from fixtures.redis_server import RedisServer
 from fixtures.served import Served
@@ -198,7 +199,10 @@ async def test_two_served_processes_sharing_redis_finish_each_others_sign_ins(
     ("extra", "message"),
     [
         (["--auth-proxy", "oidc", "--auth-issuer", "https://idp.example"], "--auth-upstream-client-id"),
-        (["--auth-proxy", "nope", "--auth-issuer", "https://idp.example"], "not github or an OpenID provider preset"),
+        (
+            ["--auth-proxy", "nope", "--auth-issuer", "https://idp.example"],
+            "not github, google or an OpenID provider preset",
+        ),
         (
             [
                 "--auth-proxy",
@@ -298,3 +302,40 @@ async def test_login_signs_in_through_a_served_proxy(
     assert token["refresh_token"].startswith("mrt_")  # ours: never the IdP's
     claims = jwt.decode(token["access_token"], options={"verify_signature": False})
     assert claims["iss"] == issuer and claims["sub"] == "oidc:alice"
+
+
+async def test_serve_auth_proxy_google(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """``--auth-proxy google`` against the Google stand-in at ``--auth-issuer``: our client signs in
+    (sub google:<sub>) and lists tools; Google without an allow rule is refused at start-up."""
+    port = free_port()
+    user = {"sub": "1077", "email": "ann@acme.example", "email_verified": True, "hd": "acme.example"}
+    double = GoogleDouble("g.apps.googleusercontent.com", "g-secret", f"http://127.0.0.1:{port}/oauth/callback", user)
+    async with running_google(double):
+        args = ["demo", "--port", str(port), "--auth-proxy", "google", "--auth-issuer", double.url]
+        args += ["--auth-upstream-client-id", double.client_id, "--auth-upstream-client-secret-env", SECRET_VAR]
+        env = {**cli_env, SECRET_VAR: "g-secret"}
+        # Served blocks while the process starts, and it fetches the stand-in's discovery then.
+        served = await asyncio.to_thread(Served, [*args, "--auth-allow", "org:acme.example"], tmp_path, env)
+        try:
+            browser = Browser()
+            agent = browser.user_agent(REDIRECT)
+            auth = OAuth(OAuthSettings(client_name="cli google"), storage=MemoryTokenStorage(), user_agent=agent)
+            async with (
+                httpx.AsyncClient(timeout=30) as http,
+                StreamableHttpClient(served.url, auth=auth, http_client=http) as client,
+            ):
+                tools = await client.list_tools()
+            await browser.aclose()
+            assert tools and auth.tokens is not None
+            assert jwt.decode(auth.tokens.access_token, options={"verify_signature": False})["sub"] == "google:1077"
+        finally:
+            status, stderr = served.stop()
+        assert status == 0, stderr
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "mcp_sse_server", "serve", "demo", "--auth-proxy", "google",
+        "--auth-upstream-client-id", "g", "--auth-upstream-client-secret-env", SECRET_VAR,
+        "--auth-resource", "http://127.0.0.1:8000/mcp",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env={**cli_env, SECRET_VAR: "s"},
+    )  # fmt: skip
+    _, err = await proc.communicate()
+    assert proc.returncode == 2 and "--auth-proxy google needs --auth-allow" in err.decode()

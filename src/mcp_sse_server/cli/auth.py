@@ -46,8 +46,10 @@ Rules:
    that Redis, so any worker serves any step. ``--auth-proxy github``: GitHub (no OpenID Connect:
    the user is ``GET /user``, its numeric id the subject), github.com unless ``--auth-issuer``
    names a GitHub Enterprise Server; ``--auth-allow`` required (``user:<id>``, ``email:``,
-   ``domain:``). ``--auth-dpop`` applies at our token endpoint too (tokens bound to the client's
-   key).
+   ``domain:``). ``--auth-proxy google``: accounts.google.com (``access_type=offline`` and
+   ``prompt=consent`` for a refresh token); ``--auth-allow`` required (``org:<Workspace domain>``
+   for the ``hd`` claim, ``domain:``, ``email:``). ``--auth-dpop`` applies at our token endpoint
+   too (tokens bound to the client's key).
 """
 
 from __future__ import annotations
@@ -315,7 +317,16 @@ class AuthSettings:
 
         from ..auth.providers import PRESETS, AllowPolicy
         from ..auth.providers.discovery import fetch_discovery
-        from ..auth.proxy import AuthProxy, MemoryProxyStore, ProxyStore, Sealer, SigningKeys, Upstream
+        from ..auth.proxy import (
+            GITHUB_CLAIMS,
+            GOOGLE_CLAIMS,
+            AuthProxy,
+            MemoryProxyStore,
+            ProxyStore,
+            Sealer,
+            SigningKeys,
+            Upstream,
+        )
 
         assert self.auth_proxy is not None
         if self.auth_provider or self.auth_jwks_uri or self.auth_introspection_url or self.auth_audience:
@@ -323,18 +334,19 @@ class AuthSettings:
                 "--auth-proxy issues this server's own tokens: leave out --auth-provider, --auth-jwks-uri, "
                 "--auth-introspection-url and --auth-audience"
             )
-        github = self.auth_proxy == "github"
-        preset = PRESETS.get(self.auth_proxy)
+        github, google = self.auth_proxy == "github", self.auth_proxy == "google"
+        preset = PRESETS.get("oidc" if google else self.auth_proxy)
         if not github and (preset is None or "jwt" not in preset.token_formats):
             raise click.UsageError(
-                f"--auth-proxy {self.auth_proxy}: not github or an OpenID provider preset (oidc, ...)"
+                f"--auth-proxy {self.auth_proxy}: not github, google or an OpenID provider preset (oidc, keycloak, "
+                "auth0, okta)"
             )
-        if github and not self.auth_allow:
+        if (github or google) and not self.auth_allow:
+            rules = "user:<numeric id>, email:, domain:" if github else "org:<Workspace domain>, domain:, email:"
             raise click.UsageError(
-                "--auth-proxy github needs --auth-allow (user:<numeric id>, email:, domain:): anyone with a GitHub "
-                "account can sign in"
+                f"--auth-proxy {self.auth_proxy} needs --auth-allow ({rules}): anyone with an account there can sign in"
             )
-        if not github and not self.auth_issuer:
+        if not (github or google) and not self.auth_issuer:
             raise click.UsageError("--auth-proxy needs --auth-issuer: the identity provider users sign in at")
         if self.auth_resource is None and not derivable:
             raise click.UsageError(
@@ -399,7 +411,18 @@ class AuthSettings:
                     api=api,
                 )
                 name = "github"
-                claims: Mapping[str, tuple[str, ...]] = {"user": ("sub",), "email": ("email",)}
+                claims: Mapping[str, tuple[str, ...]] = GITHUB_CLAIMS
+            elif google:
+                # accounts.google.com (or a stand-in at --auth-issuer), checked as any OpenID provider.
+                assert preset is not None
+                document = fetch_discovery(preset, self.auth_issuer or "https://accounts.google.com")
+                upstream = Upstream.google(
+                    document,
+                    client_id=client_id,
+                    client_secret=secret,
+                    scopes=self.auth_upstream_scope or ("openid", "email", "profile"),
+                )
+                name, claims = "google", GOOGLE_CLAIMS
             else:
                 assert preset is not None and self.auth_issuer is not None
                 document = fetch_discovery(preset, self.auth_issuer)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from .keys import Sealer, SigningKeys
 from .server import AuthProxy
 from .store import MemoryProxyStore, ProxyStore, ProxyStoreUnavailable
-from .upstream import Upstream, UpstreamError
+from .upstream import GITHUB_CLAIMS, GOOGLE_CLAIMS, Upstream, UpstreamError
 
 if TYPE_CHECKING:
     from .redis_store import RedisProxyStore as RedisProxyStore
@@ -31,6 +31,8 @@ def __getattr__(name: str) -> object:
 
 
 __all__ = [
+    "GITHUB_CLAIMS",
+    "GOOGLE_CLAIMS",
     "AuthProxy",
     "MemoryProxyStore",
     "ProxyStore",

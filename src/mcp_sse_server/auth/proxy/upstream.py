@@ -27,7 +27,15 @@ from urllib.parse import urlencode
 import httpx
 import jwt
 
-__all__ = ["Upstream", "UpstreamError"]
+__all__ = ["GITHUB_CLAIMS", "GOOGLE_CLAIMS", "Upstream", "UpstreamError"]
+
+GITHUB_CLAIMS: Final = {"user": ("sub",), "email": ("email",)}
+"""Allow-rule claims of a GitHub sign-in: ``user:<numeric id>``, ``email:``/``domain:`` (the
+public email)."""
+
+GOOGLE_CLAIMS: Final = {"email": ("email",), "org": ("hd",)}
+"""Allow-rule claims of a Google sign-in: ``domain:``/``email:`` (verified email only) and
+``org:<Workspace domain>`` (the ``hd`` claim)."""
 
 _TIMEOUT: Final = 10.0
 _MAX_BYTES: Final = 256 * 1024
@@ -63,6 +71,30 @@ class Upstream:
     extra: Mapping[str, str] = dataclasses.field(default_factory=dict)
     openid: bool = True
     subject: str = "sub"
+    id_token_issuers: tuple[str, ...] = ()
+
+    @classmethod
+    def google(
+        cls,
+        document: Mapping[str, Any],
+        *,
+        client_id: str,
+        client_secret: str,
+        scopes: tuple[str, ...] = ("openid", "email", "profile"),
+    ) -> Upstream:
+        """Google, from its checked discovery document (``https://accounts.google.com``): a refresh
+        token comes only with ``access_type=offline`` and again only with ``prompt=consent``;
+        Google has no ``offline_access`` scope (dropped); its ID tokens name the issuer with or
+        without ``https://``."""
+        upstream = cls.from_discovery(
+            document,
+            client_id=client_id,
+            client_secret=client_secret,
+            scopes=tuple(scope for scope in scopes if scope != "offline_access"),
+            extra={"access_type": "offline", "prompt": "consent"},
+        )
+        bare = upstream.issuer.removeprefix("https://")
+        return dataclasses.replace(upstream, id_token_issuers=(bare,) if bare != upstream.issuer else ())
 
     @classmethod
     def github(
@@ -225,7 +257,7 @@ class Upstream:
                 found[0].key,
                 algorithms=["ES256", "RS256", "PS256", "EdDSA", "ES384", "RS384", "RS512"],
                 audience=self.client_id,
-                issuer=self.issuer,
+                issuer=[self.issuer, *self.id_token_issuers],
                 leeway=30,
                 options={"require": ["exp", "iat", "iss", "aud", "sub"]},
             )
