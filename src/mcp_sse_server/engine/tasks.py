@@ -750,12 +750,19 @@ class RunningTask:
         return {}
 
     async def _finish(self, status: str, outcome: dict[str, Any] | None, message: str | None) -> None:
+        # The watcher stops first: it would see the terminal status written here as a cancel from
+        # elsewhere and cancel this job mid-finish (losing the announcement and the task's span).
+        watcher, self.watcher = self.watcher, None
+        if watcher is not None:
+            watcher.cancel()
         # Shielded: a cancellation that arrives now must not lose the outcome.
         runtime = self.runtime
         finish = runtime.store.finish(self.task_id, status, outcome, message, runtime.clock())
-        ended = await asyncio.shield(finish)
-        if self.observation is not None:
-            self.observation.ended(status, outcome)
+        try:
+            ended = await asyncio.shield(finish)
+        finally:  # (the span ends with the status written, even if the server stops meanwhile)
+            if self.observation is not None:
+                self.observation.ended(status, outcome)
         if ended is None:
             logger.info("task %s ended %s after it had ended or expired", self.task_id[:8], status)
         await announce(self.context, ended)
