@@ -40,7 +40,8 @@ Rules of this module:
    task failed by an ``isError`` result is ``tool_error``), ``cancelled`` is not. Every
    ``tasks/*`` request naming a task (``tasks/get``, ``tasks/result``, ``tasks/update``,
    ``tasks/cancel``, both generations) carries ``mcp_sse_server.task.id`` and links to the
-   task's trace, on whichever worker serves it, through the task's anchor (``task_anchor``).
+   task's trace, on whichever worker serves it, through the task's anchor (``task_anchor``);
+   a core ``tasks/list`` links to the anchor of every task on the page it answers.
    Why an anchor: nothing about the task's span is stored (older workers build a ``TaskRecord``
    from every stored field and would fail on a new one), and the OpenTelemetry API cannot set
    a span's own ids (only an SDK ``IdGenerator`` can). So a task's trace and a span id are
@@ -132,6 +133,7 @@ def _version() -> str:
 
 _ANCHOR_LABEL: Final = b"mcp_sse_server task anchor\x00"
 _TASK_METHODS: Final = frozenset(("tasks/get", "tasks/result", "tasks/update", "tasks/cancel"))
+_LISTED_LINKS: Final = 100  # a tasks/list page's links at most (a page holds 100; the SDK keeps 128 links)
 
 
 def task_anchor(task_id: str, sampled: bool = True) -> SpanContext:
@@ -147,6 +149,15 @@ def task_anchor(task_id: str, sampled: bool = True) -> SpanContext:
         is_remote=True,
         trace_flags=TraceFlags(flags),
     )
+
+
+def _link_listed(span: Span, listed: Any) -> None:
+    """Rule 9: a ``tasks/list`` span links to the trace of every task on the page it answers."""
+    if type(listed) is list:
+        for each in listed[:_LISTED_LINKS]:
+            task_id = each.get("taskId") if type(each) is dict else None
+            if type(task_id) is str:
+                span.add_link(task_anchor(task_id))
 
 
 def trace_carrier(keys: tuple[str, ...] = TRACE_META_KEYS, source: Mapping[str, Any] | None = None) -> dict[str, str]:
@@ -681,6 +692,8 @@ class _Request:
                     key=str,
                 )
                 events.append(("input_required", {"mcp_sse_server.asked": [str(m) for m in methods]}))
+            elif self.method == "tasks/list" and span is not None and span.is_recording():
+                _link_listed(span, result.get("tasks"))
         elif reply is None:
             events.append((CANCELLED, {}))
         if reply is None and isinstance(error, Exception):  # (a CancelledError is no failure)
