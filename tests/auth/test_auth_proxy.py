@@ -21,6 +21,8 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from fixtures.auth_proxy import Browser, Proxied, proxied_endpoint
+from mcp_sse_server import McpServer, RequestContext
+from mcp_sse_server.auth.proxy import GrantToken
 from mcp_sse_server.client import StreamableHttpClient
 from mcp_sse_server.client.oauth import MemoryTokenStorage, OAuth, OAuthSettings
 from mcp_sse_server.engine.tokens import AccessToken
@@ -464,3 +466,37 @@ async def test_our_refresh_refreshes_the_upstream_token_when_it_runs_out() -> No
         ended = await refresh(answer["refresh_token"])
         assert ended.status_code == 400 and ended.json()["error"] == "invalid_grant"
         assert await proxied.proxy.upstream_token(ours) is None  # the grant is gone
+
+
+async def test_a_tool_calls_the_idp_api_with_the_users_upstream_token() -> None:
+    """``context.auth`` is a ``GrantToken``: the tool asks for the IdP's token of the same user
+    and calls the IdP's API (its userinfo) with it; the client never sees that token."""
+    userinfo: list[str] = []
+    server = McpServer("idp-api", "1.0.0")
+
+    @server.tool()
+    async def idp_email(context: RequestContext) -> str:
+        """The user's email, as the identity provider's API says."""
+        assert isinstance(context.auth, GrantToken)
+        upstream = await context.auth.upstream_token()
+        assert upstream is not None
+        async with httpx.AsyncClient() as http:
+            me = await http.get(userinfo[0], headers={"authorization": f"Bearer {upstream}"})
+        email: str = me.json()["email"]
+        return email
+
+    async with proxied_endpoint(server=server) as proxied:
+        assert proxied.proxy.upstream.userinfo_endpoint is not None
+        userinfo.append(proxied.proxy.upstream.userinfo_endpoint)
+        browser = Browser()
+        agent = browser.user_agent(REDIRECT)
+        auth = OAuth(OAuthSettings(client_name="idp api"), storage=MemoryTokenStorage(), user_agent=agent)
+        async with (
+            httpx.AsyncClient(timeout=30) as http,
+            StreamableHttpClient(proxied.resource, auth=auth, http_client=http) as client,
+        ):
+            result = await client.call_tool("idp_email", {})
+            again = await client.call_tool("idp_email", {})  # (a token seen before: the cached GrantToken)
+        await browser.aclose()
+    assert result.content[0].text == "alice@acme.example"  # type: ignore[union-attr]
+    assert again.content[0].text == "alice@acme.example"  # type: ignore[union-attr]

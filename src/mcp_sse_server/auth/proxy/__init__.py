@@ -9,6 +9,8 @@ clients get our own ES256 tokens, and the IdP's stay here, sealed.
 * ``ProxyStore``, ``MemoryProxyStore`` (``store.py``): flow state with atomic take and swap;
   ``RedisProxyStore`` (``redis_store.py``, the ``redis`` extra) shares it between workers.
 * ``redirects.py``: redirect-URI registration and matching rules.
+* ``GrantToken`` (``tokens.py``): ``context.auth`` under the proxy; a tool calling the IdP's API
+  for the same user asks ``await context.auth.upstream_token()``.
 """
 
 from typing import TYPE_CHECKING
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING
 from .keys import Sealer, SigningKeys
 from .server import AuthProxy
 from .store import MemoryProxyStore, ProxyStore, ProxyStoreUnavailable
+from .tokens import GrantToken, GrantVerifier
 from .upstream import GITHUB_CLAIMS, GOOGLE_CLAIMS, Upstream, UpstreamError
 
 if TYPE_CHECKING:
@@ -34,6 +37,8 @@ __all__ = [
     "GITHUB_CLAIMS",
     "GOOGLE_CLAIMS",
     "AuthProxy",
+    "GrantToken",
+    "GrantVerifier",
     "MemoryProxyStore",
     "ProxyStore",
     "ProxyStoreUnavailable",

@@ -232,13 +232,17 @@ class AuthProxy:
         ``ResourceServer``."""
         from ..jwt_verifier import JwtVerifier
         from ..resource import ResourceServer
+        from .tokens import GrantVerifier
 
-        verifier = JwtVerifier(
-            issuer=self.issuer,
-            audience=self.resource,
-            keys=self.keys.jwks(),
-            algorithms=("ES256",),
-            accepted_types=("at+jwt",),
+        verifier = GrantVerifier(
+            JwtVerifier(
+                issuer=self.issuer,
+                audience=self.resource,
+                keys=self.keys.jwks(),
+                algorithms=("ES256",),
+                accepted_types=("at+jwt",),
+            ),
+            self,
         )
         options.setdefault("scopes_supported", self.scopes)
         options.setdefault("authorization_routes", self.wrap)
