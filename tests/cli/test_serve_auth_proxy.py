@@ -291,6 +291,15 @@ async def test_login_signs_in_through_a_served_proxy(
             await browser.aclose()
             assert landed.status_code == 200
             out, err = await login.communicate()
+            assert login.returncode == 0, err.decode()
+            # The client commands use the kept token: a tool called with no second sign-in.
+            call = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "mcp_sse_server", "call", resource, "describe_demo",
+                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env, cwd=tmp_path,
+            )  # fmt: skip
+            called, call_err = await call.communicate()
+            assert call.returncode == 0, call_err.decode()
+            assert called.strip() and "/oauth/authorize" not in call_err.decode()
     finally:
         status, stderr = served.stop()
     assert status == 0, stderr
