@@ -29,6 +29,10 @@
 //   registration  true: dynamic client registration (RFC 7591) at /reg
 //   account   the subject the scripted sign-in logs in ("alice")
 //   dpop      {nonce: true|false}: DPoP (RFC 9449), nonces required when nonce is true
+//   id_token_claims  account claims put in every ID token (with openid), as the vendors do:
+//             Entra's tid, oid, groups, roles; Cognito's cognito:groups, email
+//   no_iss    true: no RFC 9207 iss on authorization responses (Entra sends none)
+//   routes    oidc-provider's routes renamed (Cognito's /oauth2/authorize, /oauth2/token...)
 // Binds 127.0.0.1 on a free port and prints one JSON line: {"issuer", "url"}, url being the
 // issuer reached through 127.0.0.1. Every resource indicator gets tokens with aud = itself.
 import { createServer } from "node:http";
@@ -46,6 +50,7 @@ const alg = config.alg || "ES256";
 const scope = config.scope || "mcp:tools mcp:admin";
 const account = config.account || "alice";
 const accountClaims = config.account_claims || {};
+const idTokenClaims = config.id_token_claims || [];
 const claimsOf = new Map((config.clients || []).map((client) => [client.client_id, client.claims || {}]));
 
 const key = (type, options, kid) => ({
@@ -64,7 +69,10 @@ const issuer = `http://${config.host || "127.0.0.1"}:${port}${path}`;
 const provider = new Provider(issuer, {
   jwks,
   scopes: ["openid", "offline_access", "email", "profile", ...scope.split(" ")],
-  claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name", "groups"] },
+  claims: { openid: ["sub", ...idTokenClaims], email: ["email", "email_verified"], profile: ["name", "groups"] },
+  // Claims named in id_token_claims go in the ID token of a code flow too (not only userinfo).
+  conformIdTokenClaims: idTokenClaims.length === 0,
+  ...(config.routes ? { routes: config.routes } : {}),
   findAccount: (_ctx, sub) => ({ accountId: sub, claims: () => ({ sub, ...(sub === account ? accountClaims : {}) }) }),
   clients: [
     ...(config.clients || []).map((client) => ({
@@ -168,6 +176,18 @@ server.on("request", (req, res) => {
       res.end();
     });
     return;
+  }
+  if (config.no_iss) {
+    // Entra sends no iss on its redirects: strip what oidc-provider adds (RFC 9207).
+    const setHeader = res.setHeader.bind(res);
+    res.setHeader = (name, value) => {
+      if (String(name).toLowerCase() === "location" && typeof value === "string" && value.includes("?")) {
+        const url = new URL(value);
+        url.searchParams.delete("iss");
+        value = url.toString();
+      }
+      return setHeader(name, value);
+    };
   }
   // Mounted under the issuer's path: oidc-provider reads the mount point from originalUrl.
   req.originalUrl = req.url;

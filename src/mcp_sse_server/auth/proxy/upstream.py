@@ -27,7 +27,17 @@ from urllib.parse import urlencode
 import httpx
 import jwt
 
-__all__ = ["GITHUB_CLAIMS", "GOOGLE_CLAIMS", "Upstream", "UpstreamError"]
+__all__ = [
+    "COGNITO_CLAIMS",
+    "ENTRA_CLAIMS",
+    "ENTRA_MULTI_TENANT",
+    "GITHUB_CLAIMS",
+    "GOOGLE_CLAIMS",
+    "Upstream",
+    "UpstreamError",
+    "cognito_issuer",
+    "entra_issuer",
+]
 
 GITHUB_CLAIMS: Final = {"user": ("sub",), "email": ("email",)}
 """Allow-rule claims of a GitHub sign-in: ``user:<numeric id>``, ``email:``/``domain:`` (the
@@ -37,7 +47,33 @@ GOOGLE_CLAIMS: Final = {"email": ("email",), "org": ("hd",)}
 """Allow-rule claims of a Google sign-in: ``domain:``/``email:`` (verified email only) and
 ``org:<Workspace domain>`` (the ``hd`` claim)."""
 
+ENTRA_CLAIMS: Final = {"user": ("oid",), "tenant": ("tid",), "group": ("groups",), "role": ("roles",)}
+"""Allow-rule claims of an Entra ID sign-in: ``user:<oid>``, ``tenant:<tid>``, ``group:<group object
+id>`` (the app's groups claim), ``role:<app role>``. No ``email:``/``domain:``: Entra's ``email``
+claim is not verified by Entra (any tenant admin can set it), so it proves nothing."""
+
+COGNITO_CLAIMS: Final = {"email": ("email",), "group": ("cognito:groups",)}
+"""Allow-rule claims of an Amazon Cognito sign-in: ``user:<sub>``, ``email:``/``domain:`` (not when
+``email_verified`` is false), ``group:<user pool group>`` (``cognito:groups``)."""
+
+ENTRA_MULTI_TENANT: Final = frozenset({"organizations", "common"})
+"""Entra tenants that stand for many: the issuer is a template, checked per token (``tid``)."""
+
+_TENANT_ID: Final = "{tenantid}"
 _TIMEOUT: Final = 10.0
+
+
+def entra_issuer(tenant: str, authority: str = "https://login.microsoftonline.com") -> str:
+    """The v2.0 issuer of Entra ``tenant`` (its id), or for ``organizations``/``common`` the
+    issuer template Entra publishes for them (``{tenantid}`` in place of the id)."""
+    return f"{authority.rstrip('/')}/{_TENANT_ID if tenant in ENTRA_MULTI_TENANT else tenant}/v2.0"
+
+
+def cognito_issuer(region: str, pool_id: str) -> str:
+    """The issuer of an Amazon Cognito user pool."""
+    return f"https://cognito-idp.{region}.amazonaws.com/{pool_id}"
+
+
 _MAX_BYTES: Final = 256 * 1024
 
 
@@ -56,6 +92,10 @@ class Upstream:
 
     ``iss_parameter``: the IdP sends RFC 9207 ``iss`` on its redirects (then checked: mix-up).
     ``extra``: preset parameters added to the authorize URL (``access_type=offline``...).
+    ``tenant_issuer``: an issuer template with ``{tenantid}`` (Entra multi-tenant): each ID token's
+    issuer must be the template filled with that token's own ``tid`` claim.
+    ``subject_claims``: the claims whose values, joined by ``:``, make the stable subject (Entra:
+    ``tid`` and ``oid``, its ``sub`` being pairwise per app); ``sub`` when empty.
     """
 
     issuer: str
@@ -72,6 +112,73 @@ class Upstream:
     openid: bool = True
     subject: str = "sub"
     id_token_issuers: tuple[str, ...] = ()
+    tenant_issuer: str | None = None
+    subject_claims: tuple[str, ...] = ()
+
+    @classmethod
+    def entra(
+        cls,
+        document: Mapping[str, Any],
+        *,
+        tenant: str,
+        client_id: str,
+        client_secret: str,
+        scopes: tuple[str, ...] = ("openid", "profile", "offline_access"),
+        authority: str = "https://login.microsoftonline.com",
+    ) -> Upstream:
+        """Entra ID (v2.0 endpoints), from the discovery document of ``{authority}/{tenant}/v2.0``:
+        ``tenant`` a tenant id (its issuer checked exactly), or ``organizations``/``common``, whose
+        document names the issuer template ``{authority}/{tenantid}/v2.0`` (then every ID token's
+        ``iss`` must be the template with its own ``tid``; which tenants may sign in is the allow
+        policy's ``tenant:`` rules). The stable subject is ``tid:oid``. ``authority``: another
+        cloud's login host, or a stand-in in tests."""
+        expected = entra_issuer(tenant, authority)
+        if document.get("issuer") != expected:
+            raise ValueError(
+                f"the Entra discovery document names the issuer {document.get('issuer')!r}, not {expected!r}"
+            )
+        upstream = cls.from_discovery(
+            {**document, "issuer": expected}, client_id=client_id, client_secret=client_secret, scopes=scopes
+        )
+        return dataclasses.replace(
+            upstream,
+            tenant_issuer=expected if tenant in ENTRA_MULTI_TENANT else None,
+            subject_claims=("tid", "oid"),
+        )
+
+    @classmethod
+    def cognito(
+        cls,
+        document: Mapping[str, Any],
+        *,
+        domain: str,
+        client_id: str,
+        client_secret: str,
+        scopes: tuple[str, ...] = ("openid", "email", "profile"),
+    ) -> Upstream:
+        """An Amazon Cognito user pool, from its checked discovery document (issuer
+        ``cognito_issuer(region, pool_id)``; keys from there). Sign-in, token, userinfo and
+        revocation are on the app's hosted-UI ``domain`` (``{prefix}.auth.{region}.amazoncognito.com``
+        or a custom domain; a URL with a scheme for a stand-in), at ``/oauth2/*``; discovery does not
+        list ``/oauth2/revoke``. Cognito has no ``offline_access`` scope (dropped): a refresh token
+        comes with every code, and it is not rotated."""
+        from ..urls import check_fetch_url
+
+        base = (domain if "://" in domain else "https://" + domain).rstrip("/")
+        check_fetch_url("the Cognito domain", base)
+        upstream = cls.from_discovery(
+            document,
+            client_id=client_id,
+            client_secret=client_secret,
+            scopes=tuple(scope for scope in scopes if scope != "offline_access"),
+        )
+        return dataclasses.replace(
+            upstream,
+            authorization_endpoint=base + "/oauth2/authorize",
+            token_endpoint=base + "/oauth2/token",
+            userinfo_endpoint=base + "/oauth2/userInfo",
+            revocation_endpoint=base + "/oauth2/revoke",
+        )
 
     @classmethod
     def google(
@@ -233,6 +340,11 @@ class Upstream:
                 elif claims and info.get("sub") != claims.get("sub"):
                     raise UpstreamError("userinfo names another subject than the ID token")
                 claims = {**info, **claims}
+        if self.subject_claims:
+            parts = [claims.get(name) for name in self.subject_claims]
+            if not all(isinstance(part, str) and part for part in parts):
+                raise UpstreamError(f"the identity provider named no {' and '.join(self.subject_claims)}")
+            claims["sub"] = ":".join(str(part) for part in parts)
         if not isinstance(claims.get("sub"), str) or not claims["sub"]:
             raise UpstreamError("the identity provider named no subject")
         return claims
@@ -257,12 +369,23 @@ class Upstream:
                 found[0].key,
                 algorithms=["ES256", "RS256", "PS256", "EdDSA", "ES384", "RS384", "RS512"],
                 audience=self.client_id,
-                issuer=[self.issuer, *self.id_token_issuers],
+                # A template issuer is checked below, against the token's own tenant.
+                issuer=None if self.tenant_issuer else [self.issuer, *self.id_token_issuers],
                 leeway=30,
                 options={"require": ["exp", "iat", "iss", "aud", "sub"]},
             )
         except jwt.PyJWTError as error:
             raise UpstreamError(f"the ID token does not verify ({type(error).__name__})") from None
+        if self.tenant_issuer is not None:
+            tid = claims.get("tid")
+            if (
+                not isinstance(tid, str)
+                or not tid
+                or "/" in tid
+                or claims["iss"] != self.tenant_issuer.replace(_TENANT_ID, tid)
+            ):
+                # One tenant's keys are every tenant's: without this, any tenant's token names any issuer.
+                raise UpstreamError("the ID token's issuer is not its own tenant's (tid)")
         if claims.get("nonce") != nonce:
             raise UpstreamError("the ID token's nonce is not this sign-in's")
         if float(claims["exp"]) < time.time() - 30:

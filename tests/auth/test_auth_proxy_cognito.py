@@ -1,0 +1,149 @@
+"""The OAuth proxy with an Amazon Cognito user pool upstream (``Upstream.cognito``). Cognito cannot
+be reached from the tests: its stand-in is the real oidc-provider serving at Cognito's documented
+issuer shape (``/{poolId}``, the path of ``https://cognito-idp.{region}.amazonaws.com/{poolId}``),
+with the hosted-UI endpoints at ``/oauth2/authorize``, ``/oauth2/token``, ``/oauth2/userInfo``,
+``/oauth2/revoke``, its keys at ``/.well-known/jwks.json``, no revocation endpoint in discovery,
+and ``cognito:groups`` in the ID token. It is a stand-in of the shapes AWS documents, not
+Cognito (issuer and hosted-UI domain are one host here; at AWS they are two).
+
+Our client signs in through the proxy and calls a tool (``cognito:<sub>``); what goes upstream
+has no ``offline_access`` (Cognito has no such scope); ``group:`` (``cognito:groups``) and
+``domain:`` rules admit and refuse."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit
+
+import httpx
+import orjson
+import pytest
+
+from fixtures.auth_proxy import UPSTREAM_CLIENT, Browser
+from fixtures.oidc_provider import running_oidc_provider
+from fixtures.protected import whoami_server
+from mcp_sse_server.auth.providers import PRESETS, AllowPolicy
+from mcp_sse_server.auth.providers.discovery import fetch_discovery
+from mcp_sse_server.auth.proxy import AuthProxy, Upstream
+from mcp_sse_server.auth.proxy.upstream import COGNITO_CLAIMS, cognito_issuer
+from mcp_sse_server.client import StreamableHttpClient
+from mcp_sse_server.client.oauth import MemoryTokenStorage, OAuth, OAuthSettings
+from mcp_sse_server.transport.http import HttpSettings, McpHttpApp, McpHttpServer
+
+REDIRECT = "http://127.0.0.1:9/callback"
+POOL = "us-east-1_Ab12Cd34E"
+SUB = "94f8a4b8-0031-70b5-6e3c-e1f0a2b3c4d5"
+ANN = {"email": "ann@acme.example", "email_verified": True, "cognito:groups": ["ops"], "cognito:username": "ann"}
+# Cognito's hosted-UI endpoints (AWS docs: cognito-userpools-server-contract-reference.html)
+ROUTES = {
+    "authorization": "/oauth2/authorize",
+    "token": "/oauth2/token",
+    "userinfo": "/oauth2/userInfo",
+    "revocation": "/oauth2/revoke",
+    "jwks": "/.well-known/jwks.json",
+}
+
+
+@contextlib.asynccontextmanager
+async def cognito_proxy(allow: tuple[str, ...]) -> AsyncIterator[AuthProxy]:
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    issuer = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    with running_oidc_provider(
+        path=f"/{POOL}",
+        code_clients={UPSTREAM_CLIENT: [issuer + "/oauth/callback"]},
+        account=SUB,
+        account_claims=ANN,
+        id_token_claims=("cognito:groups", "email", "email_verified"),
+        routes=ROUTES,
+    ) as op:
+        document = await asyncio.to_thread(fetch_discovery, PRESETS["oidc"], op.issuer)
+        assert document["jwks_uri"] == op.issuer + "/.well-known/jwks.json"
+        document.pop("revocation_endpoint", None)  # Cognito's discovery lists none
+        upstream = Upstream.cognito(
+            document,
+            domain=op.issuer,  # the hosted-UI domain: a URL with a scheme for a stand-in
+            client_id=UPSTREAM_CLIENT,
+            client_secret=op.secrets[UPSTREAM_CLIENT],
+            scopes=("openid", "email", "profile", "offline_access"),
+        )
+        assert upstream.revocation_endpoint == op.issuer + "/oauth2/revoke"
+        proxy = AuthProxy(
+            issuer=issuer,
+            resource=issuer + "/mcp",
+            upstream=upstream,
+            idp="cognito",
+            allow=AllowPolicy(allow, claims=COGNITO_CLAIMS),
+        )
+        app = McpHttpApp(
+            whoami_server(),
+            settings=HttpSettings(path="/mcp", auth=proxy.resource_server(["mcp:tools"])),
+            bind_host="127.0.0.1",
+        )
+        served = await McpHttpServer.on_socket(app, sock)
+        try:
+            yield proxy
+        finally:
+            await served.close(1.0)
+            await proxy.aclose()
+
+
+@pytest.mark.parametrize("rule", ["group:ops", "domain:acme.example", f"user:{SUB}"])
+async def test_a_cognito_user_signs_in_and_calls_a_tool(rule: str) -> None:
+    async with cognito_proxy((rule,)) as proxy:
+        browser = Browser()
+        agent = browser.user_agent(REDIRECT)
+        auth = OAuth(OAuthSettings(client_name="cognito"), storage=MemoryTokenStorage(), user_agent=agent)
+        try:
+            async with (
+                httpx.AsyncClient(timeout=30) as http,
+                StreamableHttpClient(proxy.resource, auth=auth, http_client=http) as client,
+            ):
+                result = await client.call_tool("whoami", {})
+        finally:
+            await browser.aclose()
+    seen: dict[str, Any] = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
+    assert seen["subject"] == f"cognito:{SUB}"
+    assert browser.upstream_url is not None and urlsplit(browser.upstream_url).path == f"/{POOL}/oauth2/authorize"
+    sent = dict(parse_qsl(urlsplit(browser.upstream_url).query))
+    assert sent["scope"].split() == ["openid", "email", "profile"]  # no offline_access: Cognito has none
+
+
+@pytest.mark.parametrize("rule", ["group:admins", "domain:other.example", "user:someone"])
+async def test_a_cognito_user_no_rule_admits_is_refused(rule: str) -> None:
+    async with cognito_proxy((rule,)) as proxy, httpx.AsyncClient() as http:
+        registered = await http.post(proxy.issuer + "/oauth/register", json={"redirect_uris": [REDIRECT]})
+        query = {
+            "response_type": "code",
+            "client_id": registered.json()["client_id"],
+            "redirect_uri": REDIRECT,
+            "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+            "code_challenge_method": "S256",
+            "state": "s",
+        }
+        browser = Browser()
+        try:
+            back = await browser.walk(proxy.issuer + "/oauth/authorize?" + urlencode(query), REDIRECT)
+        finally:
+            await browser.aclose()
+    assert back["error"] == "access_denied" and "code" not in back
+
+
+def test_cognito_issuer_and_hosted_ui_endpoints() -> None:
+    issuer = cognito_issuer("eu-west-1", "eu-west-1_Xy")
+    assert issuer == "https://cognito-idp.eu-west-1.amazonaws.com/eu-west-1_Xy"
+    document = {
+        "issuer": issuer,
+        "authorization_endpoint": "https://acme.auth.eu-west-1.amazoncognito.com/oauth2/authorize",
+        "token_endpoint": "https://acme.auth.eu-west-1.amazoncognito.com/oauth2/token",
+        "jwks_uri": issuer + "/.well-known/jwks.json",
+    }
+    upstream = Upstream.cognito(document, domain="login.acme.example", client_id="c", client_secret="s")
+    assert upstream.token_endpoint == "https://login.acme.example/oauth2/token"  # the custom domain
+    assert upstream.revocation_endpoint == "https://login.acme.example/oauth2/revoke"
+    assert upstream.jwks_uri == issuer + "/.well-known/jwks.json"

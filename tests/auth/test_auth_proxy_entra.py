@@ -1,0 +1,178 @@
+"""The OAuth proxy with Entra ID upstream (``Upstream.entra``). Entra cannot be reached from the
+tests: its stand-in is the real oidc-provider serving at Entra's documented issuer shape
+``{authority}/{tid}/v2.0``, with Entra's ID token claims (``tid``, ``oid``, ``groups``,
+``roles``) and, for the multi-tenant case, Entra's ``{tenantid}`` issuer template and no RFC 9207
+``iss`` on redirects. It is a stand-in of the shapes Microsoft documents, not Entra.
+
+Our client signs in through the proxy and calls a tool, which sees ``entra:<tid>:<oid>``; allow
+rules on ``group:``, ``role:`` and ``tenant:`` admit and refuse; with ``organizations`` an ID token
+whose issuer is not its own ``tid``'s is refused (Entra signs every tenant's tokens with the same
+keys, so the issuer is all that ties a token to its tenant)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+import orjson
+import pytest
+
+from fixtures.auth_proxy import UPSTREAM_CLIENT, Browser
+from fixtures.oidc_provider import running_oidc_provider
+from fixtures.protected import whoami_server
+from mcp_sse_server.auth.providers import PRESETS, AllowPolicy
+from mcp_sse_server.auth.providers.discovery import fetch_discovery
+from mcp_sse_server.auth.proxy import AuthProxy, Upstream
+from mcp_sse_server.auth.proxy.upstream import ENTRA_CLAIMS
+from mcp_sse_server.client import StreamableHttpClient
+from mcp_sse_server.client.oauth import MemoryTokenStorage, OAuth, OAuthSettings
+from mcp_sse_server.transport.http import HttpSettings, McpHttpApp, McpHttpServer
+
+REDIRECT = "http://127.0.0.1:9/callback"
+TID = "72f988bf-86f1-41af-91ab-2d7cd011db47"
+OTHER_TID = "f8cdef31-a31e-4b4a-93e4-5f571e91255a"
+OID = "00000000-0000-0000-66f3-3332eca7ea81"
+OPS = "5b6ef2a6-b8a8-4b2e-8f1c-6e2f0f5bb1a1"  # a group's object id, as Entra's groups claim holds
+ANN = {"tid": TID, "oid": OID, "groups": [OPS], "roles": ["Tools.Call"], "name": "Ann"}
+CLAIMS = ("tid", "oid", "groups", "roles")
+
+
+@contextlib.asynccontextmanager
+async def entra_proxy(
+    allow: tuple[str, ...], *, tenant: str = TID, account: Mapping[str, Any] = ANN
+) -> AsyncIterator[AuthProxy]:
+    """The proxy in front of the Entra stand-in for ``tenant`` (the tid, or ``organizations``)."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(64)
+    issuer = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    multi = tenant == "organizations"
+    with running_oidc_provider(
+        path=f"/{TID}/v2.0",
+        code_clients={UPSTREAM_CLIENT: [issuer + "/oauth/callback"]},
+        account=OID,
+        account_claims=account,
+        id_token_claims=CLAIMS,
+        no_iss=multi,
+    ) as op:
+        authority = op.issuer.removesuffix(f"/{TID}/v2.0")
+        document = await asyncio.to_thread(fetch_discovery, PRESETS["oidc"], op.issuer)
+        if multi:
+            # What Entra's /organizations/v2.0 document says: an issuer template, no iss parameter.
+            document = {**document, "issuer": authority + "/{tenantid}/v2.0"}
+            document.pop("authorization_response_iss_parameter_supported", None)
+        upstream = Upstream.entra(
+            document,
+            tenant=tenant,
+            client_id=UPSTREAM_CLIENT,
+            client_secret=op.secrets[UPSTREAM_CLIENT],
+            authority=authority,
+            scopes=("openid", "profile"),
+        )
+        proxy = AuthProxy(
+            issuer=issuer,
+            resource=issuer + "/mcp",
+            upstream=upstream,
+            idp="entra",
+            allow=AllowPolicy(allow, claims=ENTRA_CLAIMS),
+        )
+        app = McpHttpApp(
+            whoami_server(),
+            settings=HttpSettings(path="/mcp", auth=proxy.resource_server(["mcp:tools"])),
+            bind_host="127.0.0.1",
+        )
+        served = await McpHttpServer.on_socket(app, sock)
+        try:
+            yield proxy
+        finally:
+            await served.close(1.0)
+            await proxy.aclose()
+
+
+async def signed_in_subject(proxy: AuthProxy) -> str:
+    """Our OAuth client signs in through ``proxy`` and calls whoami: the subject it sees."""
+    browser = Browser()
+    auth = OAuth(
+        OAuthSettings(client_name="entra"), storage=MemoryTokenStorage(), user_agent=browser.user_agent(REDIRECT)
+    )
+    try:
+        async with (
+            httpx.AsyncClient(timeout=30) as http,
+            StreamableHttpClient(proxy.resource, auth=auth, http_client=http) as client,
+        ):
+            result = await client.call_tool("whoami", {})
+    finally:
+        await browser.aclose()
+    seen: dict[str, Any] = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
+    subject: str = seen["subject"]
+    return subject
+
+
+async def refusal(proxy: AuthProxy) -> dict[str, str]:
+    """A client's authorize walked through the proxy and the IdP: what comes back to the client."""
+    async with httpx.AsyncClient() as http:
+        registered = await http.post(proxy.issuer + "/oauth/register", json={"redirect_uris": [REDIRECT]})
+    query = {
+        "response_type": "code",
+        "client_id": registered.json()["client_id"],
+        "redirect_uri": REDIRECT,
+        "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
+        "code_challenge_method": "S256",
+        "state": "s",
+    }
+    browser = Browser()
+    try:
+        return await browser.walk(proxy.issuer + "/oauth/authorize?" + urlencode(query), REDIRECT)
+    finally:
+        await browser.aclose()
+
+
+@pytest.mark.parametrize("rule", [f"group:{OPS}", "role:Tools.Call", f"tenant:{TID}", f"user:{OID}"])
+async def test_an_entra_user_signs_in_and_the_tool_sees_tid_and_oid(rule: str) -> None:
+    async with entra_proxy((rule,)) as proxy:
+        assert await signed_in_subject(proxy) == f"entra:{TID}:{OID}"  # never Entra's pairwise sub
+
+
+@pytest.mark.parametrize("rule", ["group:other-group", "role:Tools.Admin", f"tenant:{OTHER_TID}", "user:someone"])
+async def test_an_entra_user_no_rule_admits_is_refused(rule: str) -> None:
+    async with entra_proxy((rule,)) as proxy:
+        back = await refusal(proxy)
+    assert back["error"] == "access_denied" and "code" not in back
+
+
+def test_entra_has_no_email_rule() -> None:
+    # Entra's email claim is not verified by Entra: a rule on it would admit whoever sets it.
+    with pytest.raises(ValueError, match="no domain claim"):
+        AllowPolicy(["domain:acme.example"], claims=ENTRA_CLAIMS)
+
+
+async def test_multi_tenant_checks_each_id_token_against_its_own_tenant() -> None:
+    async with entra_proxy((f"tenant:{TID}",), tenant="organizations") as proxy:
+        assert proxy.upstream.issuer.endswith("/{tenantid}/v2.0")
+        assert await signed_in_subject(proxy) == f"entra:{TID}:{OID}"
+
+
+async def test_multi_tenant_refuses_a_token_whose_issuer_is_another_tenants() -> None:
+    # The ID token is issued at .../{TID}/v2.0 but says tid OTHER_TID: whatever the allow rules, refused.
+    async with entra_proxy(
+        (f"tenant:{OTHER_TID}",), tenant="organizations", account={**ANN, "tid": OTHER_TID}
+    ) as proxy:
+        back = await refusal(proxy)
+    assert back["error"] == "server_error" and "code" not in back
+
+
+def test_entra_checks_the_documents_issuer() -> None:
+    document = {
+        "issuer": "https://login.microsoftonline.com/{tenantid}/v2.0",
+        "authorization_endpoint": "https://login.microsoftonline.com/organizations/oauth2/v2.0/authorize",
+        "token_endpoint": "https://login.microsoftonline.com/organizations/oauth2/v2.0/token",
+    }
+    upstream = Upstream.entra(document, tenant="common", client_id="app", client_secret="s")
+    assert upstream.tenant_issuer == document["issuer"] and upstream.subject_claims == ("tid", "oid")
+    with pytest.raises(ValueError, match="names the issuer"):
+        Upstream.entra(document, tenant=TID, client_id="app", client_secret="s")  # a template for one tenant
