@@ -201,7 +201,7 @@ async def test_two_served_processes_sharing_redis_finish_each_others_sign_ins(
         (["--auth-proxy", "oidc", "--auth-issuer", "https://idp.example"], "--auth-upstream-client-id"),
         (
             ["--auth-proxy", "nope", "--auth-issuer", "https://idp.example"],
-            "not github, google or an OpenID provider preset",
+            "not github, google, entra, cognito or an OpenID provider preset",
         ),
         (
             [
@@ -218,6 +218,12 @@ async def test_two_served_processes_sharing_redis_finish_each_others_sign_ins(
             ["--auth-issuer", "https://a", "--auth-jwks-uri", "https://a/j", "--auth-redirect-allow", "https://x/cb"],
             "go with --auth-proxy",
         ),
+        (["--auth-proxy", "entra"], "--auth-proxy entra needs --auth-tenant"),
+        (["--auth-proxy", "entra", "--auth-tenant", "organizations"], "--auth-proxy entra needs --auth-allow"),
+        (["--auth-proxy", "oidc", "--auth-issuer", "https://a", "--auth-tenant", "t"], "--auth-tenant goes with"),
+        (["--auth-proxy", "cognito", "--auth-region", "us-east-1", "--auth-pool", "us-east-1_A"], "--auth-domain"),
+        (["--auth-proxy", "cognito", "--auth-domain", "a.auth.us-east-1.amazoncognito.com"], "--auth-region"),
+        (["--auth-proxy", "google", "--auth-pool", "p", "--auth-allow", "org:a"], "go with --auth-proxy cognito"),
     ],
 )
 def test_settings_the_proxy_refuses(main: Main, extra: list[str], message: str) -> None:
@@ -348,3 +354,66 @@ async def test_serve_auth_proxy_google(tmp_path: Path, cli_env: dict[str, str]) 
     )  # fmt: skip
     _, err = await proc.communicate()
     assert proc.returncode == 2 and "--auth-proxy google needs --auth-allow" in err.decode()
+
+
+async def _served_sign_in(args: list[str], tmp_path: Path, env: dict[str, str], name: str) -> str:
+    """Our OAuth client signs in through the process ``args`` serve and lists tools: our token's sub."""
+    # Served blocks while the process starts, and it fetches the stand-in's discovery then.
+    served = await asyncio.to_thread(Served, args, tmp_path, env)
+    try:
+        browser = Browser()
+        agent = browser.user_agent(REDIRECT)
+        auth = OAuth(OAuthSettings(client_name=name), storage=MemoryTokenStorage(), user_agent=agent)
+        async with (
+            httpx.AsyncClient(timeout=30) as http,
+            StreamableHttpClient(served.url, auth=auth, http_client=http) as client,
+        ):
+            tools = await client.list_tools()
+        await browser.aclose()
+        assert tools and auth.tokens is not None
+        subject: str = jwt.decode(auth.tokens.access_token, options={"verify_signature": False})["sub"]
+    finally:
+        status, stderr = served.stop()
+    assert status == 0, stderr
+    return subject
+
+
+async def test_serve_auth_proxy_entra(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """``--auth-proxy entra --auth-tenant TID`` against a stand-in of Entra's documented shapes (the
+    real oidc-provider at ``/{tid}/v2.0`` with ``tid``/``oid`` in its ID tokens; not Entra), its
+    login host at ``--auth-issuer``: our client signs in, the subject ``entra:<tid>:<oid>``."""
+    port, tid, oid = free_port(), "72f988bf-86f1-41af-91ab-2d7cd011db47", "00000000-0000-0000-66f3-3332eca7ea81"
+    with running_oidc_provider(
+        path=f"/{tid}/v2.0",
+        code_clients={UPSTREAM_CLIENT: [f"http://127.0.0.1:{port}/oauth/callback"]},
+        account=oid,
+        account_claims={"tid": tid, "oid": oid},
+        id_token_claims=("tid", "oid"),
+    ) as op:
+        args = ["demo", "--port", str(port), "--auth-proxy", "entra", "--auth-tenant", tid, "--auth-allow"]
+        args += [f"tenant:{tid}", "--auth-issuer", op.issuer.removesuffix(f"/{tid}/v2.0")]
+        args += ["--auth-upstream-client-id", UPSTREAM_CLIENT, "--auth-upstream-client-secret-env", SECRET_VAR]
+        env = {**cli_env, SECRET_VAR: op.secrets[UPSTREAM_CLIENT]}
+        assert await _served_sign_in(args, tmp_path, env, "cli entra") == f"entra:{tid}:{oid}"
+
+
+async def test_serve_auth_proxy_cognito(tmp_path: Path, cli_env: dict[str, str]) -> None:
+    """``--auth-proxy cognito`` against a stand-in of Cognito's documented shapes (the real
+    oidc-provider at ``/{poolId}``, its endpoints at the hosted UI's ``/oauth2/*`` paths, on one
+    host; not Cognito), the pool's issuer at ``--auth-issuer``: our client signs in as a member of
+    the group the allow rule names."""
+    port, pool, sub = free_port(), "us-east-1_Ab12Cd34E", "94f8a4b8-0031-70b5-6e3c-e1f0a2b3c4d5"
+    routes = {"authorization": "/oauth2/authorize", "token": "/oauth2/token", "userinfo": "/oauth2/userInfo"}
+    with running_oidc_provider(
+        path=f"/{pool}",
+        code_clients={UPSTREAM_CLIENT: [f"http://127.0.0.1:{port}/oauth/callback"]},
+        account=sub,
+        account_claims={"email": "ann@acme.example", "email_verified": True, "cognito:groups": ["ops"]},
+        id_token_claims=("cognito:groups",),
+        routes={**routes, "revocation": "/oauth2/revoke", "jwks": "/.well-known/jwks.json"},
+    ) as op:
+        args = ["demo", "--port", str(port), "--auth-proxy", "cognito", "--auth-issuer", op.issuer]
+        args += ["--auth-domain", op.issuer, "--auth-allow", "group:ops"]
+        args += ["--auth-upstream-client-id", UPSTREAM_CLIENT, "--auth-upstream-client-secret-env", SECRET_VAR]
+        env = {**cli_env, SECRET_VAR: op.secrets[UPSTREAM_CLIENT]}
+        assert await _served_sign_in(args, tmp_path, env, "cli cognito") == f"cognito:{sub}"

@@ -48,7 +48,13 @@ Rules:
    names a GitHub Enterprise Server; ``--auth-allow`` required (``user:<id>``, ``email:``,
    ``domain:``). ``--auth-proxy google``: accounts.google.com (``access_type=offline`` and
    ``prompt=consent`` for a refresh token); ``--auth-allow`` required (``org:<Workspace domain>``
-   for the ``hd`` claim, ``domain:``, ``email:``). ``--auth-dpop`` applies at our token endpoint
+   for the ``hd`` claim, ``domain:``, ``email:``). ``--auth-proxy entra --auth-tenant ID``: Entra
+   ID v2.0 (``--auth-issuer`` for another cloud's login host), the subject ``tid:oid``; with
+   ``organizations``/``common`` each ID token's issuer is checked against its own ``tid`` and
+   ``--auth-allow`` is required (``tenant:``, ``group:``, ``role:``, ``user:<oid>``; no email
+   rules: Entra's email claim is unverified). ``--auth-proxy cognito --auth-region R --auth-pool
+   ID --auth-domain HOST``: an Amazon Cognito user pool, signing in at its hosted-UI domain
+   (``group:`` reads ``cognito:groups``). ``--auth-dpop`` applies at our token endpoint
    too (tokens bound to the client's key).
 """
 
@@ -117,7 +123,21 @@ def auth_options(command: _F) -> _F:
             "--auth-proxy",
             metavar="PRESET",
             help="Be the authorization server clients see, in front of the identity provider at --auth-issuer "
-            "(an OpenID provider: oidc, keycloak, auth0, okta): clients get this server's own tokens.",
+            "(an OpenID provider: oidc, keycloak, auth0, okta), or github, google, entra, cognito: clients get "
+            "this server's own tokens.",
+        ),
+        click.option(
+            "--auth-tenant",
+            metavar="ID",
+            help="With --auth-proxy entra: the tenant id, or organizations/common (any tenant an --auth-allow "
+            "tenant: rule names).",
+        ),
+        click.option("--auth-region", metavar="REGION", help="With --auth-proxy cognito: the user pool's AWS region."),
+        click.option("--auth-pool", metavar="ID", help="With --auth-proxy cognito: the user pool id."),
+        click.option(
+            "--auth-domain",
+            metavar="HOST",
+            help="With --auth-proxy cognito: the app's hosted-UI domain (prefix.auth.REGION.amazoncognito.com).",
         ),
         click.option(
             "--auth-upstream-client-id", metavar="ID", help="With --auth-proxy: this server's client id at the IdP."
@@ -176,6 +196,10 @@ class AuthSettings:
     auth_provider: str | None = None
     auth_allow: tuple[str, ...] = ()
     auth_proxy: str | None = None
+    auth_tenant: str | None = None
+    auth_region: str | None = None
+    auth_pool: str | None = None
+    auth_domain: str | None = None
     auth_upstream_client_id: str | None = None
     auth_upstream_client_secret_env: str | None = None
     auth_upstream_scope: tuple[str, ...] = ()
@@ -218,13 +242,20 @@ class AuthSettings:
         if not self.auth_issuer:
             raise click.UsageError("--auth-* options need --auth-issuer: the authorization server clients are sent to")
         upstream_options = (
+            self.auth_tenant,
+            self.auth_region,
+            self.auth_pool,
+            self.auth_domain,
             self.auth_upstream_client_id,
             self.auth_upstream_client_secret_env,
             self.auth_upstream_scope,
             self.auth_redirect_allow,
         )
         if any(upstream_options):
-            raise click.UsageError("--auth-upstream-* and --auth-redirect-allow go with --auth-proxy")
+            raise click.UsageError(
+                "--auth-upstream-*, --auth-redirect-allow, --auth-tenant, --auth-region, --auth-pool and "
+                "--auth-domain go with --auth-proxy"
+            )
         if self.auth_provider is not None:
             return self._provider_server(endpoint, derivable, environ, backend, workers)
         if self.auth_allow:
@@ -334,19 +365,45 @@ class AuthSettings:
                 "--auth-proxy issues this server's own tokens: leave out --auth-provider, --auth-jwks-uri, "
                 "--auth-introspection-url and --auth-audience"
             )
+        from ..auth.proxy.upstream import (
+            COGNITO_CLAIMS,
+            ENTRA_CLAIMS,
+            ENTRA_MULTI_TENANT,
+            cognito_issuer,
+            entra_document,
+        )
+
         github, google = self.auth_proxy == "github", self.auth_proxy == "google"
-        preset = PRESETS.get("oidc" if google else self.auth_proxy)
+        entra, cognito = self.auth_proxy == "entra", self.auth_proxy == "cognito"
+        vendor = github or google or entra or cognito  # (the IdP's address is known, or built from options)
+        preset = PRESETS.get("oidc" if vendor else self.auth_proxy)
         if not github and (preset is None or "jwt" not in preset.token_formats):
             raise click.UsageError(
-                f"--auth-proxy {self.auth_proxy}: not github, google or an OpenID provider preset (oidc, keycloak, "
-                "auth0, okta)"
+                f"--auth-proxy {self.auth_proxy}: not github, google, entra, cognito or an OpenID provider preset "
+                "(oidc, keycloak, auth0, okta)"
             )
-        if (github or google) and not self.auth_allow:
-            rules = "user:<numeric id>, email:, domain:" if github else "org:<Workspace domain>, domain:, email:"
+        if not entra and self.auth_tenant:
+            raise click.UsageError("--auth-tenant goes with --auth-proxy entra")
+        if not cognito and (self.auth_region or self.auth_pool or self.auth_domain):
+            raise click.UsageError("--auth-region, --auth-pool and --auth-domain go with --auth-proxy cognito")
+        if entra and not self.auth_tenant:
+            raise click.UsageError("--auth-proxy entra needs --auth-tenant (the tenant id, or organizations/common)")
+        if cognito and not (self.auth_domain and (self.auth_issuer or (self.auth_region and self.auth_pool))):
+            raise click.UsageError(
+                "--auth-proxy cognito needs --auth-region, --auth-pool and --auth-domain (the user pool, and the "
+                "app's hosted-UI domain)"
+            )
+        multi_tenant = entra and self.auth_tenant in ENTRA_MULTI_TENANT
+        if (github or google or multi_tenant) and not self.auth_allow:
+            rules = {
+                "github": "user:<numeric id>, email:, domain:",
+                "google": "org:<Workspace domain>, domain:, email:",
+                "entra": "tenant:<tid>, group:, role:, user:<oid>",
+            }[self.auth_proxy]
             raise click.UsageError(
                 f"--auth-proxy {self.auth_proxy} needs --auth-allow ({rules}): anyone with an account there can sign in"
             )
-        if not (github or google) and not self.auth_issuer:
+        if not vendor and not self.auth_issuer:
             raise click.UsageError("--auth-proxy needs --auth-issuer: the identity provider users sign in at")
         if self.auth_resource is None and not derivable:
             raise click.UsageError(
@@ -394,7 +451,8 @@ class AuthSettings:
             store = RedisProxyStore.from_url(backend)
         if not self.auth_allow:
             click.echo(
-                f"Warning: --auth-proxy without --auth-allow: anyone {self.auth_issuer} signs in may use this server.",
+                f"Warning: --auth-proxy without --auth-allow: anyone {self.auth_issuer or self.auth_proxy} "
+                "signs in may use this server.",
                 err=True,
             )
         dpop = self._dpop(environ, backend, workers)  # (the same settings at our token endpoint and here)
@@ -423,6 +481,35 @@ class AuthSettings:
                     scopes=self.auth_upstream_scope or ("openid", "email", "profile"),
                 )
                 name, claims = "google", GOOGLE_CLAIMS
+            elif entra:
+                # login.microsoftonline.com, or another cloud's login host (or a stand-in) at --auth-issuer.
+                assert self.auth_tenant is not None
+                authority = self.auth_issuer or "https://login.microsoftonline.com"
+                upstream = Upstream.entra(
+                    entra_document(self.auth_tenant, authority),
+                    tenant=self.auth_tenant,
+                    client_id=client_id,
+                    client_secret=secret,
+                    scopes=self.auth_upstream_scope or ("openid", "profile", "offline_access"),
+                    authority=authority,
+                )
+                name, claims = "entra", ENTRA_CLAIMS
+            elif cognito:
+                # The pool's issuer at cognito-idp (or a stand-in at --auth-issuer); sign-in at --auth-domain.
+                assert preset is not None and self.auth_domain is not None
+                if self.auth_issuer:
+                    issuer = self.auth_issuer
+                else:
+                    assert self.auth_region is not None and self.auth_pool is not None
+                    issuer = cognito_issuer(self.auth_region, self.auth_pool)
+                upstream = Upstream.cognito(
+                    fetch_discovery(preset, issuer),
+                    domain=self.auth_domain,
+                    client_id=client_id,
+                    client_secret=secret,
+                    scopes=self.auth_upstream_scope or ("openid", "email", "profile"),
+                )
+                name, claims = "cognito", COGNITO_CLAIMS
             else:
                 assert preset is not None and self.auth_issuer is not None
                 document = fetch_discovery(preset, self.auth_issuer)

@@ -19,6 +19,7 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from collections.abc import Mapping
 from typing import Any, Final
@@ -36,6 +37,7 @@ __all__ = [
     "Upstream",
     "UpstreamError",
     "cognito_issuer",
+    "entra_document",
     "entra_issuer",
 ]
 
@@ -60,6 +62,7 @@ ENTRA_MULTI_TENANT: Final = frozenset({"organizations", "common"})
 """Entra tenants that stand for many: the issuer is a template, checked per token (``tid``)."""
 
 _TENANT_ID: Final = "{tenantid}"
+_TENANT: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9.-]*")
 _TIMEOUT: Final = 10.0
 
 
@@ -67,6 +70,28 @@ def entra_issuer(tenant: str, authority: str = "https://login.microsoftonline.co
     """The v2.0 issuer of Entra ``tenant`` (its id), or for ``organizations``/``common`` the
     issuer template Entra publishes for them (``{tenantid}`` in place of the id)."""
     return f"{authority.rstrip('/')}/{_TENANT_ID if tenant in ENTRA_MULTI_TENANT else tenant}/v2.0"
+
+
+def entra_document(
+    tenant: str, authority: str = "https://login.microsoftonline.com", *, timeout: float = _TIMEOUT
+) -> dict[str, Any]:
+    """The discovery document of Entra ``tenant`` (v2.0), unchecked: ``Upstream.entra`` checks its
+    issuer, which for ``organizations``/``common`` is a template no generic check accepts.
+    ValueError when it cannot be had."""
+    from ..urls import check_fetch_url
+
+    if not _TENANT.fullmatch(tenant):
+        raise ValueError(f"Entra tenant {tenant!r}: expected a tenant id, organizations or common")
+    url = f"{authority.rstrip('/')}/{tenant}/v2.0/.well-known/openid-configuration"
+    check_fetch_url("the Entra authority", url)
+    try:
+        response = httpx.get(url, headers={"accept": "application/json"}, timeout=timeout)
+    except httpx.HTTPError as error:
+        raise ValueError(f"no Entra discovery document at {url}: {type(error).__name__}") from None
+    document = _json(response)
+    if response.status_code != 200 or document is None:
+        raise ValueError(f"no Entra discovery document at {url} ({response.status_code})")
+    return document
 
 
 def cognito_issuer(region: str, pool_id: str) -> str:
@@ -132,6 +157,8 @@ class Upstream:
         ``iss`` must be the template with its own ``tid``; which tenants may sign in is the allow
         policy's ``tenant:`` rules). The stable subject is ``tid:oid``. ``authority``: another
         cloud's login host, or a stand-in in tests."""
+        if not _TENANT.fullmatch(tenant):
+            raise ValueError(f"Entra tenant {tenant!r}: expected a tenant id, organizations or common")
         expected = entra_issuer(tenant, authority)
         if document.get("issuer") != expected:
             raise ValueError(
