@@ -8,7 +8,8 @@ Cognito (issuer and hosted-UI domain are one host here; at AWS they are two).
 
 Our client signs in through the proxy and calls a tool (``cognito:<sub>``); what goes upstream
 has no ``offline_access`` (Cognito has no such scope); ``group:`` (``cognito:groups``) and
-``domain:`` rules admit and refuse."""
+``domain:`` rules admit and refuse; revoking our refresh token revokes the Cognito token at the
+hosted UI's ``/oauth2/revoke``, which discovery does not list."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import httpx
+import jwt
 import orjson
 import pytest
 
@@ -32,6 +34,7 @@ from mcp_sse_server.auth.proxy import AuthProxy, Upstream
 from mcp_sse_server.auth.proxy.upstream import COGNITO_CLAIMS, cognito_issuer
 from mcp_sse_server.client import StreamableHttpClient
 from mcp_sse_server.client.oauth import MemoryTokenStorage, OAuth, OAuthSettings
+from mcp_sse_server.engine.tokens import AccessToken
 from mcp_sse_server.transport.http import HttpSettings, McpHttpApp, McpHttpServer
 
 REDIRECT = "http://127.0.0.1:9/callback"
@@ -93,20 +96,26 @@ async def cognito_proxy(allow: tuple[str, ...]) -> AsyncIterator[AuthProxy]:
             await proxy.aclose()
 
 
+async def sign_in(proxy: AuthProxy) -> tuple[OAuth, Browser, Any]:
+    """Our OAuth client signs in through ``proxy`` and calls whoami: the client, the browser, the result."""
+    browser = Browser()
+    agent = browser.user_agent(REDIRECT)
+    auth = OAuth(OAuthSettings(client_name="cognito"), storage=MemoryTokenStorage(), user_agent=agent)
+    try:
+        async with (
+            httpx.AsyncClient(timeout=30) as http,
+            StreamableHttpClient(proxy.resource, auth=auth, http_client=http) as client,
+        ):
+            result = await client.call_tool("whoami", {})
+    finally:
+        await browser.aclose()
+    return auth, browser, result
+
+
 @pytest.mark.parametrize("rule", ["group:ops", "domain:acme.example", f"user:{SUB}"])
 async def test_a_cognito_user_signs_in_and_calls_a_tool(rule: str) -> None:
     async with cognito_proxy((rule,)) as proxy:
-        browser = Browser()
-        agent = browser.user_agent(REDIRECT)
-        auth = OAuth(OAuthSettings(client_name="cognito"), storage=MemoryTokenStorage(), user_agent=agent)
-        try:
-            async with (
-                httpx.AsyncClient(timeout=30) as http,
-                StreamableHttpClient(proxy.resource, auth=auth, http_client=http) as client,
-            ):
-                result = await client.call_tool("whoami", {})
-        finally:
-            await browser.aclose()
+        _, browser, result = await sign_in(proxy)
     seen: dict[str, Any] = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
     assert seen["subject"] == f"cognito:{SUB}"
     assert browser.upstream_url is not None and urlsplit(browser.upstream_url).path == f"/{POOL}/oauth2/authorize"
@@ -132,6 +141,25 @@ async def test_a_cognito_user_no_rule_admits_is_refused(rule: str) -> None:
         finally:
             await browser.aclose()
     assert back["error"] == "access_denied" and "code" not in back
+
+
+async def test_revoking_our_refresh_token_revokes_the_cognito_token_at_the_hosted_ui() -> None:
+    async with cognito_proxy(("group:ops",)) as proxy, httpx.AsyncClient() as http:
+        auth, _, _ = await sign_in(proxy)
+        assert auth.tokens is not None and auth.tokens.refresh_token is not None
+        claims = jwt.decode(auth.tokens.access_token, options={"verify_signature": False})
+        upstream = await proxy.upstream_token(AccessToken(issuer=proxy.issuer, claims=claims))
+        assert upstream is not None
+        userinfo = proxy.upstream.userinfo_endpoint
+        assert userinfo is not None
+        assert (await http.get(userinfo, headers={"authorization": f"Bearer {upstream}"})).status_code == 200
+        revoked = await http.post(
+            proxy.issuer + "/oauth/revoke",
+            data={"token": auth.tokens.refresh_token, "client_id": claims["client_id"]},
+        )
+        assert revoked.status_code == 200
+        # No refresh token from the stand-in (no offline_access): the access token was revoked there.
+        assert (await http.get(userinfo, headers={"authorization": f"Bearer {upstream}"})).status_code == 401
 
 
 def test_cognito_issuer_and_hosted_ui_endpoints() -> None:
