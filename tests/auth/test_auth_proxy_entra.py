@@ -16,7 +16,7 @@ import contextlib
 import socket
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode
 
 import httpx
 import orjson
@@ -176,3 +176,39 @@ def test_entra_checks_the_documents_issuer() -> None:
     assert upstream.tenant_issuer == document["issuer"] and upstream.subject_claims == ("tid", "oid")
     with pytest.raises(ValueError, match="names the issuer"):
         Upstream.entra(document, tenant=TID, client_id="app", client_secret="s")  # a template for one tenant
+
+
+async def test_entra_token_requests_name_the_scopes() -> None:
+    """Entra refuses a code exchange that names no scope (AADSTS28003, per Microsoft's error
+    reference): a stand-in token endpoint that refuses the same way, then answers."""
+    seen: list[dict[str, str]] = []
+
+    async def token_endpoint(scope: Any, receive: Any, send: Any) -> None:
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        form = dict(parse_qsl(body.decode()))
+        seen.append(form)
+        answer: dict[str, Any] = {"access_token": "at", "token_type": "Bearer", "expires_in": 3600}
+        status = 200
+        if not form.get("scope"):
+            status, answer = 400, {"error": "invalid_request", "error_description": "AADSTS28003"}
+        await send(
+            {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]}
+        )
+        await send({"type": "http.response.body", "body": orjson.dumps(answer)})
+
+    document = {
+        "issuer": f"https://login.microsoftonline.com/{TID}/v2.0",
+        "authorization_endpoint": f"https://login.microsoftonline.com/{TID}/oauth2/v2.0/authorize",
+        "token_endpoint": f"https://login.microsoftonline.com/{TID}/oauth2/v2.0/token",
+    }
+    upstream = Upstream.entra(document, tenant=TID, client_id="app", client_secret="s")
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=token_endpoint)) as http:
+        answer = await upstream.exchange(http, code="c", callback="https://mcp.example/oauth/callback", verifier="v")
+        await upstream.refresh(http, "rt")
+    assert answer["access_token"] == "at"
+    assert [form["scope"] for form in seen] == ["openid profile offline_access"] * 2

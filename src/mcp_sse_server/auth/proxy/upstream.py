@@ -121,6 +121,8 @@ class Upstream:
     issuer must be the template filled with that token's own ``tid`` claim.
     ``subject_claims``: the claims whose values, joined by ``:``, make the stable subject (Entra:
     ``tid`` and ``oid``, its ``sub`` being pairwise per app); ``sub`` when empty.
+    ``token_scope``: the token requests name the scopes too (Entra refuses a code exchange
+    without them, AADSTS28003).
     """
 
     issuer: str
@@ -139,6 +141,7 @@ class Upstream:
     id_token_issuers: tuple[str, ...] = ()
     tenant_issuer: str | None = None
     subject_claims: tuple[str, ...] = ()
+    token_scope: bool = False
 
     @classmethod
     def entra(
@@ -171,6 +174,7 @@ class Upstream:
             upstream,
             tenant_issuer=expected if tenant in ENTRA_MULTI_TENANT else None,
             subject_claims=("tid", "oid"),
+            token_scope=True,
         )
 
     @classmethod
@@ -319,6 +323,8 @@ class Upstream:
         return await self._token(http, {"grant_type": "refresh_token", "refresh_token": refresh_token})
 
     async def _token(self, http: httpx.AsyncClient, data: Mapping[str, str]) -> dict[str, Any]:
+        if self.token_scope:
+            data = {**data, "scope": " ".join(self.scopes)}
         try:
             response = await http.post(
                 self.token_endpoint,
