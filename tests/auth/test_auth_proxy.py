@@ -453,7 +453,7 @@ async def test_our_refresh_refreshes_the_upstream_token_when_it_runs_out() -> No
             userinfo = await http.get(proxied.op.url + "/me", headers={"authorization": f"Bearer {second}"})
         assert userinfo.status_code == 200 and userinfo.json()["sub"] == "alice"
         # The grant revoked at the IdP (an administrator, the user): the IdP refuses ours next time.
-        grant = await proxied.proxy._load(f"grant:{claims['sid']}")  # (the sealed record, read for the test)
+        grant = await proxied.proxy.state.load(f"grant:{claims['sid']}")  # (the sealed record, read for the test)
         assert grant is not None
         async with httpx.AsyncClient() as http:
             revoked = await http.post(

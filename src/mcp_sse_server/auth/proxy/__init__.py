@@ -3,7 +3,9 @@ MCP clients neither register nor ask for tokens meant for this server (GitHub, G
 generic OIDC). Clients register and authorize here (PKCE, consent); the user signs in at the IdP;
 clients get our own ES256 tokens, and the IdP's stay here, sealed.
 
-* ``AuthProxy`` (``server.py``): the endpoints, and the ``ResourceServer`` that takes our tokens.
+* ``AuthProxy`` (``server.py``): the endpoints, and the ``ResourceServer`` that takes our tokens;
+  a facade over ``ProxyState`` (``state.py``) and the endpoint groups ``registration.py``,
+  ``consent.py``, ``callback.py``, ``token_endpoint.py`` (``asgi.py``: their request/answer helpers).
 * ``Upstream`` (``upstream.py``): the IdP as our OpenID client of it.
 * ``SigningKeys``, ``Sealer`` (``keys.py``): the signing and sealing rings, apart.
 * ``ProxyStore``, ``MemoryProxyStore`` (``store.py``): flow state with atomic take and swap;
