@@ -24,6 +24,7 @@ from mcp_sse_server.stores.redis_routing import (
     RoutedAnswer,
     RoutedCancel,
     RoutedMessage,
+    RoutedPost,
     StandaloneHolder,
     WakeHolder,
     decode_routed,
@@ -69,6 +70,7 @@ ROUTED: list[RoutedMessage] = [
     RoutedCancel("s1", {}),
     WakeHolder("s1"),
     ReleaseHolder("s1", "host-1-ab:3"),
+    RoutedPost("s1", '{"jsonrpc":"2.0","id":1,"method":"ping"}'),
 ]
 
 
@@ -95,6 +97,8 @@ def test_a_routed_message_round_trips_through_the_inbox_encoding(message: Routed
         {"type": "cancel", "session": "s1", "params": None},
         {"type": "release", "session": "s1"},
         {"type": "release", "session": "s1", "holder": 3},
+        {"type": "post", "session": "s1"},
+        {"type": "post", "session": "s1", "message": {"id": 1}},  # not the message's text
         {"type": "later-version", "session": "s1"},
         {"type": ["wake"], "session": "s1"},
         {"type": None, "session": "s1", "message": "{}"},
@@ -132,6 +136,8 @@ async def test_entries_a_worker_cannot_read_do_not_stop_its_routing(
         encode_routed(WakeHolder("no-such-session")),
         encode_routed(RoutedAnswer(session_id, "{not json-rpc")),
         encode_routed(ReleaseHolder(session_id, "A:999")),  # a holder A does not have
+        encode_routed(RoutedPost(session_id, '{"jsonrpc":"2.0","id":9,"method":"ping"}')),  # no 2024-11-05 stream
+        encode_routed(RoutedPost("no-such-session", "{}")),
     ):
         await sender.send("A", garbage)
     answer = {

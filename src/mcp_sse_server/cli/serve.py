@@ -203,7 +203,8 @@ def serve(ctx: click.Context, /, **_: Any) -> None:
     \b
     Older clients: the HTTP+SSE transport of revision 2024-11-05 is served too, its stream at
     /sse and on a GET of the endpoint without a session, its POSTs at /messages/;
-    --no-legacy-sse turns it off (as --workers above 1 does).
+    --no-legacy-sse turns it off. With several workers or hosts, a POST reaching a worker other
+    than the one holding its stream goes there through the shared backend.
 
     \b
     Several workers or hosts: --backend redis://... makes every `serve` given the same URL
@@ -300,15 +301,6 @@ def _serve(ctx: click.Context, settings: ServeSettings, otel: bool) -> None:
     # After the target is loaded: a module of the target's may register the backend's scheme.
     backend_options = {} if settings.worker_ttl is None else {"worker_ttl": settings.worker_ttl}
     shared = check_backend(backend, workers=workers, limits=settings.limits, options=backend_options)
-    if workers > 1 and not no_legacy_sse:
-        # A 2024-11-05 stream is one connection to one worker, and the kernel spreads the POSTs
-        # that follow it over every worker: most would be refused (404). Off, predictably.
-        click.echo(
-            "Note: the 2024-11-05 HTTP+SSE transport is not served with --workers above 1 (its POSTs must "
-            "reach the worker holding its stream); run one worker per port behind sticky routing for it.",
-            err=True,
-        )
-        no_legacy_sse = True
     try:  # (built once here, with the auth settings and the TLS context: every worker inherits them)
         options["settings"] = options["settings"].with_changes(
             json_response=settings.json_response, legacy_sse=not no_legacy_sse, auth=auth

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Collection, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -439,6 +439,11 @@ class Coordinator(Protocol):
        the sessions served here by id, for messages routed to this worker),
        ``stop()`` at shutdown. ``reap_dead_workers()`` fails what workers that
        died were running (the implementation also runs it on its own schedule).
+    8. ``holding_legacy(session, on_post)`` around a 2024-11-05 stream held here (instead of
+       ``holding_standalone``, which it includes), and ``route_legacy_post(session_id, body)``
+       for a POST of a session whose stream this worker does not hold: True when it went to the
+       worker holding it, which hands it to that stream's ``on_post``; False when no worker
+       holds it (the app answers 404).
     """
 
     async def start(self, sessions: Callable[[str], CoordinatedSession | None]) -> None: ...
@@ -454,6 +459,12 @@ class Coordinator(Protocol):
     async def route_inbound(self, session_id: str, message: JsonRpcMessage, body: bytes) -> bool: ...
 
     def holding_standalone(self, session: CoordinatedSession) -> AbstractAsyncContextManager[None]: ...
+
+    def holding_legacy(
+        self, session: CoordinatedSession, on_post: Callable[[bytes], Awaitable[None]]
+    ) -> AbstractAsyncContextManager[None]: ...
+
+    async def route_legacy_post(self, session_id: str, body: bytes) -> bool: ...
 
     async def session_ended(self, session_id: str) -> None: ...
 

@@ -14,7 +14,7 @@ False
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
 from typing import Final
 
@@ -72,6 +72,14 @@ class LocalCoordinator:
 
     def holding_standalone(self, session: CoordinatedSession) -> AbstractAsyncContextManager[None]:
         return _NOTHING
+
+    def holding_legacy(
+        self, session: CoordinatedSession, on_post: Callable[[bytes], Awaitable[None]]
+    ) -> AbstractAsyncContextManager[None]:
+        return _NOTHING
+
+    async def route_legacy_post(self, session_id: str, body: bytes) -> bool:
+        return False  # (no other worker: a stream not held here is held nowhere)
 
     async def session_ended(self, session_id: str) -> None:
         return None

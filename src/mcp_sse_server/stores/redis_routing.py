@@ -22,8 +22,9 @@
   name, kept for one release: "router" now means the HTTP request router only.)
 - ``RedisCoordinator``: the app's ``Coordinator`` (``engine/stores.py``)
   over a ``WorkerMesh``: forwarded answers and cancellations, the standalone
-  stream's holder, the dead-worker reaper and the end of streams a dead worker
-  left. It owns the formats of what it writes (``StandaloneHolder``, the routed
+  stream's holder, the POSTs of a 2024-11-05 stream held by another worker (to
+  that worker: the holder of the stream's standalone lease), the dead-worker reaper
+  and the end of streams a dead worker left. It owns the formats of what it writes (``StandaloneHolder``, the routed
   messages).
 - ``reap_dead_workers``: one reaper at a time (a lease) hands each dead worker
   to a callback, then forgets it.
@@ -50,6 +51,7 @@ from typing import TYPE_CHECKING, Any, Final, TypeAlias
 
 import orjson
 from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
 
 from ..engine.jsonrpc import (
     INTERNAL_ERROR,
@@ -74,6 +76,7 @@ __all__ = [
     "RoutedAnswer",
     "RoutedCancel",
     "RoutedMessage",
+    "RoutedPost",
     "StandaloneHolder",
     "WakeHolder",
     "WorkerInbox",
@@ -158,7 +161,10 @@ class Lease:
 
     async def queue_renewal(self, pipe: Any, owner: str) -> None:
         """Queue a ``renew`` on the pipeline ``pipe`` (its reply: 1 renewed, 0 not held)."""
-        await self._renew(keys=[self.key], args=[owner, milliseconds(self.ttl)], client=pipe)
+        if isinstance(pipe, Pipeline):  # (it loads its scripts before it runs)
+            await self._renew(keys=[self.key], args=[owner, milliseconds(self.ttl)], client=pipe)
+        else:  # a cluster pipeline loads none: a node that never saw the script would refuse its SHA
+            pipe.eval(_RENEW, 1, self.key, owner, milliseconds(self.ttl))
 
     async def release(self, owner: str) -> bool:
         """Give the lease up; False (and nothing changes) when ``owner`` does not hold it."""
@@ -552,7 +558,16 @@ class ReleaseHolder:
     holder: str
 
 
-RoutedMessage: TypeAlias = RoutedAnswer | RoutedCancel | WakeHolder | ReleaseHolder
+@dataclass(frozen=True, slots=True)
+class RoutedPost:
+    """A client's message (JSON text) POSTed for a 2024-11-05 stream the receiving worker holds,
+    checked and answered 202 where it was posted."""
+
+    session_id: str
+    message: str
+
+
+RoutedMessage: TypeAlias = RoutedAnswer | RoutedCancel | WakeHolder | ReleaseHolder | RoutedPost
 
 
 def encode_routed(message: RoutedMessage) -> dict[str, Any]:
@@ -574,6 +589,8 @@ def encode_routed(message: RoutedMessage) -> dict[str, Any]:
         return cancel if message.trace is None else {**cancel, "trace": message.trace}
     if isinstance(message, WakeHolder):
         return {"type": "wake", "session": message.session_id}
+    if isinstance(message, RoutedPost):
+        return {"type": "post", "session": message.session_id, "message": message.message}
     return {"type": "release", "session": message.session_id, "holder": message.holder}
 
 
@@ -588,6 +605,8 @@ def decode_routed(data: Mapping[str, Any]) -> RoutedMessage | None:
         return RoutedCancel(session_id, data["params"], _trace_of(data))
     if kind == "wake":
         return WakeHolder(session_id)
+    if kind == "post" and isinstance(data.get("message"), str):
+        return RoutedPost(session_id, data["message"])
     if kind == "release" and isinstance(data.get("holder"), str):
         return ReleaseHolder(session_id, data["holder"])
     return None
@@ -647,6 +666,7 @@ class RedisCoordinator:
     __slots__ = (
         "_holders",
         "_holding",
+        "_posts",
         "_reaper",
         "_sessions",
         "_stopped",
@@ -676,6 +696,7 @@ class RedisCoordinator:
         self._stopped = False
         self._holders = 0  # standalone GET streams held here (numbers their holders)
         self._holding: dict[str, str] = {}  # session id -> this worker's holder of its standalone stream
+        self._posts: dict[str, Callable[[bytes], Awaitable[None]]] = {}  # session id -> its 2024-11-05 stream here
 
     @property
     def started(self) -> bool:
@@ -775,6 +796,35 @@ class RedisCoordinator:
             with contextlib.suppress(StoreUnavailable):
                 await lease.release(holder)
 
+    @contextlib.asynccontextmanager
+    async def holding_legacy(
+        self, session: CoordinatedSession, on_post: Callable[[bytes], Awaitable[None]]
+    ) -> AsyncIterator[None]:
+        """A 2024-11-05 stream held here: its session's standalone lease (``holding_standalone``),
+        whose holder is where other workers send the session's POSTs (``route_legacy_post``);
+        they reach ``on_post`` while the stream is open."""
+        session_id = session.session_id
+        async with self.holding_standalone(session):
+            self._posts[session_id] = on_post
+            try:
+                yield
+            finally:
+                if self._posts.get(session_id) is on_post:
+                    del self._posts[session_id]
+
+    async def route_legacy_post(self, session_id: str, body: bytes) -> bool:
+        """A 2024-11-05 POST whose session's stream is not held here: to the worker holding the
+        session's standalone lease (renewed with its heartbeat, so a dead worker's lapses with its
+        liveness). False when nobody else holds it."""
+        holder = await self._lease(session_id).holder()
+        if holder is None:
+            return False
+        worker_id = StandaloneHolder.decode(holder).worker_id
+        if not worker_id or worker_id == self.mesh.worker_id:
+            return False  # (here: the app found no stream of it, so it ended)
+        await self.mesh.send(worker_id, encode_routed(RoutedPost(session_id, body.decode())))
+        return True
+
     def _lease(self, session_id: str) -> Lease:
         registry = self.mesh.registry
         return standalone_lease(registry.redis, session_id, registry.ttl, prefix=registry.prefix)
@@ -819,6 +869,12 @@ class RedisCoordinator:
             await session.end_cancelled(message.params)
         elif isinstance(message, WakeHolder):
             await session.deliver_backlog()
+        elif isinstance(message, RoutedPost):
+            on_post = self._posts.get(message.session_id)
+            if on_post is None:
+                logger.info("dropping a 2024-11-05 POST for session %s: its stream ended", message.session_id[:8])
+            else:
+                await on_post(message.message.encode())
         elif self._holding.get(message.session_id) == message.holder:
             del self._holding[message.session_id]
             await session.end_standalone()

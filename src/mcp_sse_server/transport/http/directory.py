@@ -187,6 +187,22 @@ class SessionDirectory:
             await self.store.touch(record, now)
         return live
 
+    async def check(self, session_id: str, principal: list[str | None] | None = None) -> SessionRecord:
+        """The record of a session another worker serves, judged as ``lookup`` judges it (HttpError
+        404 for one unknown, ended, expired or of another ``principal``), its idle clock refreshed;
+        nothing of it is served here (a 2024-11-05 POST on its way to the worker holding its stream)."""
+        record = await self.store.get(session_id)
+        now = self.clock()
+        if (
+            record is None
+            or record.principal != principal
+            or record.expired(now, self.idle_timeout, self.limits.session_max_lifetime)
+        ):
+            raise HttpError(404, UNKNOWN_SESSION)
+        if now - record.last_seen >= self.touch_interval:
+            await self.store.touch(record, now)
+        return record
+
     async def _from_store(self, key: str, live: LiveSession | None) -> LiveSession:
         """The session as the store has it. In process, a session served here is only read from
         its live copy (the store holds the same record), so this runs for sessions not served

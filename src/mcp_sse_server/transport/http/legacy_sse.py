@@ -19,7 +19,7 @@ the messages path (``/messages/``) takes the POSTs. The rules here:
 3. A POST to the messages path, cheapest check first: 400 for a missing or
    repeated ``session_id``, 415 for a Content-Type other than JSON, 404 for a
    session that is unknown, ended, another principal's, or whose stream is
-   not held by this worker; then the body: 413, 400 with a parse error. It is
+   held by no worker; then the body: 413, 400 with a parse error. It is
    answered 202 with no body. A request is then served in a task of its own
    inside ``Coordinator.serving``, as the session endpoint serves one: its
    response and what relates to it follow on the stream, and so does a
@@ -30,25 +30,31 @@ the messages path (``/messages/``) takes the POSTs. The rules here:
 4. The stream's client leaving ends the session (``SessionDirectory.end``):
    a POST after that is 404. The session ending (idle timeout, lifetime,
    shutdown, a failed initialize) ends the stream.
-5. Across workers: the stream is one connection to one worker, and only that
-   worker serves the session's POSTs. A POST reaching another worker that
-   shares the session store is 404 (never served where its reply could not
-   reach the stream), so the transport needs one worker, or routing that
-   sends a session's POSTs to the worker holding its stream (sticky by
-   ``session_id``); ``serve --workers N`` turns it off. The session's record
-   is in the shared store as any other's.
+5. Across workers and hosts: the stream is one connection to one worker, which
+   serves every request of the session (its replies go down that stream). A
+   POST reaching another worker that shares the session store is checked there
+   as above (the session's record read from the store: 404 for one unknown,
+   ended, expired or another principal's; the scopes checked against a server
+   of the app's, made once), answered 202, and sent as it came to the worker
+   holding the stream (``Coordinator.route_legacy_post``: to the holder of the
+   session's standalone lease, through its inbox), which takes it as its own
+   POSTs (``Coordinator.holding_legacy``): a request served, a notification or
+   response to the engine. A request that finds that worker shutting down is
+   answered on the stream with the 503's error. No worker holding the stream:
+   404.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Final
 from urllib.parse import parse_qs
 
 from ...engine.background import in_background
-from ...engine.jsonrpc import JsonRpcRequest
+from ...engine.jsonrpc import JsonRpcRequest, McpError, parse_message
+from ...engine.server import McpServer
 from ...engine.stores import Coordinator, DuplicateRequest
 from .asgi import Message, Receive, Scope, Send
 from .bearer import ScopeCheck, request_principal
@@ -148,7 +154,17 @@ class LegacySseEndpoint:
     ``paths`` are the transport's; ``closing`` says whether the app is shutting down;
     ``scopes`` (with authorization) checks the scopes of what a request names."""
 
-    __slots__ = ("_endpoint", "_streams", "closing", "coordinator", "directory", "limits", "paths", "scopes")
+    __slots__ = (
+        "_catalog",
+        "_endpoint",
+        "_streams",
+        "closing",
+        "coordinator",
+        "directory",
+        "limits",
+        "paths",
+        "scopes",
+    )
 
     def __init__(
         self,
@@ -168,6 +184,7 @@ class LegacySseEndpoint:
         self.scopes = scopes
         self._streams: dict[str, LegacyStream] = {}
         self._endpoint = paths.messages.encode("latin-1") + b"?session_id="  # (after the mount point)
+        self._catalog: McpServer | None = None  # what checks the scopes of POSTs routed elsewhere
 
     @property
     def streams(self) -> Mapping[str, LegacyStream]:
@@ -194,7 +211,7 @@ class LegacySseEndpoint:
             root: str = scope.get("root_path", "")
             endpoint = root.encode("latin-1") + self._endpoint + session_id.encode("ascii")
             await stream.write(b"event: endpoint\ndata: " + endpoint + b"\n\n")
-            async with self.coordinator.holding_standalone(live):
+            async with self.coordinator.holding_legacy(live, self._routed(live, stream)):
                 await live.transport.serve_get(get_receive, stream.standalone(), None)
         finally:
             stream.gone.set()
@@ -209,8 +226,11 @@ class LegacySseEndpoint:
         if not is_json_content_type(request.content_type):
             raise HttpError(415, UNSUPPORTED_MEDIA_TYPE)
         stream = self._streams.get(session_id)
+        if stream is None and self.directory.shared:
+            await self._route(session_id, request, receive, send)  # (held by another worker, maybe: rule 5)
+            return
         if stream is None or stream.gone.is_set():
-            raise HttpError(404, UNKNOWN_SESSION)  # (or its stream is held by another worker: rule 5)
+            raise HttpError(404, UNKNOWN_SESSION)
         live = await self.directory.lookup(session_id.encode("latin-1"), request_principal())
         message, body = await read_message(receive, self.limits.max_request_bytes, request.content_length)
         if type(message) is JsonRpcRequest:
@@ -224,6 +244,49 @@ class LegacySseEndpoint:
             await send_accepted(send)
         else:
             await live.transport.handle_message(message, send)
+
+    async def _route(self, session_id: str, request: McpRequest, receive: Receive, send: Send) -> None:
+        """A POST of a session whose stream this worker does not hold: the checks of a local POST,
+        202, and the message to the worker holding the stream (rule 5)."""
+        await self.directory.check(session_id, request_principal())
+        message, body = await read_message(receive, self.limits.max_request_bytes, request.content_length)
+        if type(message) is JsonRpcRequest:
+            if self.closing():
+                raise shutting_down()
+            if self.scopes is not None:
+                self.scopes.check(await self._scope_catalog(), message)
+        if not await self.coordinator.route_legacy_post(session_id, body):
+            raise HttpError(404, UNKNOWN_SESSION)
+        await send_accepted(send)
+
+    async def _scope_catalog(self) -> McpServer:
+        """A server of the app's, for the scopes a routed POST needs (its session's server is
+        on the stream's worker; every server of an app declares the same scopes)."""
+        if self._catalog is None:
+            self._catalog = await self.directory.servers()
+        return self._catalog
+
+    def _routed(self, live: LiveSession, stream: LegacyStream) -> Callable[[bytes], Awaitable[None]]:
+        """What takes the POSTs of this stream's session that reached other workers (checked
+        there and answered 202): as a local POST's message after its 202."""
+
+        async def take(body: bytes) -> None:
+            if stream.gone.is_set() or live.closing:
+                return
+            try:
+                message = parse_message(body)
+            except McpError:
+                return  # (parsed where it was posted: not a message this version sends)
+            if type(message) is JsonRpcRequest:
+                if self.closing():
+                    refused = shutting_down()
+                    await stream.write(_MESSAGE + error_body(refused.code, refused.message, message.id) + b"\n\n")
+                    return
+                in_background(self._serve(live, stream, message))
+            elif not await self.coordinator.route_inbound(live.record.id, message, body):
+                await live.transport.handle_message(message, _discard)
+
+        return take
 
     async def _serve(self, live: LiveSession, stream: LegacyStream, request: JsonRpcRequest) -> None:
         """Serve one request after its 202: whatever it answers goes down the stream."""
@@ -240,6 +303,10 @@ class LegacySseEndpoint:
             return
         if request.method == "initialize" and not live.closing:
             await self.directory.opened(live)  # a failed initialize ends the session (and the stream)
+
+
+async def _discard(message: Message) -> None:
+    """The ASGI send of a message routed here: its 202 went out where it was posted."""
 
 
 def _session_id(scope: Scope) -> str:
