@@ -23,27 +23,22 @@ issuer ours, so an upstream token or ID token is refused there; its tokens are `
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Unpack
 
-from ..providers.policy import AllowPolicy
 from . import asgi
 from .callback import Callback
 from .consent import Consent
-from .keys import Sealer, SigningKeys
+from .keys import SigningKeys
 from .registration import METADATA_PATH, Registration
-from .state import ProxyState
+from .state import ProxyOptions, ProxyState
 from .store import ProxyStore, ProxyStoreUnavailable
 from .token_endpoint import TokenEndpoint
 from .tokens import GrantVerifier
 from .upstream import Upstream
 
 if TYPE_CHECKING:
-    import httpx
-
     from ...engine.tokens import AccessToken
-    from ..dpop import DPoP
     from ..resource import ResourceServer
 
 __all__ = ["AuthProxy"]
@@ -55,63 +50,12 @@ class AuthProxy:
     """The authorization-server facade (module docstring): builds the endpoint groups over one
     ``ProxyState`` (``state``) and routes requests to them.
 
-    ``issuer``: our origin (``https://mcp.example``; ``http`` on loopback only).
-    ``resource``: the MCP endpoint's URL (every token's audience). ``upstream``: the IdP.
-    ``idp``: the preset's name (the prefix of our subjects). ``allow``: who may sign in (the
-    preset's ``AllowPolicy``; empty admits anyone the IdP vouches for). ``scopes``: ours, what
-    clients may ask for. ``store``: flow state (memory by default). ``keys``/``sealer``: signing
-    and sealing rings (generated for one process by default). ``redirect_allow``: https
-    redirect patterns clients may register; ``strict_redirects``: no loopback port exception.
-    ``token_ttl``/``refresh_ttl``: lifetimes in seconds. ``client_documents``: take https client
-    ids as client ID metadata documents (``cimd.py``); ``client_documents_private``: fetch them
-    from private addresses too (tests and closed networks only: SSRF). ``dpop``: DPoP at the token
-    endpoint (RFC 9449): a request with a valid proof gets tokens bound to its key (``cnf.jkt``,
-    ``token_type`` DPoP), and its refresh token is good only with a proof by that key.
-    ``clock``: wall-clock seconds.
+    Its keywords are ``ProxyOptions`` (``state.py``, each described there): ``issuer``,
+    ``resource`` and ``upstream`` required, the rest optional.
     """
 
-    def __init__(
-        self,
-        *,
-        issuer: str,
-        resource: str,
-        upstream: Upstream,
-        idp: str = "oidc",
-        allow: AllowPolicy | None = None,
-        scopes: Iterable[str] = ("mcp:tools",),
-        store: ProxyStore | None = None,
-        keys: SigningKeys | None = None,
-        sealer: Sealer | None = None,
-        redirect_allow: Iterable[str] = (),
-        strict_redirects: bool = False,
-        token_ttl: float = 300.0,
-        refresh_ttl: float = 30 * 86400.0,
-        client_documents: bool = True,
-        client_documents_private: bool = False,
-        dpop: DPoP | None = None,
-        http: httpx.AsyncClient | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.state = ProxyState(
-            issuer=issuer,
-            resource=resource,
-            upstream=upstream,
-            idp=idp,
-            allow=allow,
-            scopes=scopes,
-            store=store,
-            keys=keys,
-            sealer=sealer,
-            redirect_allow=redirect_allow,
-            strict_redirects=strict_redirects,
-            token_ttl=token_ttl,
-            refresh_ttl=refresh_ttl,
-            client_documents=client_documents,
-            client_documents_private=client_documents_private,
-            dpop=dpop,
-            http=http,
-            clock=clock,
-        )
+    def __init__(self, **options: Unpack[ProxyOptions]) -> None:
+        self.state = ProxyState(**options)
         self._registration = Registration(self.state)
         consent = Consent(self.state, self._registration)
         tokens = TokenEndpoint(self.state, self._registration)

@@ -13,7 +13,7 @@ import base64
 import hashlib
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Required, TypedDict, Unpack
 from urllib.parse import urlencode, urlsplit
 
 import orjson
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from ...engine.tokens import AccessToken
     from ..dpop import DPoP
 
-__all__ = ["ProxyState", "digest", "s256"]
+__all__ = ["ProxyOptions", "ProxyState", "digest", "s256"]
 
 
 def s256(verifier: str) -> str:
@@ -43,44 +43,75 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+class ProxyOptions(TypedDict, total=False):
+    """What ``AuthProxy`` (and its ``ProxyState``) take, as keywords; ``issuer``, ``resource`` and
+    ``upstream`` are required, the others have the defaults said here."""
+
+    issuer: Required[str]
+    """Our origin (``https://mcp.example``; ``http`` on loopback only)."""
+    resource: Required[str]
+    """The MCP endpoint's URL (every token's audience)."""
+    upstream: Required[Upstream]
+    """The IdP."""
+    idp: str
+    """The preset's name, the prefix of our subjects (``"oidc"``)."""
+    allow: AllowPolicy | None
+    """Who may sign in: the preset's ``AllowPolicy`` (None, or empty, admits anyone the IdP vouches
+    for)."""
+    scopes: Iterable[str]
+    """Ours, what clients may ask for (``("mcp:tools",)``)."""
+    store: ProxyStore | None
+    """Flow state (a ``MemoryProxyStore`` when None; any other needs ``keys`` and ``sealer``)."""
+    keys: SigningKeys | None
+    """The signing ring (generated for one process when None)."""
+    sealer: Sealer | None
+    """The sealing ring (generated for one process when None)."""
+    redirect_allow: Iterable[str]
+    """https redirect patterns clients may register (none)."""
+    strict_redirects: bool
+    """No loopback port exception (False)."""
+    token_ttl: float
+    """Access token lifetime in seconds (300)."""
+    refresh_ttl: float
+    """Refresh token lifetime in seconds (30 days)."""
+    client_documents: bool
+    """Take https client ids as client ID metadata documents (``cimd.py``; True)."""
+    client_documents_private: bool
+    """Fetch those documents from private addresses too (tests and closed networks only: SSRF;
+    False)."""
+    dpop: DPoP | None
+    """DPoP at the token endpoint (RFC 9449): a request with a valid proof gets tokens bound to its
+    key (``cnf.jkt``, ``token_type`` DPoP), and its refresh token is good only with a proof by that
+    key (off when None)."""
+    http: httpx.AsyncClient | None
+    """The HTTP client (one of our own, closed with us, when None)."""
+    clock: Callable[[], float]
+    """Wall-clock seconds (``time.time``)."""
+
+
 class ProxyState:
-    """The settings, sealed store, HTTP client and clock of one ``AuthProxy`` (its docstring
+    """The settings, sealed store, HTTP client and clock of one ``AuthProxy`` (``ProxyOptions``
     describes the arguments)."""
 
-    def __init__(
-        self,
-        *,
-        issuer: str,
-        resource: str,
-        upstream: Upstream,
-        idp: str = "oidc",
-        allow: AllowPolicy | None = None,
-        scopes: Iterable[str] = ("mcp:tools",),
-        store: ProxyStore | None = None,
-        keys: SigningKeys | None = None,
-        sealer: Sealer | None = None,
-        redirect_allow: Iterable[str] = (),
-        strict_redirects: bool = False,
-        token_ttl: float = 300.0,
-        refresh_ttl: float = 30 * 86400.0,
-        client_documents: bool = True,
-        client_documents_private: bool = False,
-        dpop: DPoP | None = None,
-        http: httpx.AsyncClient | None = None,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
+    def __init__(self, **options: Unpack[ProxyOptions]) -> None:
         from ..urls import check_fetch_url
 
+        issuer = options["issuer"]
+        keys = options.get("keys")
+        sealer = options.get("sealer")
+        store = options.get("store")
+        allow = options.get("allow")
+        http = options.get("http")
         parts = urlsplit(issuer)
         if parts.path not in ("", "/") or parts.query or parts.fragment:
             raise ValueError(f"the proxy's issuer is an origin (scheme, host, port): {issuer!r}")
         check_fetch_url("the proxy's issuer", issuer)
         self.issuer = issuer.rstrip("/")
-        self.resource = resource
-        self.upstream = upstream
-        self.idp = idp
+        self.resource = options["resource"]
+        self.upstream = options["upstream"]
+        self.idp = options.get("idp", "oidc")
         self.allow = allow if allow is not None else AllowPolicy(())
-        self.scopes = tuple(scopes)
+        self.scopes = tuple(options.get("scopes", ("mcp:tools",)))
         self.store: ProxyStore = store if store is not None else MemoryProxyStore()
         if not isinstance(self.store, MemoryProxyStore) and (keys is None or sealer is None):
             raise ValueError(
@@ -88,15 +119,15 @@ class ProxyState:
             )
         self.keys = keys if keys is not None else SigningKeys.generate()
         self.sealer = sealer if sealer is not None else Sealer.generate()
-        self.redirect_allow = tuple(redirect_allow)
-        self.strict_redirects = strict_redirects
-        self.token_ttl = token_ttl
-        self.refresh_ttl = refresh_ttl
-        self.client_documents = client_documents
-        self.client_documents_private = client_documents_private
-        self.dpop = dpop
+        self.redirect_allow = tuple(options.get("redirect_allow", ()))
+        self.strict_redirects = options.get("strict_redirects", False)
+        self.token_ttl = options.get("token_ttl", 300.0)
+        self.refresh_ttl = options.get("refresh_ttl", 30 * 86400.0)
+        self.client_documents = options.get("client_documents", True)
+        self.client_documents_private = options.get("client_documents_private", False)
+        self.dpop = options.get("dpop")
         self.callback_url = self.issuer + "/oauth/callback"
-        self.clock = clock
+        self.clock = options.get("clock", time.time)
         self.secure = parts.scheme == "https"
         self._own_http = http is None
         self._http = http
