@@ -174,7 +174,6 @@ class BearerMiddleware:
 
     async def _authenticate(self, request: McpRequest, scope: Scope, send: Send) -> AccessToken | None:
         """The request's verified token, or None once a refusal was sent."""
-        server = self.server
         header = request.headers.get(b"authorization")
         if request.repeated and request.count(b"authorization") > 1:
             await self._refuse(send, 400, "invalid_request", "Bad request: send one Authorization header")
@@ -197,26 +196,8 @@ class BearerMiddleware:
         if not value:
             await self._refuse(send, 400, "invalid_request", "Bad request: the Bearer credentials are empty")
             return None
-        assert server.verifier is not None
-        try:
-            token = await server.verifier.verify(value.decode("latin-1"))
-        except NotAllowed as refused:
-            await self._not_allowed(send, refused)
-            return None
-        except InvalidToken as refused:
-            logger.info("refused a bearer token: %s", refused.reason)
-            await self._refuse(
-                send, 401, "invalid_token", "Unauthorized: the bearer token is not valid", refused.reason
-            )
-            return None
-        except VerifierUnavailable as error:
-            logger.debug("could not check a bearer token: %s", error)
-            await HttpError(
-                503,
-                "Service unavailable: the token cannot be checked now; try again later",
-                SERVER_BUSY,
-                headers=[(b"retry-after", b"%d" % error.retry_after)],
-            ).write(send)
+        token = await self._verify(send, value.decode("latin-1"), dpop=False)
+        if token is None:
             return None
         if token.jkt is not None:  # RFC 9449 §7.2: a bound token without its proof is a downgrade
             await self._refuse(
@@ -227,17 +208,7 @@ class BearerMiddleware:
                 "bound to a DPoP key",
             )
             return None
-        token = self._granted(token)
-        if not token.has_scopes(server.required_scopes):
-            await self._refuse(
-                send,
-                403,
-                "insufficient_scope",
-                "Forbidden: the token lacks a scope this server requires",
-                granted=token.scopes,
-            )
-            return None
-        return token
+        return await self._in_scope(send, token, dpop=False)
 
     async def _authenticate_dpop(
         self, request: McpRequest, scope: Scope, send: Send, credentials: bytes
@@ -272,19 +243,8 @@ class BearerMiddleware:
                 message = "Unauthorized: send the proof again with the nonce in DPoP-Nonce"
             await self._refuse(send, 401, refused.error, message, refused.reason, dpop=True, extra=extra)
             return None
-        try:
-            token = await server.verifier.verify(value)
-        except NotAllowed as refused:
-            await self._not_allowed(send, refused, dpop=True)
-            return None
-        except InvalidToken as invalid:
-            logger.info("refused a DPoP token: %s", invalid.reason)
-            await self._refuse(
-                send, 401, "invalid_token", "Unauthorized: the access token is not valid", invalid.reason, dpop=True
-            )
-            return None
-        except VerifierUnavailable as error:
-            await self._unavailable(send, error)
+        token = await self._verify(send, value, dpop=True)
+        if token is None:
             return None
         if token.jkt is None or not hmac.compare_digest(token.jkt.encode(), checked.jkt.encode()):
             reason = "not bound to a DPoP key" if token.jkt is None else "bound to another DPoP key"
@@ -292,16 +252,8 @@ class BearerMiddleware:
                 send, 401, "invalid_token", "Unauthorized: the token is not bound to the proof's key", reason, dpop=True
             )
             return None
-        token = self._granted(token)
-        if not token.has_scopes(server.required_scopes):
-            await self._refuse(
-                send,
-                403,
-                "insufficient_scope",
-                "Forbidden: the token lacks a scope this server requires",
-                granted=token.scopes,
-                dpop=True,
-            )
+        token = await self._in_scope(send, token, dpop=True)
+        if token is None:
             return None
         try:
             fresh = await dpop.first_use(checked)
@@ -316,6 +268,41 @@ class BearerMiddleware:
         if checked.nonce_left is not None and checked.nonce_left < _NONCE_RENEWAL and dpop.nonces is not None:
             scope[_NONCE_KEY] = dpop.nonces.issue().encode()
         return token
+
+    async def _verify(self, send: Send, value: str, *, dpop: bool) -> AccessToken | None:
+        """``value`` verified (as a ``DPoP`` token when ``dpop``, else ``Bearer``), or None once a
+        refusal was sent: 403 not admitted, 401 not valid, 503 not checkable now."""
+        verifier = self.server.verifier
+        assert verifier is not None
+        try:
+            return await verifier.verify(value)
+        except NotAllowed as refused:
+            await self._not_allowed(send, refused, dpop=dpop)
+        except InvalidToken as invalid:
+            logger.info("refused a %s token: %s", "DPoP" if dpop else "bearer", invalid.reason)
+            message = "the access token" if dpop else "the bearer token"
+            await self._refuse(
+                send, 401, "invalid_token", f"Unauthorized: {message} is not valid", invalid.reason, dpop=dpop
+            )
+        except VerifierUnavailable as error:
+            await self._unavailable(send, error)
+        return None
+
+    async def _in_scope(self, send: Send, token: AccessToken, *, dpop: bool) -> AccessToken | None:
+        """``token`` with its implied scopes when it has the endpoint's, else None once a 403
+        ``insufficient_scope`` was sent."""
+        token = self._granted(token)
+        if token.has_scopes(self.server.required_scopes):
+            return token
+        await self._refuse(
+            send,
+            403,
+            "insufficient_scope",
+            "Forbidden: the token lacks a scope this server requires",
+            granted=token.scopes,
+            dpop=dpop,
+        )
+        return None
 
     async def _not_allowed(self, send: Send, refused: NotAllowed, *, dpop: bool = False) -> None:
         """A valid token whose holder the allow policy does not admit: 403 ``access_denied`` (signing
@@ -332,7 +319,7 @@ class BearerMiddleware:
 
     @staticmethod
     async def _unavailable(send: Send, error: VerifierUnavailable) -> None:
-        logger.debug("could not check a DPoP request: %s", error)
+        logger.debug("could not check a token: %s", error)
         await HttpError(
             503,
             "Service unavailable: the token cannot be checked now; try again later",
