@@ -15,29 +15,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import jwt
 import orjson
 import pytest
 
-from fixtures.auth_proxy import UPSTREAM_CLIENT, Browser
+from fixtures.auth_proxy import UPSTREAM_CLIENT, listening, refusal, serving, sign_in
 from fixtures.oidc_provider import running_oidc_provider
-from fixtures.protected import whoami_server
 from mcp_sse_server.auth.providers import PRESETS, AllowPolicy
 from mcp_sse_server.auth.providers.discovery import fetch_discovery
 from mcp_sse_server.auth.proxy import AuthProxy, Upstream
 from mcp_sse_server.auth.proxy.upstream import COGNITO_CLAIMS, cognito_issuer
-from mcp_sse_server.client import StreamableHttpClient
-from mcp_sse_server.client.oauth import MemoryTokenStorage, OAuth, OAuthSettings
 from mcp_sse_server.engine.tokens import AccessToken
-from mcp_sse_server.transport.http import HttpSettings, McpHttpApp, McpHttpServer
 
-REDIRECT = "http://127.0.0.1:9/callback"
 POOL = "us-east-1_Ab12Cd34E"
 SUB = "94f8a4b8-0031-70b5-6e3c-e1f0a2b3c4d5"
 ANN = {"email": "ann@acme.example", "email_verified": True, "cognito:groups": ["ops"], "cognito:username": "ann"}
@@ -53,10 +47,7 @@ ROUTES = {
 
 @contextlib.asynccontextmanager
 async def cognito_proxy(allow: tuple[str, ...]) -> AsyncIterator[AuthProxy]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    issuer = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    sock, issuer = listening()
     with running_oidc_provider(
         path=f"/{POOL}",
         code_clients={UPSTREAM_CLIENT: [issuer + "/oauth/callback"]},
@@ -83,39 +74,14 @@ async def cognito_proxy(allow: tuple[str, ...]) -> AsyncIterator[AuthProxy]:
             idp="cognito",
             allow=AllowPolicy(allow, claims=COGNITO_CLAIMS),
         )
-        app = McpHttpApp(
-            whoami_server(),
-            settings=HttpSettings(path="/mcp", auth=proxy.resource_server(["mcp:tools"])),
-            bind_host="127.0.0.1",
-        )
-        served = await McpHttpServer.on_socket(app, sock)
-        try:
+        async with serving(proxy, sock):
             yield proxy
-        finally:
-            await served.close(1.0)
-            await proxy.aclose()
-
-
-async def sign_in(proxy: AuthProxy) -> tuple[OAuth, Browser, Any]:
-    """Our OAuth client signs in through ``proxy`` and calls whoami: the client, the browser, the result."""
-    browser = Browser()
-    agent = browser.user_agent(REDIRECT)
-    auth = OAuth(OAuthSettings(client_name="cognito"), storage=MemoryTokenStorage(), user_agent=agent)
-    try:
-        async with (
-            httpx.AsyncClient(timeout=30) as http,
-            StreamableHttpClient(proxy.resource, auth=auth, http_client=http) as client,
-        ):
-            result = await client.call_tool("whoami", {})
-    finally:
-        await browser.aclose()
-    return auth, browser, result
 
 
 @pytest.mark.parametrize("rule", ["group:ops", "domain:acme.example", f"user:{SUB}"])
 async def test_a_cognito_user_signs_in_and_calls_a_tool(rule: str) -> None:
     async with cognito_proxy((rule,)) as proxy:
-        _, browser, result = await sign_in(proxy)
+        _, browser, result = await sign_in(proxy, "cognito")
     seen: dict[str, Any] = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
     assert seen["subject"] == f"cognito:{SUB}"
     assert browser.upstream_url is not None and urlsplit(browser.upstream_url).path == f"/{POOL}/oauth2/authorize"
@@ -125,27 +91,14 @@ async def test_a_cognito_user_signs_in_and_calls_a_tool(rule: str) -> None:
 
 @pytest.mark.parametrize("rule", ["group:admins", "domain:other.example", "user:someone"])
 async def test_a_cognito_user_no_rule_admits_is_refused(rule: str) -> None:
-    async with cognito_proxy((rule,)) as proxy, httpx.AsyncClient() as http:
-        registered = await http.post(proxy.issuer + "/oauth/register", json={"redirect_uris": [REDIRECT]})
-        query = {
-            "response_type": "code",
-            "client_id": registered.json()["client_id"],
-            "redirect_uri": REDIRECT,
-            "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-            "code_challenge_method": "S256",
-            "state": "s",
-        }
-        browser = Browser()
-        try:
-            back = await browser.walk(proxy.issuer + "/oauth/authorize?" + urlencode(query), REDIRECT)
-        finally:
-            await browser.aclose()
+    async with cognito_proxy((rule,)) as proxy:
+        back = await refusal(proxy)
     assert back["error"] == "access_denied" and "code" not in back
 
 
 async def test_revoking_our_refresh_token_revokes_the_cognito_token_at_the_hosted_ui() -> None:
     async with cognito_proxy(("group:ops",)) as proxy, httpx.AsyncClient() as http:
-        auth, _, _ = await sign_in(proxy)
+        auth, _, _ = await sign_in(proxy, "cognito")
         assert auth.tokens is not None and auth.tokens.refresh_token is not None
         claims = jwt.decode(auth.tokens.access_token, options={"verify_signature": False})
         upstream = await proxy.upstream_token(AccessToken(issuer=proxy.issuer, claims=claims))

@@ -13,27 +13,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl
 
 import httpx
 import orjson
 import pytest
 
-from fixtures.auth_proxy import UPSTREAM_CLIENT, Browser
+from fixtures.auth_proxy import UPSTREAM_CLIENT, listening, refusal, serving, sign_in
 from fixtures.oidc_provider import running_oidc_provider
-from fixtures.protected import whoami_server
 from mcp_sse_server.auth.providers import PRESETS, AllowPolicy
 from mcp_sse_server.auth.providers.discovery import fetch_discovery
 from mcp_sse_server.auth.proxy import AuthProxy, Upstream
 from mcp_sse_server.auth.proxy.upstream import ENTRA_CLAIMS
-from mcp_sse_server.client import StreamableHttpClient
-from mcp_sse_server.client.oauth import MemoryTokenStorage, OAuth, OAuthSettings
-from mcp_sse_server.transport.http import HttpSettings, McpHttpApp, McpHttpServer
 
-REDIRECT = "http://127.0.0.1:9/callback"
 TID = "72f988bf-86f1-41af-91ab-2d7cd011db47"
 OTHER_TID = "f8cdef31-a31e-4b4a-93e4-5f571e91255a"
 OID = "00000000-0000-0000-66f3-3332eca7ea81"
@@ -47,10 +41,7 @@ async def entra_proxy(
     allow: tuple[str, ...], *, tenant: str = TID, account: Mapping[str, Any] = ANN
 ) -> AsyncIterator[AuthProxy]:
     """The proxy in front of the Entra stand-in for ``tenant`` (the tid, or ``organizations``)."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    issuer = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    sock, issuer = listening()
     multi = tenant == "organizations"
     with running_oidc_provider(
         path=f"/{TID}/v2.0",
@@ -81,55 +72,16 @@ async def entra_proxy(
             idp="entra",
             allow=AllowPolicy(allow, claims=ENTRA_CLAIMS),
         )
-        app = McpHttpApp(
-            whoami_server(),
-            settings=HttpSettings(path="/mcp", auth=proxy.resource_server(["mcp:tools"])),
-            bind_host="127.0.0.1",
-        )
-        served = await McpHttpServer.on_socket(app, sock)
-        try:
+        async with serving(proxy, sock):
             yield proxy
-        finally:
-            await served.close(1.0)
-            await proxy.aclose()
 
 
 async def signed_in_subject(proxy: AuthProxy) -> str:
     """Our OAuth client signs in through ``proxy`` and calls whoami: the subject it sees."""
-    browser = Browser()
-    auth = OAuth(
-        OAuthSettings(client_name="entra"), storage=MemoryTokenStorage(), user_agent=browser.user_agent(REDIRECT)
-    )
-    try:
-        async with (
-            httpx.AsyncClient(timeout=30) as http,
-            StreamableHttpClient(proxy.resource, auth=auth, http_client=http) as client,
-        ):
-            result = await client.call_tool("whoami", {})
-    finally:
-        await browser.aclose()
+    _, _, result = await sign_in(proxy, "entra")
     seen: dict[str, Any] = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
     subject: str = seen["subject"]
     return subject
-
-
-async def refusal(proxy: AuthProxy) -> dict[str, str]:
-    """A client's authorize walked through the proxy and the IdP: what comes back to the client."""
-    async with httpx.AsyncClient() as http:
-        registered = await http.post(proxy.issuer + "/oauth/register", json={"redirect_uris": [REDIRECT]})
-    query = {
-        "response_type": "code",
-        "client_id": registered.json()["client_id"],
-        "redirect_uri": REDIRECT,
-        "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-        "code_challenge_method": "S256",
-        "state": "s",
-    }
-    browser = Browser()
-    try:
-        return await browser.walk(proxy.issuer + "/oauth/authorize?" + urlencode(query), REDIRECT)
-    finally:
-        await browser.aclose()
 
 
 @pytest.mark.parametrize("rule", [f"group:{OPS}", "role:Tools.Call", f"tenant:{TID}", f"user:{OID}"])

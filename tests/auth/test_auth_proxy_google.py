@@ -10,28 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import socket
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import jwt
 import orjson
 
-from fixtures.auth_proxy import Browser
+from fixtures.auth_proxy import listening, refusal, serving, sign_in
 from fixtures.google_double import GoogleDouble, running_google
-from fixtures.protected import whoami_server
 from mcp_sse_server.auth.providers import PRESETS, AllowPolicy
 from mcp_sse_server.auth.providers.discovery import fetch_discovery
 from mcp_sse_server.auth.proxy import GOOGLE_CLAIMS, AuthProxy, Upstream
-from mcp_sse_server.client import StreamableHttpClient
-from mcp_sse_server.client.oauth import MemoryTokenStorage, OAuth, OAuthSettings
 from mcp_sse_server.engine.tokens import AccessToken
-from mcp_sse_server.transport.http import HttpSettings, McpHttpApp, McpHttpServer
 
-REDIRECT = "http://127.0.0.1:9/callback"
 ANN = {"sub": "107700000000000000001", "email": "ann@acme.example", "email_verified": True, "hd": "acme.example"}
 
 
@@ -39,10 +33,7 @@ ANN = {"sub": "107700000000000000001", "email": "ann@acme.example", "email_verif
 async def google_proxy(
     allow: tuple[str, ...], clock: Callable[[], float] = time.time
 ) -> AsyncIterator[tuple[AuthProxy, GoogleDouble]]:
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    sock.listen(64)
-    issuer = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    sock, issuer = listening()
     double = GoogleDouble("123.apps.googleusercontent.com", "gsecret", issuer + "/oauth/callback", ANN)
     async with running_google(double):
         document = await asyncio.to_thread(fetch_discovery, PRESETS["oidc"], double.url)
@@ -55,31 +46,14 @@ async def google_proxy(
             allow=AllowPolicy(allow, claims=GOOGLE_CLAIMS),
             clock=clock,
         )
-        app = McpHttpApp(
-            whoami_server(),
-            settings=HttpSettings(path="/mcp", auth=proxy.resource_server(["mcp:tools"])),
-            bind_host="127.0.0.1",
-        )
-        served = await McpHttpServer.on_socket(app, sock)
-        try:
+        async with serving(proxy, sock):
             yield proxy, double
-        finally:
-            await served.close(1.0)
-            await proxy.aclose()
 
 
 async def test_our_client_signs_in_with_google_and_the_google_token_is_refreshed() -> None:
     offset = [0.0]
     async with google_proxy(("org:acme.example",), clock=lambda: time.time() + offset[0]) as (proxy, double):
-        browser = Browser()
-        agent = browser.user_agent(REDIRECT)
-        auth = OAuth(OAuthSettings(client_name="google"), storage=MemoryTokenStorage(), user_agent=agent)
-        async with (
-            httpx.AsyncClient(timeout=30) as http,
-            StreamableHttpClient(proxy.resource, auth=auth, http_client=http) as client,
-        ):
-            result = await client.call_tool("whoami", {})
-        await browser.aclose()
+        auth, browser, result = await sign_in(proxy, "google")
         seen: dict[str, Any] = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
         assert seen["subject"] == "google:" + ANN["sub"]
         assert browser.upstream_url is not None
@@ -112,17 +86,6 @@ async def test_our_client_signs_in_with_google_and_the_google_token_is_refreshed
 
 
 async def test_a_google_account_outside_the_workspace_rule_is_refused() -> None:
-    async with google_proxy(("org:other.example",)) as (proxy, _), httpx.AsyncClient() as http:
-        registered = await http.post(proxy.issuer + "/oauth/register", json={"redirect_uris": [REDIRECT]})
-        query = {
-            "response_type": "code",
-            "client_id": registered.json()["client_id"],
-            "redirect_uri": REDIRECT,
-            "code_challenge": "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM",
-            "code_challenge_method": "S256",
-            "state": "s",
-        }
-        browser = Browser()
-        back = await browser.walk(proxy.issuer + "/oauth/authorize?" + urlencode(query), REDIRECT)
-        await browser.aclose()
+    async with google_proxy(("org:other.example",)) as (proxy, _):
+        back = await refusal(proxy)
     assert back["error"] == "access_denied" and "code" not in back
