@@ -20,14 +20,12 @@ import orjson
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from fixtures.auth_proxy import Browser, Proxied, proxied_endpoint
+from fixtures.auth_proxy import REDIRECT, Browser, Proxied, client_signs_in, proxied_endpoint
 from mcp_sse_server import McpServer, RequestContext
 from mcp_sse_server.auth.proxy import GrantToken
 from mcp_sse_server.client import StreamableHttpClient
 from mcp_sse_server.client.oauth import MemoryTokenStorage, OAuth, OAuthSettings
 from mcp_sse_server.engine.tokens import AccessToken
-
-REDIRECT = "http://127.0.0.1:9/callback"  # never served: the browser stops at its Location
 
 
 @pytest.fixture
@@ -46,18 +44,7 @@ async def register(http: httpx.AsyncClient, proxied: Proxied, **metadata: Any) -
 
 
 async def test_our_client_signs_in_through_the_proxy_and_calls_a_tool(proxied: Proxied) -> None:
-    browser = Browser()
-    auth = OAuth(
-        OAuthSettings(client_name="proxy test"),
-        storage=MemoryTokenStorage(),
-        user_agent=browser.user_agent(REDIRECT),
-    )
-    async with (
-        httpx.AsyncClient(timeout=30) as http,
-        StreamableHttpClient(proxied.resource, auth=auth, http_client=http) as client,
-    ):
-        result = await client.call_tool("whoami", {})
-    await browser.aclose()
+    auth, browser, result = await client_signs_in(proxied.resource, "proxy test")
     seen = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
     assert seen["subject"] == "oidc:alice"
     assert seen["issuer"] == proxied.issuer

@@ -24,7 +24,7 @@ import jwt
 import orjson
 import pytest
 
-from fixtures.auth_proxy import UPSTREAM_CLIENT, listening, refusal, serving, sign_in
+from fixtures.auth_proxy import UPSTREAM_CLIENT, client_signs_in, listening, refusal, serving
 from fixtures.oidc_provider import running_oidc_provider
 from mcp_sse_server.auth.providers import PRESETS, AllowPolicy
 from mcp_sse_server.auth.providers.discovery import fetch_discovery
@@ -81,7 +81,7 @@ async def cognito_proxy(allow: tuple[str, ...]) -> AsyncIterator[AuthProxy]:
 @pytest.mark.parametrize("rule", ["group:ops", "domain:acme.example", f"user:{SUB}"])
 async def test_a_cognito_user_signs_in_and_calls_a_tool(rule: str) -> None:
     async with cognito_proxy((rule,)) as proxy:
-        _, browser, result = await sign_in(proxy, "cognito")
+        _, browser, result = await client_signs_in(proxy.resource, "cognito")
     seen: dict[str, Any] = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
     assert seen["subject"] == f"cognito:{SUB}"
     assert browser.upstream_url is not None and urlsplit(browser.upstream_url).path == f"/{POOL}/oauth2/authorize"
@@ -98,7 +98,7 @@ async def test_a_cognito_user_no_rule_admits_is_refused(rule: str) -> None:
 
 async def test_revoking_our_refresh_token_revokes_the_cognito_token_at_the_hosted_ui() -> None:
     async with cognito_proxy(("group:ops",)) as proxy, httpx.AsyncClient() as http:
-        auth, _, _ = await sign_in(proxy, "cognito")
+        auth, _, _ = await client_signs_in(proxy.resource, "cognito")
         assert auth.tokens is not None and auth.tokens.refresh_token is not None
         claims = jwt.decode(auth.tokens.access_token, options={"verify_signature": False})
         upstream = await proxy.upstream_token(AccessToken(issuer=proxy.issuer, claims=claims))

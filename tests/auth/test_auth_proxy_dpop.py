@@ -18,13 +18,9 @@ import jwt
 import orjson
 import pytest
 
-from fixtures.auth_proxy import Browser, Proxied, proxied_endpoint
+from fixtures.auth_proxy import REDIRECT, Browser, Proxied, client_signs_in, proxied_endpoint
 from mcp_sse_server.auth import DPoP
-from mcp_sse_server.client import StreamableHttpClient
-from mcp_sse_server.client.oauth import MemoryTokenStorage, OAuth, OAuthSettings
 from mcp_sse_server.client.oauth.assertions import DPoPKey
-
-REDIRECT = "http://127.0.0.1:9/callback"
 
 
 @pytest.fixture
@@ -38,18 +34,7 @@ def s256(verifier: str) -> str:
 
 
 async def test_our_dpop_client_gets_bound_tokens_and_calls_a_tool(proxied: Proxied) -> None:
-    browser = Browser()
-    auth = OAuth(
-        OAuthSettings(client_name="dpop through the proxy", dpop=True),
-        storage=MemoryTokenStorage(),
-        user_agent=browser.user_agent(REDIRECT),
-    )
-    async with (
-        httpx.AsyncClient(timeout=30) as http,
-        StreamableHttpClient(proxied.resource, auth=auth, http_client=http) as client,
-    ):
-        result = await client.call_tool("whoami", {})
-    await browser.aclose()
+    auth, _, result = await client_signs_in(proxied.resource, "dpop through the proxy", dpop=True)
     assert orjson.loads(result.content[0].text)["subject"] == "oidc:alice"  # type: ignore[union-attr]
     assert auth.tokens is not None and auth.tokens.token_type == "DPoP"
     claims = jwt.decode(auth.tokens.access_token, options={"verify_signature": False})

@@ -21,7 +21,7 @@ import httpx
 import orjson
 import pytest
 
-from fixtures.auth_proxy import UPSTREAM_CLIENT, listening, refusal, serving, sign_in
+from fixtures.auth_proxy import UPSTREAM_CLIENT, client_signs_in, listening, refusal, serving
 from fixtures.oidc_provider import running_oidc_provider
 from mcp_sse_server.auth.providers import PRESETS, AllowPolicy
 from mcp_sse_server.auth.providers.discovery import fetch_discovery
@@ -78,7 +78,7 @@ async def entra_proxy(
 
 async def signed_in_subject(proxy: AuthProxy) -> str:
     """Our OAuth client signs in through ``proxy`` and calls whoami: the subject it sees."""
-    _, _, result = await sign_in(proxy, "entra")
+    _, _, result = await client_signs_in(proxy.resource, "entra")
     seen: dict[str, Any] = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
     subject: str = seen["subject"]
     return subject

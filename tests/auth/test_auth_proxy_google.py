@@ -19,7 +19,7 @@ import httpx
 import jwt
 import orjson
 
-from fixtures.auth_proxy import listening, refusal, serving, sign_in
+from fixtures.auth_proxy import client_signs_in, listening, refusal, serving
 from fixtures.google_double import GoogleDouble, running_google
 from mcp_sse_server.auth.providers import PRESETS, AllowPolicy
 from mcp_sse_server.auth.providers.discovery import fetch_discovery
@@ -53,7 +53,7 @@ async def google_proxy(
 async def test_our_client_signs_in_with_google_and_the_google_token_is_refreshed() -> None:
     offset = [0.0]
     async with google_proxy(("org:acme.example",), clock=lambda: time.time() + offset[0]) as (proxy, double):
-        auth, browser, result = await sign_in(proxy, "google")
+        auth, browser, result = await client_signs_in(proxy.resource, "google")
         seen: dict[str, Any] = orjson.loads(result.content[0].text)  # type: ignore[union-attr]
         assert seen["subject"] == "google:" + ANN["sub"]
         assert browser.upstream_url is not None
