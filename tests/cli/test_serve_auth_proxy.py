@@ -24,7 +24,7 @@ import orjson
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from fixtures.auth_proxy import ALICE, UPSTREAM_CLIENT, Browser
+from fixtures.auth_proxy import ALICE, REDIRECT, UPSTREAM_CLIENT, Browser, client_signs_in
 from fixtures.commands import Main
 from fixtures.github_double import GitHubDouble, running_github
 from fixtures.google_double import GoogleDouble, running_google
@@ -34,7 +34,6 @@ from fixtures.served import Served
 from mcp_sse_server.client import StreamableHttpClient
 from mcp_sse_server.client.oauth import MemoryTokenStorage, OAuth, OAuthSettings
 
-REDIRECT = "http://127.0.0.1:9/callback"
 SECRET_VAR = "MCP_TEST_UPSTREAM_SECRET"
 GITHUB_USERS = {"octocat": {"id": 583231, "email": "octocat@github.example"}}
 
@@ -90,18 +89,7 @@ async def test_our_client_signs_in_through_a_served_proxy(
         assert (served.next_line() or "").startswith(
             f"Protected resource {resource}: bearer tokens from http://127.0.0.1:{ports[0]}"
         )
-        browser = Browser()
-        auth = OAuth(
-            OAuthSettings(client_name="cli proxy test"),
-            storage=MemoryTokenStorage(),
-            user_agent=browser.user_agent(REDIRECT),
-        )
-        async with (
-            httpx.AsyncClient(timeout=30) as http,
-            StreamableHttpClient(resource, auth=auth, http_client=http) as client,
-        ):
-            tools = await client.list_tools()
-        await browser.aclose()
+        _, browser, tools = await client_signs_in(resource, "cli proxy test", call=list_tools)
         assert tools and browser.upstream_url is not None and browser.upstream_url.startswith(op.url)
     finally:
         status, stderr = served.stop()
@@ -332,15 +320,7 @@ async def test_serve_auth_proxy_google(tmp_path: Path, cli_env: dict[str, str]) 
         # Served blocks while the process starts, and it fetches the stand-in's discovery then.
         served = await asyncio.to_thread(Served, [*args, "--auth-allow", "org:acme.example"], tmp_path, env)
         try:
-            browser = Browser()
-            agent = browser.user_agent(REDIRECT)
-            auth = OAuth(OAuthSettings(client_name="cli google"), storage=MemoryTokenStorage(), user_agent=agent)
-            async with (
-                httpx.AsyncClient(timeout=30) as http,
-                StreamableHttpClient(served.url, auth=auth, http_client=http) as client,
-            ):
-                tools = await client.list_tools()
-            await browser.aclose()
+            auth, _, tools = await client_signs_in(served.url, "cli google", call=list_tools)
             assert tools and auth.tokens is not None
             assert jwt.decode(auth.tokens.access_token, options={"verify_signature": False})["sub"] == "google:1077"
         finally:
@@ -356,20 +336,17 @@ async def test_serve_auth_proxy_google(tmp_path: Path, cli_env: dict[str, str]) 
     assert proc.returncode == 2 and "--auth-proxy google needs --auth-allow" in err.decode()
 
 
+async def list_tools(client: StreamableHttpClient) -> Any:
+    """What the served demo is asked once signed in (it has no whoami)."""
+    return await client.list_tools()
+
+
 async def _served_sign_in(args: list[str], tmp_path: Path, env: dict[str, str], name: str) -> str:
     """Our OAuth client signs in through the process ``args`` serve and lists tools: our token's sub."""
     # Served blocks while the process starts, and it fetches the stand-in's discovery then.
     served = await asyncio.to_thread(Served, args, tmp_path, env)
     try:
-        browser = Browser()
-        agent = browser.user_agent(REDIRECT)
-        auth = OAuth(OAuthSettings(client_name=name), storage=MemoryTokenStorage(), user_agent=agent)
-        async with (
-            httpx.AsyncClient(timeout=30) as http,
-            StreamableHttpClient(served.url, auth=auth, http_client=http) as client,
-        ):
-            tools = await client.list_tools()
-        await browser.aclose()
+        auth, _, tools = await client_signs_in(served.url, name, call=list_tools)
         assert tools and auth.tokens is not None
         subject: str = jwt.decode(auth.tokens.access_token, options={"verify_signature": False})["sub"]
     finally:
