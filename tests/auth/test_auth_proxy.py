@@ -5,8 +5,6 @@ our own tokens and their refresh."""
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import re
 import secrets
 import time
@@ -20,7 +18,7 @@ import orjson
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from fixtures.auth_proxy import REDIRECT, Browser, Proxied, client_signs_in, proxied_endpoint
+from fixtures.auth_proxy import REDIRECT, Browser, Proxied, client_signs_in, proxied_endpoint, s256
 from mcp_sse_server import McpServer, RequestContext
 from mcp_sse_server.auth.proxy import GrantToken
 from mcp_sse_server.client import StreamableHttpClient
@@ -32,10 +30,6 @@ from mcp_sse_server.engine.tokens import AccessToken
 async def proxied() -> AsyncIterator[Proxied]:
     async with proxied_endpoint() as running:
         yield running
-
-
-def s256(verifier: str) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
 
 
 async def register(http: httpx.AsyncClient, proxied: Proxied, **metadata: Any) -> httpx.Response:

@@ -6,19 +6,15 @@ key at authorize (``dpop_jkt``) needs that key."""
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import secrets
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import urlencode
 
 import httpx
 import jwt
 import orjson
 import pytest
 
-from fixtures.auth_proxy import REDIRECT, Browser, Proxied, client_signs_in, proxied_endpoint
+from fixtures.auth_proxy import REDIRECT, Browser, Proxied, client_signs_in, proxied_endpoint, walk_to_code
 from mcp_sse_server.auth import DPoP
 from mcp_sse_server.client.oauth.assertions import DPoPKey
 
@@ -27,10 +23,6 @@ from mcp_sse_server.client.oauth.assertions import DPoPKey
 async def proxied() -> AsyncIterator[Proxied]:
     async with proxied_endpoint(dpop=DPoP("allowed"), rs_options={"dpop": DPoP("allowed")}) as running:
         yield running
-
-
-def s256(verifier: str) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
 
 
 async def test_our_dpop_client_gets_bound_tokens_and_calls_a_tool(proxied: Proxied) -> None:
@@ -58,18 +50,8 @@ async def sign_in_with_key(proxied: Proxied, key: DPoPKey, **authorize: str) -> 
             json={"redirect_uris": [REDIRECT], "grant_types": ["authorization_code", "refresh_token"]},
         )
         client_id = registered.json()["client_id"]
-        verifier = secrets.token_urlsafe(48)
-        query = {
-            "response_type": "code",
-            "client_id": client_id,
-            "redirect_uri": REDIRECT,
-            "code_challenge": s256(verifier),
-            "code_challenge_method": "S256",
-            "state": "s",
-            **authorize,
-        }
         browser = Browser()
-        back = await browser.walk(proxied.issuer + "/oauth/authorize?" + urlencode(query), REDIRECT)
+        back, verifier = await walk_to_code(browser, proxied.issuer, client_id, **authorize)
         await browser.aclose()
         endpoint = proxied.issuer + "/oauth/token"
         form = {"grant_type": "authorization_code", "client_id": client_id, "code": back["code"]}

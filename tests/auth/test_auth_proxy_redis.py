@@ -18,13 +18,11 @@ from urllib.parse import urlencode
 import httpx
 import pytest
 
-from fixtures.auth_proxy import Browser, proxied_endpoint
+from fixtures.auth_proxy import REDIRECT, Browser, proxied_endpoint, walk_to_code
 from fixtures.redis_server import RedisServer
 from mcp_sse_server.auth.proxy import AuthProxy, RedisProxyStore, Sealer, SigningKeys, Upstream
 
 redis_asyncio = pytest.importorskip("redis.asyncio")
-
-REDIRECT = "http://127.0.0.1:9/callback"
 
 
 @pytest.fixture
@@ -92,19 +90,7 @@ async def test_a_sign_in_started_on_one_worker_finishes_on_another(store: RedisP
                 json={"redirect_uris": [REDIRECT], "grant_types": ["authorization_code", "refresh_token"]},
             )
             client_id = registered.json()["client_id"]
-            verifier = secrets.token_urlsafe(48)
-            challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-            query = {
-                "response_type": "code",
-                "client_id": client_id,
-                "redirect_uri": REDIRECT,
-                "code_challenge": challenge,
-                "code_challenge_method": "S256",
-                "state": "s",
-                "resource": a.resource,
-            }
-            browser = Browser(http)
-            back = await browser.walk(a.issuer + "/oauth/authorize?" + urlencode(query), REDIRECT)
+            back, verifier = await walk_to_code(Browser(http), a.issuer, client_id, resource=a.resource)
             assert back["state"] == "s" and "code" in back, back
             answer = await http.post(
                 a.issuer + "/oauth/token",

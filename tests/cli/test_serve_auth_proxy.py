@@ -7,8 +7,6 @@ sign-in started on the other; and the settings it refuses."""
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import re
 import secrets
 import socket
@@ -16,7 +14,6 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import httpx
 import jwt
@@ -24,7 +21,7 @@ import orjson
 import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from fixtures.auth_proxy import ALICE, REDIRECT, UPSTREAM_CLIENT, Browser, client_signs_in
+from fixtures.auth_proxy import ALICE, REDIRECT, UPSTREAM_CLIENT, Browser, client_signs_in, walk_to_code
 from fixtures.commands import Main
 from fixtures.github_double import GitHubDouble, running_github
 from fixtures.google_double import GoogleDouble, running_google
@@ -113,10 +110,6 @@ class _Second(httpx.AsyncBaseTransport):
         return await self._net.handle_async_request(request)
 
 
-def s256(verifier: str) -> str:
-    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(b"=").decode()
-
-
 async def test_two_served_processes_sharing_redis_finish_each_others_sign_ins(
     op: OpenIdProvider, ports: tuple[int, int], tmp_path: Path, cli_env: dict[str, str], redis_server: RedisServer
 ) -> None:
@@ -142,18 +135,7 @@ async def test_two_served_processes_sharing_redis_finish_each_others_sign_ins(
                 issuer = f"http://127.0.0.1:{first}"
                 registered = await http.post(issuer + "/oauth/register", json={"redirect_uris": [REDIRECT]})
                 client_id = registered.json()["client_id"]
-                verifier = secrets.token_urlsafe(48)
-                query = {
-                    "response_type": "code",
-                    "client_id": client_id,
-                    "redirect_uri": REDIRECT,
-                    "code_challenge": s256(verifier),
-                    "code_challenge_method": "S256",
-                    "state": "s",
-                    "resource": resource,
-                }
-                browser = Browser(http)
-                back = await browser.walk(issuer + "/oauth/authorize?" + urlencode(query), REDIRECT)
+                back, verifier = await walk_to_code(Browser(http), issuer, client_id, resource=resource)
                 form = {"grant_type": "authorization_code", "client_id": client_id, "code": back["code"]}
                 answer = await http.post(
                     issuer + "/oauth/token", data={**form, "code_verifier": verifier, "redirect_uri": REDIRECT}
