@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from fixtures.auth_proxy import REDIRECT, Browser, proxied_endpoint, walk_to_code
+from fixtures.messages import initialize_message
 from fixtures.redis_server import RedisServer
 from mcp_sse_server.auth.proxy import AuthProxy, RedisProxyStore, Sealer, SigningKeys, Upstream
 
@@ -104,16 +105,7 @@ async def test_a_sign_in_started_on_one_worker_finishes_on_another(store: RedisP
             )
             assert answer.status_code == 200, answer.text
             # The token minted by worker B is taken by worker A's resource server (shared keys).
-            initialize = {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "t", "version": "1"},
-                },
-            }
+            initialize = initialize_message()
             reply = await http.post(
                 a.resource,
                 json=initialize,

@@ -25,6 +25,7 @@ from fixtures.auth_proxy import ALICE, REDIRECT, UPSTREAM_CLIENT, Browser, clien
 from fixtures.commands import Main
 from fixtures.github_double import GitHubDouble, running_github
 from fixtures.google_double import GoogleDouble, running_google
+from fixtures.messages import initialize_message
 from fixtures.oidc_provider import OpenIdProvider, running_oidc_provider
 from fixtures.redis_server import RedisServer
 from fixtures.served import Served
@@ -143,16 +144,7 @@ async def test_two_served_processes_sharing_redis_finish_each_others_sign_ins(
                 assert answer.status_code == 200, answer.text
                 token = answer.json()["access_token"]
                 # The token B minted opens a session on A and on B (one signing key ring).
-                body: dict[str, Any] = {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {
-                        "protocolVersion": "2025-06-18",
-                        "capabilities": {},
-                        "clientInfo": {"name": "t", "version": "1"},
-                    },
-                }
+                body = initialize_message()
                 headers = {"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"}
                 for port in (first, second):
                     opened = await http.post(f"http://127.0.0.1:{port}/mcp", json=body, headers=headers)
