@@ -177,14 +177,9 @@ class RedisReplay:
 
     def _connect(self) -> Redis:
         assert self._url is not None
-        from ..stores.redis_cluster import CLUSTER_SCHEMES, cluster_client
+        from ..stores.redis_cluster import client_for_url
 
-        if self._url.partition("://")[0].lower() in CLUSTER_SCHEMES:
-            self.client = cluster_client(self._url)
-        else:
-            from redis.asyncio import Redis
-
-            self.client = Redis.from_url(self._url)
+        self.client = client_for_url(self._url)
         return self.client
 
     async def first_use(self, key: str, ttl: float) -> bool:

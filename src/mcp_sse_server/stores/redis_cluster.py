@@ -40,6 +40,7 @@ from redis.backoff import ExponentialWithJitterBackoff
 
 __all__ = [
     "CLUSTER_SCHEMES",
+    "client_for_url",
     "cluster_client",
     "cluster_node_message",
     "cluster_probe",
@@ -99,6 +100,14 @@ def cluster_client(url: str) -> Redis:
         options["retry"] = Retry(ExponentialWithJitterBackoff(base=0.01, cap=0.25), retries=FAILOVER_RETRIES)
     client = RedisCluster(startup_nodes=nodes, require_full_coverage=True, **options)
     return cast(Redis, client)
+
+
+def client_for_url(url: str) -> Redis:
+    """A client for any Redis URL the package takes: a cluster's (``cluster_client``) for
+    ``redis+cluster://`` and ``rediss+cluster://``, else ``Redis.from_url``. Connects nothing yet."""
+    if url.partition("://")[0].lower() in CLUSTER_SCHEMES:
+        return cluster_client(url)
+    return Redis.from_url(url)
 
 
 def cluster_probe(url: str, timeout: float) -> Any:

@@ -24,7 +24,7 @@ from redis.asyncio import Redis
 
 from ..engine.stores import DEFAULT_SIZES, Backend, StoreSizes
 from .redis import DEFAULT_PREFIX, RedisEventBus, RedisEventLog, RedisSessionStore, WriteBehind, redis_unavailable
-from .redis_cluster import CLUSTER_SCHEMES, cluster_client, is_cluster, refuse_cluster_node
+from .redis_cluster import client_for_url, is_cluster, refuse_cluster_node
 from .redis_routing import RedisCoordinator, WorkerMesh
 from .redis_tasks import RedisTaskStore
 
@@ -99,10 +99,7 @@ class RedisBackend(Backend):
         ``unix://``, or a cluster: ``redis+cluster://host:port,host:port``); ``options`` are the
         constructor's keywords (``limits``, ``prefix``, ``worker_ttl``, ``worker_id``). No
         connection is made before ``start``."""
-        if url.partition("://")[0] in CLUSTER_SCHEMES:
-            backend = cls(cluster_client(url), **options)
-        else:
-            backend = cls(Redis.from_url(url), **options)
+        backend = cls(client_for_url(url), **options)
         backend.url = url
         return backend
 

@@ -64,14 +64,9 @@ class RedisProxyStore:
         """The Redis client (made now when the store was built from a URL)."""
         if self._client is None:
             assert self._url is not None
-            from ...stores.redis_cluster import CLUSTER_SCHEMES, cluster_client
+            from ...stores.redis_cluster import client_for_url
 
-            if self._url.partition("://")[0].lower() in CLUSTER_SCHEMES:
-                self._client = cluster_client(self._url)
-            else:
-                from redis.asyncio import Redis
-
-                self._client = Redis.from_url(self._url)
+            self._client = client_for_url(self._url)
         return self._client
 
     @_unavailable
