@@ -9,7 +9,7 @@ import selectors
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +23,20 @@ SRC = Path(__file__).resolve().parents[2] / "src"
 
 
 class Served(ServeProcess):
-    """A ``serve`` process of this checkout (its ``src`` first on ``PYTHONPATH``); ``env`` adds to ours."""
+    """A ``serve`` process of this checkout (its ``src`` first on ``PYTHONPATH``); ``env`` adds to ours
+    (``prefix`` and ``own_group``: ``fixtures.served.CommandProcess``)."""
 
-    def __init__(self, args: list[str], cwd: Path, env: dict[str, str] | None = None) -> None:
-        super().__init__(args, cwd, {**os.environ, "PYTHONPATH": str(SRC), **(env or {})})
+    def __init__(
+        self,
+        args: list[str],
+        cwd: Path,
+        env: dict[str, str] | None = None,
+        *,
+        prefix: Sequence[str] = (),
+        own_group: bool = False,
+    ) -> None:
+        environment = {**os.environ, "PYTHONPATH": str(SRC), **(env or {})}
+        super().__init__(args, cwd, environment, prefix=prefix, own_group=own_group)
 
 
 @contextlib.contextmanager
