@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
@@ -295,6 +295,11 @@ class TaskStore(ABC):
     shared: bool = False
     """True when other workers see these tasks."""
 
+    counts_fleet: bool = False
+    """True when ``admit`` counts the unfinished tasks of every worker sharing this store: the
+    task runtime then leaves its limits to the store (``admit``, ``renew``, ``release``). False:
+    the runtime counts the tasks it runs itself, and never calls the three."""
+
     @abstractmethod
     async def create(self, record: TaskRecord) -> None:
         """Add a new task (ValueError for an id already taken); readable everywhere on return."""
@@ -344,6 +349,26 @@ class TaskStore(ABC):
     @abstractmethod
     async def owned_by(self, worker_id: str) -> list[str]:
         """The ids of the unfinished tasks ``worker_id`` runs (may include some that just ended)."""
+
+    async def admit(
+        self, task_id: str, client: str | None, max_tasks: int, max_per_client: int, now: float, until: float
+    ) -> tuple[str, int] | None:
+        """Count a task about to start against the limits, in one atomic step per limit (no two
+        workers admit the task past a limit): None when admitted (it counts until ``until``,
+        wall-clock seconds, unless renewed or released), else the limit reached, ``"tasks"``
+        (``max_tasks`` unfinished tasks in the fleet) or ``"client"`` (``max_per_client`` of
+        ``client``'s), and how many count against it. Entries past their ``until`` at ``now`` no
+        longer count. Only for a store that ``counts_fleet``."""
+        raise NotImplementedError(f"{type(self).__name__} does not count tasks across workers")
+
+    async def renew(self, held: Mapping[str, str | None], until: float) -> None:
+        """Push the ``until`` of tasks admitted here that still run (task id -> client) to ``until``;
+        a task released meanwhile is not counted again."""
+        raise NotImplementedError(f"{type(self).__name__} does not count tasks across workers")
+
+    async def release(self, task_id: str, client: str | None) -> None:
+        """A task ``admit`` counted ended (or never started): it counts no more."""
+        raise NotImplementedError(f"{type(self).__name__} does not count tasks across workers")
 
     async def fail_owned_by(self, worker_id: str, now: float) -> int:
         """End ``failed`` (-32603, ``TASK_INTERRUPTED``) every unfinished task ``worker_id`` ran: the

@@ -63,9 +63,22 @@ Rules, in the order a call meets them:
 7. A task is readable for its ttl from creation (``ttl_ms``; a core call's
    ``params.task.ttl``, at most ``max_ttl_ms``), then swept.
 8. Limits, checked before the handler runs: at most ``max_tasks`` unfinished
-   tasks run on this runtime, and at most ``max_tasks_per_client`` of them for
-   one client (its principal when the request is authenticated, else its
-   2025-11-25 session); beyond, -32600 naming the limit.
+   tasks, and at most ``max_tasks_per_client`` of them for one client (its
+   principal when the request is authenticated, else its 2025-11-25 session);
+   beyond, -32600 naming the limit. On a store that is not shared they count
+   the tasks running on this runtime. On a shared one (``TaskStore.counts_fleet``:
+   Redis, Redis Cluster) they count the whole fleet: the store admits each task
+   in one atomic step per limit (a sorted set of task ids per limit, scored by
+   a deadline), before it starts, so no two workers admit the one past a limit;
+   the task counts until it ends in any way (completed, failed, cancelled, or
+   never started: released where it ran) or, on a worker that died, until its
+   deadline: the worker running a task pushes it ``lease`` seconds (30) ahead
+   every ``lease / 3``, and an admission drops the entries past theirs first.
+   On a Redis Cluster the two sets are in two hash slots (the fleet's, the
+   client's): a task is admitted by the fleet's set, then by the client's, and
+   a refusal by the second takes it out of the first again. Neither limit is
+   ever exceeded; in the moment between the two steps another admission may
+   see one task more than there is and be refused (never one too many admitted).
 9. A task whose server stops (``TaskRuntime.aclose``, at the app's shutdown)
    ends ``failed`` with -32603 "the server instance running it stopped":
    never ``working`` forever.
@@ -284,14 +297,19 @@ class TaskRuntime:
 
     ``ttl_ms`` is how long a task stays readable from its creation (a core call may ask for
     another, at most ``max_ttl_ms``), ``poll_interval_ms`` the polling interval suggested to
-    clients; ``max_tasks`` and ``max_tasks_per_client`` bound the unfinished tasks running here
-    (rule 8). ``clock`` is wall-clock seconds (every worker sharing the store must agree on it).
+    clients; ``max_tasks`` and ``max_tasks_per_client`` bound the unfinished tasks, of this runtime
+    or, on a store that counts the fleet, of every worker sharing it (rule 8); ``lease`` is how long
+    a task of a worker that died keeps counting there. ``clock`` is wall-clock seconds (every
+    worker sharing the store must agree on it).
     """
 
     __slots__ = (
+        "_held",
+        "_renewer",
         "_running",
         "_sweeper",
         "clock",
+        "lease",
         "max_tasks",
         "max_tasks_per_client",
         "max_ttl_ms",
@@ -312,11 +330,14 @@ class TaskRuntime:
         max_tasks_per_client: int = 100,
         clock: Callable[[], float] = time.time,
         worker_id: str | None = None,
+        lease: float = 30.0,
     ) -> None:
         if ttl_ms < 1 or poll_interval_ms < 1:
             raise ValueError("ttl_ms and poll_interval_ms must be positive")
         if max_tasks < 1 or max_tasks_per_client < 1:
             raise ValueError("max_tasks and max_tasks_per_client must be positive")
+        if lease <= 0:
+            raise ValueError("lease must be positive")
         self.store = store
         self.ttl_ms = ttl_ms
         self.max_ttl_ms = max(ttl_ms, max_ttl_ms if max_ttl_ms is not None else ttl_ms)
@@ -325,8 +346,23 @@ class TaskRuntime:
         self.max_tasks_per_client = max_tasks_per_client
         self.clock = clock
         self.worker_id = worker_id
+        self.lease = lease
         self._running: dict[str, RunningTask] = {}
         self._sweeper: asyncio.Task[None] | None = None
+        self._held: dict[str, str | None] = {}  # tasks the store admitted here: id -> client (renewed)
+        self._renewer: asyncio.Task[None] | None = None
+
+    def settings(self) -> dict[str, Any]:
+        """This runtime's keywords (ttls, poll interval, limits, lease): for a runtime over another
+        store with the same behaviour."""
+        return {
+            "ttl_ms": self.ttl_ms,
+            "max_ttl_ms": self.max_ttl_ms,
+            "poll_interval_ms": self.poll_interval_ms,
+            "max_tasks": self.max_tasks,
+            "max_tasks_per_client": self.max_tasks_per_client,
+            "lease": self.lease,
+        }
 
     # --- running a call as a task -------------------------------------------------------
 
@@ -342,11 +378,18 @@ class TaskRuntime:
         it ends before the task starts (rule 2), else the ``CreateTaskResult`` of the request's
         generation. ``requested`` is a core call's ``params.task``."""
         running = RunningTask(self, tool, context, self._template(context, requested))
-        self._check_limits(running.client)
+        if self.store.counts_fleet:
+            await self._admit(running)
+        else:
+            self._check_limits(running.client)
         context.tool_task = running
-        if starts == "at_call":
-            await running.start()
-        job = running.job = asyncio.get_running_loop().create_task(running.run(call))
+        try:
+            if starts == "at_call":
+                await running.start()
+            job = running.job = asyncio.get_running_loop().create_task(running.run(call))
+        except BaseException:
+            await asyncio.shield(self._release(running))  # (the job that would release it never ran)
+            raise
         try:
             await asyncio.wait((job, running.started), return_when=asyncio.FIRST_COMPLETED)
         except asyncio.CancelledError:
@@ -385,21 +428,69 @@ class TaskRuntime:
 
     def _check_limits(self, client: tuple[Any, ...] | None) -> None:
         if len(self._running) >= self.max_tasks:
-            raise McpError(
-                INVALID_REQUEST,
-                f"Too many tasks: {self.max_tasks} unfinished tasks run on this server (the limit); "
-                "try again once some have ended",
-                {"limit": self.max_tasks},
-            )
+            raise self._too_many()
         if client is not None:
             mine = sum(1 for running in self._running.values() if running.client == client)
             if mine >= self.max_tasks_per_client:
-                raise McpError(
-                    INVALID_REQUEST,
-                    f"Too many tasks: this client has {mine} unfinished tasks (the limit is "
-                    f"{self.max_tasks_per_client}); wait for some to end or cancel them",
-                    {"limit": self.max_tasks_per_client},
-                )
+                raise self._too_many_of_client(mine)
+
+    def _too_many(self) -> McpError:
+        return McpError(
+            INVALID_REQUEST,
+            f"Too many tasks: {self.max_tasks} unfinished tasks run on this server (the limit); "
+            "try again once some have ended",
+            {"limit": self.max_tasks},
+        )
+
+    def _too_many_of_client(self, mine: int) -> McpError:
+        return McpError(
+            INVALID_REQUEST,
+            f"Too many tasks: this client has {mine} unfinished tasks (the limit is "
+            f"{self.max_tasks_per_client}); wait for some to end or cancel them",
+            {"limit": self.max_tasks_per_client},
+        )
+
+    async def _admit(self, running: RunningTask) -> None:
+        """Rule 8 on a store that counts the fleet: the task gets its id now, and the store counts
+        it (or refuses it) before it starts."""
+        task_id = running.template.id = secrets.token_urlsafe(18)
+        client = running.client_key
+        now = self.clock()
+        refused = await self.store.admit(
+            task_id, client, self.max_tasks, self.max_tasks_per_client, now, now + self.lease
+        )
+        if refused is not None:
+            limit, count = refused
+            raise self._too_many() if limit == "tasks" else self._too_many_of_client(count)
+        running.admitted = True
+        self._held[task_id] = client
+        if self._renewer is None:
+            self._renewer = asyncio.get_running_loop().create_task(self._renew_forever())
+
+    async def _release(self, running: RunningTask) -> None:
+        """The store stops counting a task it admitted (it ended, or never started); a store that
+        cannot be reached now lets the entry lapse at its deadline instead."""
+        if not running.admitted:
+            return
+        running.admitted = False
+        task_id = running.template.id
+        client = self._held.pop(task_id, None)
+        try:
+            await self.store.release(task_id, client)
+        except StoreUnavailable as error:
+            logger.warning("task %s: not released from the limits now (it lapses): %s", task_id[:8], error)
+
+    async def _renew_forever(self) -> None:
+        try:
+            while True:
+                await asyncio.sleep(self.lease / 3)
+                if self._held:
+                    try:
+                        await self.store.renew(dict(self._held), self.clock() + self.lease)
+                    except StoreUnavailable as error:
+                        logger.warning("tasks running here: limits not renewed: %s", error)
+        finally:
+            self._renewer = None
 
     async def aclose(self) -> None:
         """Stop: every handler running here ends its task ``failed`` with -32603 ("the server
@@ -410,6 +501,9 @@ class TaskRuntime:
         jobs = [running.stop() for running in list(self._running.values())]
         if jobs:
             await asyncio.gather(*jobs, return_exceptions=True)
+        renewer, self._renewer = self._renewer, None
+        if renewer is not None:
+            renewer.cancel()
 
     def _started(self, running: RunningTask) -> None:
         self._running[running.task_id] = running
@@ -434,9 +528,10 @@ class TaskRuntime:
 
     def new_record(self, template: TaskRecord) -> TaskRecord:
         """A new task's record from its ``template``: an unguessable id (it is the client's handle
-        on the task), created now."""
+        on the task; the one its admission gave it, if any), created now."""
         now = self.clock()
-        return dataclasses.replace(template, id=secrets.token_urlsafe(18), created_at=now, updated_at=now)
+        task_id = template.id or secrets.token_urlsafe(18)
+        return dataclasses.replace(template, id=task_id, created_at=now, updated_at=now)
 
     # --- reading a task for a request (rule 5) ----------------------------------------------
 
@@ -610,6 +705,7 @@ class RunningTask:
     what the handler's questions go through once it is a task (``ask``)."""
 
     __slots__ = (
+        "admitted",
         "client",
         "context",
         "core",
@@ -644,6 +740,12 @@ class RunningTask:
         self.stopping = False  # the server stops: the task fails (rule 9), it is not cancelled
         self.watcher: asyncio.Task[None] | None = None  # with a shared store: a cancel from elsewhere
         self.observation: TaskObservation | None = None  # telemetry: the task's span (engine/observe.py)
+        self.admitted = False  # counted by a store that counts the fleet, until released (rule 8)
+
+    @property
+    def client_key(self) -> str | None:
+        """``client`` as a store keys it (JSON), None for a task no client limit counts."""
+        return None if self.client is None else orjson.dumps(self.client).decode()
 
     @property
     def tool(self) -> str:
@@ -747,6 +849,8 @@ class RunningTask:
         finally:
             if self.in_task:
                 self.runtime._ended(self)
+            if self.admitted:
+                await asyncio.shield(self.runtime._release(self))
         return {}
 
     async def _finish(self, status: str, outcome: dict[str, Any] | None, message: str | None) -> None:

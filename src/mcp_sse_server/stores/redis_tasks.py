@@ -11,6 +11,17 @@ Keys (prefix ``mcp``), all in the task's hash tag, all expiring at the task's en
 ``mcp:tasks:owner:{<wid>}`` SET the unfinished tasks worker ``<wid>`` runs (``fail_owned_by``)
 ``mcp:tasks:session:{<sid>}`` ZSET the tasks a 2025-11-25 session made, scored by their expiry
                                 (ms), expiring with the last of them (``of_session``)
+``mcp:tasks:unfinished:{all}`` ZSET the unfinished tasks of the fleet (``max_tasks``), scored by
+                                their deadline (ms): an entry past it no longer counts
+``mcp:tasks:unfinished:{c:<h>}`` ZSET the same for one client (``max_tasks_per_client``; ``<h>`` a
+                                hash of the client's key), both expiring with their last deadline
+
+The limits (``admit``, engine/tasks.py rule 8): one script drops the entries past their deadline,
+counts, and adds the task to each set when every count is under its limit; on a single Redis the
+two sets go to one script (one atomic step), on a Redis Cluster (two hash slots) the fleet's first,
+then the client's, whose refusal takes the task out of the fleet's again (a ``ZREM``). The fleet's
+set is one slot every admission of the fleet touches (a task's start, renewal and end: three
+commands on it per task, besides its record's).
 
 Every change is one Lua script that also bumps ``v`` and announces ``"<id> <version>"`` on
 ``mcp:tasks:changed``; ``wait`` listens there (one subscription per store, ``RecordWatch``).
@@ -21,7 +32,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import math
+from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
@@ -30,6 +43,7 @@ from redis.asyncio import Redis
 from ..engine.records import TERMINAL_STATUSES, TaskRecord
 from ..engine.stores import StoreUnavailable, TaskStore
 from .redis import DEFAULT_PREFIX, RecordWatch, check_client, redis_unavailable, valid_session_id
+from .redis_cluster import is_cluster
 
 __all__ = ["RedisTaskStore"]
 
@@ -150,6 +164,24 @@ return redis.call('HGET', KEYS[1], 'w') or ''
 )
 
 
+# KEYS: the sets of unfinished tasks to count in (one slot each, or all in one Redis). ARGV: now
+# (ms), the deadline (ms), the task's id, then each set's limit. False when added to every set,
+# else {the index of the set whose limit is reached, how many count in it}.
+_ADMIT: Final = """
+for i = 1, #KEYS do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', ARGV[1])
+  local n = redis.call('ZCARD', KEYS[i])
+  if n >= tonumber(ARGV[3 + i]) then return {i, n} end
+end
+for i = 1, #KEYS do
+  redis.call('ZADD', KEYS[i], ARGV[2], ARGV[3])
+  redis.call('PEXPIREAT', KEYS[i], ARGV[2], 'NX')
+  redis.call('PEXPIREAT', KEYS[i], ARGV[2], 'GT')
+end
+return false
+"""
+
+
 def _pairs(flat: list[bytes]) -> dict[bytes, bytes]:
     """HGETALL's reply inside a script (field, value, field, value, ...) as a dict."""
     return dict(zip(flat[::2], flat[1::2], strict=True))
@@ -167,8 +199,10 @@ class RedisTaskStore(TaskStore):
     """
 
     shared = True
+    counts_fleet = True
 
     __slots__ = (
+        "_admit",
         "_answer",
         "_ask",
         "_cancel",
@@ -197,6 +231,7 @@ class RedisTaskStore(TaskStore):
         self._cancel = redis.register_script(_CANCEL)
         self._finish = redis.register_script(_FINISH)
         self._read = redis.register_script(_READ)
+        self._admit = redis.register_script(_ADMIT)
         self._watch: RecordWatch | None = None
         self._waiters: dict[str, set[asyncio.Event]] = {}  # tasks someone waits on, one event per wait
 
@@ -212,6 +247,59 @@ class RedisTaskStore(TaskStore):
     def session_key(self, session_id: str) -> str:
         """The sorted set of the tasks a 2025-11-25 session made."""
         return f"{self.prefix}:tasks:session:{{{session_id}}}"
+
+    def unfinished_key(self, client: str | None) -> str:
+        """The sorted set of the fleet's unfinished tasks (``client`` None), or of one client's."""
+        if client is None:
+            return f"{self.prefix}:tasks:unfinished:{{all}}"
+        digest = hashlib.blake2b(client.encode(), digest_size=16).hexdigest()
+        return f"{self.prefix}:tasks:unfinished:{{c:{digest}}}"
+
+    async def admit(
+        self, task_id: str, client: str | None, max_tasks: int, max_per_client: int, now: float, until: float
+    ) -> tuple[str, int] | None:
+        limits = [(self.unfinished_key(None), max_tasks, "tasks")]
+        if client is not None:
+            limits.append((self.unfinished_key(client), max_per_client, "client"))
+        args: list[str | int] = [math.floor(now * 1000), math.ceil(until * 1000), task_id]
+        with redis_unavailable("admit task"):
+            if not is_cluster(self.redis):  # one Redis: both sets in one script
+                refused = await self._admit(
+                    keys=[key for key, _, _ in limits], args=[*args, *(n for _, n, _ in limits)]
+                )
+                if refused:
+                    return limits[int(refused[0]) - 1][2], int(refused[1])
+                return None
+            for done, (key, limit, name) in enumerate(limits):  # a cluster: one slot per script
+                refused = await self._admit(keys=[key], args=[*args, limit])
+                if refused:
+                    for undo, _, _ in limits[:done]:
+                        await self.redis.zrem(undo, task_id)
+                    return name, int(refused[1])
+        return None
+
+    async def renew(self, held: Mapping[str, str | None], until: float) -> None:
+        deadline = math.ceil(until * 1000)
+        with redis_unavailable("renew tasks"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                fleet = self.unfinished_key(None)
+                keys = {fleet}
+                for task_id, client in held.items():
+                    counted = [fleet] if client is None else [fleet, self.unfinished_key(client)]
+                    for key in counted:
+                        pipe.zadd(key, {task_id: deadline}, xx=True)  # (one released meanwhile stays out)
+                    keys.update(counted)
+                for key in keys:
+                    pipe.pexpireat(key, deadline, gt=True)
+                await pipe.execute()
+
+    async def release(self, task_id: str, client: str | None) -> None:
+        with redis_unavailable("release task"):
+            async with self.redis.pipeline(transaction=False) as pipe:
+                pipe.zrem(self.unfinished_key(None), task_id)
+                if client is not None:
+                    pipe.zrem(self.unfinished_key(client), task_id)
+                await pipe.execute()
 
     def _expiry_ms(self, record: TaskRecord) -> int:
         ttl = record.ttl_ms / 1000 if record.ttl_ms is not None else self.max_ttl

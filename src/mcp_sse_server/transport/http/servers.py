@@ -8,7 +8,9 @@ once for the stateless requests (``stateless_endpoint.py`` says why). The rules:
    workers) gives every server its bus and one task runtime over its task store
    (``McpServer.use_shared``), in place of the server's own: the one server when the app
    is made, each server a factory builds as it is built. An event or a task kept in one
-   process would not reach the others.
+   process would not reach the others. The shared runtime takes the settings (ttls, limits)
+   of the runtime the first server it replaces had of its own (``McpServer(tasks=...)``): the
+   one server's, or that of the factory's first server.
 2. Otherwise a server keeps its own bus and tasks (in this process either way), and the
    servers a factory builds share one task runtime over the backend's task store, unless
    one has a runtime of its own: a task started through one is read, answered and
@@ -53,13 +55,14 @@ class Servers:
         if self.one is not None and backend.shared:
             self._share(self.one)
 
-    def _runtime(self) -> TaskRuntime:
+    def _runtime(self, lender: McpServer | None = None) -> TaskRuntime:
         if self._tasks is None:
-            self._tasks = TaskRuntime(self.backend.tasks, worker_id=self.backend.worker_id)
+            settings = lender.tasks.settings() if lender is not None and lender.has_task_runtime else {}
+            self._tasks = TaskRuntime(self.backend.tasks, worker_id=self.backend.worker_id, **settings)
         return self._tasks
 
     def _share(self, server: McpServer) -> None:
-        server.use_shared(event_bus=self.backend.bus, tasks=self._runtime())
+        server.use_shared(event_bus=self.backend.bus, tasks=self._runtime(server))
 
     async def __call__(self) -> McpServer:
         """The server of a new session: the one, or a new one of the factory's (rules 1 and 2)."""
