@@ -28,7 +28,7 @@ from fixtures.redis_cluster import ClusterNode, RedisCluster, redis_cluster_runn
 
 from .serving import WAIT, answer_of, serving
 
-SOAK = 24.0  # seconds of load in all
+SOAK = 30.0  # seconds of load in all (the soak)
 KILL_AT = 5.0  # seconds into it
 BACK_WITHIN = 15.0  # seconds after the promotion
 HANG = 10.0  # a request not answered in this long has hung
