@@ -7,7 +7,8 @@ how long to run and where to write. Each client opens a session on its home host
 another session is a wrong sum), one call every ``pace`` seconds, each on a new connection, on its
 current host. A call that gets no answer (no connection within ``connect_timeout``, no reply
 within ``read_timeout``, a reset) or a 503 moves the client to the next host with the same
-``Mcp-Session-Id``: the session roams through Redis.
+``Mcp-Session-Id``: the session roams through Redis. With ``sessions`` (their ids) the clients
+open none but call in those; with ``stay`` they do not move (they retry their host).
 
 Once every session is open and answered it writes ``ready`` (the monotonic time, which every
 namespace shares); at the end, ``out``: per client its session and every call as ``[start, end,
@@ -49,6 +50,7 @@ class Roaming:
         self.at = home
         self.urls = urls
         self.pace = float(config["pace"])
+        self.stay = bool(config.get("stay"))
         timeout = httpx.Timeout(float(config["read_timeout"]), connect=float(config["connect_timeout"]))
         self.http = httpx.Client(headers={**HEADERS, "origin": config["origin"]}, timeout=timeout)
         self.session_id: str | None = None
@@ -87,7 +89,7 @@ class Roaming:
             kind = "unreachable"
             self.details.append(f"request {n} on host {host}: {error!r}")
         self.calls.append((started, time.monotonic(), host, kind))
-        if kind in ("unreachable", "refused"):
+        if kind in ("unreachable", "refused") and not self.stay:
             self.at = (self.at + 1) % len(self.urls)  # (retried on the next host, same session)
         return kind
 
@@ -130,7 +132,11 @@ def main(config_path: str) -> int:
     urls: list[str] = config["urls"]
     clients = [Roaming(number, home, urls, config) for number, home in enumerate(config["homes"])]
     out = Path(config["out"])
-    opened = [client.open() for client in clients]
+    sessions: list[str] | None = config.get("sessions")
+    if sessions is not None:
+        for client, session_id in zip(clients, sessions, strict=True):
+            client.session_id = session_id
+    opened = [sessions is not None or client.open() for client in clients]
     if not all(opened):
         out.write_text(json.dumps({"opened": False, "clients": [client.report() for client in clients]}))
         return 1

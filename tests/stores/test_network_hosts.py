@@ -43,7 +43,7 @@ STRIKE_AT = 3.0  # seconds after every session is open
 RUN_FOR = 12.0  # seconds of calls in all
 PACE = 0.05  # seconds between one client's calls (the traffic is bounded: at most ~20 calls a second each)
 CONNECT_TIMEOUT = 1.0
-READ_TIMEOUT = 4.0
+READ_TIMEOUT = 5.0
 TESTS = SRC.parent / "tests"
 # Listening beyond loopback without tokens, a server takes only requests of the origins it allows:
 # the clients say they are this one, which every host allows.
@@ -118,10 +118,18 @@ class Run:
     struck_at: float
 
 
-def run_clients(topology: Topology, hosts: list[Served], tmp_path: Path, strike: Callable[[], None]) -> Run:
-    """The clients, two per host, on their machine; ``strike`` called ``STRIKE_AT`` s after every
-    session is open."""
-    ready, out = tmp_path / "ready", tmp_path / "out.json"
+def run_clients(
+    topology: Topology,
+    hosts: list[Served],
+    directory: Path,
+    strike: Callable[[], None],
+    strike_at: float = STRIKE_AT,
+    **options: Any,
+) -> Run:
+    """The clients, two per host, on their machine; ``strike`` called ``strike_at`` s after every
+    session is open; ``options`` add to their configuration (tests/stores/roaming_clients.py)."""
+    directory.mkdir()
+    ready, out = directory / "ready", directory / "out.json"
     config = {
         "urls": [served.url for served in hosts],
         "homes": [n for n in range(HOSTS) for _ in range(CLIENTS_PER_HOST)],
@@ -132,26 +140,28 @@ def run_clients(topology: Topology, hosts: list[Served], tmp_path: Path, strike:
         "origin": ORIGIN,
         "ready": str(ready),
         "out": str(out),
+        **options,
     }
-    (tmp_path / "clients.json").write_text(json.dumps(config))
+    run_for = float(config["run_for"])
+    (directory / "clients.json").write_text(json.dumps(config))
     command = [*topology.network.prefix("clients"), sys.executable, "-m", "stores.roaming_clients"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(SRC), str(TESTS)])}
-    with (tmp_path / "clients.log").open("wb") as log:
+    with (directory / "clients.log").open("wb") as log:
         process = subprocess.Popen(
-            [*command, str(tmp_path / "clients.json")], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=tmp_path
+            [*command, str(directory / "clients.json")], stdout=log, stderr=subprocess.STDOUT, env=env, cwd=directory
         )
     try:
         deadline = time.monotonic() + WAIT
         while not ready.exists():
-            assert process.poll() is None, f"the clients ended early: {_log(tmp_path)} {_read(out)}"
-            assert time.monotonic() < deadline, f"the clients never opened their sessions: {_log(tmp_path)}"
+            assert process.poll() is None, f"the clients ended early: {_log(directory)} {_read(out)}"
+            assert time.monotonic() < deadline, f"the clients never opened their sessions: {_log(directory)}"
             time.sleep(0.05)
         begun = float(ready.read_text())
-        time.sleep(max(0.0, begun + STRIKE_AT - time.monotonic()))
+        time.sleep(max(0.0, begun + strike_at - time.monotonic()))
         struck_at = time.monotonic()
         strike()
-        status = process.wait(timeout=RUN_FOR + READ_TIMEOUT + WAIT)
-        assert status == 0, f"the clients exited with {status}: {_log(tmp_path)} {_read(out)}"
+        status = process.wait(timeout=run_for + READ_TIMEOUT + WAIT)
+        assert status == 0, f"the clients exited with {status}: {_log(directory)} {_read(out)}"
     finally:
         if process.poll() is None:
             process.kill()
@@ -160,8 +170,8 @@ def run_clients(topology: Topology, hosts: list[Served], tmp_path: Path, strike:
     return Run(result["clients"], struck_at)
 
 
-def _log(tmp_path: Path) -> str:
-    return (tmp_path / "clients.log").read_text(errors="replace")[-4000:]
+def _log(directory: Path) -> str:
+    return (directory / "clients.log").read_text(errors="replace")[-4000:]
 
 
 def _read(path: Path) -> str:
@@ -211,19 +221,53 @@ def test_a_hosts_cable_cut_leaves_the_others_serving_and_its_sessions_adopted(
     topology: Topology, hosts: list[Served], tmp_path: Path
 ) -> None:
     victim = 0
+    machine = topology.hosts[victim]
     try:
-        run = run_clients(topology, hosts, tmp_path, lambda: topology.network.cut(topology.hosts[victim]))
+        run = run_clients(topology, hosts, tmp_path / "cut", lambda: topology.network.cut(machine))
+        check(run, victim, "cable cut")
+        # The cable mended: the same host (its workers not restarted) serves every session again,
+        # those it never saw too, each client calling it alone from 1 s before the mend.
+        sessions = [client["session_id"] for client in run.clients]
+        back = run_clients(
+            topology,
+            hosts,
+            tmp_path / "mend",
+            lambda: topology.network.mend(machine),
+            strike_at=1.0,
+            run_for=5.0,
+            sessions=sessions,
+            homes=[victim] * len(sessions),
+            stay=True,
+        )
     finally:
-        topology.network.mend(topology.hosts[victim])
-    check(run, victim, "cable cut")
+        topology.network.mend(machine)
     assert all(served.process.poll() is None for served in hosts)  # (a cut host is not a dead one)
+    check_back(back, victim)
+
+
+def check_back(run: Run, host: int) -> None:
+    """Every client, calling ``host`` alone, served there after the mend and from then on."""
+    details = [f"client {client['number']}: {detail}" for client in run.clients for detail in client["details"]]
+    served_after = []
+    for client in run.clients:
+        assert all(call[2] == host and call[3] in ("ok", "unreachable", "refused") for call in client["calls"]), details
+        served = [call for call in client["calls"] if call[3] == "ok"]
+        assert served, f"client {client['number']} not served again: {details}"
+        assert all(call[3] == "ok" for call in client["calls"] if call[0] >= served[0][0]), details
+        served_after.append(served[0][1] - run.struck_at)
+    kinds = Counter(call[3] for client in run.clients for call in client["calls"])
+    print(
+        f"cable mended: the cut host served all {len(run.clients)} sessions again "
+        f"{min(served_after):.2f}-{max(served_after):.2f} s after the mend, its workers not restarted; "
+        f"requests {sum(kinds.values())}: {dict(kinds)}"
+    )
 
 
 def test_a_killed_host_leaves_the_others_serving_and_its_sessions_adopted(
     topology: Topology, hosts: list[Served], tmp_path: Path
 ) -> None:
     victim = 1
-    run = run_clients(topology, hosts, tmp_path, lambda: kill_group(hosts[victim]))
+    run = run_clients(topology, hosts, tmp_path / "kill", lambda: kill_group(hosts[victim]))
     check(run, victim, "host killed")
     assert hosts[victim].process.returncode == -signal.SIGKILL
     assert all(served.process.poll() is None for n, served in enumerate(hosts) if n != victim)
