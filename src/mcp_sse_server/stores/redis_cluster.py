@@ -46,6 +46,7 @@ __all__ = [
     "cluster_probe",
     "cluster_seeds",
     "is_cluster",
+    "one_connection",
     "refuse_cluster_node",
     "round_trip",
 ]
@@ -233,6 +234,45 @@ async def round_trip(
     if any(isinstance(result, (redis_errors.MovedError, redis_errors.AskError)) for result in results):
         await _relearn(cluster)
     return results
+
+
+async def one_connection(redis: Redis, key: str, commands: list[Command]) -> list[Any]:
+    """``commands`` in order on one connection to the node serving ``key`` (the one Redis, or the
+    cluster node of its slot): what ``WAIT`` needs, which waits for the writes of its own
+    connection. Their replies in order (an error reply returned, not raised)."""
+    node: ClusterNode | None = None
+    if is_cluster(redis):
+        cluster = cast(RedisCluster, redis)
+        await cluster.initialize()
+        node = cluster.get_node_from_key(key)
+        if node is None:  # pragma: no cover - get_node_from_key raises for an uncovered slot
+            raise redis_errors.ConnectionError("no node serves a slot")
+        connection: Any = node.acquire_connection()
+    else:
+        pool: Any = redis.connection_pool
+        connection = await pool.get_connection()
+    try:
+        await connection.connect()
+        await connection.send_packed_command(
+            b"".join(b"".join(connection.pack_command(*args)) for args in commands), check_health=False
+        )
+        replies: list[Any] = []
+        for _ in commands:
+            try:
+                replies.append(await connection.read_response(timeout=math.inf))
+            except redis_errors.ResponseError as error:
+                replies.append(error)
+    except BaseException:
+        await connection.disconnect()
+        if node is not None:
+            await _relearn(cast(RedisCluster, redis))
+        raise
+    finally:
+        if node is not None:
+            node.release(connection)
+        else:
+            await pool.release(connection)
+    return replies
 
 
 async def _relearn(cluster: RedisCluster) -> None:

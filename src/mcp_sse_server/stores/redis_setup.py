@@ -53,11 +53,14 @@ class RedisBackend(Backend):
         prefix: str = DEFAULT_PREFIX,
         worker_ttl: float = 10.0,
         worker_id: str | None = None,
+        durable_tasks: int = 0,
+        durable_ms: int = 100,
     ) -> None:
         """The stores of one worker on the client ``redis`` (which the backend closes), sized by
         the app's ``limits`` (an ``HttpLimits``; ``HttpLimits()``'s sizes when not given), under
         the key ``prefix``. ``worker_ttl``: seconds after its last heartbeat before a worker counts
-        as dead and another one fails its requests."""
+        as dead and another one fails its requests. ``durable_tasks``: replicas a task's creation
+        and end wait for (``WAIT``, at most ``durable_ms``; ``RedisTaskStore``); 0: none."""
         writes = WriteBehind(redis)  # one queue of writes behind per worker: they share its round trips
         sessions = RedisSessionStore(
             redis,
@@ -77,7 +80,7 @@ class RedisBackend(Backend):
             writer_id=mesh.worker_id,
             ended_streams_kept=limits.ended_streams_kept,
         )
-        tasks = RedisTaskStore(redis, prefix=prefix)
+        tasks = RedisTaskStore(redis, prefix=prefix, durable_replicas=durable_tasks, durable_ms=durable_ms)
         super().__init__(
             sessions=sessions,
             events=events,
@@ -97,8 +100,8 @@ class RedisBackend(Backend):
     def from_url(cls, url: str, **options: Any) -> RedisBackend:
         """The backend of one worker on the Redis at ``url`` (``redis://``, ``rediss://``,
         ``unix://``, or a cluster: ``redis+cluster://host:port,host:port``); ``options`` are the
-        constructor's keywords (``limits``, ``prefix``, ``worker_ttl``, ``worker_id``). No
-        connection is made before ``start``."""
+        constructor's keywords (``limits``, ``prefix``, ``worker_ttl``, ``worker_id``,
+        ``durable_tasks``, ``durable_ms``). No connection is made before ``start``."""
         backend = cls(client_for_url(url), **options)
         backend.url = url
         return backend

@@ -26,6 +26,13 @@ commands on it per task, besides its record's).
 Every change is one Lua script that also bumps ``v`` and announces ``"<id> <version>"`` on
 ``mcp:tasks:changed``; ``wait`` listens there (one subscription per store, ``RecordWatch``).
 Scripts move JSON strings between hashes and never decode them.
+
+Durable task records (``durable_replicas`` N > 0, off by default): a task's creation and its end
+(``create``, ``finish``) are followed, on the same connection, by ``WAIT N durable_ms``, so they
+return once N replicas of the task's primary have the write, or once ``durable_ms`` passed (then
+the write stands on the primary alone, as without the option: it is logged and counted in
+``unreplicated``, never refused, since the task exists and runs either way). A failover after a
+write returned lost it only when no replica had it by then.
 """
 
 from __future__ import annotations
@@ -33,19 +40,24 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import hashlib
+import logging
 import math
 from collections.abc import Mapping
 from typing import Any, Final
 
 import orjson
 from redis.asyncio import Redis
+from redis.commands.core import AsyncScript
+from redis.exceptions import NoScriptError
 
 from ..engine.records import TERMINAL_STATUSES, TaskRecord
 from ..engine.stores import StoreUnavailable, TaskStore
 from .redis import DEFAULT_PREFIX, RecordWatch, check_client, redis_unavailable, valid_session_id
-from .redis_cluster import is_cluster
+from .redis_cluster import is_cluster, one_connection
 
 __all__ = ["RedisTaskStore"]
+
+logger = logging.getLogger("mcp_sse_server")
 
 # The fields a script changes, kept out of ``r`` (the rest of the record, written once).
 _SCALARS: Final = frozenset(
@@ -213,16 +225,34 @@ class RedisTaskStore(TaskStore):
         "_waiters",
         "_watch",
         "channel",
+        "durable_ms",
+        "durable_replicas",
         "max_ttl",
         "prefix",
         "redis",
+        "unreplicated",
     )
 
-    def __init__(self, redis: Redis, *, prefix: str = DEFAULT_PREFIX, max_ttl: float = 7 * 86400.0) -> None:
+    def __init__(
+        self,
+        redis: Redis,
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        max_ttl: float = 7 * 86400.0,
+        durable_replicas: int = 0,
+        durable_ms: int = 100,
+    ) -> None:
+        """``durable_replicas``: replicas a task's creation and end wait for (``WAIT``), at most
+        ``durable_ms`` milliseconds (the module's rules); 0, the default: no waiting."""
         check_client(redis)
+        if durable_replicas < 0 or durable_ms < 1:
+            raise ValueError("durable_replicas must be 0 or more and durable_ms positive")
         self.redis = redis
         self.prefix = prefix
         self.max_ttl = max_ttl
+        self.durable_replicas = durable_replicas
+        self.durable_ms = durable_ms
+        self.unreplicated = 0  # durable writes no replica took within durable_ms
         self.channel = f"{prefix}:tasks:changed"
         self._create = redis.register_script(_CREATE)
         self._ask = redis.register_script(_ASK)
@@ -319,7 +349,7 @@ class RedisTaskStore(TaskStore):
         if record.worker_id is not None:
             fields += ["w", record.worker_id]
         with redis_unavailable("create task"):
-            created = await self._create(keys=self.keys(record.id)[:1], args=[expiry, *fields])
+            created = await self._durably(self._create, self.keys(record.id)[:1], [expiry, *fields])
             if created and (record.worker_id is not None or record.session_id is not None):
                 async with self.redis.pipeline(transaction=False) as pipe:
                     if record.worker_id is not None:
@@ -332,6 +362,28 @@ class RedisTaskStore(TaskStore):
                     await pipe.execute()
         if not created:
             raise ValueError("duplicate task id")
+
+    async def _durably(self, script: AsyncScript, keys: list[str], args: list[Any]) -> Any:
+        """Run ``script``; with ``durable_replicas``, followed by ``WAIT`` on its connection."""
+        if not self.durable_replicas:
+            return await script(keys=keys, args=args)
+        call = ("EVALSHA", script.sha, len(keys), *keys, *args)
+        wait = ("WAIT", self.durable_replicas, self.durable_ms)
+        reply, acked = await one_connection(self.redis, keys[0], [call, wait])
+        if isinstance(reply, NoScriptError):  # (a node that has not seen it: load it first)
+            _, reply, acked = await one_connection(self.redis, keys[0], [("SCRIPT", "LOAD", script.script), call, wait])
+        if isinstance(reply, Exception):
+            raise reply
+        if isinstance(acked, Exception) or int(acked) < self.durable_replicas:
+            self.unreplicated += 1
+            logger.warning(
+                "task %s: written, but %s of %d replicas had it within %d ms",
+                keys[0],
+                acked,
+                self.durable_replicas,
+                self.durable_ms,
+            )
+        return reply
 
     async def get(self, task_id: str, now: float) -> TaskRecord | None:
         if not valid_session_id(task_id):
@@ -416,7 +468,7 @@ class RedisTaskStore(TaskStore):
             "0" if message is None else "1",
         ]
         with redis_unavailable("finish task"):
-            owner = await self._finish(keys=self.keys(task_id)[:2], args=args)
+            owner = await self._durably(self._finish, self.keys(task_id)[:2], args)
             if owner is None:
                 return None
             if owner:
