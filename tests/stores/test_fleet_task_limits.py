@@ -22,7 +22,6 @@ from mcp_sse_server.stores.redis_tasks import RedisTaskStore
 
 from .serving import SRC, TESTS, WAIT, RawSession, serving
 
-NOW = time.time()  # (the sets expire by the wall clock, as the workers' clocks read it)
 ALICE = orjson.dumps(["session", "alice"]).decode()
 BOB = orjson.dumps(["session", "bob"]).decode()
 
@@ -47,9 +46,10 @@ async def stores(request: pytest.FixtureRequest, redis_prefix: str) -> AsyncIter
 
 
 async def admit_all(
-    stores: list[RedisTaskStore], clients: list[str], max_tasks: int, max_per_client: int, now: float = NOW
+    stores: list[RedisTaskStore], clients: list[str], max_tasks: int, max_per_client: int
 ) -> list[tuple[str, str, tuple[str, int] | None]]:
     """Every (store, client) pair admits a task at once; (task id, client, refusal) of each."""
+    now = time.time()  # (the sets expire by the wall clock, as the workers' clocks read it)
     asks = [(f"t{n}", client, store) for n, (store, client) in enumerate((s, c) for s in stores for c in clients * 3)]
     answers = await asyncio.gather(
         *(store.admit(task_id, client, max_tasks, max_per_client, now, now + 60) for task_id, client, store in asks)
@@ -82,21 +82,23 @@ async def test_a_place_is_freed_by_a_release_on_any_worker_and_a_renewal_does_no
     stores: list[RedisTaskStore],
 ) -> None:
     a, b, _ = stores
-    assert await a.admit("t1", ALICE, 10, 1, NOW, NOW + 60) is None
-    assert await b.admit("t2", ALICE, 10, 1, NOW, NOW + 60) == ("client", 1)
+    now = time.time()  # (the sets expire by the wall clock)
+    assert await a.admit("t1", ALICE, 10, 1, now, now + 60) is None
+    assert await b.admit("t2", ALICE, 10, 1, now, now + 60) == ("client", 1)
     await b.release("t1", ALICE)  # (any worker's store may release it: the sets are shared)
-    await a.renew({"t1": ALICE}, NOW + 90)  # a renewal racing the release: released stays released
+    await a.renew({"t1": ALICE}, now + 90)  # a renewal racing the release: released stays released
     assert await counted(a, ALICE) == 0 and await counted(a, None) == 0
-    assert await b.admit("t2", ALICE, 10, 1, NOW, NOW + 60) is None
+    assert await b.admit("t2", ALICE, 10, 1, now, now + 60) is None
 
 
 async def test_a_task_past_its_deadline_stops_counting_unless_renewed(stores: list[RedisTaskStore]) -> None:
     a, b, _ = stores
-    assert await a.admit("kept", ALICE, 10, 2, NOW, NOW + 30) is None
-    assert await a.admit("lost", ALICE, 10, 2, NOW, NOW + 30) is None  # its worker dies: never renewed
-    await a.renew({"kept": ALICE}, NOW + 60)
-    assert await b.admit("new", ALICE, 10, 2, NOW + 31, NOW + 91) is None  # "lost" lapsed at +30, "kept" counts
-    assert await b.admit("more", ALICE, 10, 2, NOW + 31, NOW + 91) == ("client", 2)
+    now = time.time()  # (the sets expire by the wall clock)
+    assert await a.admit("kept", ALICE, 10, 2, now, now + 30) is None
+    assert await a.admit("lost", ALICE, 10, 2, now, now + 30) is None  # its worker dies: never renewed
+    await a.renew({"kept": ALICE}, now + 60)
+    assert await b.admit("new", ALICE, 10, 2, now + 31, now + 91) is None  # "lost" lapsed at +30, "kept" counts
+    assert await b.admit("more", ALICE, 10, 2, now + 31, now + 91) == ("client", 2)
     members = await a.redis.zrange(a.unfinished_key(ALICE), 0, -1)
     assert sorted(members) == [b"kept", b"new"]
 
