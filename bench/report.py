@@ -125,6 +125,12 @@ def is_ours(name: str) -> bool:
     return name == OURS or name.startswith(OURS + "@")
 
 
+def on_every_revision(name: str) -> bool:
+    """Measured on each revision, quick and streamed calls (run.py's "-revisions" server): ours and its
+    baselines, and ours on the ASGI path (`ours-asgi`, `ours-starlette`: the same code, another server side)."""
+    return is_ours(name) or name in (OURS_ASGI, OURS_STARLETTE)
+
+
 def ref_suffix(name: str) -> str:
     """'@REF' for `ours@REF`, '' for ours: what tells a baseline's in-process and CLI rows apart."""
     return name[len(OURS):] if is_ours(name) else ""
@@ -232,14 +238,15 @@ def _rss_mb(point: dict[str, Any]) -> str:
 
 
 def revisions_table(results: dict[str, Any]) -> list[str]:
-    """Ours (and its baselines) on each revision, quick and streamed calls: one row per point."""
+    """Ours (its baselines, and ours on the ASGI path) on each revision, quick and streamed calls: one row per
+    point."""
     http = results.get("http", {})
-    lines = ["**HTTP `tools/call` on each protocol revision, 16 connections on one session (ours; quick replies on "
-             "2025-06-18 are the SSE table's point)**", "",
+    lines = ["**HTTP `tools/call` on each protocol revision, 16 connections on one session (ours, on the fast "
+             "path and on the ASGI path; quick replies on 2025-06-18 are the SSE table's point)**", "",
              "| server | call | requests/s | p50 ms | p99 ms | CPU: server / wrk | requests per server CPU-second | "
              "server RSS after MB | reply on the wire |", "|---|---|---:|---:|---:|---:|---:|---:|---|"]
     disturbed = False
-    for name in (n for n in results["order"] if is_ours(n)):
+    for name in (n for n in results["order"] if on_every_revision(n)):
         entry = http.get(name, {})
         for key, (call, revision) in REVISION_POINTS.items():
             label = f"{server_label(name)}, {revision} session | {call}"
@@ -286,7 +293,7 @@ def resumable_cost_table(results: dict[str, Any]) -> list[str]:
              "| server | call | requests/s | requests per server CPU-second | p50 ms | p99 ms | server RSS after MB |",
              "|---|---|---:|---:|---:|---:|---:|"]
     disturbed = False
-    for name in (n for n in results["order"] if is_ours(n)):
+    for name in (n for n in results["order"] if on_every_revision(n)):
         entry = http.get(name, {})
         for call, what in CALLS.items():
             cells, marked = _versus(*(entry.get(revision_key(call, r)) for r in REVISIONS), entry.get("skip"))
@@ -368,7 +375,7 @@ def memory_table(results: dict[str, Any]) -> list[str]:
              "|---|---:|" + "---:|" * len(counts) + "---:|---:|"]
     ours_per = _per_session(mem.get(OURS, {}))
     for name in results["order"]:
-        if name not in mem and name in (BARE_NOREAD, OURS_JWT, OURS_ASGI, OURS_STARLETTE):
+        if name not in mem and name in (BARE_NOREAD, OURS_JWT):
             continue  # one process for both bare rows: measured as the ceiling's; ours-jwt: point 1 only
         m = mem.get(name, {})
         if m.get("skip") or m.get("empty_kb") is None:
@@ -1216,7 +1223,7 @@ def server_tables(results: dict[str, Any]) -> list[str]:
                                   "16 connections", mcp_servers(results)), *modern_replies(results)]
         versus = modern_vs_legacy_table(results)
         lines += ["", *versus] if versus else []
-    if any(is_ours(name) for name in results["order"]):
+    if any(on_every_revision(name) for name in results["order"]):
         lines += ["", *revisions_table(results), "", *resumable_cost_table(results)]
     lines.append("")
     lines += memory_table(results)

@@ -118,7 +118,6 @@ class Peer:
     token_file: Callable[[int], Path] | None = None  # (port) -> where it writes the token every request carries
     point1_only: bool = False  # ours-jwt: point 1 (SSE and JSON replies) and the pairs, nothing else
     path: str = "/mcp"  # the endpoint (ours-starlette: /mcp/, a Mount's)
-    memory: bool = True  # the idle-session memory points (not for ours-asgi and ours-starlette: ours' sessions)
 
 
 def our_python() -> str:
@@ -212,12 +211,13 @@ def ours_asgi_peers(src: Path) -> list[Peer]:
     """Ours on the ASGI path (issue 41): `ours-asgi`, bind() with `HttpSettings(fast_path=False)`
     (ours.py --asgi: every request through uvicorn's cycle), and `ours-starlette`, the same
     McpHttpApp mounted in Starlette and run by plain uvicorn (ours.py --starlette, at /mcp/).
-    Both get point 1, the 100 sessions, the stateless point and the pairs; no memory points."""
+    Both get point 1, the 100 sessions, every revision's quick and streamed points, the stateless point,
+    the idle-session memory points (the same sessions as ours, held by another server side) and the pairs."""
     py, made = our_python(), []
     for name, flag, path in ((report.OURS_ASGI, "--asgi", "/mcp"), (report.OURS_STARLETTE, "--starlette", "/mcp/")):
         peer = ours_peer(name, src)
         peer.argv = (lambda f: lambda p, j: [py, str(BENCH / "ours.py"), str(p), f, *(["--json"] if j else [])])(flag)
-        peer.imports, peer.path, peer.memory = (), path, False
+        peer.imports, peer.path = (), path
         made.append(peer)
     return made
 
@@ -433,7 +433,7 @@ class Run:
             except ServerFailed as exc:
                 entry.setdefault(key, {"invalid": f"server failed: {first_last(exc)}"})
                 log(f"{peer.name}: {exc}")
-        if report.is_ours(peer.name):
+        if report.on_every_revision(peer.name):
             # Ours on each protocol revision, quick and streamed calls: stream logs live on 30 s
             # after each call, so these points are kept apart from the others.
             self.own_server(peer, entry, [key for key in report.REVISION_POINTS if key != "sse"], "-revisions")
@@ -494,7 +494,7 @@ class Run:
                 f" CPU server {point['server_cpu']:.0%} wrk {point['wrk_cpu']:.0%}")
 
     def memory(self, peer: Peer) -> None:
-        if peer.name == report.BARE_NOREAD or peer.point1_only or not peer.memory:
+        if peer.name == report.BARE_NOREAD or peer.point1_only:
             return  # the ceiling's process, reading or not: measured once; ours-jwt: point 1 only
         m: dict[str, Any] = {}
         self.results["memory"][peer.name] = m
