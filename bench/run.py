@@ -121,6 +121,11 @@ class Peer:
 
 
 def our_python() -> str:
+    """The Python our servers run on: BENCH_PYTHON if set (another interpreter with the locked
+    packages, to compare Python versions), else .venv's."""
+    chosen = os.environ.get("BENCH_PYTHON")
+    if chosen:
+        return chosen
     venv = ROOT / ".venv" / "bin" / "python"
     return str(venv) if venv.exists() else sys.executable
 
