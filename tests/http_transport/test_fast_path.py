@@ -20,6 +20,7 @@ from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
 from fixtures.asgi import WAIT
 from fixtures.http_app import Gate, build_server
 from fixtures.messages import initialize_message, notification, request
+from mcp_sse_server.engine.protocol import EAGER
 from mcp_sse_server.transport.http import HttpLimits, HttpSettings, McpHttpServer
 from mcp_sse_server.transport.http.fast_protocol import FastCycle
 
@@ -251,3 +252,45 @@ async def test_shutdown_lets_a_request_in_flight_finish(fast: bool) -> None:
         assert b"released" in rest
         async with asyncio.timeout(WAIT):
             await closing
+
+
+async def test_connection_close_is_honoured_on_a_whole_reply(fast: bool) -> None:
+    # The fast path writes a quick reply whole (asgi.WHOLE_RESPONSE): it must still say and do close.
+    async with serving(fast) as http:
+        raw = await Raw.open(http)
+        sid = await session(raw)
+        await raw.send(call(4, sid).replace(b"content-length:", b"connection: close\r\ncontent-length:"))
+        status, headers, body = await raw.response()
+        assert status == 200 and headers["connection"] == "close"
+        assert result_text(body) == "5"
+        assert await raw.closed() == b""
+
+
+async def test_a_body_in_a_later_read_than_its_head(fast: bool) -> None:
+    # The request starts once the read that completed its head is parsed; the body comes after.
+    async with serving(fast) as http:
+        raw = await Raw.open(http)
+        sid = await session(raw)
+        whole = call(6, sid)
+        split = whole.index(b"\r\n\r\n") + 4
+        await raw.send(whole[:split])
+        await asyncio.sleep(0.05)
+        await raw.send(whole[split:])
+        status, _, body = await raw.response()
+        assert status == 200 and result_text(body) == "7"
+        assert cycle_types(http) == {served_by(fast)}
+        raw.close()
+
+
+async def test_a_quick_request_makes_no_task_where_python_starts_tasks_eagerly(fast: bool) -> None:
+    async with serving(fast) as http:
+        raw = await Raw.open(http)
+        sid = await session(raw)
+        await raw.send(call(1, sid))
+        assert result_text((await raw.response())[2]) == "2"
+        [cycle] = [c.cycle for c in http._server.server_state.connections if c.cycle is not None]
+        # On 3.12+ the fast path's request ran to its answer in its task's first, eager step, which
+        # it returned done, so none was kept (engine.protocol.EAGER); uvicorn's cycle has no such field.
+        if fast:
+            assert (cycle.task is None) == EAGER
+        raw.close()

@@ -12,7 +12,8 @@ Eager starts (``start_eagerly``). A request that arrives as a message (stdio,
 an in-process or a routed message: ``on_message``) is served in a task of its
 own, so that ``notifications/cancelled`` can cancel it; most requests finish
 without waiting on anything, and an ordinary task costs a loop iteration
-before its handler even starts. Rules:
+before its handler even starts. (The HTTP fast path starts each request's
+ASGI exchange the same way: ``transport/http/fast_protocol.py``.) Rules:
 
 1. On Python 3.12 and later the task starts eagerly (``asyncio.Task(...,
    eager_start=True)``): its first step runs at once, as the current task, in
@@ -72,12 +73,18 @@ EAGER: Final = sys.version_info >= (3, 12)
 """True where ``start_eagerly`` starts its tasks eagerly (the module's rule 1)."""
 
 
-def start_eagerly(coroutine: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -> asyncio.Task[T]:
-    """A task running ``coroutine`` on ``loop``, its first step already run where tasks can start
-    eagerly (the module's rules); ``task.done()`` says whether it finished there."""
-    if sys.version_info >= (3, 12):
+if sys.version_info >= (3, 12):
+
+    def start_eagerly(coroutine: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -> asyncio.Task[T]:
+        """A task running ``coroutine`` on ``loop``, its first step already run where tasks can start
+        eagerly (the module's rules); ``task.done()`` says whether it finished there."""
         return asyncio.Task(coroutine, loop=loop, eager_start=True)
-    return loop.create_task(coroutine)
+
+else:
+
+    def start_eagerly(coroutine: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -> asyncio.Task[T]:
+        """A task running ``coroutine`` on ``loop`` (3.11 cannot start one eagerly: the module's rule 2)."""
+        return loop.create_task(coroutine)
 
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]

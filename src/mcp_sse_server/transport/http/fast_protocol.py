@@ -23,11 +23,21 @@ The rules:
    (one count of CR and LF over the whole head instead: a header that would
    split the response is refused with the same RuntimeError), and a second
    write: a response with a ``Content-Length`` writes its head with its
-   first body chunk, in one ``transport.write``. A streamed response (no
-   length, so chunked) writes its head at once.
-3. What stays as uvicorn does it, attribute for attribute (``connections.py``
-   and uvicorn's ``shutdown`` and ``connection_lost`` read the cycle): one
-   task per request, tracked in the server's task set; pipelined requests
+   first body chunk, in one ``transport.write``; a reply the app hands over
+   whole (``asgi.WHOLE_RESPONSE``, which this cycle's ``send`` takes) is one
+   message and one write. A streamed response (no length, so chunked)
+   writes its head at once.
+3. When a request starts: once the read that completed its head has been
+   parsed (never inside a parser callback), so the body that came with the
+   head is there, with ``engine.protocol.start_eagerly``. On Python 3.12
+   and later its first step runs at once: a request answered without
+   suspending writes its reply before ``data_received`` returns and keeps
+   no task; one that suspends goes on as its task, tracked in the server's
+   task set, as on 3.11 (where every request is a task started by the
+   loop). Pipelined requests queued behind it start as ordinary tasks.
+4. What stays as uvicorn does it, attribute for attribute (``connections.py``
+   and uvicorn's ``shutdown`` and ``connection_lost`` read the cycle):
+   pipelined requests
    queued and started in order as each response completes, with reading
    paused meanwhile; a request body over 64 KiB unread pauses reading until
    the app's next ``receive``; ``send`` waits while the transport's buffer is
@@ -37,7 +47,7 @@ The rules:
    default, and a graceful shutdown clears it so the connection closes after
    the response in flight; a response that fails before it starts is a 500,
    after that the connection is closed.
-4. Turned off with ``HttpSettings(fast_path=False)``: then the limited
+5. Turned off with ``HttpSettings(fast_path=False)``: then the limited
    protocol of ``connections.py`` serves every request through uvicorn's cycle.
 """
 
@@ -49,6 +59,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 
+from ...engine.protocol import start_eagerly
+from .asgi import WHOLE_RESPONSE
 from .connections import LimitedHttpToolsProtocol, protocol_class
 
 if TYPE_CHECKING:
@@ -73,7 +85,7 @@ _ERROR_500: Final = (
 
 
 class FastCycle:
-    """One request on the fast path: the ``receive`` and ``send`` of its ASGI exchange (rules 2 and 3).
+    """One request on the fast path: the ``receive`` and ``send`` of its ASGI exchange (rules 2 to 4).
 
     Its public attributes are those of uvicorn's ``RequestResponseCycle`` that
     the protocols read and write (``connections.py`` says which)."""
@@ -185,9 +197,13 @@ class FastCycle:
         if self.disconnected:
             return
         if not self.response_started:
-            if message["type"] != "http.response.start":
-                raise RuntimeError(f"Expected ASGI message 'http.response.start', but got {message['type']!r}")
-            self._start(message["status"], message.get("headers", ()))
+            kind = message["type"]
+            if kind == WHOLE_RESPONSE:
+                self._whole(message["status"], message["headers"], message["body"])
+            elif kind != "http.response.start":
+                raise RuntimeError(f"Expected ASGI message 'http.response.start', but got {kind!r}")
+            else:
+                self._start(message["status"], message.get("headers", ()))
         elif not self.response_complete:
             if message["type"] != "http.response.body":
                 raise RuntimeError(f"Expected ASGI message 'http.response.body', but got {message['type']!r}")
@@ -214,16 +230,34 @@ class FastCycle:
         if length < 0 and status not in (204, 304):
             self.streamed = True
             lines.append(_CHUNKED_LINE)
-        lines.append(b"\r\n")
-        head = b"".join(lines)
-        # Every line ends with the CRLF added here; any other CR or LF came from a header and would split it.
-        if head.count(b"\n") != len(lines) or head.count(b"\r") != len(lines):
-            raise RuntimeError("Invalid HTTP header: a name or value holds CR or LF")
+        self.head = _head(lines)  # written with the first body chunk, in one write
         if self.streamed:
-            self.transport.write(head)
+            # A stream's first chunk usually follows in this step (an SSE stream sends its first
+            # event with its head); one that does not come gets the head on its own, at the loop's
+            # next turn, so a client waiting for the headers of a silent stream sees them.
+            asyncio.get_running_loop().call_soon(self._head_alone)
         else:
             self.expected_length = max(length, 0)
-            self.head = head
+
+    def _head_alone(self) -> None:
+        head = self.head
+        if head is not None and not self.disconnected:
+            self.head = None
+            self.transport.write(head)
+
+    def _whole(self, status: int, headers: Any, body: bytes) -> None:
+        """A complete response in one write (``WHOLE_RESPONSE``: its headers name no length,
+        encoding or connection; the length is added here)."""
+        self.response_started = True
+        self.waiting_for_100_continue = False
+        lines = [STATUS_LINE[status]]
+        for name, value in headers:
+            lines.append(b"%s: %s\r\n" % (name, value))
+        lines.append(b"content-length: %d\r\n" % len(body))
+        if not self.keep_alive:
+            lines.append(_CLOSE_LINE)
+        self.transport.write(_head(lines) + body)
+        self._complete()
 
     def _body(self, body: bytes, more_body: bool) -> None:
         head = self.head
@@ -255,6 +289,21 @@ class FastCycle:
         self.on_response()
 
 
+# The fast path's send takes a whole response in one message (asgi.py).
+setattr(FastCycle.send, WHOLE_RESPONSE, True)
+
+
+def _head(lines: list[bytes]) -> bytes:
+    """A response head from its lines, each ending CRLF (the blank line is added here); RuntimeError
+    when a header would split it."""
+    lines.append(b"\r\n")
+    head = b"".join(lines)
+    # Every line ends with the CRLF added here; any other CR or LF came from a header and would split it.
+    if head.count(b"\n") != len(lines) or head.count(b"\r") != len(lines):
+        raise RuntimeError("Invalid HTTP header: a name or value holds CR or LF")
+    return head
+
+
 def _nothing() -> None:
     pass
 
@@ -269,6 +318,7 @@ class FastHttpToolsProtocol(LimitedHttpToolsProtocol):
     _endpoint: ASGIApp  # the three: set on the per-server subclass
     _target: bytes
     _template: dict[str, Any]
+    _ready: FastCycle | None = None  # a request whose head this read completed, to start after the parse
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -309,11 +359,24 @@ class FastHttpToolsProtocol(LimitedHttpToolsProtocol):
         cycle = FastCycle(scope, self, parser.should_keep_alive(), self.expect_100_continue)
         self.cycle = cycle  # type: ignore[assignment]
         if existing is None or existing.response_complete:
-            self._start_asgi_task(cycle, self._endpoint)
+            self._ready = cycle  # started once this read is parsed (rule 3)
         else:
             # Pipelined: answered in order, each started when the one before it completes.
             self.flow.pause_reading()
             self.pipeline.appendleft((cycle, self._endpoint))  # type: ignore[arg-type]
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        cycle = self._ready
+        if cycle is not None:
+            # After the parse, not inside a parser callback: the body that came with the head is
+            # there, so a quick request answers in this step (eagerly, where Python can).
+            self._ready = None
+            if not self.transport.is_closing():
+                task = start_eagerly(cycle.run_asgi(self._endpoint), self.loop)
+                if not task.done():
+                    cycle.task = task
+                    self.tasks.add(task)
 
     def _fall_back(self) -> None:
         """uvicorn's own cycle for this request: its scope (what its on_message_begin builds, around

@@ -22,7 +22,7 @@ import logging
 from collections.abc import Collection
 from typing import Any, Final, Protocol
 
-from .asgi import Send
+from .asgi import WHOLE_RESPONSE, Send
 from .sse import KEEPALIVE, SSE_HEADERS
 
 __all__ = ["QUEUE_LIMIT", "KeepaliveTicker", "SseStream", "StreamOwner", "send_accepted", "send_whole"]
@@ -39,9 +39,13 @@ QUEUE_LIMIT: Final = 256 * 1024
 async def send_whole(send: Send, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
     """A complete 200 response in two ASGI sends: the headers with a Content-Length, then the body.
 
-    A peer that is gone is not our error: the failure is logged at debug level only.
+    A peer that is gone is not our error: the failure is logged at debug level only. A ``send``
+    that takes ``WHOLE_RESPONSE`` gets one message instead (``asgi.py``).
     """
     try:
+        if getattr(send, WHOLE_RESPONSE, False):
+            await send({"type": WHOLE_RESPONSE, "status": 200, "headers": headers, "body": body})
+            return
         await send({"type": _START, "status": 200, "headers": [*headers, (b"content-length", b"%d" % len(body))]})
         await send({"type": _BODY, "body": body, "more_body": False})
     except Exception:
