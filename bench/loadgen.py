@@ -32,6 +32,9 @@ class Load:
     server_cpu: float | None = None  # share of one core the server used (filled in by the caller)
     disturbed: bool = False  # the server never got its whole core: other work interfered
     counters: dict[str, float] | None = None  # the caller's counters over the point (redis-server CPU, commands)
+    # ms the server (all its threads and processes) was runnable but waited for its core during the
+    # point (filled in by the caller): other work on the server's CPU, which lands in the latency tail
+    run_delay_ms: float | None = None
 
     @property
     def ok(self) -> bool:
@@ -90,6 +93,19 @@ def cpu_seconds(*pids: int) -> float:
             fields = f.read().rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def run_delay_ms(*pids: int) -> float:
+    """Milliseconds the processes (all their threads) have so far spent runnable but waiting for a
+    CPU (the second field of /proc/PID/task/TID/schedstat); 0 for threads gone meanwhile."""
+    total = 0
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                total += int((task / "schedstat").read_text().split()[1])
+            except (OSError, IndexError, ValueError):
+                pass
+    return total / 1e6
 
 
 def _cpu_ticks() -> dict[str, tuple[int, int]]:

@@ -1178,8 +1178,10 @@ def fast_path_must_hold(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         target = f"100 sessions, one request each in flight: p99 ≤ {FAST_FAIRNESS:g}x p50 ({server_label(name)})"
         if many and many.get("p50_us"):
             ratio = many["p99_us"] / many["p50_us"]
+            waited = (f"; the server waited {_num(many['run_delay_ms'])} ms for its core (other work)"
+                      if many.get("run_delay_ms") is not None else "")
             out.append((target, f"{ratio:.1f}x: p50 {_ms(many['p50_us'])} ms, p99 {_ms(many['p99_us'])} ms"
-                        f"{' †' if many.get('disturbed') else ''}", _verdict(ratio <= FAST_FAIRNESS)))
+                        f"{' †' if many.get('disturbed') else ''}{waited}", _verdict(ratio <= FAST_FAIRNESS)))
         elif name in http:
             out.append((target, _why_not(results, name, "sessions100"), _verdict(None)))
     mem = results.get("memory", {})

@@ -55,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 import report
-from loadgen import Load, busy_seconds, cpu_busy, cpu_seconds, realtime_prefix, wrk
+from loadgen import Load, busy_seconds, cpu_busy, cpu_seconds, realtime_prefix, run_delay_ms, wrk
 from mcp_http import NotServed, SessionError, connect, is_modern, open_session, open_sessions, reply_shape, rss_kb
 from procs import LOAD_CPU, SERVER_CPU, CpuCap, RedisServer, Server, ServerFailed, free_port, kill_all
 
@@ -353,9 +353,10 @@ class Run:
               **kw: Any) -> dict[str, Any]:
         """Warm up, then one measured wrk point; an invalid warm-up invalidates it.
 
-        Records the CPU share the server (with its workers) and wrk used, and how much each of
-        `counters` (cumulative figures: a redis-server's CPU seconds, its commands) grew
-        during the measured point. Every server here
+        Records the CPU share the server (with its workers) and wrk used, how long the server
+        waited for its core while runnable (run_delay_ms: other work on its CPU, which shows in
+        p99), and how much each of `counters` (cumulative figures: a redis-server's CPU seconds,
+        its commands) grew during the measured point. Every server here
         saturates its core under this load (`full` cores: capped workers), so a share below DISTURBED means
         other work on the machine took part of the core: the point is measured
         again (at most twice, within the run's retry budget) and the best kept,
@@ -369,9 +370,10 @@ class Run:
             self.wait_quiet(srv)
             pids = srv.pids()
             before = counters() if counters else {}
-            cpu0, t0 = cpu_seconds(*pids), time.monotonic()
+            cpu0, t0, waited0 = cpu_seconds(*pids), time.monotonic(), run_delay_ms(*pids)
             load = wrk(srv.url, seconds=self.s.seconds, headers=srv.headers, **kw)
             load.server_cpu = round((cpu_seconds(*pids) - cpu0) / (time.monotonic() - t0), 3)
+            load.run_delay_ms = round(run_delay_ms(*pids) - waited0)
             if counters:
                 after = counters()
                 load.counters = {k: round(v - before.get(k, 0), 3) for k, v in after.items()}
@@ -496,7 +498,8 @@ class Run:
         if point.get("invalid"):
             return f"INVALID: {point['invalid']}"
         return (f"{point['rps']:,.0f} req/s, p50 {point['p50_us'] / 1000:.2f} ms, p99 {point['p99_us'] / 1000:.2f} ms,"
-                f" CPU server {point['server_cpu']:.0%} wrk {point['wrk_cpu']:.0%}")
+                f" CPU server {point['server_cpu']:.0%} wrk {point['wrk_cpu']:.0%}"
+                + (f", server waited {point['run_delay_ms']:,} ms for its core" if point.get("run_delay_ms") else ""))
 
     def memory(self, peer: Peer) -> None:
         if peer.name == report.BARE_NOREAD or peer.point1_only:
