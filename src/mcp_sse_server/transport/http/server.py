@@ -76,7 +76,9 @@ def _protocol_options(app: McpHttpApp) -> dict[str, Any]:
     # (the set full again, itself included) would get uvicorn's plain-text 503. The h11 fallback above
     # keeps it, without shedding.
     return {
-        "http": fast_protocol_class(limits, app, path, observer) if fast and path else protocol_class(limits, observer),
+        "http": fast_protocol_class(limits, app.http_app, path, observer)
+        if fast and path
+        else protocol_class(limits, observer),
         # uvicorn's own timer after a response; the watchdog enforces the same timeout for every idle connection.
         "timeout_keep_alive": math.ceil(limits.connection_idle_timeout),
     }
