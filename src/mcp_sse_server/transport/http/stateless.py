@@ -78,29 +78,42 @@ def check_routing_headers(request: JsonRpcRequest, http: McpRequest, mirrored: M
     ``mirrored`` names the arguments each tool mirrors (None: no tool mirrors any). A body
     without a complete envelope is left to the engine (-32602 comes first).
     """
-    found = http.headers
     params = request.params
-    meta = params.get("_meta") if params is not None else None
-    if type(meta) is not dict or not isinstance(meta.get(PROTOCOL_VERSION_KEY), str):
+    if params is None:
         return
+    meta = params.get("_meta")
+    if type(meta) is not dict:
+        return
+    named = meta.get(PROTOCOL_VERSION_KEY)
+    if not isinstance(named, str):
+        return
+    found = http.headers
     if http.repeated:
         names = [name for name, _ in http.raw if name in _ROUTING or name.startswith(_PARAM_PREFIX)]
         if len(names) != len(set(names)):
             raise _mismatch("Bad request: a routing header (MCP-Protocol-Version, Mcp-*) appears more than once")
     version = http.version
-    if version is None or version.decode("latin-1") != meta[PROTOCOL_VERSION_KEY]:
+    if version is None or version.decode("latin-1") != named:
         raise _mismatch("Bad request: the MCP-Protocol-Version header does not match the request's _meta")
-    method = found.get(b"mcp-method")
-    if method is None or (method.decode("latin-1") != request.method and not _same(method, request.method)):
-        raise _mismatch(f"Bad request: the Mcp-Method header must be the request's method ({request.method})")
-    body = params or {}
-    member = NAMED_BY.get(request.method)
-    if member is not None and not _same(found.get(b"mcp-name"), body.get(member)):
-        raise _mismatch(f"Bad request: the Mcp-Name header must be the request's {member}")
-    if request.method == "tools/call" and mirrored is not None and isinstance(body.get("name"), str):
-        headers = mirrored(body["name"])
-        if headers:  # the usual tool mirrors no argument: nothing more to compare
-            _check_param_headers(headers, body, found)
+    method = request.method
+    header = found.get(b"mcp-method")
+    # (Each header is compared plainly first: the usual request sends plain ASCII, never the base64 form.)
+    if header is None or (header.decode("latin-1") != method and not _same(header, method)):
+        raise _mismatch(f"Bad request: the Mcp-Method header must be the request's method ({method})")
+    member = NAMED_BY.get(method)
+    if member is not None:
+        value = params.get(member)
+        header = found.get(b"mcp-name")
+        if (
+            header is None
+            or not isinstance(value, str)
+            or (header.decode("latin-1") != value and not _same(header, value))
+        ):
+            raise _mismatch(f"Bad request: the Mcp-Name header must be the request's {member}")
+        if mirrored is not None and method == "tools/call":
+            headers = mirrored(value)
+            if headers:  # the usual tool mirrors no argument: nothing more to compare
+                _check_param_headers(headers, params, found)
 
 
 def _same(header: bytes | None, value: Any) -> bool:
