@@ -104,8 +104,12 @@ def streamed_key(store: str) -> str:
 
 
 def redis_point_call(key: str) -> str:
-    """The POINTS16 key a Redis point drives: its part after "/" (none: quick calls, 2025-06-18)."""
-    return key.partition("/")[2] or "sse"
+    """The POINTS16 key a point drives: a Redis point's part after "/" (none: quick calls, 2025-06-18),
+    a POINTS16 key itself (a revision, streamed or stateless point), else "sse" ("json", "workers1")."""
+    _, slash, call = key.partition("/")
+    if slash:
+        return call
+    return key if key in POINTS16 else "sse"
 
 
 def point_label(call: str, revision: str) -> str:
