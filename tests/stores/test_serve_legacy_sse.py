@@ -314,3 +314,58 @@ def test_b_checks_the_token_as_a_would(redis_url: str, tmp_path: Path) -> None:
                 assert status == 0 and "Traceback" not in stderr, stderr
     finally:
         key_set.close()
+
+
+class _Raw:
+    """One HTTP/1.1 connection written and read raw: nothing between the endpoint event and the POST."""
+
+    def __init__(self, port: int) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT)
+        self.host = f"127.0.0.1:{port}"
+        self.buffer = b""
+
+    def until(self, marker: bytes) -> bytes:
+        while marker not in self.buffer:
+            data = self.sock.recv(65536)
+            if not data:
+                raise EOFError(self.buffer)
+            self.buffer += data
+        head, _, self.buffer = self.buffer.partition(marker)
+        return head
+
+    def post_status(self, path: str, body: bytes) -> int:
+        self.sock.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: {self.host}\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+        head = self.until(b"\r\n\r\n").decode("latin-1")
+        length = next((int(line[15:]) for line in head.lower().split("\r\n") if line.startswith("content-length:")), 0)
+        while len(self.buffer) < length:
+            self.buffer += self.sock.recv(65536)
+        self.buffer = self.buffer[length:]
+        return int(head.split()[1])
+
+
+def test_a_post_right_after_the_endpoint_event_finds_the_stream(redis_url: str, tmp_path: Path) -> None:
+    # The endpoint event goes out only once a POST on any worker can find the stream: one sent the
+    # moment it is read, to the stream's worker or to the other, is 202 every time.
+    with two_workers_on_redis(redis_url, tmp_path) as (a, b, _):
+        posters = {a.port: _Raw(a.port), b.port: _Raw(b.port)}
+        statuses: list[tuple[int, int]] = []
+        try:
+            for n in range(120):  # (before the fix: 1 to 30 of 60 refused by the other worker)
+                target = b.port if n % 2 else a.port
+                stream = _Raw(a.port)
+                stream.sock.sendall(
+                    f"GET /sse HTTP/1.1\r\nHost: {stream.host}\r\nAccept: text/event-stream\r\n\r\n".encode()
+                )
+                stream.until(b"event: endpoint\ndata: ")
+                path = stream.until(b"\n").decode()
+                statuses.append((target, posters[target].post_status(path, json.dumps(PING).encode())))
+                stream.sock.close()
+        finally:
+            for poster in posters.values():
+                poster.sock.close()
+        refused = [(target == b.port, status) for target, status in statuses if status != 202]
+        assert not refused, f"{len(refused)} of {len(statuses)} refused (to the other worker, status): {refused}"

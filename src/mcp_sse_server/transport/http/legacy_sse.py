@@ -7,8 +7,9 @@ the messages path (``/messages/``) takes the POSTs. The rules here:
 1. A stream is a session of the app (``SessionDirectory.open``, with the
    same cap, 503, and bound to the bearer token's principal), opened before
    its initialize, whose streams never resume. Its first event is
-   ``endpoint``, whose data is the messages path (below the app's mount
-   point, ``root_path``) with the session id in the query:
+   ``endpoint``, sent only once a POST on any worker finds the stream (rule
+   5); its data is the messages path (below the app's mount point,
+   ``root_path``) with the session id in the query:
    ``/messages/?session_id=<id>``.
 2. Everything the server sends goes down the stream as ``event: message``:
    the session's transport (``SseTransport``) writes its standalone stream to
@@ -210,15 +211,17 @@ class LegacySseEndpoint:
         try:
             root: str = scope.get("root_path", "")
             endpoint = root.encode("latin-1") + self._endpoint + session_id.encode("ascii")
-            await stream.write(b"event: endpoint\ndata: " + endpoint + b"\n\n")
             async with self.coordinator.holding_legacy(live, self._routed(live, stream)):
+                # Only now: a POST the client sends the moment it reads this, to any worker, finds the stream.
+                await stream.write(b"event: endpoint\ndata: " + endpoint + b"\n\n")
                 await live.transport.serve_get(get_receive, stream.standalone(), None)
         finally:
             stream.gone.set()
             del self._streams[session_id]
             if not live.closing:
                 await self.directory.end(live)
-            await stream.out.end()
+            if stream.out.started:  # (else the failure that stopped it is answered: a store out of reach, 503)
+                await stream.out.end()
 
     async def post(self, scope: Scope, request: McpRequest, receive: Receive, send: Send) -> None:
         """A client's message for a stream's session: 202, its answers on the stream (rule 3)."""
