@@ -199,18 +199,7 @@ async def round_trip(
         batch = [*extra, *(commands[index] for index in indexes)]
         connection: Any = node.acquire_connection()
         try:
-            await connection.connect()
-            if pack is not None:
-                packed = b"".join([pack(args) for args in batch])
-            else:
-                packed = b"".join([b"".join(connection.pack_command(*args)) for args in batch])
-            await connection.send_packed_command(packed, check_health=False)
-            replies: list[Any] = []
-            for _ in batch:
-                try:
-                    replies.append(await connection.read_response(timeout=math.inf))
-                except redis_errors.ResponseError as error:
-                    replies.append(error)
+            replies = await _exchange(connection, batch, pack)
         except BaseException:
             await connection.disconnect()
             raise
@@ -252,16 +241,7 @@ async def one_connection(redis: Redis, key: str, commands: list[Command]) -> lis
         pool: Any = redis.connection_pool
         connection = await pool.get_connection()
     try:
-        await connection.connect()
-        await connection.send_packed_command(
-            b"".join(b"".join(connection.pack_command(*args)) for args in commands), check_health=False
-        )
-        replies: list[Any] = []
-        for _ in commands:
-            try:
-                replies.append(await connection.read_response(timeout=math.inf))
-            except redis_errors.ResponseError as error:
-                replies.append(error)
+        replies = await _exchange(connection, commands)
     except BaseException:
         await connection.disconnect()
         if node is not None:
@@ -272,6 +252,26 @@ async def one_connection(redis: Redis, key: str, commands: list[Command]) -> lis
             node.release(connection)
         else:
             await pool.release(connection)
+    return replies
+
+
+async def _exchange(
+    connection: Any, commands: list[Command], pack: Callable[[Command], bytes] | None = None
+) -> list[Any]:
+    """``commands`` written at once on ``connection`` (packed by ``pack`` where given, else by the
+    connection), then their replies read in order (an error reply returned, not raised)."""
+    await connection.connect()
+    if pack is not None:
+        packed = b"".join([pack(args) for args in commands])
+    else:
+        packed = b"".join([b"".join(connection.pack_command(*args)) for args in commands])
+    await connection.send_packed_command(packed, check_health=False)
+    replies: list[Any] = []
+    for _ in commands:
+        try:
+            replies.append(await connection.read_response(timeout=math.inf))
+        except redis_errors.ResponseError as error:
+            replies.append(error)
     return replies
 
 
