@@ -173,3 +173,55 @@ async def test_on_a_cluster_two_workers_spend_one_budget_per_caller(cluster: Red
     finally:
         for client in clients:
             await client.aclose()
+
+
+async def test_on_a_cluster_the_cache_is_shared_and_dropped_across_workers(
+    cluster: RedisCluster, key: SigningKey
+) -> None:
+    """Every script and command of the cache names one slot (a group's entries share its
+    generations' hash tag): on a cluster, one worker's entry answers the other, and a list
+    change on either drops it on both."""
+    clients = [cast(Any, cluster_client(cluster.url)) for _ in range(2)]
+    servers: list[McpServer] = []
+    prefix = "cache-test"
+
+    def worker() -> McpServer:
+        client = clients[len(servers)]
+        server = build(ResponseCache(60.0, tools={"echo"}, store=RedisCache(client, prefix=prefix)))
+        server.use_shared(event_bus=RedisEventBus(client, channel=f"{prefix}:events"))
+        servers.append(server)
+        return server
+
+    token = key.sign(sub="alice")
+    echo = {"name": "echo", "arguments": {}}
+    try:
+        async with two_workers(worker, key) as (a, b), httpx.AsyncClient(timeout=BOUND) as client:
+            for server in servers:
+                await server.event_bus.start()  # type: ignore[attr-defined]
+            first = await post(client, a, "tools/call", echo, token)
+            assert await post(client, b, "tools/call", echo, token) == first  # b answered from a's entry
+            assert [len(server.runs) for server in servers] == [1, 0]  # type: ignore[attr-defined]
+            servers[1].remove_tool("big")  # b's tools change: notifications/tools/list_changed
+            for _ in range(200):  # bounded: Redis pub/sub delivers within a few milliseconds
+                again = await post(client, a, "tools/call", echo, token)
+                if again != first:
+                    break
+                await asyncio.sleep(0.02)
+            assert again["result"]["content"][0]["text"] == "echo  #2"  # a ran echo anew
+            for server in servers:
+                await server.event_bus.close()  # type: ignore[attr-defined]
+        # A resource read's entry names two generations (every read's and its URI's), in one slot.
+        one, two = (RedisCache(client, prefix=prefix) for client in clients)
+        slots = {clients[0].keyslot(name) for group in ("tools", "prompts") for name in one._generations(group)}
+        assert len(slots) == 2  # (groups spread over the cluster: one slot per family)
+        for uri in ("file:///a", "file:///b"):
+            await one.put("resource:" + uri, "k", uri.encode(), 60.0)
+        assert await two.get("resource:file:///a", "k") == b"file:///a"
+        await two.drop("resource:file:///a")  # that resource updated
+        assert await one.get("resource:file:///a", "k") is None
+        assert await one.get("resource:file:///b", "k") == b"file:///b"
+        await one.drop("resource:")  # the resource list changed: every read goes
+        assert await two.get("resource:file:///b", "k") is None
+    finally:
+        for client in clients:
+            await client.aclose()

@@ -6,15 +6,17 @@
 
 Rules, kept here and nowhere else:
 
-1. An entry is a string key ``<prefix>:c:<group>:<generations>:<key>`` set with ``PX`` (its
-   ttl): Redis forgets it by itself.
-2. Dropping a group is one ``INCR`` of its generation ``<prefix>:cg:<group>``: the entries made
-   under the old generation are never asked for again and expire. A read's entry carries two
-   generations, that of every read (``resource:``) and that of its URI, so a resource list
-   change drops all reads with one ``INCR`` too. Generation keys do not expire (one per group
-   ever dropped: the lists, and each resource updated).
+1. An entry is a string key ``<prefix>:{c:<family>}:e:<group>:<key>:<generations>`` set with
+   ``PX`` (its ttl): Redis forgets it by itself. ``<family>`` is ``resource:`` for every
+   resource's group, else the group itself: a group's entries and the generations they name
+   share that hash tag, so every script touches one slot (Redis Cluster; one Redis ignores it).
+2. Dropping a group is one ``INCR`` of its generation ``<prefix>:{c:<family>}:g:<group>``: the
+   entries made under the old generation are never asked for again and expire. A read's entry
+   carries two generations, that of every read (``resource:``) and that of its URI, so a
+   resource list change drops all reads with one ``INCR`` too. Generation keys do not expire
+   (one per group ever dropped: the lists, and each resource updated).
 3. A get and a put are one script each (the generations and the entry in one round trip). The
-   script names entry keys it computes, so it suits one Redis (or Sentinel), not Cluster.
+   script names the entry key it computes, which is in the generations' slot (rule 1).
 4. Redis out of reach: a get is a miss and a put or drop is skipped, each logged; the cache
    is an optimisation, and every entry has its ttl.
 """
@@ -61,14 +63,19 @@ class RedisCache:
         self._get = redis.register_script(_GET)
         self._put = redis.register_script(_PUT)
 
+    def _tag(self, group: str) -> str:
+        """The start of every key of ``group``: its family's hash tag (rule 1)."""
+        return f"{self.prefix}:{{c:{_READS if group.startswith(_READS) else group}}}:"
+
     def _generations(self, group: str) -> list[str]:
-        own = f"{self.prefix}:cg:{group}"
-        return [f"{self.prefix}:cg:{_READS}", own] if group.startswith(_READS) and group != _READS else [own]
+        tag = self._tag(group)
+        own = f"{tag}g:{group}"
+        return [f"{tag}g:{_READS}", own] if group.startswith(_READS) and group != _READS else [own]
 
     async def get(self, group: str, key: str) -> bytes | None:
         try:
             with redis_unavailable("response cache"):
-                found = await self._get(keys=self._generations(group), args=[f"{self.prefix}:c:{group}:{key}"])
+                found = await self._get(keys=self._generations(group), args=[f"{self._tag(group)}e:{group}:{key}"])
         except StoreUnavailable:
             logger.warning("Redis is out of reach: a response cache lookup missed")
             return None
@@ -78,7 +85,7 @@ class RedisCache:
         try:
             with redis_unavailable("response cache"):
                 await self._put(
-                    keys=self._generations(group), args=[f"{self.prefix}:c:{group}:{key}", value, milliseconds(ttl)]
+                    keys=self._generations(group), args=[f"{self._tag(group)}e:{group}:{key}", value, milliseconds(ttl)]
                 )
         except StoreUnavailable:
             logger.warning("Redis is out of reach: a response was not cached")
@@ -86,6 +93,6 @@ class RedisCache:
     async def drop(self, group: str) -> None:
         try:
             with redis_unavailable("response cache"):
-                await self._redis.incr(f"{self.prefix}:cg:{group}")
+                await self._redis.incr(self._generations(group)[-1])
         except StoreUnavailable:
             logger.warning("Redis is out of reach: cached %s entries stay until their ttl", group)
