@@ -9,6 +9,7 @@ which cycle served the endpoint's request, so removing the fast path fails the
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -293,4 +294,25 @@ async def test_a_quick_request_makes_no_task_where_python_starts_tasks_eagerly(f
         # it returned done, so none was kept (engine.protocol.EAGER); uvicorn's cycle has no such field.
         if fast:
             assert (cycle.task is None) == EAGER
+        raw.close()
+
+
+async def test_a_served_request_leaves_nothing_for_the_garbage_collector(fast: bool) -> None:
+    # Each request's cycle must be freed by reference counting as its response completes: a
+    # reference cycle through it (the fast path's cycle once was its own message event) leaves every
+    # request to the collector, whose pauses hold every request in flight.
+    async with serving(fast) as http:
+        raw = await Raw.open(http)
+        sid = await session(raw)
+        gc.collect()
+        gc.disable()
+        try:
+            for n in range(50):
+                await raw.send(call(n, sid))
+                assert result_text((await raw.response())[2]) == str(n + 1)
+            left = sum(1 for thing in gc.get_objects() if type(thing) is served_by(fast))
+        finally:
+            gc.enable()
+        # The connection keeps its last cycle (the next request replaces it), and that is all.
+        assert left <= 1, f"{left} request cycles of 50 were not freed by reference counting"
         raw.close()

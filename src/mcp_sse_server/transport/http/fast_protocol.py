@@ -98,7 +98,6 @@ class FastCycle:
         "head",
         "is_set",
         "keep_alive",
-        "message_event",
         "more_body",
         "on_response",
         "response_complete",
@@ -119,7 +118,6 @@ class FastCycle:
         self.on_response: Any = protocol.on_response_complete
         self.tasks = protocol.tasks
         self.task: asyncio.Task[None] | None = None
-        self.message_event = self  # (set, is_set, wait: what uvicorn's asyncio.Event is to its cycle)
         self.is_set = False
         self.waiter: asyncio.Future[None] | None = None
         self.keep_alive = keep_alive
@@ -132,6 +130,14 @@ class FastCycle:
         self.head: bytes | None = None  # a Content-Length response's head, written with its first chunk
         self.streamed = False
         self.expected_length = 0
+
+    @property
+    def message_event(self) -> FastCycle:
+        """The request's message event (``set``, ``is_set``, ``wait``: what uvicorn's ``asyncio.Event``
+        is to its cycle) is the cycle itself. A property, not an attribute: an attribute pointing at
+        its own object would make every request a reference cycle, freed only by the collector (whose
+        pauses then held every request in flight: bench/README.md, "100 sessions")."""
+        return self
 
     async def run_asgi(self, app: ASGIApp) -> None:
         """Run the app for this request (uvicorn's ``_start_asgi_task`` makes it the request's task)."""
