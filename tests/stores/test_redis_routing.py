@@ -102,8 +102,15 @@ async def test_an_inbox_carries_messages_between_workers_in_order(
     received = await inbox_a.receive(block=WAIT)
     assert [m["type"] for m in received] == ["response", "cancel"]
     assert received[0]["message"]["id"] == "A.1"
-    assert await redis_client.xlen(inbox_a.key("A")) == 0  # consumed entries are deleted
     assert await inbox_a.receive(block=0.05) == []
+    assert await redis_client.xlen(inbox_a.key("A")) == 0  # read entries are deleted (here by the idle read)
+    for n in range(3):
+        await inbox_b.send("A", {"type": "wake", "session": f"s{n}"})
+    assert [m["session"] for m in await inbox_a.receive(block=WAIT, count=2)] == ["s0", "s1"]
+    assert await redis_client.xlen(inbox_a.key("A")) == 1  # a full batch read is deleted at once
+    assert [m["session"] for m in await inbox_a.receive(block=WAIT, count=2)] == ["s2"]
+    assert await inbox_a.receive(block=0.05) == []
+    assert await redis_client.xlen(inbox_a.key("A")) == 0
 
     async def later() -> None:
         await asyncio.sleep(0.05)

@@ -182,7 +182,12 @@ def standalone_lease(redis: Redis, session_id: str, ttl: float, *, prefix: str =
     Owner values: ``"<worker id>:<connection>"``. A new GET ``take``s it and tells the previous
     holder's worker (its inbox) to end that stream; the holder ``renew``s while the stream is open.
     """
-    return Lease(redis, f"{prefix}:{{{session_id}}}:get", ttl)
+    return Lease(redis, standalone_key(prefix, session_id), ttl)
+
+
+def standalone_key(prefix: str, session_id: str) -> str:
+    """The key of a session's standalone lease (``standalone_lease``)."""
+    return f"{prefix}:{{{session_id}}}:get"
 
 
 class WorkerRegistry:
@@ -335,12 +340,12 @@ class WorkerInbox:
 
     ``send(worker_id, message)`` appends a plain-data mapping; the owner's
     ``receive()`` returns what arrived since its last call (waiting up to
-    ``block`` seconds for something), oldest first, and deletes it. Delivery
-    is at least once: a reader that fails after reading but before deleting
-    sees the messages again, so handlers must tolerate repeats (request ids).
+    ``block`` seconds for something), oldest first; what it read is deleted
+    in batches (a busy inbox: every ``count`` entries; an idle one: when a
+    read finds nothing). Handlers tolerate repeats (request ids) all the same.
     """
 
-    __slots__ = ("_last", "maxlen", "prefix", "redis", "worker_id")
+    __slots__ = ("_last", "_read", "maxlen", "prefix", "redis", "worker_id")
 
     def __init__(self, redis: Redis, worker_id: str, *, maxlen: int = 10000, prefix: str = DEFAULT_PREFIX) -> None:
         self.redis = redis
@@ -348,6 +353,9 @@ class WorkerInbox:
         self.maxlen = maxlen
         self.prefix = prefix
         self._last = "0"  # everything sent to this worker id, even before it started reading
+        # Entries read and not yet deleted: deleted once ``count`` of them are, or when a read finds
+        # nothing, so a busy inbox pays one XDEL per batch of reads, not one per read.
+        self._read: list[Any] = []
 
     def key(self, worker_id: str) -> str:
         return _inbox_key(self.prefix, worker_id)
@@ -366,6 +374,7 @@ class WorkerInbox:
         with redis_unavailable("inbox receive"):
             result: Any = await self.redis.xread({key: self._last}, count=count, block=milliseconds(block))
         if not result:
+            await self._delete_read(key)  # (idle: a good moment)
             return []
         entries = result[0][1]
         messages: list[dict[str, Any]] = []
@@ -376,14 +385,22 @@ class WorkerInbox:
                 continue
             if isinstance(message, dict):
                 messages.append(message)
-        ids = [entry_id for entry_id, _ in entries]
-        self._last = _text(ids[-1]) or self._last
+        read = self._read
+        read.extend(entry_id for entry_id, _ in entries)
+        self._last = _text(read[-1]) or self._last
+        if len(read) >= count:
+            await self._delete_read(key)
+        return messages
+
+    async def _delete_read(self, key: str) -> None:
+        read, self._read = self._read, []
+        if not read:
+            return
         try:
             with redis_unavailable("inbox ack"):
-                await self.redis.xdel(key, *ids)
+                await self.redis.xdel(key, *read)
         except StoreUnavailable:
-            pass  # read again after a restart only if the reader restarts from "0"; here _last moved on
-        return messages
+            pass  # never read again (_last moved on); MAXLEN trims them, or the inbox goes with its worker
 
 
 class WorkerMesh:
@@ -816,7 +833,7 @@ class RedisCoordinator:
         """A 2024-11-05 POST whose session's stream is not held here: to the worker holding the
         session's standalone lease (renewed with its heartbeat, so a dead worker's lapses with its
         liveness). False when nobody else holds it."""
-        holder = await self._lease(session_id).holder()
+        holder = await self._holder(session_id)
         if holder is None:
             return False
         worker_id = StandaloneHolder.decode(holder).worker_id
@@ -829,6 +846,13 @@ class RedisCoordinator:
         registry = self.mesh.registry
         return standalone_lease(registry.redis, session_id, registry.ttl, prefix=registry.prefix)
 
+    async def _holder(self, session_id: str) -> str | None:
+        """Who holds the session's standalone lease: one GET (a ``Lease`` would register its
+        scripts for each routed POST)."""
+        registry = self.mesh.registry
+        with redis_unavailable("lease holder"):
+            return _text(await registry.redis.get(standalone_key(registry.prefix, session_id)))
+
     async def session_ended(self, session_id: str) -> None:
         """Nothing to drop: what other workers know of the session's requests lives in its event log
         and in the owners' notes, which their requests' ends remove."""
@@ -836,7 +860,7 @@ class RedisCoordinator:
 
     async def wake_holder(self, session_id: str) -> None:
         """A standalone message went to the backlog: the worker holding the GET stream takes it."""
-        holder = await self._lease(session_id).holder()
+        holder = await self._holder(session_id)
         if holder is None:
             return
         worker_id = StandaloneHolder.decode(holder).worker_id
