@@ -111,12 +111,17 @@ def check_redis(url: str) -> None:
     import redis
 
     from ..stores.redis_cluster import CLUSTER_SCHEMES, cluster_node_message, cluster_probe
+    from ..stores.redis_sentinel import SENTINEL_SCHEMES, sentinel_probe
 
-    cluster = url.partition("://")[0] in CLUSTER_SCHEMES
+    scheme = url.partition("://")[0]
+    cluster = scheme in CLUSTER_SCHEMES
     try:
-        client = (
-            cluster_probe(url, 5) if cluster else redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
-        )
+        if cluster:
+            client = cluster_probe(url, 5)
+        elif scheme in SENTINEL_SCHEMES:
+            client = sentinel_probe(url, 5)
+        else:
+            client = redis.Redis.from_url(url, socket_connect_timeout=5, socket_timeout=5)
     except ValueError as error:
         raise click.BadParameter(str(error), param_hint="--backend") from error
     try:

@@ -13,6 +13,8 @@ The schemes known from the start (``register_backend`` adds others):
 ``unix://`` (a socket path)        (``RedisBackend``; the ``redis`` extra)
 ``redis+cluster://h:p,h:p``,       a Redis (or Valkey) Cluster, any of its nodes as seeds
 ``rediss+cluster://`` (TLS)        (``RedisBackend`` on a ``RedisCluster``)
+``redis+sentinel://h:p,h:p/name``  a Redis primary found by its sentinels (``RedisBackend``;
+``rediss+sentinel://`` (TLS)       a failover reaches the promoted replica)
 =================================  ==========================================================
 
 A factory takes the URL and the endpoint's limits (``limits=``, sizes its stores: an
@@ -63,6 +65,8 @@ _FACTORIES: Final[dict[str, BackendFactory]] = {
     "unix": _redis,
     "redis+cluster": _redis,
     "rediss+cluster": _redis,
+    "redis+sentinel": _redis,
+    "rediss+sentinel": _redis,
 }
 _SCHEME: Final = re.compile(r"[a-z][a-z0-9+.-]*")  # RFC 3986, section 3.1 (lowercase: schemes are case-blind)
 

@@ -38,6 +38,8 @@ from redis.asyncio.cluster import ClusterNode, RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
+from .redis_sentinel import SENTINEL_SCHEMES, sentinel_client
+
 __all__ = [
     "CLUSTER_SCHEMES",
     "client_for_url",
@@ -105,9 +107,14 @@ def cluster_client(url: str) -> Redis:
 
 def client_for_url(url: str) -> Redis:
     """A client for any Redis URL the package takes: a cluster's (``cluster_client``) for
-    ``redis+cluster://`` and ``rediss+cluster://``, else ``Redis.from_url``. Connects nothing yet."""
-    if url.partition("://")[0].lower() in CLUSTER_SCHEMES:
+    ``redis+cluster://`` and ``rediss+cluster://``, the primary found by Sentinel
+    (``sentinel_client``) for ``redis+sentinel://`` and ``rediss+sentinel://``, else
+    ``Redis.from_url``. Connects nothing yet."""
+    scheme = url.partition("://")[0].lower()
+    if scheme in CLUSTER_SCHEMES:
         return cluster_client(url)
+    if scheme in SENTINEL_SCHEMES:
+        return sentinel_client(url)
     return Redis.from_url(url)
 
 
