@@ -74,7 +74,9 @@ if TYPE_CHECKING:
 __all__ = ["AuthSettings", "auth_options"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
-_REDIS_SCHEMES: Final = frozenset({"redis", "rediss", "unix", "redis+cluster", "rediss+cluster"})
+_REDIS_SCHEMES: Final = frozenset(
+    {"redis", "rediss", "unix", "redis+cluster", "rediss+cluster", "redis+sentinel", "rediss+sentinel"}
+)
 
 
 def auth_options(command: _F) -> _F:
