@@ -438,5 +438,6 @@ def fast_protocol_class(
         limits,
         observer,
         base=FastHttpToolsProtocol,
-        attributes={"_endpoint": endpoint, "_target": path.encode("ascii")},
+        # (a staticmethod: an endpoint that is a plain function must not become a bound method of the class)
+        attributes={"_endpoint": staticmethod(endpoint), "_target": path.encode("ascii")},
     )
