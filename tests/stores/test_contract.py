@@ -125,7 +125,7 @@ async def test_save_writes_back_a_changed_record_and_ignores_unknown_ones(sessio
     assert loaded is not None
     loaded.revision = "2025-06-18"
     loaded.log_level = "warning"
-    loaded.subscriptions.append("x://1")
+    loaded.subscriptions = [*loaded.subscriptions, "x://1"]  # (replaced, never changed in place)
     await sessions.save(loaded)
     again = await sessions.get("s")
     assert again is not None

@@ -8,7 +8,7 @@ from them, need not know each other: the stores import this module, not
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
@@ -27,7 +27,10 @@ class SessionRecord:
     ``version`` counts the writes a shared store took (it refuses a write of a
     copy older than its record: ``StaleRecord``). ``visibility`` is the
     session's own visibility rules, as plain dicts (``visibility.py``), None
-    until it has some.
+    until it has some. ``subscriptions`` (the resource URIs subscribed to) is
+    replaced, never changed in place: a session that subscribes to nothing
+    shares one empty tuple instead of holding an empty list (56 bytes of every
+    idle session).
     """
 
     id: str = ""
@@ -37,7 +40,7 @@ class SessionRecord:
     client_info: dict[str, Any] | None = None
     client_capabilities: dict[str, Any] | None = None
     log_level: str | None = None
-    subscriptions: list[str] = field(default_factory=list)
+    subscriptions: Sequence[str] = ()
     principal: list[str | None] | None = None
     visibility: list[dict[str, Any]] | None = None
     version: int = 0

@@ -696,7 +696,7 @@ class _Subscribe:
 
     def __call__(self, record: SessionRecord) -> None:
         if self.uri not in record.subscriptions:
-            record.subscriptions.append(self.uri)
+            record.subscriptions = [*record.subscriptions, self.uri]
 
 
 @dataclass(frozen=True, slots=True)
@@ -705,7 +705,7 @@ class _Unsubscribe:
 
     def __call__(self, record: SessionRecord) -> None:
         if self.uri in record.subscriptions:
-            record.subscriptions.remove(self.uri)
+            record.subscriptions = [uri for uri in record.subscriptions if uri != self.uri]
 
 
 def _check_rules(server: object) -> None:
