@@ -757,19 +757,9 @@ class WriteBehind:
         with redis_unavailable("write"):
             connection = await pool.get_connection()
             try:
-                if _pack is not None:
-                    packed = b"".join([_pack(args) for args in commands])
-                else:
-                    packed = b"".join([b"".join(connection.pack_command(*args)) for args in commands])
-                await connection.send_packed_command(packed, check_health=False)
-                results: list[Any] = []
-                # One deadline for all the replies, not redis-py's (its socket timeout) for each.
+                # One deadline for the whole exchange, not redis-py's (its socket timeout) per reply.
                 async with asyncio.timeout(_BATCH_TIMEOUT):
-                    for _ in commands:
-                        try:
-                            results.append(await connection.read_response(timeout=math.inf))
-                        except redis_errors.ResponseError as error:
-                            results.append(error)
+                    results = await redis_cluster.exchange(connection, commands, _pack)
             except BaseException:
                 await connection.disconnect()
                 raise

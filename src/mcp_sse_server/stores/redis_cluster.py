@@ -39,6 +39,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import ExponentialWithJitterBackoff
 
 from .redis_sentinel import SENTINEL_SCHEMES, sentinel_client
+from .redis_urls import seed_addresses
 
 __all__ = [
     "CLUSTER_SCHEMES",
@@ -47,6 +48,7 @@ __all__ = [
     "cluster_node_message",
     "cluster_probe",
     "cluster_seeds",
+    "exchange",
     "is_cluster",
     "one_connection",
     "refuse_cluster_node",
@@ -67,16 +69,7 @@ def cluster_seeds(url: str) -> list[tuple[str, int]]:
     parts = urlsplit(url)
     if parts.scheme not in CLUSTER_SCHEMES:
         raise ValueError(f"a Redis Cluster URL starts with redis+cluster:// or rediss+cluster://, not {url!r}")
-    netloc = parts.netloc.rpartition("@")[2]
-    seeds: list[tuple[str, int]] = []
-    for seed in netloc.split(","):
-        host, colon, port = seed.rpartition(":")
-        if not colon:
-            host, port = seed, str(_DEFAULT_PORT)
-        host = host.strip("[]")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"{url!r}: each seed is host:port, not {seed!r}")
-        seeds.append((host, int(port)))
+    seeds = seed_addresses(url, _DEFAULT_PORT, "seed")
     if parts.path not in ("", "/", "/0"):
         raise ValueError(f"{url!r}: a cluster has only database 0")
     return seeds
@@ -206,7 +199,7 @@ async def round_trip(
         batch = [*extra, *(commands[index] for index in indexes)]
         connection: Any = node.acquire_connection()
         try:
-            replies = await _exchange(connection, batch, pack)
+            replies = await exchange(connection, batch, pack)
         except BaseException:
             await connection.disconnect()
             raise
@@ -248,7 +241,7 @@ async def one_connection(redis: Redis, key: str, commands: list[Command]) -> lis
         pool: Any = redis.connection_pool
         connection = await pool.get_connection()
     try:
-        replies = await _exchange(connection, commands)
+        replies = await exchange(connection, commands)
     except BaseException:
         await connection.disconnect()
         if node is not None:
@@ -262,7 +255,7 @@ async def one_connection(redis: Redis, key: str, commands: list[Command]) -> lis
     return replies
 
 
-async def _exchange(
+async def exchange(
     connection: Any, commands: list[Command], pack: Callable[[Command], bytes] | None = None
 ) -> list[Any]:
     """``commands`` written at once on ``connection`` (packed by ``pack`` where given, else by the

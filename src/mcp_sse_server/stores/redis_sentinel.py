@@ -22,6 +22,8 @@ from urllib.parse import unquote, urlsplit
 
 from redis.asyncio import Redis
 
+from .redis_urls import seed_addresses
+
 __all__ = ["SENTINEL_SCHEMES", "sentinel_client", "sentinel_parts", "sentinel_probe"]
 
 SENTINEL_SCHEMES: Final = ("redis+sentinel", "rediss+sentinel")
@@ -34,15 +36,7 @@ def sentinel_parts(url: str) -> tuple[list[tuple[str, int]], str, int]:
     parts = urlsplit(url)
     if parts.scheme not in SENTINEL_SCHEMES:
         raise ValueError(f"a Sentinel URL starts with redis+sentinel:// or rediss+sentinel://, not {url!r}")
-    sentinels: list[tuple[str, int]] = []
-    for seed in parts.netloc.rpartition("@")[2].split(","):
-        host, colon, port = seed.rpartition(":")
-        if not colon:
-            host, port = seed, str(_DEFAULT_PORT)
-        host = host.strip("[]")
-        if not host or not port.isdigit() or not 0 < int(port) < 65536:
-            raise ValueError(f"{url!r}: each sentinel is host:port, not {seed!r}")
-        sentinels.append((host, int(port)))
+    sentinels = seed_addresses(url, _DEFAULT_PORT, "sentinel")
     name, _, db = parts.path.strip("/").partition("/")
     if not name or (db and not db.isdigit()):
         raise ValueError(f"{url!r}: the path is /<master name>[/<db>]")
