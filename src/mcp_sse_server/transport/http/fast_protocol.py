@@ -13,8 +13,8 @@ The rules:
    the same ``McpHttpApp`` (routing, security, transports): only the server's
    side of the ASGI exchange differs.
 2. What the fast path does not build per request: uvicorn's scope (a
-   per-connection template is copied instead: the client, server and scheme
-   are the connection's), its ``asyncio.Event`` (the cycle is its own
+   per-connection template, made at the connection's first fast request, is
+   copied instead: the client, server and scheme are the connection's), its ``asyncio.Event`` (the cycle is its own
    ``message_event``, with a future made only when ``receive`` must wait),
    the done callback of its task (the task leaves the server's task set as
    it ends), the keep-alive timer armed after every
@@ -323,12 +323,13 @@ class FastHttpToolsProtocol(LimitedHttpToolsProtocol):
 
     _endpoint: ASGIApp  # the three: set on the per-server subclass
     _target: bytes
-    _template: dict[str, Any]
+    _template: dict[str, Any] | None = None  # (per connection: _scope_template)
     _ready: FastCycle | None = None  # a request whose head this read completed, to start after the parse
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        self._template = {
+    def _scope_template(self) -> dict[str, Any]:
+        """The connection's scope template, made at its first fast request (a connection that never
+        sends one, such as an idle flood's, does not hold one: about 0.6 KB each)."""
+        template = self._template = {
             "type": "http",
             "asgi": {"version": self.asgi_version, "spec_version": "2.3"},
             "http_version": "1.1",
@@ -340,6 +341,7 @@ class FastHttpToolsProtocol(LimitedHttpToolsProtocol):
             "raw_path": self._target,
             "query_string": b"",
         }
+        return template
 
     def on_message_begin(self) -> None:
         # uvicorn's scope waits until the head tells which path serves the request (_fall_back).
@@ -358,7 +360,7 @@ class FastHttpToolsProtocol(LimitedHttpToolsProtocol):
         ):
             self._fall_back()
             return
-        scope = self._template.copy()
+        scope = (self._template or self._scope_template()).copy()
         scope["method"] = method.decode("ascii")
         scope["headers"] = self.headers
         existing = self.cycle
