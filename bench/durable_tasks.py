@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import statistics
 import sys
@@ -72,18 +73,20 @@ def main() -> int:
     log_dir.mkdir(parents=True, exist_ok=True)
     os.sched_setaffinity(0, {SERVER_CPU})
     points: dict[int, list[dict[str, Any]]] = {0: [], 1: []}
-    with RedisServer(str(LOAD_CPU), log_dir) as primary:
-        with RedisServer(str(LOAD_CPU), log_dir, ("--replicaof", "127.0.0.1", str(primary.port))) as replica:
-            deadline = time.monotonic() + 10
-            while "master_link_status:up" not in str(replica.command("INFO", "replication")):
-                if time.monotonic() > deadline:
-                    raise SystemExit("the replica never synced")
-                time.sleep(0.05)
-            for i in range(options.rounds):
-                for replicas in (0, 1):
-                    point = asyncio.run(one_round(primary.url, primary.pid, replicas, options.tasks, f"{i}{replicas}"))
-                    print(f"round {i + 1}, durable_replicas={replicas}: {point}", file=sys.stderr)
-                    points[replicas].append(point)
+    with contextlib.ExitStack() as servers:
+        primary = servers.enter_context(RedisServer(str(LOAD_CPU), log_dir))
+        replica_of = ("--replicaof", "127.0.0.1", str(primary.port))
+        replica = servers.enter_context(RedisServer(str(LOAD_CPU), log_dir, replica_of))
+        deadline = time.monotonic() + 10
+        while "master_link_status:up" not in str(replica.command("INFO", "replication")):
+            if time.monotonic() > deadline:
+                raise SystemExit("the replica never synced")
+            time.sleep(0.05)
+        for i in range(options.rounds):
+            for replicas in (0, 1):
+                point = asyncio.run(one_round(primary.url, primary.pid, replicas, options.tasks, f"{i}{replicas}"))
+                print(f"round {i + 1}, durable_replicas={replicas}: {point}", file=sys.stderr)
+                points[replicas].append(point)
     print("| task records | tasks/s (create + finish, 16 at a time) | worker CPU per task | primary's CPU per task "
           "| one create + finish (median) |")
     print("|---|---:|---:|---:|---:|")
@@ -93,9 +96,11 @@ def main() -> int:
         rows[replicas] = point
         print(f"| {name} | {point['tasks_per_s']:,.0f} | {point['worker_us']:.0f} µs | {point['primary_us']:.0f} µs "
               f"| {point['wall_ms']:.2f} ms |")
-    print(f"| durable / as written | {rows[1]['tasks_per_s'] / rows[0]['tasks_per_s']:.2f}x "
-          f"| {rows[1]['worker_us'] / rows[0]['worker_us']:.2f}x | {rows[1]['primary_us'] / rows[0]['primary_us']:.2f}x "
-          f"| {rows[1]['wall_ms'] / rows[0]['wall_ms']:.2f}x |")
+    durable, written = rows[1], rows[0]
+    print(f"| durable / as written | {durable['tasks_per_s'] / written['tasks_per_s']:.2f}x "
+          f"| {durable['worker_us'] / written['worker_us']:.2f}x "
+          f"| {durable['primary_us'] / written['primary_us']:.2f}x "
+          f"| {durable['wall_ms'] / written['wall_ms']:.2f}x |")
     return 0
 
 

@@ -23,7 +23,6 @@ import json
 import os
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import time
@@ -95,7 +94,8 @@ class Stream:
         status, headers = await read_head(reader)
         if status != 200:
             raise ServerFailed(f"GET /sse: HTTP {status}")
-        self.task = asyncio.get_running_loop().create_task(self.read(reader, headers.get(b"transfer-encoding") == b"chunked"))
+        chunked = headers.get(b"transfer-encoding") == b"chunked"
+        self.task = asyncio.get_running_loop().create_task(self.read(reader, chunked))
         self.path = await asyncio.wait_for(self.opened, 10)
 
     async def read(self, reader: asyncio.StreamReader, chunked: bool) -> None:
@@ -257,7 +257,8 @@ def main() -> int:
     RESULTS.write_text(json.dumps(result, indent=2) + "\n")
     print("| legacy HTTP+SSE POST (2024-11-05) | calls/s | workers' CPU per call | redis-server CPU per call |")
     print("|---|---:|---:|---:|")
-    for name, point in (("local: to the stream's worker", local), ("routed: to another worker, through the mesh", routed)):
+    named = (("local: to the stream's worker", local), ("routed: to another worker, through the mesh", routed))
+    for name, point in named:
         print(f"| {name} | {point['calls_per_s']:,.0f} | {point['workers_us_per_call']:.0f} us "
               f"| {point['redis_us_per_call']:.0f} us |")
     print(f"| routed / local | {result['ratio_calls_per_s']:.2f}x | {result['ratio_workers_cpu']:.2f}x | |")
