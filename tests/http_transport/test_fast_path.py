@@ -16,14 +16,17 @@ from typing import Any
 
 import orjson
 import pytest
+import uvicorn
 from uvicorn.protocols.http.httptools_impl import RequestResponseCycle
+from uvicorn.server import ServerState
 
 from fixtures.asgi import WAIT
 from fixtures.http_app import Gate, build_server
 from fixtures.messages import initialize_message, notification, request
 from mcp_sse_server.engine.protocol import EAGER
-from mcp_sse_server.transport.http import HttpLimits, HttpSettings, McpHttpServer
+from mcp_sse_server.transport.http import HttpLimits, HttpSettings, McpHttpApp, McpHttpServer
 from mcp_sse_server.transport.http.fast_protocol import FastCycle
+from mcp_sse_server.transport.http.server import _protocol_options
 
 pytestmark = pytest.mark.parametrize("fast", [True, False], ids=["fast", "asgi"])
 
@@ -316,3 +319,68 @@ async def test_a_served_request_leaves_nothing_for_the_garbage_collector(fast: b
         # The connection keeps its last cycle (the next request replaces it), and that is all.
         assert left <= 1, f"{left} request cycles of 50 were not freed by reference counting"
         raw.close()
+
+
+class _CountingTransport:
+    """What a protocol writes, one entry per write (an in-process stand-in for the socket)."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+        self.closing = False
+        self.wrote = asyncio.Event()
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(bytes(data))
+        self.wrote.set()
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        self.closing = True
+
+    def pause_reading(self) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return {"sockname": ("127.0.0.1", 8000), "peername": ("127.0.0.1", 5555)}.get(name, default)
+
+    def set_write_buffer_limits(self, *args: Any, **kwargs: Any) -> None: ...
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+async def _answered(transport: _CountingTransport, done: bytes) -> None:
+    async with asyncio.timeout(WAIT):
+        while not b"".join(transport.writes).endswith(done):
+            transport.wrote.clear()
+            await transport.wrote.wait()
+
+
+async def test_a_streams_head_goes_out_with_its_first_event(fast: bool) -> None:
+    # The protocol bind serves with, fed in process, so its writes can be counted: on the fast path a
+    # streamed reply's head shares its first event's write instead of taking a write of its own.
+    app = McpHttpApp(build_server(), settings=HttpSettings(path="/mcp", fast_path=fast))
+    async with app:
+        protocol_class = _protocol_options(app)["http"]
+        config = uvicorn.Config(app, http=protocol_class, loop="none", lifespan="off")
+        config.load()
+        loop = asyncio.get_running_loop()
+        protocol = protocol_class(config=config, server_state=ServerState(), app_state={}, _loop=loop)
+        transport = _CountingTransport()
+        protocol.connection_made(transport)
+        protocol.data_received(post(orjson.dumps(initialize_message())))
+        await _answered(transport, b"}\n\n")
+        head = b"".join(transport.writes).split(b"\r\n\r\n", 1)[0].decode("latin-1")
+        sid = next(line.split(": ", 1)[1] for line in head.split("\r\n") if line.startswith("mcp-session-id"))
+        transport.writes.clear()
+        params = {"name": "chatty", "arguments": {}, "_meta": {"progressToken": "p"}}
+        protocol.data_received(post(orjson.dumps(request(5, "tools/call", params)), sid))
+        await _answered(transport, b"0\r\n\r\n")
+        assert b"chatty done" in transport.writes[-1]
+        if fast:  # progress, log, progress, reply: four writes, the first with the head
+            assert len(transport.writes) == 4
+            assert transport.writes[0].startswith(b"HTTP/1.1 200") and b"notifications/progress" in transport.writes[0]
+        protocol.connection_lost(None)

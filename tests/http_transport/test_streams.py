@@ -7,8 +7,9 @@ from typing import Any
 
 import pytest
 
+from mcp_sse_server.transport.http.asgi import WHOLE_RESPONSE
 from mcp_sse_server.transport.http.sse import KEEPALIVE
-from mcp_sse_server.transport.http.streams import QUEUE_LIMIT, KeepaliveTicker, SseStream
+from mcp_sse_server.transport.http.streams import QUEUE_LIMIT, KeepaliveTicker, SseStream, send_whole
 
 
 class SlowPeer:
@@ -184,3 +185,24 @@ async def test_keepalive_only_for_silent_streams() -> None:
     assert len(ticker) == 1  # ended streams are dropped
     ticker.close()
     assert len(ticker) == 0
+
+
+async def test_send_whole_is_one_message_to_a_send_that_takes_whole_responses() -> None:
+    headers = [(b"content-type", b"text/plain")]
+    plain: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        plain.append(message)
+
+    await send_whole(send, headers, b"hi")
+    assert [m["type"] for m in plain] == ["http.response.start", "http.response.body"]
+    assert plain[0]["headers"] == [*headers, (b"content-length", b"2")] and plain[1]["body"] == b"hi"
+
+    whole: list[dict[str, Any]] = []
+
+    async def takes_whole(message: dict[str, Any]) -> None:
+        whole.append(message)
+
+    setattr(takes_whole, WHOLE_RESPONSE, True)
+    await send_whole(takes_whole, headers, b"hi")
+    assert whole == [{"type": WHOLE_RESPONSE, "status": 200, "headers": headers, "body": b"hi"}]
