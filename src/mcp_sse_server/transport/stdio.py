@@ -5,7 +5,10 @@ defines it. Stdout carries nothing else: once this process's stdin and stdout
 are served, what the process or a child of it writes to stdout comes out on
 stderr, and what they read from stdin is the null device (``stdio_fds.py``
 states the rules; streams given to ``StdioServerTransport`` are used as they
-are). The session ends when stdin reaches end of file. A line holding a
+are). The session ends when stdin reaches end of file, once the requests
+read before it are answered or ``EOF_GRACE`` seconds have passed (``echo
+REQUEST | server`` gets its answer; a request that waits on the client, who
+is gone, does not hold the process). A line holding a
 JSON-RPC batch is served when the session's revision has batches (2025-03-26;
 ``batches.py`` states the rules): its answers go out as one line, a JSON array.
 
@@ -30,6 +33,7 @@ from ..engine.jsonrpc import (
     JsonRpcError,
     JsonRpcMessage,
     JsonRpcRequest,
+    JsonRpcResponse,
     McpError,
     RequestId,
     encode_message,
@@ -48,6 +52,8 @@ __all__ = ["StdioServerTransport", "serve_stdio"]
 logger = logging.getLogger("mcp_sse_server")
 
 DEFAULT_MAX_LINE_BYTES: Final = 32 * 1024 * 1024
+EOF_GRACE: Final = 1.0
+"""Seconds the requests read before stdin ended may take to answer before the session closes."""
 
 _LineReader: TypeAlias = Callable[[], Awaitable[bytes]]
 
@@ -88,11 +94,16 @@ class StdioServerTransport(Transport):
         self._closed = False
         self._done: asyncio.Event = asyncio.Event()
         self._tasks: set[asyncio.Task[None]] = set()  # replies and batches being written
+        self._unanswered: set[RequestId] = set()  # requests read and not answered yet
+        self._answered = asyncio.Event()  # set as each answer (or background write) is done
 
     async def send(self, message: JsonRpcMessage, related_request_id: RequestId | None = None) -> None:
         if self._closed:
             raise ConnectionError("the stdio connection is closed")
         await self._write_line(encode_message(message))
+        if self._unanswered and type(message) in (JsonRpcResponse, JsonRpcError):
+            self._unanswered.discard(message.id)  # type: ignore[union-attr]
+            self._answered.set()
 
     async def _write_line(self, data: bytes) -> None:
         # A worker thread does the blocking write so a slow reader never stalls
@@ -128,10 +139,25 @@ class StdioServerTransport(Transport):
                     self._reply(JsonRpcError(None, INVALID_REQUEST, message))
                     continue
                 if not line:
+                    await self._answer_what_was_read()
                     break
                 self._handle_line(line)
         finally:
             await self.close()
+
+    async def _answer_what_was_read(self) -> None:
+        """stdin ended: wait (``EOF_GRACE`` at most) for the answers to the requests read before it."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + EOF_GRACE
+        while (self._unanswered or self._tasks) and not self._closed:
+            left = deadline - loop.time()
+            if left <= 0:
+                return
+            self._answered.clear()
+            try:
+                await asyncio.wait_for(self._answered.wait(), left)
+            except TimeoutError:
+                return
 
     async def _open_reader(self) -> _LineReader:
         assert self._stdin is not None  # (run() set it)
@@ -174,6 +200,8 @@ class StdioServerTransport(Transport):
             self._reply(JsonRpcError(None, error.code, error.message))
             return
         if self.dispatcher is not None:
+            if type(message) is JsonRpcRequest:
+                self._unanswered.add(message.id)
             self.dispatcher.on_message(message)
 
     def _reply(self, message: JsonRpcMessage) -> None:
@@ -186,6 +214,7 @@ class StdioServerTransport(Transport):
 
     def _finished(self, task: asyncio.Task[None]) -> None:
         self._tasks.discard(task)
+        self._answered.set()
         error = None if task.cancelled() else task.exception()
         if error is not None and not isinstance(error, ConnectionError):  # (closed: nobody to tell)
             logger.error("stdio: %s", error)
