@@ -97,7 +97,7 @@ async def test_start_eagerly_runs_the_first_step_now_only_where_python_can() -> 
         steps.append("ran")
         return 7
 
-    task = start_eagerly(work(), asyncio.get_running_loop())
+    task = start_eagerly(work())
     assert (steps, task.done()) == ((["ran"], True) if EAGER else ([], False))
     assert await task == 7
 

@@ -38,6 +38,7 @@ cases).
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import logging
 import sys
@@ -73,18 +74,19 @@ EAGER: Final = sys.version_info >= (3, 12)
 """True where ``start_eagerly`` starts its tasks eagerly (the module's rule 1)."""
 
 
-if sys.version_info >= (3, 12):
+if TYPE_CHECKING:
 
-    def start_eagerly(coroutine: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -> asyncio.Task[T]:
-        """A task running ``coroutine`` on ``loop``, its first step already run where tasks can start
-        eagerly (the module's rules); ``task.done()`` says whether it finished there."""
-        return asyncio.Task(coroutine, loop=loop, eager_start=True)
+    def start_eagerly(coroutine: Coroutine[Any, Any, T]) -> asyncio.Task[T]:
+        """A task running ``coroutine`` on the running loop, its first step already run where tasks
+        can start eagerly (the module's rules); ``task.done()`` says whether it finished there."""
+        ...
 
+# The task class itself, not a function around it: one Python frame fewer on every request
+# (bench/inmemory.py). Like 3.12's eager tasks, it does not go through a loop's task factory.
+elif sys.version_info >= (3, 12):
+    start_eagerly = functools.partial(asyncio.Task, eager_start=True)
 else:
-
-    def start_eagerly(coroutine: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -> asyncio.Task[T]:
-        """A task running ``coroutine`` on ``loop`` (3.11 cannot start one eagerly: the module's rule 2)."""
-        return loop.create_task(coroutine)
+    start_eagerly = asyncio.Task
 
 
 ProgressCallback = Callable[[float, float | None, str | None], Any]
@@ -195,7 +197,7 @@ class Connection:
         self._inflight[request.id] = context
         # A task of its own (notifications/cancelled cancels it), started eagerly where Python
         # can (rule 1 above): a request that never waits is answered before the loop runs again.
-        task = start_eagerly(self._serve(request, context), asyncio.get_running_loop())
+        task = start_eagerly(self._serve(request, context))
         if not task.done():
             context.task = task
 

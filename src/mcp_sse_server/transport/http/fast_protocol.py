@@ -381,7 +381,7 @@ class FastHttpToolsProtocol(LimitedHttpToolsProtocol):
             # there, so a quick request answers in this step (eagerly, where Python can).
             self._ready = None
             if not self.transport.is_closing():
-                task = start_eagerly(cycle.run_asgi(self._endpoint), self.loop)
+                task = start_eagerly(cycle.run_asgi(self._endpoint))
                 if not task.done():
                     cycle.task = task
                     self.tasks.add(task)
