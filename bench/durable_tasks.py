@@ -41,8 +41,9 @@ async def one_round(url: str, primary_pid: int, replicas: int, tasks: int, tag: 
     async def worker() -> None:
         for n in ids:
             now = time.time()
-            record = TaskRecord(id=f"t{n}", revision="2026-07-28", created_at=now, updated_at=now, ttl_ms=60_000,
-                                poll_interval_ms=1000)
+            record = TaskRecord(
+                id=f"t{n}", revision="2026-07-28", created_at=now, updated_at=now, ttl_ms=60_000, poll_interval_ms=1000
+            )
             started = time.perf_counter()
             await store.create(record)
             await store.finish(record.id, "completed", {"result": {"content": []}}, None, time.time())
@@ -62,6 +63,12 @@ async def one_round(url: str, primary_pid: int, replicas: int, tasks: int, tag: 
         "wall_ms": statistics.median(walls) * 1000,
         "unreplicated": store.unreplicated,
     }
+
+
+def ratio(value: float, base: float) -> str:
+    """``value`` over ``base``, or "-" where the base measured nothing (a run too short to see the
+    primary's CPU, say)."""
+    return f"{value / base:.2f}x" if base > 0 else "-"
 
 
 def main() -> int:
@@ -87,20 +94,22 @@ def main() -> int:
                 point = asyncio.run(one_round(primary.url, primary.pid, replicas, options.tasks, f"{i}{replicas}"))
                 print(f"round {i + 1}, durable_replicas={replicas}: {point}", file=sys.stderr)
                 points[replicas].append(point)
-    print("| task records | tasks/s (create + finish, 16 at a time) | worker CPU per task | primary's CPU per task "
-          "| one create + finish (median) |")
+    print(
+        "| task records | tasks/s (create + finish, 16 at a time) | worker CPU per task | primary's CPU per task "
+        "| one create + finish (median) |"
+    )
     print("|---|---:|---:|---:|---:|")
     rows = {}
     for replicas, name in ((0, "as written (no WAIT)"), (1, "durable_replicas=1 (WAIT 1 after each)")):
         point = sorted(points[replicas], key=lambda p: p["worker_us"])[len(points[replicas]) // 2]
         rows[replicas] = point
-        print(f"| {name} | {point['tasks_per_s']:,.0f} | {point['worker_us']:.0f} µs | {point['primary_us']:.0f} µs "
-              f"| {point['wall_ms']:.2f} ms |")
+        print(
+            f"| {name} | {point['tasks_per_s']:,.0f} | {point['worker_us']:.0f} µs | {point['primary_us']:.0f} µs "
+            f"| {point['wall_ms']:.2f} ms |"
+        )
     durable, written = rows[1], rows[0]
-    print(f"| durable / as written | {durable['tasks_per_s'] / written['tasks_per_s']:.2f}x "
-          f"| {durable['worker_us'] / written['worker_us']:.2f}x "
-          f"| {durable['primary_us'] / written['primary_us']:.2f}x "
-          f"| {durable['wall_ms'] / written['wall_ms']:.2f}x |")
+    cells = [ratio(durable[key], written[key]) for key in ("tasks_per_s", "worker_us", "primary_us", "wall_ms")]
+    print("| durable / as written | " + " | ".join(cells) + " |")
     return 0
 
 
