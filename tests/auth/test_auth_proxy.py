@@ -10,7 +10,7 @@ import secrets
 import time
 from collections.abc import AsyncIterator
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
 import jwt
@@ -19,6 +19,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from fixtures.auth_proxy import REDIRECT, Browser, Proxied, client_signs_in, proxied_endpoint, s256
+from fixtures.auth_proxy import authorize_url as proxy_authorize_url
 from mcp_sse_server import McpServer, RequestContext
 from mcp_sse_server.auth.proxy import GrantToken
 from mcp_sse_server.client import StreamableHttpClient
@@ -86,18 +87,9 @@ async def client_of(proxied: Proxied, **metadata: Any) -> str:
 
 
 def authorize_url(proxied: Proxied, client_id: str, verifier: str, **params: str) -> str:
-    query = {
-        "response_type": "code",
-        "client_id": client_id,
-        "redirect_uri": REDIRECT,
-        "code_challenge": s256(verifier),
-        "code_challenge_method": "S256",
-        "state": "client-state",
-        "resource": proxied.resource,
-        "scope": "mcp:tools",
-        **params,
-    }
-    return proxied.issuer + "/oauth/authorize?" + urlencode({k: v for k, v in query.items() if v != ""})
+    """The proxy's authorize URL as this module's client asks: its state, resource and scope."""
+    wanted = {"state": "client-state", "resource": proxied.resource, "scope": "mcp:tools", **params}
+    return proxy_authorize_url(proxied.issuer, client_id, s256(verifier), **wanted)
 
 
 async def sign_in(proxied: Proxied, client_id: str, verifier: str, **params: str) -> dict[str, str]:
