@@ -24,7 +24,6 @@ from typing import Any
 
 from ..engine.jsonrpc import (
     METHOD_NOT_FOUND,
-    JsonRpcMessage,
     JsonRpcNotification,
     JsonRpcRequest,
     JsonRpcResponse,
@@ -136,8 +135,7 @@ class Listening(ClientCore):
     ) -> dict[str, Any]:
         """A request whose id the caller chose (``next_request_id``): the subscription id of a
         listen is its request id. Cancelling it cancels the request (HTTP: closes its stream)."""
-        future: asyncio.Future[JsonRpcMessage] = asyncio.get_running_loop().create_future()
-        connection._pending[request_id] = future
+        future = connection.await_reply(request_id)
         try:
             await connection.transport.send(JsonRpcRequest(request_id, method, params))
             reply = await future
@@ -149,7 +147,7 @@ class Listening(ClientCore):
                     )
             raise
         finally:
-            connection._pending.pop(request_id, None)
+            connection.forget_reply(request_id)
         if type(reply) is JsonRpcResponse:
             return reply.result
         raise reply.to_exception()  # type: ignore[union-attr]

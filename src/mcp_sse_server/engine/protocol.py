@@ -120,13 +120,18 @@ class Connection:
         "transport",
     )
 
+    # What this side sends requests with: the ids, the replies awaited, the progress callbacks.
+    # Slots left unset until first used (``_outbound_ids`` and the ``except AttributeError``s): a
+    # server's session seldom asks its client anything, and a stateless request never does, so an
+    # idle session and a stateless request make none of them (about 190 bytes per idle session).
+    _ids: Iterator[RequestId]
+    _pending: dict[RequestId, asyncio.Future[JsonRpcMessage]]
+    _progress: dict[str | int, ProgressCallback]
+
     def __init__(self, transport: Transport, owner: ConnectionOwner) -> None:
         self.transport = transport
         self.owner = owner
         self.closed = False
-        self._ids: Iterator[RequestId] = itertools.count(1)
-        self._pending: dict[RequestId, asyncio.Future[JsonRpcMessage]] = {}
-        self._progress: dict[str | int, ProgressCallback] = {}
         self._inflight: dict[RequestId, RequestContext] = {}
         self._background: set[asyncio.Task[Any]] | None = None
         transport.attach(self)
@@ -142,7 +147,10 @@ class Connection:
         elif message.id is None:
             logger.warning("peer reported an error: %s", message)
         else:
-            future = self._pending.pop(message.id, None)
+            try:
+                future = self._pending.pop(message.id, None)
+            except AttributeError:  # (this side never sent a request)
+                future = None
             if future is None:
                 logger.debug("ignoring a response to unknown request %r", message.id)
             elif not future.done():
@@ -165,7 +173,10 @@ class Connection:
             # (then the owner, as every notification: a server's middleware sees it, applied)
         if method == "notifications/progress":
             token = params.get("progressToken")
-            callback = self._progress.get(token) if isinstance(token, str | int) else None
+            try:
+                callback = self._progress.get(token) if isinstance(token, str | int) else None
+            except AttributeError:  # (no progress was ever asked for)
+                callback = None
             if callback is not None:
                 try:
                     callback(params.get("progress", 0), params.get("total"), params.get("message"))
@@ -267,13 +278,15 @@ class Connection:
         if self.closed:
             return
         self.closed = True
-        pending, self._pending = self._pending, {}
+        pending: dict[RequestId, asyncio.Future[JsonRpcMessage]] = getattr(self, "_pending", {})
+        self._pending = {}
         for request_id, future in pending.items():
             if not future.done():
                 future.set_result(JsonRpcError(request_id, CONNECTION_CLOSED, "Connection closed"))
         for context in list(self._inflight.values()):
             context.cancel("connection closed")
-        self._progress.clear()
+        if hasattr(self, "_progress"):
+            self._progress.clear()
         try:
             self.owner.connection_closed()
         except Exception:
@@ -299,15 +312,14 @@ class Connection:
         """
         if self.closed:
             raise McpError(CONNECTION_CLOSED, "Connection closed")
-        request_id = next(self._ids)
+        request_id = self.next_request_id()
         if on_progress is not None:
             params = dict(params or {})
             meta = dict(params.get("_meta") or {})
             meta["progressToken"] = request_id
             params["_meta"] = meta
-            self._progress[request_id] = on_progress
-        future: asyncio.Future[JsonRpcMessage] = asyncio.get_running_loop().create_future()
-        self._pending[request_id] = future
+            self.add_progress_handler(request_id, on_progress)
+        future = self.await_reply(request_id)
         try:
             await self.transport.send(JsonRpcRequest(request_id, method, params), related_request_id)
             if timeout is None:
@@ -375,13 +387,43 @@ class Connection:
 
     def add_progress_handler(self, token: str | int, callback: ProgressCallback) -> None:
         """Route notifications/progress for ``token`` to ``callback`` (for callers that send requests themselves)."""
-        self._progress[token] = callback
+        try:
+            self._progress[token] = callback
+        except AttributeError:
+            self._progress = {token: callback}
 
     def remove_progress_handler(self, token: str | int) -> None:
-        self._progress.pop(token, None)
+        if hasattr(self, "_progress"):
+            self._progress.pop(token, None)
+
+    def await_reply(self, request_id: RequestId) -> asyncio.Future[JsonRpcMessage]:
+        """A future the reply to ``request_id`` will complete (for callers that send requests
+        themselves, with an id of ``next_request_id``); ``forget_reply`` when no longer awaited."""
+        future: asyncio.Future[JsonRpcMessage] = asyncio.get_running_loop().create_future()
+        try:
+            self._pending[request_id] = future
+        except AttributeError:
+            self._pending = {request_id: future}
+        return future
+
+    def forget_reply(self, request_id: RequestId) -> None:
+        """Stop awaiting the reply to ``request_id`` (one that comes later is ignored)."""
+        if hasattr(self, "_pending"):
+            self._pending.pop(request_id, None)
 
     def next_request_id(self) -> RequestId:
-        return next(self._ids)
+        """The id of the next request this side sends."""
+        try:
+            return next(self._ids)
+        except AttributeError:  # the first: the ids are made now
+            return next(self._outbound_ids())
+
+    def _outbound_ids(self) -> Iterator[RequestId]:
+        try:
+            return self._ids
+        except AttributeError:
+            ids = self._ids = itertools.count(1)
+            return ids
 
     def name_requests(self, ids: Iterator[RequestId]) -> None:
         """Take the ids of outbound requests from ``ids`` (several workers name theirs apart)."""
@@ -470,7 +512,7 @@ class ObservedConnection(Connection):
             return await super().request(
                 method, params, timeout=timeout, related_request_id=related_request_id, on_progress=on_progress
             )
-        ids = self._ids
+        ids = self._outbound_ids()
         if not isinstance(ids, _OutboundIds):  # (made on the first observed request: most never send one)
             ids = self._ids = _OutboundIds(ids)
         ids.starting = observation
@@ -491,7 +533,7 @@ class ObservedConnection(Connection):
     def outbound_observation(self, request_id: RequestId) -> OutboundObservation | None:
         """The observation of the request ``request_id`` this side sent and awaits the answer to
         (an answer routed from another worker links to its span)."""
-        ids = self._ids
+        ids = getattr(self, "_ids", None)
         return ids.by_id.get(request_id) if isinstance(ids, _OutboundIds) else None
 
     def _failed(self, request_id: RequestId, error: Exception) -> None:
