@@ -198,6 +198,19 @@ async def test_a_client_leaving_ends_its_session(bound: McpHttpServer) -> None:
     assert len(app.keepalive) == 0
 
 
+async def test_an_id_already_in_flight_is_refused_on_the_stream_with_its_id(bound: McpHttpServer) -> None:
+    app = bound.app
+    async with httpx.AsyncClient(timeout=5) as client, opened(client, stream_url(bound)) as (events, messages):
+        await initialize(client, events, messages)
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "wait", "arguments": {}}}
+        assert (await client.post(messages, json=call)).status_code == 202
+        await until(lambda: app.inflight == 1)
+        assert (await client.post(messages, json=call)).status_code == 202
+        while (conflict := await events.message()).get("method") == "notifications/message":
+            continue  # (the first call's log)
+        assert conflict["id"] == 7 and "request id 7 is already in flight" in conflict["error"]["message"]
+
+
 async def test_the_session_less_get_of_the_endpoint(bound: McpHttpServer) -> None:
     async with httpx.AsyncClient(timeout=5) as client:
         async with opened(client, bound.endpoint) as (events, messages):

@@ -271,6 +271,7 @@ async def test_a_duplicate_in_flight_id_is_refused(app: McpHttpApp, gate: Gate) 
     await asyncio.wait_for(gate.entered.wait(), 5)
     duplicate = await session.post(request(5, "ping")).finish()
     assert duplicate.status == 409
+    assert duplicate.json["id"] == 5  # (the refused request's id, known: not null)
     assert "already in flight" in duplicate.json["error"]["message"]
     gate.release.set()
     await first.finish()

@@ -160,8 +160,8 @@ def test_posts_sent_to_b_are_answered_on_the_stream_held_by_a(redis_url: str, tm
         assert client.post(messages, json=call(5, "wait")).status_code == 202
         assert stream.message()["params"]["data"] == "waiting"
         assert client.post(messages, json=call(5, "wait")).status_code == 202
-        conflict = stream.message()  # (as one process answers it: the HTTP 409's body, id null)
-        assert "request id 5 is already in flight" in conflict["error"]["message"]
+        conflict = stream.message()  # (as one process answers it: the HTTP 409's body)
+        assert conflict["id"] == 5 and "request id 5 is already in flight" in conflict["error"]["message"]
         cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 5}}
         assert client.post(messages, json=cancel).status_code == 202
         assert client.post(messages, json={"jsonrpc": "2.0", "id": 6, "method": "ping"}).status_code == 202

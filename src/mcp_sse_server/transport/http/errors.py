@@ -107,7 +107,9 @@ async def write_json_rpc_error(
 
 def in_flight_conflict(request_id: RequestId) -> HttpError:
     """409: a client request id already in flight in its session (on any worker)."""
-    return HttpError(409, f"Conflict: request id {request_id!r} is already in flight in this session")
+    return HttpError(
+        409, f"Conflict: request id {request_id!r} is already in flight in this session", request_id=request_id
+    )
 
 
 def shutting_down() -> HttpError:
