@@ -211,3 +211,44 @@ def test_relative_links_reach_a_file_and_a_heading(document: Path) -> None:
         if not linked.exists() or (anchor and linked.suffix == ".md" and anchor not in _anchors(linked)):
             broken.append(target)
     assert broken == [], f"{document.relative_to(ROOT)}: broken links"
+
+
+# `tests/file.py::test_name`, or `::test_name` for another test of the file named before it on the
+# line (docs/auth.md's threat table names the test that fails without each defence).
+_TEST_REFERENCE = re.compile(r"`(?P<file>tests/[\w/.-]+\.py)?::(?P<name>test_\w+)(?:\[[^\]`]*\])?`")
+
+
+def _stale_references(text: str) -> tuple[int, list[str]]:
+    """How many tests ``text`` names, and those of them that do not exist."""
+    seen, stale = 0, []
+    for line in text.splitlines():
+        file = None
+        for found in _TEST_REFERENCE.finditer(line):
+            seen += 1
+            file = found["file"] or file
+            source = ROOT / file if file is not None else None
+            if source is None or not source.is_file():
+                stale.append(f"{file}::{found['name']} (no such file)")
+            elif not re.search(
+                rf"^\s*(async )?def {found['name']}\(", source.read_text(encoding="utf-8"), re.MULTILINE
+            ):
+                stale.append(f"{file}::{found['name']}")
+    return seen, stale
+
+
+def test_a_reference_to_a_test_names_one_that_exists() -> None:
+    seen, stale = 0, []
+    for document in [*DOCUMENTS, ROOT / "bench" / "README.md"]:
+        found, missing = _stale_references(document.read_text(encoding="utf-8"))
+        seen += found
+        stale += [f"{document.relative_to(ROOT)}: {reference}" for reference in missing]
+    assert seen > 20  # (the threat table's rows are found at all)
+    assert stale == [], "documents name tests that no longer exist"
+
+
+def test_a_renamed_test_is_reported() -> None:
+    text = "`tests/test_readme.py::test_a_renamed_test_is_reported`, `::test_no_such_test`, `tests/no.py::test_x`"
+    assert _stale_references(text) == (
+        3,
+        ["tests/test_readme.py::test_no_such_test", "tests/no.py::test_x (no such file)"],
+    )
