@@ -369,3 +369,18 @@ def test_a_post_right_after_the_endpoint_event_finds_the_stream(redis_url: str, 
                 poster.sock.close()
         refused = [(target == b.port, status) for target, status in statuses if status != 202]
         assert not refused, f"{len(refused)} of {len(statuses)} refused (to the other worker, status): {refused}"
+
+
+def test_a_stream_still_open_at_shutdown_ends_cleanly(redis_url: str, tmp_path: Path) -> None:
+    # two_workers_on_redis stops both processes with this stream open (the stream's client leaves
+    # only after): each must stop with status 0 and no traceback, its lease released.
+    stream = None
+    try:
+        with two_workers_on_redis(redis_url, tmp_path) as (a, b, _), httpx.Client(timeout=WAIT) as client:
+            stream = LegacyStream(urljoin(a.url, "/sse"))
+            assert client.post(on(b.url, stream), json=init()).status_code == 202
+            assert stream.answer(1)["result"]["protocolVersion"] == "2024-11-05"
+            assert client.post(on(a.url, stream), json=INITIALIZED).status_code == 202
+    finally:
+        if stream is not None:
+            stream.http.close()

@@ -668,6 +668,9 @@ _INTERRUPTED: Final = "Request interrupted: the server instance running it stopp
 
 _NOTHING: Final = contextlib.nullcontext()  # what serving a request does in Redis
 
+_RELEASE_GRACE: Final = 1.0
+"""How long ``stop`` waits for the streams the shutdown ended to release their leases."""
+
 
 class RedisCoordinator:
     """The ``Coordinator`` of workers and hosts that share sessions through Redis.
@@ -685,6 +688,7 @@ class RedisCoordinator:
         "_holding",
         "_posts",
         "_reaper",
+        "_releasing",
         "_sessions",
         "_stopped",
         "events",
@@ -714,6 +718,7 @@ class RedisCoordinator:
         self._holders = 0  # standalone GET streams held here (numbers their holders)
         self._holding: dict[str, str] = {}  # session id -> this worker's holder of its standalone stream
         self._posts: dict[str, Callable[[bytes], Awaitable[None]]] = {}  # session id -> its 2024-11-05 stream here
+        self._releasing = 0  # leases of streams that ended, being released now
 
     @property
     def started(self) -> bool:
@@ -732,6 +737,14 @@ class RedisCoordinator:
 
     async def stop(self) -> None:
         self._stopped = True
+        # The app's shutdown ended the streams held here; each releases its lease in its own task.
+        # Let them, for a moment, before the mesh and then the backend close under them: a release
+        # cut short left its task to be cancelled at the loop's end, a traceback in every worker's
+        # log, and the lease to lapse only at its expiry (polled: shutdown only, as the app does).
+        loop = asyncio.get_running_loop()
+        until = loop.time() + _RELEASE_GRACE
+        while (self._holding or self._releasing) and loop.time() < until:  # noqa: ASYNC110
+            await asyncio.sleep(0.005)
         reaper, self._reaper = self._reaper, None
         if reaper is not None:
             reaper.cancel()
@@ -810,8 +823,12 @@ class RedisCoordinator:
             mesh.registry.drop(lease, holder)
             if self._holding.get(session_id) == holder:
                 del self._holding[session_id]
-            with contextlib.suppress(StoreUnavailable):
-                await lease.release(holder)
+            self._releasing += 1
+            try:
+                with contextlib.suppress(StoreUnavailable):
+                    await lease.release(holder)
+            finally:
+                self._releasing -= 1
 
     @contextlib.asynccontextmanager
     async def holding_legacy(
