@@ -100,6 +100,13 @@ async def read_body(
             return b"".join(chunks)
 
 
+def _within(offered: bytes, max_bytes: int) -> bytes:
+    """A body the server had whole (``McpRequest.body``), refused (413) beyond ``max_bytes``."""
+    if len(offered) > max_bytes:
+        raise _too_large(max_bytes)
+    return offered
+
+
 def parse_body(body: bytes) -> JsonRpcMessage:
     """One JSON-RPC message from a POST body; HttpError 400 (-32700/-32600) otherwise."""
     try:
@@ -108,17 +115,21 @@ def parse_body(body: bytes) -> JsonRpcMessage:
         raise HttpError(400, error.message, error.code) from None
 
 
-async def read_message(receive: Receive, max_bytes: int, content_length: bytes | None) -> tuple[JsonRpcMessage, bytes]:
-    """A POST's one JSON-RPC message and the body it came in (rules 2-4)."""
-    body = await read_body(receive, max_bytes, content_length)
+async def read_message(
+    receive: Receive, max_bytes: int, content_length: bytes | None, offered: bytes | None = None
+) -> tuple[JsonRpcMessage, bytes]:
+    """A POST's one JSON-RPC message and the body it came in (rules 2-4); ``offered``: the whole
+    body, when the server has it already (``McpRequest.body``), taken instead of reading ``receive``."""
+    body = await read_body(receive, max_bytes, content_length) if offered is None else _within(offered, max_bytes)
     return parse_body(body), body
 
 
 async def read_session_post(
-    receive: Receive, max_bytes: int, content_length: bytes | None
+    receive: Receive, max_bytes: int, content_length: bytes | None, offered: bytes | None = None
 ) -> tuple[JsonRpcMessage | list[Any], bytes]:
-    """A session POST's one JSON-RPC message, or the items of its batch (a list), and its body."""
-    body = await read_body(receive, max_bytes, content_length)
+    """A session POST's one JSON-RPC message, or the items of its batch (a list), and its body
+    (``offered`` as ``read_message`` takes it)."""
+    body = await read_body(receive, max_bytes, content_length) if offered is None else _within(offered, max_bytes)
     try:
         return parse_message(body), body
     except BatchReceived as batch:

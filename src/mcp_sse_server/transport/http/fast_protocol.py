@@ -47,7 +47,14 @@ The rules:
    default, and a graceful shutdown clears it so the connection closes after
    the response in flight; a response that fails before it starts is a 500,
    after that the connection is closed.
-5. Turned off with ``HttpSettings(fast_path=False)``: then the limited
+5. A body that is whole when its request starts (the usual small POST,
+   which came in the read that completed its head) is offered to the
+   endpoint on the request's view, ``McpRequest.body``: the endpoint takes
+   it without a ``receive``, its message dict and its copy. ``receive``
+   still returns it first (a middleware reading the body, or a watcher
+   waiting for the client to leave, sees the exchange as ASGI describes it),
+   and ``Expect: 100-continue`` is moot: the body is here.
+6. Turned off with ``HttpSettings(fast_path=False)``: then the limited
    protocol of ``connections.py`` serves every request through uvicorn's cycle.
 """
 
@@ -62,6 +69,7 @@ from uvicorn.protocols.http.httptools_impl import STATUS_LINE, HttpToolsProtocol
 from ...engine.protocol import start_eagerly
 from .asgi import WHOLE_RESPONSE
 from .connections import LimitedHttpToolsProtocol, protocol_class
+from .request import SCOPE_KEY, McpRequest
 
 if TYPE_CHECKING:
     from ...engine.observe import Observer
@@ -141,8 +149,13 @@ class FastCycle:
 
     async def run_asgi(self, app: ASGIApp) -> None:
         """Run the app for this request (uvicorn's ``_start_asgi_task`` makes it the request's task)."""
+        scope = self.scope
+        if not self.more_body:
+            # The whole body came before the app started: offered on the request's view (rule 5),
+            # so the endpoint reads it without a receive. The body stays here for ``receive`` too.
+            scope[SCOPE_KEY] = McpRequest(scope, bytes(self.body))
         try:
-            await app(self.scope, self.receive, self.send)
+            await app(scope, self.receive, self.send)
         except BaseException as error:
             logger.error("the MCP endpoint failed outside its own error handling", exc_info=error)
             if not self.response_started and not self.disconnected:
@@ -256,13 +269,16 @@ class FastCycle:
         encoding or connection; the length is added here)."""
         self.response_started = True
         self.waiting_for_100_continue = False
-        lines = [STATUS_LINE[status]]
-        for name, value in headers:
-            lines.append(b"%s: %s\r\n" % (name, value))
-        lines.append(b"content-length: %d\r\n" % len(body))
-        if not self.keep_alive:
-            lines.append(_CLOSE_LINE)
-        self.transport.write(_head(lines) + body)
+        known = _WHOLE_HEADS.get(id(headers))
+        if known is not None and known[0] is headers and known[1] == status and known[2] == headers:
+            head = known[3]
+        else:
+            head = _whole_head(status, headers)
+        length = b"content-length: %d\r\n\r\n" % len(body)
+        if self.keep_alive:
+            self.transport.write(head + length + body)
+        else:
+            self.transport.write(head + _CLOSE_LINE + length + body)
         self._complete()
 
     def _body(self, body: bytes, more_body: bool) -> None:
@@ -307,6 +323,27 @@ def _head(lines: list[bytes]) -> bytes:
     # Every line ends with the CRLF added here; any other CR or LF came from a header and would split it.
     if head.count(b"\n") != len(lines) or head.count(b"\r") != len(lines):
         raise RuntimeError("Invalid HTTP header: a name or value holds CR or LF")
+    return head
+
+
+# The heads of whole responses (status line and headers, without the length), by the identity of
+# their header list: most replies go out with one of a few constant lists (sse.py, replies.py), so
+# each head is rendered and checked once, not per reply. An entry keeps its list (so the id is not
+# reused while it stands) and a copy of its items (so a list changed in place is rendered anew).
+_WHOLE_HEADS: Final[dict[int, tuple[Any, int, list[tuple[bytes, bytes]], bytes]]] = {}
+_WHOLE_HEADS_MAX: Final = 64  # full (lists made per reply, a session id's, come and go): it starts again
+
+
+def _whole_head(status: int, headers: Any) -> bytes:
+    """A whole response's status line and header lines (``_head``'s check), remembered by ``_WHOLE_HEADS``."""
+    lines = [STATUS_LINE[status]]
+    for name, value in headers:
+        lines.append(b"%s: %s\r\n" % (name, value))
+    head = _head(lines)[:-2]  # (the length line and the blank line follow it)
+    if type(headers) is list:
+        if len(_WHOLE_HEADS) >= _WHOLE_HEADS_MAX:
+            _WHOLE_HEADS.clear()
+        _WHOLE_HEADS[id(headers)] = (headers, status, list(headers), head)
     return head
 
 

@@ -235,7 +235,7 @@ class LegacySseEndpoint:
         if stream is None or stream.gone.is_set():
             raise HttpError(404, UNKNOWN_SESSION)
         live = await self.directory.lookup(session_id.encode("latin-1"), request_principal())
-        message, body = await read_message(receive, self.limits.max_request_bytes, request.content_length)
+        message, body = await read_message(receive, self.limits.max_request_bytes, request.content_length, request.body)
         if type(message) is JsonRpcRequest:
             if self.closing():
                 raise shutting_down()
@@ -252,7 +252,7 @@ class LegacySseEndpoint:
         """A POST of a session whose stream this worker does not hold: the checks of a local POST,
         202, and the message to the worker holding the stream (rule 5)."""
         await self.directory.check(session_id, request_principal())
-        message, body = await read_message(receive, self.limits.max_request_bytes, request.content_length)
+        message, body = await read_message(receive, self.limits.max_request_bytes, request.content_length, request.body)
         if type(message) is JsonRpcRequest:
             if self.closing():
                 raise shutting_down()

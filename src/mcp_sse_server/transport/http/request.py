@@ -46,10 +46,15 @@ _NOT_ACCEPTABLE_GET: Final = "Not acceptable: the Accept header must allow text/
 
 
 class McpRequest:
-    """The method, path and headers of one request, as the endpoint reads them."""
+    """The method, path and headers of one request, as the endpoint reads them.
+
+    ``body`` is the whole request body when the server had all of it before the app started (the
+    fast path offers it: ``fast_protocol.py``), read without a ``receive``; None: read it from
+    ``receive`` (``body.py``)."""
 
     __slots__ = (
         "accept",
+        "body",
         "content_length",
         "content_type",
         "headers",
@@ -64,7 +69,8 @@ class McpRequest:
         "version",
     )
 
-    def __init__(self, scope: Scope) -> None:
+    def __init__(self, scope: Scope, body: bytes | None = None) -> None:
+        self.body = body
         raw = scope["headers"]
         headers: dict[bytes, bytes] = dict(raw)  # at C speed; a repeated name shows as a shorter dict
         self.raw: list[tuple[bytes, bytes]] = raw

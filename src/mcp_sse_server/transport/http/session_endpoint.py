@@ -69,7 +69,9 @@ class HttpSessionEndpoint:
             await self._open(request, receive, send, sse)
             return
         live = await self.directory.lookup(session_id, request_principal() if self.scopes is not None else None)
-        message, body = await read_session_post(receive, self.limits.max_request_bytes, request.content_length)
+        message, body = await read_session_post(
+            receive, self.limits.max_request_bytes, request.content_length, request.body
+        )
         if type(message) is JsonRpcRequest:
             if self.closing():
                 raise shutting_down()
@@ -88,7 +90,7 @@ class HttpSessionEndpoint:
             await live.transport.handle_message(message, send)
 
     async def _open(self, request: McpRequest, receive: Receive, send: Send, sse: bool) -> None:
-        message, _ = await read_message(receive, self.limits.max_request_bytes, request.content_length)
+        message, _ = await read_message(receive, self.limits.max_request_bytes, request.content_length, request.body)
         if type(message) is not JsonRpcRequest or message.method != "initialize":
             if type(message) is JsonRpcRequest and has_envelope(message.params):
                 # A 2026-07-28 request without its version header: a recognised stateless error, so a

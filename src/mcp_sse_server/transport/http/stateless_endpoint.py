@@ -130,7 +130,7 @@ class HttpStatelessEndpoint:
         sse = request.check_post(self.json_response)
         if self.closing():
             raise shutting_down()
-        message, _ = await read_message(receive, self.limits.max_request_bytes, request.content_length)
+        message, _ = await read_message(receive, self.limits.max_request_bytes, request.content_length, request.body)
         if type(message) is JsonRpcNotification:
             await send_accepted(send)
             return
