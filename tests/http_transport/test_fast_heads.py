@@ -27,7 +27,7 @@ class Written:
 def whole(headers: Any, body: bytes, *, status: int = 200, keep_alive: bool = True) -> bytes:
     transport = Written()
     protocol = SimpleNamespace(transport=transport, flow=None, on_response_complete=lambda: None, tasks=set())
-    cycle = FastCycle({}, protocol, keep_alive, False)  # type: ignore[arg-type]
+    cycle = FastCycle({}, protocol, keep_alive)  # type: ignore[arg-type]
     cycle._whole(status, headers, body)
     assert cycle.response_complete and len(transport.data) == 1  # one write
     return transport.data[0]

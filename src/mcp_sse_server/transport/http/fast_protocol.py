@@ -80,7 +80,7 @@ __all__ = ["FastCycle", "FastHttpToolsProtocol", "fast_protocol_class"]
 
 logger = logging.getLogger("mcp_sse_server.http")
 
-_FAST_METHODS: Final = frozenset({b"POST", b"GET", b"DELETE"})
+_FAST_METHODS: Final = {b"POST": "POST", b"GET": "GET", b"DELETE": "DELETE"}  # (and the scope's name of each)
 _HIGH_WATER: Final = 65536  # unread request body bytes before reading pauses (uvicorn's figure)
 _CONTINUE: Final = b"HTTP/1.1 100 Continue\r\n\r\n"
 _LAST_CHUNK: Final = b"0\r\n\r\n"
@@ -119,7 +119,7 @@ class FastCycle:
         "waiting_for_100_continue",
     )
 
-    def __init__(self, scope: dict[str, Any], protocol: FastHttpToolsProtocol, keep_alive: bool, expect: bool) -> None:
+    def __init__(self, scope: dict[str, Any], protocol: FastHttpToolsProtocol, keep_alive: bool) -> None:
         self.scope = scope
         self.transport = protocol.transport
         self.flow = protocol.flow
@@ -129,9 +129,11 @@ class FastCycle:
         self.is_set = False
         self.waiter: asyncio.Future[None] | None = None
         self.keep_alive = keep_alive
-        self.waiting_for_100_continue = expect
+        # Whether Expect: 100-continue is still to be answered: looked up at the first receive that
+        # must wait for the body (the protocol does not check every header for it).
+        self.waiting_for_100_continue = True
         self.disconnected = False
-        self.body = bytearray()
+        self.body: bytes | bytearray = b""  # (the first chunk as it came; later ones join a bytearray)
         self.more_body = True
         self.response_started = False
         self.response_complete = False
@@ -153,7 +155,8 @@ class FastCycle:
         if not self.more_body:
             # The whole body came before the app started: offered on the request's view (rule 5),
             # so the endpoint reads it without a receive. The body stays here for ``receive`` too.
-            scope[SCOPE_KEY] = McpRequest(scope, bytes(self.body))
+            body = self.body
+            scope[SCOPE_KEY] = McpRequest(scope, body if type(body) is bytes else bytes(body))
         try:
             await app(scope, self.receive, self.send)
         except BaseException as error:
@@ -196,7 +199,7 @@ class FastCycle:
     async def receive(self) -> Message:
         if self.waiting_for_100_continue:
             self.waiting_for_100_continue = False
-            if not self.transport.is_closing():
+            if not self.is_set and expects_continue(self.scope["headers"]) and not self.transport.is_closing():
                 self.transport.write(_CONTINUE)
         if not self.disconnected and not self.response_complete:
             self.flow.resume_reading()
@@ -206,8 +209,10 @@ class FastCycle:
         if self.disconnected or self.response_complete:
             return {"type": "http.disconnect"}
         body = self.body
-        self.body = bytearray()
-        return {"type": "http.request", "body": bytes(body), "more_body": self.more_body}
+        self.body = b""
+        if type(body) is not bytes:
+            body = bytes(body)
+        return {"type": "http.request", "body": body, "more_body": self.more_body}
 
     async def send(self, message: Message) -> None:
         flow = self.flow
@@ -347,6 +352,11 @@ def _whole_head(status: int, headers: Any) -> bytes:
     return head
 
 
+def expects_continue(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a request's headers (names in lower case) ask ``Expect: 100-continue``."""
+    return any(name == b"expect" and value.lower() == b"100-continue" for name, value in headers)
+
+
 def _nothing() -> None:
     pass
 
@@ -383,25 +393,24 @@ class FastHttpToolsProtocol(LimitedHttpToolsProtocol):
     def on_message_begin(self) -> None:
         # uvicorn's scope waits until the head tells which path serves the request (_fall_back).
         self.url = b""
-        self.expect_100_continue = False
         self.headers = []
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        # uvicorn's without its Expect check on every header: the fast cycle looks for it only when
+        # it must wait for a body (FastCycle.receive), _fall_back for uvicorn's cycle.
+        self.headers.append((name.lower(), value))
 
     def _start_cycle(self) -> None:
         parser = self.parser
-        method = parser.get_method()
-        if (
-            self.url != self._target
-            or method not in _FAST_METHODS
-            or parser.get_http_version() != "1.1"
-            or parser.should_upgrade()
-        ):
+        method = _FAST_METHODS.get(parser.get_method())
+        if method is None or self.url != self._target or parser.get_http_version() != "1.1" or parser.should_upgrade():
             self._fall_back()
             return
         scope = (self._template or self._scope_template()).copy()
-        scope["method"] = method.decode("ascii")
+        scope["method"] = method
         scope["headers"] = self.headers
         existing = self.cycle
-        cycle = FastCycle(scope, self, parser.should_keep_alive(), self.expect_100_continue)
+        cycle = FastCycle(scope, self, parser.should_keep_alive())
         self.cycle = cycle  # type: ignore[assignment]
         if existing is None or existing.response_complete:
             self._ready = cycle  # started once this read is parsed (rule 3)
@@ -426,9 +435,9 @@ class FastHttpToolsProtocol(LimitedHttpToolsProtocol):
     def _fall_back(self) -> None:
         """uvicorn's own cycle for this request: its scope (what its on_message_begin builds, around
         the URL and headers already read), then its on_headers_complete."""
-        url, headers, expect = self.url, self.headers, self.expect_100_continue
+        url, headers = self.url, self.headers
         HttpToolsProtocol.on_message_begin(self)
-        self.url, self.headers, self.expect_100_continue = url, headers, expect
+        self.url, self.headers, self.expect_100_continue = url, headers, expects_continue(headers)
         self.scope["headers"] = headers
         HttpToolsProtocol.on_headers_complete(self)
 
@@ -444,10 +453,19 @@ class FastHttpToolsProtocol(LimitedHttpToolsProtocol):
         if cycle.__class__ is not FastCycle:
             HttpToolsProtocol.on_body(self, body)
         elif not cycle.response_complete:
-            cycle.body += body
-            if len(cycle.body) > _HIGH_WATER:
+            held = cycle.body
+            if not held:
+                cycle.body = held = body  # the usual single chunk, kept as it came
+            else:
+                if type(held) is bytes:
+                    held = cycle.body = bytearray(held)
+                held += body
+            if len(held) > _HIGH_WATER:
                 self.flow.pause_reading()
-            cycle.set()
+            if cycle.waiter is None:  # (set() inlined: nothing waits yet for the usual body)
+                cycle.is_set = True
+            else:
+                cycle.set()
 
     def _end_body(self) -> None:
         cycle: Any = self.cycle
