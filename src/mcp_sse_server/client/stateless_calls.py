@@ -82,6 +82,8 @@ class StatelessCalls(ClientCore):
                     result = await self._exchange(method, stamped, timeout, on_progress)
                 if not driven:
                     return _one_round(method, result)
+                if result.get("resultType") == "complete":  # the usual answer: nothing to drive (as _complete)
+                    return result
                 return await self._complete(method, params, result, timeout, on_progress, tasks=tasks)
             except StreamLostError:
                 # The stream broke before the answer and nothing resumes it: send the request

@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Mapping
-from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol, cast
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, Protocol
 
 from . import versions
 from .context import LOG_LEVELS, RequestContext, current_context
@@ -284,6 +284,11 @@ def _missing(required: dict[str, Any], what: str) -> McpError:
     )
 
 
+def _as_invalid_params(error: McpError) -> McpError:
+    """An unknown resource (-32002) as 2026-07-28 answers it: invalid params (rule 5)."""
+    return McpError(INVALID_PARAMS, error.message, error.data)
+
+
 def _observe_round(context: RequestContext, request: JsonRpcRequest, first_round: dict[str, str]) -> None:
     """Telemetry: this retry's span gets an event and a link to the call's first round."""
     find = getattr(context.connection, "observation", None)  # (an ObservedConnection's)
@@ -302,10 +307,8 @@ class StatelessEndpoint:
         # Each served stateless revision's method table, by name (the server builds each once).
         self._tables: dict[str, tuple[versions.Revision, Mapping[str, Handler]]] | None = None
 
-    def handle_request(self, request: JsonRpcRequest, context: RequestContext) -> Awaitable[dict[str, Any]]:
-        return self.serve(request, context)
-
     async def serve(self, request: JsonRpcRequest, context: RequestContext) -> dict[str, Any]:
+        """Serve one stateless request (rules 1-6); McpError for an error answer."""
         params = request.params or {}
         envelope = read_envelope(params)
         tables = self._tables
@@ -322,9 +325,8 @@ class StatelessEndpoint:
         # A server-side context's peer is the Connection that built it (context.py types it as
         # the Peer protocol only to stay below protocol.py).
         # The request's own session is built when first asked for (most handlers never ask).
-        context.bind_session(
-            functools.partial(RequestSession, self.server, cast(Connection, context.connection), envelope, revision)
-        )
+        connection: Connection = context.connection  # type: ignore[assignment]
+        context.bind_session(functools.partial(RequestSession, self.server, connection, envelope, revision))
         if method not in _MAY_ASK:
             return self._stamp(method, await self._run(handler, params, context))
         target = params.get("name") if method != "resources/read" else params.get("uri")
@@ -334,7 +336,11 @@ class StatelessEndpoint:
             if context.session.first_round is not None:
                 _observe_round(context, request, context.session.first_round)
         try:
-            result = await self._run(handler, params, context)
+            result = await handler(params, context)  # (_run inlined: every tools/call passes here)
+        except McpError as error:
+            if error.code == RESOURCE_NOT_FOUND:
+                raise _as_invalid_params(error) from None
+            raise
         except InputRequired:
             session = context.session  # (made now if the handler never asked: then it has no questions)
             if not session.questions:  # raised by the handler itself, not by a question
@@ -364,8 +370,8 @@ class StatelessEndpoint:
         try:
             return await handler(params, context)
         except McpError as error:
-            if error.code == RESOURCE_NOT_FOUND:  # 2026-07-28: an unknown resource is invalid params
-                raise McpError(INVALID_PARAMS, error.message, error.data) from None
+            if error.code == RESOURCE_NOT_FOUND:
+                raise _as_invalid_params(error) from None
             raise
 
     def _resume(self, session: RequestSession, method: str, target: Any, arguments: Any, params: dict[str, Any]) -> int:
@@ -413,6 +419,8 @@ class StatelessEndpoint:
             stamped["ttlMs"] = server.cache.ttl_ms
             stamped["cacheScope"] = server.cache.scope
         return stamped
+
+    handle_request = serve  # (the owner's entry: serve itself, one call fewer per request)
 
     def handle_notification(self, notification: JsonRpcNotification) -> None:
         """Stateless clients send no notifications the server acts on (cancellation is the engine's)."""
