@@ -10,9 +10,11 @@ store to the server it serves.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 
 import httpx
@@ -25,7 +27,7 @@ from mcp_sse_server.engine.context import RequestContext
 from mcp_sse_server.engine.jsonrpc import RequestId
 from mcp_sse_server.engine.memory_stores import MemoryEventBus, MemoryTaskStore
 from mcp_sse_server.engine.records import SessionRecord, TaskRecord
-from mcp_sse_server.engine.stores import Backend, StoredEvent, StoreSizes
+from mcp_sse_server.engine.stores import NOT_HELD, Backend, DuplicateRequest, StoredEvent, StoreSizes
 from mcp_sse_server.stores import (
     LocalCoordinator,
     MemoryEventLog,
@@ -266,3 +268,49 @@ def test_options_the_factory_does_not_take_are_a_type_error() -> None:
         backend_from_url("counting:x", worker_ttl=1.0)
     with pytest.raises(TypeError):
         backend_from_url("memory:", worker_ttl=1.0)
+
+
+class HoldingCoordinator(LocalCoordinator):
+    """A coordinator whose ``serving`` holds something around each request (what a coordinator that
+    looks for duplicates on other workers does): it notes entry and exit, and refuses id 13 as in
+    flight elsewhere."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.held: list[str] = []
+
+    def serving(self, session: Any, request_id: RequestId) -> AbstractAsyncContextManager[None]:
+        return self._hold(request_id)
+
+    @contextlib.asynccontextmanager
+    async def _hold(self, request_id: RequestId) -> AsyncIterator[None]:
+        if request_id == 13:
+            raise DuplicateRequest(request_id)
+        self.held.append(f"enter {request_id}")
+        try:
+            yield
+        finally:
+            self.held.append(f"exit {request_id}")
+
+
+async def test_a_coordinator_that_holds_something_around_a_request_gets_its_async_with() -> None:
+    # The usual coordinator's serving is NOT_HELD and the app skips the async with; any other is entered.
+    space = Space(HttpLimits())
+    coordinator = HoldingCoordinator()
+    backend = Backend(
+        sessions=space.sessions, events=space.events, coordinator=coordinator, tasks=space.tasks, bus=space.bus
+    )
+    assert LocalCoordinator().serving(None, 1) is NOT_HELD  # type: ignore[arg-type]
+    http = await McpHttpServer.bind(build_server(Gate()), backend=backend)
+    try:
+        async with httpx.AsyncClient(timeout=WAIT) as client:
+            session = Session(client, http.endpoint)
+            await session.open()
+            added = await session.result(2, "tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})
+            assert added["content"][0]["text"] == "5"
+            assert coordinator.held == ["enter 2", "exit 2"]
+            refused = await client.post(http.endpoint, json=request(13, "ping"), headers=session.headers)
+            assert refused.status_code == 409 and refused.json()["id"] == 13
+            assert coordinator.held == ["enter 2", "exit 2"]
+    finally:
+        await http.close(deadline=1.0)

@@ -19,7 +19,7 @@ from contextlib import AbstractAsyncContextManager
 from typing import Final
 
 from ..engine.jsonrpc import JsonRpcMessage, RequestId
-from ..engine.stores import CoordinatedSession, SessionPeers
+from ..engine.stores import NOT_HELD, CoordinatedSession, SessionPeers
 
 __all__ = ["NO_PEERS", "LocalCoordinator"]
 
@@ -43,7 +43,7 @@ NO_PEERS: SessionPeers = _NoPeers()
 """The ``SessionPeers`` of a session served by one process only."""
 
 
-_NOTHING: Final = contextlib.nullcontext()  # one no-op ``async with`` for every request
+_NOTHING: Final = contextlib.nullcontext()  # one no-op ``async with`` for every stream held
 
 
 class LocalCoordinator:
@@ -65,7 +65,7 @@ class LocalCoordinator:
 
     def serving(self, session: CoordinatedSession, request_id: RequestId) -> AbstractAsyncContextManager[None]:
         # (duplicates within the process are the transport's 409)
-        return _NOTHING
+        return NOT_HELD
 
     async def route_inbound(self, session_id: str, message: JsonRpcMessage, body: bytes) -> bool:
         return False

@@ -63,7 +63,15 @@ from ..engine.jsonrpc import (
     encode_message,
     parse_message,
 )
-from ..engine.stores import CoordinatedSession, EventLog, SessionPeers, SessionStore, StoreUnavailable, TaskStore
+from ..engine.stores import (
+    NOT_HELD,
+    CoordinatedSession,
+    EventLog,
+    SessionPeers,
+    SessionStore,
+    StoreUnavailable,
+    TaskStore,
+)
 from .redis import DEFAULT_PREFIX, WriteBehind, logger, milliseconds, redis_unavailable
 
 if TYPE_CHECKING:
@@ -666,7 +674,6 @@ def _tell_routed(observer: Observer, session: CoordinatedSession, message: Route
 
 _INTERRUPTED: Final = "Request interrupted: the server instance running it stopped"
 
-_NOTHING: Final = contextlib.nullcontext()  # what serving a request does in Redis
 
 _RELEASE_GRACE: Final = 1.0
 """How long ``stop`` waits for the streams the shutdown ended to release their leases."""
@@ -766,7 +773,7 @@ class RedisCoordinator:
         A duplicate id in flight on another worker is not looked for: that would cost a round trip
         per request, and JSON-RPC makes unique ids the client's duty (a worker refuses its own).
         """
-        return _NOTHING
+        return NOT_HELD
 
     async def route_inbound(self, session_id: str, message: JsonRpcMessage, body: bytes) -> bool:
         """A client's answer to a server-to-client request another worker sent (its id names that

@@ -16,7 +16,7 @@ from typing import Final
 
 from ...engine.jsonrpc import HEADER_MISMATCH, JsonRpcRequest
 from ...engine.stateless_meta import has_envelope
-from ...engine.stores import STANDALONE_STREAM, Coordinator, DuplicateRequest, stream_of
+from ...engine.stores import NOT_HELD, STANDALONE_STREAM, Coordinator, DuplicateRequest, stream_of
 from .asgi import Message, Receive, Send
 from .batch import Batch
 from .bearer import ScopeCheck, request_principal
@@ -78,8 +78,12 @@ class HttpSessionEndpoint:
             if self.scopes is not None:
                 self.scopes.check(live.server, message)
             try:
-                async with self.coordinator.serving(live, message.id):
+                held = self.coordinator.serving(live, message.id)
+                if held is NOT_HELD:  # (the usual coordinator's: no async with, two coroutines fewer)
                     await live.transport.serve_request(message, receive, send, sse=sse)
+                else:
+                    async with held:
+                        await live.transport.serve_request(message, receive, send, sse=sse)
             except DuplicateRequest:  # (raised before serving: in flight on another worker)
                 raise in_flight_conflict(message.id) from None
         elif isinstance(message, list):
