@@ -238,23 +238,35 @@ class FastCycle:
     def _start(self, status: int, headers: Any) -> None:
         self.response_started = True
         self.waiting_for_100_continue = False
-        lines = [STATUS_LINE[status]]
         length = -1
-        for name, value in headers:
-            name = name.lower()
-            if name == b"content-length":
-                length = int(value)
-            elif name == b"connection" and b"close" in value.lower():
-                self.keep_alive = False
-            elif name == b"transfer-encoding":
-                continue  # ours to decide, from the length (every body here is chunked or has a length)
-            lines.append(b"%s: %s\r\n" % (name, value))
+        known = _WHOLE_HEADS.get(id(headers))
+        if known is not None and known[0] is headers and known[1] == status and known[2] == headers:
+            rendered = known[3]  # (a remembered list names no length, encoding or connection)
+        else:
+            lines = [STATUS_LINE[status]]
+            plain = True
+            for name, value in headers:
+                name = name.lower()
+                if name == b"content-length":
+                    length = int(value)
+                    plain = False
+                elif name == b"connection":
+                    plain = False
+                    if b"close" in value.lower():
+                        self.keep_alive = False
+                elif name == b"transfer-encoding":
+                    plain = False
+                    continue  # ours to decide, from the length (every body here is chunked or has a length)
+                lines.append(b"%s: %s\r\n" % (name, value))
+            rendered = _head(lines)[:-2]
+            if plain:
+                _remember_head(headers, status, rendered)
         if not self.keep_alive:
-            lines.append(_CLOSE_LINE)
+            rendered += _CLOSE_LINE
         if length < 0 and status not in (204, 304):
             self.streamed = True
-            lines.append(_CHUNKED_LINE)
-        self.head = _head(lines)  # written with the first body chunk, in one write
+            rendered += _CHUNKED_LINE
+        self.head = rendered + b"\r\n"  # written with the first body chunk, in one write
         if self.streamed:
             # A stream's first chunk usually follows in this step (an SSE stream sends its first
             # event with its head); one that does not come gets the head on its own, at the loop's
@@ -331,10 +343,11 @@ def _head(lines: list[bytes]) -> bytes:
     return head
 
 
-# The heads of whole responses (status line and headers, without the length), by the identity of
-# their header list: most replies go out with one of a few constant lists (sse.py, replies.py), so
-# each head is rendered and checked once, not per reply. An entry keeps its list (so the id is not
-# reused while it stands) and a copy of its items (so a list changed in place is rendered anew).
+# The heads of responses (status line and headers, without the length or a stream's own lines), by
+# the identity of their header list: most replies and streams go out with one of a few constant
+# lists (sse.py, replies.py), so each head is rendered and checked once, not per response. An
+# entry keeps its list (so the id is not reused while it stands) and a copy of its items (so a
+# list changed in place is rendered anew).
 _WHOLE_HEADS: Final[dict[int, tuple[Any, int, list[tuple[bytes, bytes]], bytes]]] = {}
 _WHOLE_HEADS_MAX: Final = 64  # full (lists made per reply, a session id's, come and go): it starts again
 
@@ -345,11 +358,17 @@ def _whole_head(status: int, headers: Any) -> bytes:
     for name, value in headers:
         lines.append(b"%s: %s\r\n" % (name, value))
     head = _head(lines)[:-2]  # (the length line and the blank line follow it)
+    _remember_head(headers, status, head)
+    return head
+
+
+def _remember_head(headers: Any, status: int, rendered: bytes) -> None:
+    """Keep the head rendered from a header list that names no length, encoding or connection
+    (``_WHOLE_HEADS``): a whole response's, or a stream's (``_start``) before its own lines."""
     if type(headers) is list:
         if len(_WHOLE_HEADS) >= _WHOLE_HEADS_MAX:
             _WHOLE_HEADS.clear()
-        _WHOLE_HEADS[id(headers)] = (headers, status, list(headers), head)
-    return head
+        _WHOLE_HEADS[id(headers)] = (headers, status, list(headers), rendered)
 
 
 def expects_continue(headers: list[tuple[bytes, bytes]]) -> bool:
