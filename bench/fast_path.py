@@ -26,6 +26,7 @@ from typing import Any
 
 from loadgen import cpu_seconds, wrk
 from procs import Server
+from report import markdown_grid
 from run import BENCH, ROOT, baseline_src, our_env, our_python
 
 POINTS = {
@@ -109,25 +110,19 @@ def main() -> None:
                 print(f"{name} {point} ...", file=sys.stderr, flush=True)
                 table.setdefault(name, {})[point] = measure(name, argv, env, POINTS[point], args.seconds, logs)
     print(f"\nRequests per server CPU-second (req/s, p50/p99 µs), {args.seconds:g} s per point, tree {ROOT.name}\n")
-    print("| server | " + " | ".join(chosen) + " |")
-    print("|---|" + "---:|" * len(chosen))
-    for name, row in table.items():
-        cells = []
-        for point in chosen:
-            m = row.get(point)
-            cells.append("-" if m is None else f"{m['per_cpu_s']:,.0f} ({m['rps']:,.0f}/s, {m['p50']}/{m['p99']})")
-        print(f"| {name} | " + " | ".join(cells) + " |")
+    def cell(m: dict[str, float] | None) -> str:
+        return "-" if m is None else f"{m['per_cpu_s']:,.0f} ({m['rps']:,.0f}/s, {m['p50']}/{m['p99']})"
+
+    print(markdown_grid("server", chosen, {name: [cell(row.get(p)) for p in chosen] for name, row in table.items()}))
     base = next((n for n in table if n.startswith("ours@")), None)
     if base is not None:
         print(f"\nRatios, per server CPU-second, against {base}:\n")
-        print("| server | " + " | ".join(chosen) + " |")
-        print("|---|" + "---:|" * len(chosen))
-        for name, row in table.items():
-            cells = []
-            for point in chosen:
-                m, b = row.get(point), table[base].get(point)
-                cells.append("-" if m is None or b is None else f"{m['per_cpu_s'] / b['per_cpu_s']:.2f}x")
-            print(f"| {name} | " + " | ".join(cells) + " |")
+
+        def ratio(m: dict[str, float] | None, b: dict[str, float] | None) -> str:
+            return "-" if m is None or b is None else f"{m['per_cpu_s'] / b['per_cpu_s']:.2f}x"
+
+        rows = {name: [ratio(row.get(p), table[base].get(p)) for p in chosen] for name, row in table.items()}
+        print(markdown_grid("server", chosen, rows))
 
 
 if __name__ == "__main__":

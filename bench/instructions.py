@@ -173,6 +173,7 @@ def main() -> None:
 
         uvloop.run(drive(args.drive[0], int(args.drive[1])))
         return
+    from report import markdown_grid
     from run import ROOT, baseline_src, git, our_python
 
     python = our_python()
@@ -192,21 +193,17 @@ def main() -> None:
                 print(f"  {error}", file=sys.stderr)
                 figures[name][point] = None
     print("\nInstructions per request in process (callgrind), server side\n")
-    print("| tree | " + " | ".join(points) + " |")
-    print("|---|" + "---:|" * len(points))
-    for name, row in figures.items():
-        print(f"| {name} | " + " | ".join("-" if row[p] is None else f"{row[p]:,.0f}" for p in points) + " |")
+    print(markdown_grid("tree", points, {name: ["-" if row[p] is None else f"{row[p]:,.0f}" for p in points]
+                                         for name, row in figures.items()}))
     if len(trees) > 1:
         base = figures[list(trees)[-1]]
         print(f"\nAgainst {list(trees)[-1]} (its instructions over ours: how many times less work)\n")
-        print("| tree | " + " | ".join(points) + " |")
-        print("|---|" + "---:|" * len(points))
-        for name, row in figures.items():
-            cells = []
-            for p in points:
-                ours, theirs = row[p], base[p]
-                cells.append("-" if not ours or not theirs else f"{theirs / ours:.2f}x")
-            print(f"| {name} | " + " | ".join(cells) + " |")
+
+        def ratio(ours: float | None, theirs: float | None) -> str:
+            return "-" if not ours or not theirs else f"{theirs / ours:.2f}x"
+
+        print(markdown_grid("tree", points, {name: [ratio(row[p], base[p]) for p in points]
+                                             for name, row in figures.items()}))
 
 
 if __name__ == "__main__":

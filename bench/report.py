@@ -45,6 +45,14 @@ QUICK, STREAMED = "quick", "streamed"
 CALLS = {QUICK: "quick reply", STREAMED: "streamed: progress, then the reply"}
 
 
+def markdown_grid(corner: str, columns: list[str], rows: dict[str, list[str]]) -> str:
+    """A Markdown table: ``corner`` heads the first column, ``columns`` (right-aligned) the others,
+    one row per name with its cells (the stand-alone scripts' tables: fast_path.py, instructions.py)."""
+    lines = [f"| {corner} | " + " | ".join(columns) + " |", "|---|" + "---:|" * len(columns)]
+    lines += [f"| {name} | " + " | ".join(cells) + " |" for name, cells in rows.items()]
+    return "\n".join(lines)
+
+
 def revision_key(call: str, revision: str) -> str:
     """Where a revision point is kept in results["http"][name]: quick replies on a
     2025-06-18 session are the SSE table's point, "sse"."""
