@@ -1,4 +1,4 @@
-"""The fast path's remembered response heads (fast_protocol._WHOLE_HEADS): a head is rendered once per
+"""The fast path's remembered response heads (fast_protocol._HEADS): a head is rendered once per
 header list, and never goes out stale or split."""
 
 from __future__ import annotations
@@ -72,9 +72,9 @@ def test_a_header_that_would_split_the_response_is_refused_every_time() -> None:
 
 
 def test_the_remembered_heads_stay_bounded() -> None:
-    for n in range(fast_protocol._WHOLE_HEADS_MAX * 3):
+    for n in range(fast_protocol._HEADS_MAX * 3):
         whole([(b"mcp-session-id", b"%d" % n)], b"")
-    assert len(fast_protocol._WHOLE_HEADS) <= fast_protocol._WHOLE_HEADS_MAX
+    assert len(fast_protocol._HEADS) <= fast_protocol._HEADS_MAX
 
 
 async def test_a_stream_head_is_remembered_and_shared_with_whole_responses() -> None:
@@ -94,7 +94,7 @@ async def test_a_start_naming_its_length_or_connection_is_not_remembered() -> No
     for headers in ([(b"Content-Length", b"2")], [(b"connection", b"close")], [(b"transfer-encoding", b"chunked")]):
         for _ in range(2):
             cycle, written = started(headers, b"{}")
-            assert id(headers) not in fast_protocol._WHOLE_HEADS
+            assert id(headers) not in fast_protocol._HEADS
         if headers[0][0] == b"Content-Length":
             assert not cycle.streamed and written.endswith(b"content-length: 2\r\n\r\n{}")
         elif headers[0][0] == b"connection":

@@ -42,8 +42,8 @@ The rules:
    paused meanwhile; a request body over 64 KiB unread pauses reading until
    the app's next ``receive``; ``send`` waits while the transport's buffer is
    full; ``Expect: 100-continue`` is answered at the app's first ``receive``
-   (never, if the app answers first: a 413 for a declared length over the
-   limit reads nothing); ``keep_alive`` follows the parser, HTTP/1.1's
+   that waits for body bytes (never, if the app answers first: a 413 for a
+   declared length over the limit reads nothing); ``keep_alive`` follows the parser, HTTP/1.1's
    default, and a graceful shutdown clears it so the connection closes after
    the response in flight; a response that fails before it starts is a 500,
    after that the connection is closed.
@@ -239,7 +239,7 @@ class FastCycle:
         self.response_started = True
         self.waiting_for_100_continue = False
         length = -1
-        known = _WHOLE_HEADS.get(id(headers))
+        known = _HEADS.get(id(headers))
         if known is not None and known[0] is headers and known[1] == status and known[2] == headers:
             rendered = known[3]  # (a remembered list names no length, encoding or connection)
         else:
@@ -286,7 +286,7 @@ class FastCycle:
         encoding or connection; the length is added here)."""
         self.response_started = True
         self.waiting_for_100_continue = False
-        known = _WHOLE_HEADS.get(id(headers))
+        known = _HEADS.get(id(headers))
         if known is not None and known[0] is headers and known[1] == status and known[2] == headers:
             head = known[3]
         else:
@@ -348,12 +348,12 @@ def _head(lines: list[bytes]) -> bytes:
 # lists (sse.py, replies.py), so each head is rendered and checked once, not per response. An
 # entry keeps its list (so the id is not reused while it stands) and a copy of its items (so a
 # list changed in place is rendered anew).
-_WHOLE_HEADS: Final[dict[int, tuple[Any, int, list[tuple[bytes, bytes]], bytes]]] = {}
-_WHOLE_HEADS_MAX: Final = 64  # full (lists made per reply, a session id's, come and go): it starts again
+_HEADS: Final[dict[int, tuple[Any, int, list[tuple[bytes, bytes]], bytes]]] = {}
+_HEADS_MAX: Final = 64  # full (lists made per reply, a session id's, come and go): it starts again
 
 
 def _whole_head(status: int, headers: Any) -> bytes:
-    """A whole response's status line and header lines (``_head``'s check), remembered by ``_WHOLE_HEADS``."""
+    """A whole response's status line and header lines (``_head``'s check), remembered by ``_HEADS``."""
     lines = [STATUS_LINE[status]]
     for name, value in headers:
         lines.append(b"%s: %s\r\n" % (name, value))
@@ -364,11 +364,11 @@ def _whole_head(status: int, headers: Any) -> bytes:
 
 def _remember_head(headers: Any, status: int, rendered: bytes) -> None:
     """Keep the head rendered from a header list that names no length, encoding or connection
-    (``_WHOLE_HEADS``): a whole response's, or a stream's (``_start``) before its own lines."""
+    (``_HEADS``): a whole response's, or a stream's (``_start``) before its own lines."""
     if type(headers) is list:
-        if len(_WHOLE_HEADS) >= _WHOLE_HEADS_MAX:
-            _WHOLE_HEADS.clear()
-        _WHOLE_HEADS[id(headers)] = (headers, status, list(headers), rendered)
+        if len(_HEADS) >= _HEADS_MAX:
+            _HEADS.clear()
+        _HEADS[id(headers)] = (headers, status, list(headers), rendered)
 
 
 def expects_continue(headers: list[tuple[bytes, bytes]]) -> bool:
