@@ -3,6 +3,7 @@ figure that does not move with the machine's load, for the Python side of a requ
 interpreter, the parser, orjson; not the kernel's TCP), where the timed points spread too widely.
 
     .venv/bin/python bench/instructions.py [--baseline a3542c1] [--points quick,json,stateless,streamed]
+        [--tree NAME=PATH ...] [--cpu ROUNDS]
 
 Each point drives the server's own HTTP protocol (what `McpHttpServer.bind` gives uvicorn: the fast
 path where the tree has one) on uvloop, with a transport that keeps what is written and never
@@ -13,7 +14,9 @@ start-up, imports and the warm-up cancel out. The points are fast_path.py's (`qu
 session call answered by SSE; `json`: JSON replies; `stateless`: a 2026-07-28 call; `streamed`: a
 progress notification then the reply). `ours@REF` is REF's src/ (extracted as run.py's --baseline
 does), driven the same way (a commit before the fast path: uvicorn's own cycle). Needs valgrind;
-about 30 s a figure.
+about 30 s a figure. `--tree NAME=PATH` counts another src/ directory beside ours (mypyc_trial.py
+passes its compiled copy); `--cpu ROUNDS` adds CPU time per request, measured the same way without
+valgrind (2,000 and 20,000 requests), the trees taking turns, the median kept: that one is timed.
 
 Fewer instructions is less work per request, not a time: a memory stall or a syscall counts the
 same as an add. The timed points (fast_path.py, run.py) stay the measure of requests per second.
@@ -27,6 +30,8 @@ import inspect
 import json
 import os
 import re
+import resource
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -162,10 +167,37 @@ def per_request(python: str, src: Path, point: str) -> float:
     return (counted(python, src, point, MANY) - counted(python, src, point, FEW)) / (MANY - FEW)
 
 
+def cpu_seconds(python: str, src: Path, point: str, count: int) -> float:
+    """CPU seconds (user and system) the driver takes for `count` requests after the warm-up."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(src), str(BENCH)]), "PYTHONHASHSEED": "0"}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    proc = subprocess.run([python, str(HERE), "--drive", point, str(count)], capture_output=True, text=True,
+                          env=env, timeout=900)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{point} at {src}: {proc.stdout[-300:]}{proc.stderr[-600:]}")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def cpu_per_request(python: str, trees: dict[str, Path], point: str, rounds: int) -> dict[str, float]:
+    """CPU microseconds per request of each tree: (CPU at 20,000 - CPU at 2,000) / 18,000, the trees
+    taking turns `rounds` times, the median kept (a timed figure: it moves with the machine's load)."""
+    samples: dict[str, list[float]] = {name: [] for name in trees}
+    for _ in range(rounds):
+        for name, src in trees.items():
+            many, few = cpu_seconds(python, src, point, 20_000), cpu_seconds(python, src, point, 2_000)
+            samples[name].append((many - few) / 18_000 * 1e6)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--baseline", default="a3542c1")
     parser.add_argument("--points", default=",".join(POINTS))
+    parser.add_argument("--tree", action="append", default=[], metavar="NAME=PATH",
+                        help="another src/ directory to count (mypyc_trial.py passes its compiled one)")
+    parser.add_argument("--cpu", type=int, default=0, metavar="ROUNDS",
+                        help="also time CPU per request, the trees taking turns ROUNDS times (a timed figure)")
     parser.add_argument("--drive", nargs=2, metavar=("POINT", "COUNT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.drive:
@@ -173,15 +205,27 @@ def main() -> None:
 
         uvloop.run(drive(args.drive[0], int(args.drive[1])))
         return
-    from report import markdown_grid
-    from run import ROOT, baseline_src, git, our_python
+    from run import ROOT, baseline_src, git
 
-    python = our_python()
     trees = {f"ours ({git('rev-parse', '--short', 'HEAD') or 'tree'})": ROOT / "src"}
+    for named in args.tree:
+        name, _, path = named.partition("=")
+        if not path or not Path(path).is_dir():
+            parser.error(f"--tree {named!r}: NAME=PATH of a src/ directory")
+        trees[name] = Path(path)
     if args.baseline:
         src, short = baseline_src(args.baseline)
         trees[f"ours@{short}"] = src
-    points = [p for p in args.points.split(",") if p]
+    compare(trees, [p for p in args.points.split(",") if p], args.cpu)
+
+
+def compare(trees: dict[str, Path], points: list[str], cpu_rounds: int = 0) -> None:
+    """Print the instructions per request of each tree (and, with `cpu_rounds`, CPU time per
+    request), and each against the last tree."""
+    from report import markdown_grid
+    from run import our_python
+
+    python = our_python()
     figures: dict[str, dict[str, float | None]] = {}
     for name, src in trees.items():
         figures[name] = {}
@@ -195,15 +239,24 @@ def main() -> None:
     print("\nInstructions per request in process (callgrind), server side\n")
     print(markdown_grid("tree", points, {name: ["-" if row[p] is None else f"{row[p]:,.0f}" for p in points]
                                          for name, row in figures.items()}))
+    last = list(trees)[-1]
+
+    def ratio(ours: float | None, theirs: float | None) -> str:
+        return "-" if not ours or not theirs else f"{theirs / ours:.2f}x"
+
     if len(trees) > 1:
-        base = figures[list(trees)[-1]]
-        print(f"\nAgainst {list(trees)[-1]} (its instructions over ours: how many times less work)\n")
-
-        def ratio(ours: float | None, theirs: float | None) -> str:
-            return "-" if not ours or not theirs else f"{theirs / ours:.2f}x"
-
+        base = figures[last]
+        print(f"\nAgainst {last} (its instructions over ours: how many times less work)\n")
         print(markdown_grid("tree", points, {name: [ratio(row[p], base[p]) for p in points]
                                              for name, row in figures.items()}))
+    if cpu_rounds:
+        timed = {point: cpu_per_request(python, trees, point, cpu_rounds) for point in points}
+        print(f"\nCPU µs per request in process (median of {cpu_rounds} rounds, the trees taking turns)\n")
+        print(markdown_grid("tree", points, {name: [f"{timed[p][name]:.2f}" for p in points] for name in trees}))
+        if len(trees) > 1:
+            print(f"\nAgainst {last} (its time over ours)\n")
+            print(markdown_grid("tree", points, {name: [ratio(timed[p][name], timed[p][last]) for p in points]
+                                                 for name in trees}))
 
 
 if __name__ == "__main__":
