@@ -1,6 +1,7 @@
 """Ours on the fast path against ours on uvicorn's ASGI cycle, a baseline commit and the bare ASGI app.
 
     .venv/bin/python bench/fast_path.py [--seconds 5] [--baseline a3542c1] [--points quick,json,stateless,streamed]
+        [--servers ours,ours@] [--rounds 5]
 
 One server at a time on CPU 0, wrk (tools_call.lua) on CPU 1 with 16 keep-alive
 connections, as run.py's point 1: `ours` (the working tree, the fast path:
@@ -14,6 +15,13 @@ Each point: a warm-up of 2 s, then `--seconds` measured; the figure is requests
 per server CPU-second (the server's user+system time over the point), with
 p50/p99 from wrk. Prints one Markdown table and the ratios against `ours@REF`.
 A commit or server that does not serve a point gets "-".
+
+The servers take one point after the other, so a change in the machine's load
+during a run falls on some of them only: single runs of this script gave 1.24x,
+1.71x and 1.60x for the same trees within five minutes. `--rounds N` measures
+every point N times, each round starting the turn at another server, and
+reports the medians and, for each ratio, the median of the rounds' own ratios
+with their range (`--servers ours,ours@` keeps the run to the two trees).
 """
 
 from __future__ import annotations
@@ -99,30 +107,75 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--baseline", default="a3542c1")
     parser.add_argument("--points", default=",".join(POINTS))
+    parser.add_argument("--servers", default="", help="comma-separated names to run (default: all)")
+    parser.add_argument("--rounds", type=int, default=1, help="rounds, the servers taking turns (see the docstring)")
     args = parser.parse_args()
     logs = BENCH / "results" / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     chosen = [p for p in args.points.split(",") if p]
-    table: dict[str, dict[str, dict[str, float] | None]] = {}
-    for name, (argv, env, serves) in servers(args.baseline or None).items():
+    found = servers(args.baseline or None)
+    if args.servers:
+        wanted = [n for n in args.servers.split(",") if n]  # ("ours@" stands for the baseline's name)
+        unknown = [n for n in wanted if n != "ours@" and n not in found]
+        if unknown:
+            parser.error(f"unknown servers {unknown}; choose from {', '.join(found)}")
+        found = {n: v for n, v in found.items() if n in wanted or ("ours@" in wanted and n.startswith("ours@"))}
+    names = list(found)
+    # samples[name][point]: one measurement per round (None where it could not be measured).
+    samples: dict[str, dict[str, list[dict[str, float] | None]]] = {n: {p: [] for p in chosen} for n in names}
+    for number in range(args.rounds):
         for point in chosen:
-            if point in serves:
-                print(f"{name} {point} ...", file=sys.stderr, flush=True)
-                table.setdefault(name, {})[point] = measure(name, argv, env, POINTS[point], args.seconds, logs)
-    print(f"\nRequests per server CPU-second (req/s, p50/p99 µs), {args.seconds:g} s per point, tree {ROOT.name}\n")
-    def cell(m: dict[str, float] | None) -> str:
-        return "-" if m is None else f"{m['per_cpu_s']:,.0f} ({m['rps']:,.0f}/s, {m['p50']}/{m['p99']})"
+            # Each round starts the turn at another server, so a drift in the machine's load
+            # during a round does not fall on the same server every time.
+            for name in names[number % len(names) :] + names[: number % len(names)]:
+                argv, env, serves = found[name]
+                if point in serves:
+                    print(f"round {number + 1}: {name} {point} ...", file=sys.stderr, flush=True)
+                    samples[name][point].append(measure(name, argv, env, POINTS[point], args.seconds, logs))
+    report(samples, chosen, args.seconds, args.rounds)
 
-    print(markdown_grid("server", chosen, {name: [cell(row.get(p)) for p in chosen] for name, row in table.items()}))
-    base = next((n for n in table if n.startswith("ours@")), None)
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    middle = len(ordered) // 2
+    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+
+
+def report(
+    samples: dict[str, dict[str, list[dict[str, float] | None]]], chosen: list[str], seconds: float, rounds: int
+) -> None:
+    """The tables: each server's figures (one round: as measured; more: the medians), then ratios
+    against ``ours@REF`` (more rounds: the median of the rounds' own ratios, and their range)."""
+    how = "" if rounds == 1 else f", medians of {rounds} rounds"
+    print(f"\nRequests per server CPU-second (req/s, p50/p99 µs), {seconds:g} s per point{how}, tree {ROOT.name}\n")
+
+    def cell(measured: list[dict[str, float] | None]) -> str:
+        got = [m for m in measured if m is not None]
+        if not got:
+            return "-"
+        per_cpu, rps = _median([m["per_cpu_s"] for m in got]), _median([m["rps"] for m in got])
+        p50, p99 = _median([m["p50"] for m in got]), _median([m["p99"] for m in got])
+        return f"{per_cpu:,.0f} ({rps:,.0f}/s, {p50:.0f}/{p99:.0f})"
+
+    print(markdown_grid("server", chosen, {name: [cell(row[p]) for p in chosen] for name, row in samples.items()}))
+
+    def ratios(ours: list[dict[str, float] | None], base: list[dict[str, float] | None]) -> str:
+        each = [m["per_cpu_s"] / b["per_cpu_s"] for m, b in zip(ours, base, strict=False) if m and b]
+        if not each:
+            return "-"
+        if len(each) == 1:
+            return f"{each[0]:.2f}x"
+        return f"{_median(each):.2f}x ({min(each):.2f}-{max(each):.2f})"
+
+    base = next((n for n in samples if n.startswith("ours@")), None)
     if base is not None:
         print(f"\nRatios, per server CPU-second, against {base}:\n")
-
-        def ratio(m: dict[str, float] | None, b: dict[str, float] | None) -> str:
-            return "-" if m is None or b is None else f"{m['per_cpu_s'] / b['per_cpu_s']:.2f}x"
-
-        rows = {name: [ratio(row.get(p), table[base].get(p)) for p in chosen] for name, row in table.items()}
+        rows = {name: [ratios(row[p], samples[base][p]) for p in chosen] for name, row in samples.items()}
         print(markdown_grid("server", chosen, rows))
+    ours = samples.get("ours")
+    if ours is not None and "quick" in chosen and len(chosen) > 1:
+        print("\nOurs against its own session SSE call (`quick`), round by round:\n")
+        print(markdown_grid("server", chosen, {"ours": [ratios(ours[p], ours["quick"]) for p in chosen]}))
 
 
 if __name__ == "__main__":
