@@ -18,6 +18,7 @@ from fixtures.asgi import Session, call
 from fixtures.http_app import build_server
 from fixtures.messages import initialize_message, notification, request
 from fixtures.redis_server import NEW, Workers, mesh
+from mcp_sse_server.engine.observe import HttpOrigin
 from mcp_sse_server.stores.redis_routing import (
     RedisCoordinator,
     ReleaseHolder,
@@ -71,6 +72,9 @@ ROUTED: list[RoutedMessage] = [
     WakeHolder("s1"),
     ReleaseHolder("s1", "host-1-ab:3"),
     RoutedPost("s1", '{"jsonrpc":"2.0","id":1,"method":"ping"}'),
+    RoutedPost(
+        "s1", "{}", HttpOrigin("127.0.0.1", 50123, "1.1", {"traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"})
+    ),
 ]
 
 

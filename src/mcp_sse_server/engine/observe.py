@@ -9,7 +9,8 @@ Rules of this module:
 * Hooks must not raise into the engine: an implementation swallows its own failures, because a
   broken exporter must never fail a tool call.
 * ``current_http`` is set by the HTTP transport, only when the server has an observer, for the
-  duration of one POST: who is calling, over which HTTP version, and the trace headers it sent.
+  duration of one POST: who is calling, over which HTTP version, and the trace headers it sent
+  (and by the Redis coordinator while it hands over a 2024-11-05 POST another worker took).
 """
 
 from __future__ import annotations

@@ -47,7 +47,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias
 
 import orjson
 from redis.asyncio import Redis
@@ -63,6 +63,7 @@ from ..engine.jsonrpc import (
     encode_message,
     parse_message,
 )
+from ..engine.observe import HttpOrigin, Observer, current_http
 from ..engine.stores import (
     NOT_HELD,
     CoordinatedSession,
@@ -73,9 +74,6 @@ from ..engine.stores import (
     TaskStore,
 )
 from .redis import DEFAULT_PREFIX, WriteBehind, logger, milliseconds, redis_unavailable
-
-if TYPE_CHECKING:
-    from ..engine.observe import Observer
 
 __all__ = [
     "Lease",
@@ -586,10 +584,13 @@ class ReleaseHolder:
 @dataclass(frozen=True, slots=True)
 class RoutedPost:
     """A client's message (JSON text) POSTed for a 2024-11-05 stream the receiving worker holds,
-    checked and answered 202 where it was posted."""
+    checked and answered 202 where it was posted; ``origin``: with telemetry on, the POST's
+    peer, HTTP version and W3C trace headers (``engine.observe.HttpOrigin``), what the
+    receiving worker's spans of the message take as if it had been posted there, else None."""
 
     session_id: str
     message: str
+    origin: HttpOrigin | None = None
 
 
 RoutedMessage: TypeAlias = RoutedAnswer | RoutedCancel | WakeHolder | ReleaseHolder | RoutedPost
@@ -615,7 +616,8 @@ def encode_routed(message: RoutedMessage) -> dict[str, Any]:
     if isinstance(message, WakeHolder):
         return {"type": "wake", "session": message.session_id}
     if isinstance(message, RoutedPost):
-        return {"type": "post", "session": message.session_id, "message": message.message}
+        post: dict[str, Any] = {"type": "post", "session": message.session_id, "message": message.message}
+        return post if message.origin is None else {**post, "origin": message.origin._asdict()}
     return {"type": "release", "session": message.session_id, "holder": message.holder}
 
 
@@ -631,7 +633,7 @@ def decode_routed(data: Mapping[str, Any]) -> RoutedMessage | None:
     if kind == "wake":
         return WakeHolder(session_id)
     if kind == "post" and isinstance(data.get("message"), str):
-        return RoutedPost(session_id, data["message"])
+        return RoutedPost(session_id, data["message"], _origin_of(data))
     if kind == "release" and isinstance(data.get("holder"), str):
         return ReleaseHolder(session_id, data["holder"])
     return None
@@ -643,6 +645,28 @@ def _trace_of(data: Mapping[str, Any]) -> dict[str, str] | None:
     if type(trace) is not dict:
         return None
     return {key: value for key, value in trace.items() if type(key) is str and type(value) is str} or None
+
+
+def _origin_of(data: Mapping[str, Any]) -> HttpOrigin | None:
+    """A routed POST's HTTP origin; None when it has none or it is not one this format wrote."""
+    origin = data.get("origin")
+    if type(origin) is not dict:
+        return None
+    address, port, version, headers = (
+        origin.get("client_address"),
+        origin.get("client_port"),
+        origin.get("http_version"),
+        origin.get("headers"),
+    )
+    if (
+        (address is not None and type(address) is not str)
+        or (port is not None and type(port) is not int)
+        or type(version) is not str
+        or type(headers) is not dict
+    ):
+        return None
+    kept = {key: value for key, value in headers.items() if type(key) is str and type(value) is str}
+    return HttpOrigin(address, port, version, kept)
 
 
 def _observer(session: CoordinatedSession | None) -> Observer | None:
@@ -863,7 +887,9 @@ class RedisCoordinator:
         worker_id = StandaloneHolder.decode(holder).worker_id
         if not worker_id or worker_id == self.mesh.worker_id:
             return False  # (here: the app found no stream of it, so it ended)
-        await self.mesh.send(worker_id, encode_routed(RoutedPost(session_id, body.decode())))
+        # (current_http is set only while telemetry observes the POST: the worker serving its
+        # message then spans it as if it had been posted there, trace headers and peer alike.)
+        await self.mesh.send(worker_id, encode_routed(RoutedPost(session_id, body.decode(), current_http.get())))
         return True
 
     def _lease(self, session_id: str) -> Lease:
@@ -922,7 +948,13 @@ class RedisCoordinator:
             if on_post is None:
                 logger.info("dropping a 2024-11-05 POST for session %s: its stream ended", message.session_id[:8])
             else:
-                await on_post(message.message.encode())
+                # The POST's origin is current while its message is taken (and in the task that
+                # serves a request in it); none otherwise, never the context this loop started in.
+                token = current_http.set(message.origin)
+                try:
+                    await on_post(message.message.encode())
+                finally:
+                    current_http.reset(token)
         elif self._holding.get(message.session_id) == message.holder:
             del self._holding[message.session_id]
             await session.end_standalone()

@@ -33,7 +33,8 @@ Rules of this module:
    message; the running worker adds a ``cancel (routed)`` event and a link to it on the
    request's span. An answer carries the context it arrived in (``_meta``, headers, ambient):
    the CLIENT span of the request it answers (rule 12) gets an ``answer (routed)`` event and a
-   link to it.
+   link to it. A 2024-11-05 POST sent on to the worker holding its stream carries its HTTP origin
+   (``observe.current_http``: trace headers and peer), current there while its message is taken.
 9. A task (both generations) is an INTERNAL span ``task {tool}`` from its start to its terminal
    status, in a trace of its own linked to the call that made it (``task_trace="child"``: a
    child of that call); status changes are events; ``failed`` is an error by rule 4 (a core

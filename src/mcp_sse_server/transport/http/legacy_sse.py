@@ -40,9 +40,10 @@ the messages path (``/messages/``) takes the POSTs. The rules here:
    holding the stream (``Coordinator.route_legacy_post``: to the holder of the
    session's standalone lease, through its inbox), which takes it as its own
    POSTs (``Coordinator.holding_legacy``): a request served, a notification or
-   response to the engine. A request that finds that worker shutting down is
-   answered on the stream with the 503's error. No worker holding the stream:
-   404.
+   response to the engine. With telemetry on, the POST's trace headers and peer
+   travel with it, so its request's span there is as if it had been posted
+   there. A request that finds that worker shutting down is answered on the
+   stream with the 503's error. No worker holding the stream: 404.
 """
 
 from __future__ import annotations
