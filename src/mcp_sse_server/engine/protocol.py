@@ -278,11 +278,12 @@ class Connection:
         if self.closed:
             return
         self.closed = True
-        pending: dict[RequestId, asyncio.Future[JsonRpcMessage]] = getattr(self, "_pending", {})
-        self._pending = {}
-        for request_id, future in pending.items():
-            if not future.done():
-                future.set_result(JsonRpcError(request_id, CONNECTION_CLOSED, "Connection closed"))
+        pending: dict[RequestId, asyncio.Future[JsonRpcMessage]] | None = getattr(self, "_pending", None)
+        if pending:  # (a connection that never sent a request has no table: none is made here)
+            self._pending = {}
+            for request_id, future in pending.items():
+                if not future.done():
+                    future.set_result(JsonRpcError(request_id, CONNECTION_CLOSED, "Connection closed"))
         for context in list(self._inflight.values()):
             context.cancel("connection closed")
         if hasattr(self, "_progress"):
