@@ -4,8 +4,8 @@ times both trees with instructions.py.
 
     .venv/bin/python bench/mypyc_trial.py [--points quick,stateless] [--cpu 5] [--keep DIR]
 
-The modules are the request path's own, those mypyc compiles without a change to how they are
-written but two (the compiled copy only; src/ is never touched):
+The modules are those of the request path that mypyc compiles after two edits (made to the
+copy only; src/ is never touched):
 
 1. ``__slots__`` is dropped from their classes: mypyc refuses it on a class it compiles (a native
    class has a fixed layout of its own; one deriving from an interpreted class stays a Python
