@@ -30,6 +30,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from loadgen import cpu_seconds, wrk
@@ -135,12 +136,6 @@ def main() -> None:
     report(samples, chosen, args.seconds, args.rounds)
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
-
-
 def report(
     samples: dict[str, dict[str, list[dict[str, float] | None]]], chosen: list[str], seconds: float, rounds: int
 ) -> None:
@@ -153,8 +148,8 @@ def report(
         got = [m for m in measured if m is not None]
         if not got:
             return "-"
-        per_cpu, rps = _median([m["per_cpu_s"] for m in got]), _median([m["rps"] for m in got])
-        p50, p99 = _median([m["p50"] for m in got]), _median([m["p99"] for m in got])
+        per_cpu, rps = median([m["per_cpu_s"] for m in got]), median([m["rps"] for m in got])
+        p50, p99 = median([m["p50"] for m in got]), median([m["p99"] for m in got])
         return f"{per_cpu:,.0f} ({rps:,.0f}/s, {p50:.0f}/{p99:.0f})"
 
     print(markdown_grid("server", chosen, {name: [cell(row[p]) for p in chosen] for name, row in samples.items()}))
@@ -165,7 +160,7 @@ def report(
             return "-"
         if len(each) == 1:
             return f"{each[0]:.2f}x"
-        return f"{_median(each):.2f}x ({min(each):.2f}-{max(each):.2f})"
+        return f"{median(each):.2f}x ({min(each):.2f}-{max(each):.2f})"
 
     base = next((n for n in samples if n.startswith("ours@")), None)
     if base is not None:
